@@ -121,4 +121,3 @@ func cutUTF16(s string, n int) string {
 	}
 	return s
 }
-
