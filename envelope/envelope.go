@@ -51,7 +51,11 @@ func (e *Envelope) RetryAfterSeconds() int64 {
 	if !e.HasRetryAfter() {
 		return 0
 	}
-	return int64(math.Ceil(e.RetryAfter))
+	s := math.Ceil(e.RetryAfter)
+	if s >= math.MaxInt64 { // int64(s) would overflow
+		return math.MaxInt64
+	}
+	return int64(s)
 }
 
 // Text renders e as the reference implementation does.
@@ -148,10 +152,21 @@ func appendAttr(dst []byte, s string) []byte {
 
 // AppendNumber appends f as JavaScript's Number#toString writes it: the
 // shortest decimal that reads back as f ("30", "1.5"), switching to
-// exponent form below 1e-6 and from 1e21 on ("1e-7", "1e+21").
+// exponent form below 1e-6 and from 1e21 on ("1e-7", "1e+21"). -0 is "0",
+// and the non-finite values are "NaN", "Infinity" and "-Infinity".
 func AppendNumber(dst []byte, f float64) []byte {
+	switch {
+	case f == 0:
+		return append(dst, '0')
+	case math.IsNaN(f):
+		return append(dst, "NaN"...)
+	case math.IsInf(f, 1):
+		return append(dst, "Infinity"...)
+	case math.IsInf(f, -1):
+		return append(dst, "-Infinity"...)
+	}
 	abs := math.Abs(f)
-	if abs == 0 || (abs >= 1e-6 && abs < 1e21) {
+	if abs >= 1e-6 && abs < 1e21 {
 		return strconv.AppendFloat(dst, f, 'f', -1, 64)
 	}
 	start := len(dst)

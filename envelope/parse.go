@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -26,9 +27,9 @@ const (
 // Parse reads the first envelope found in text. It is tolerant the way the
 // reference client is: text around the envelope, whitespace and indentation
 // between elements (the pretty-printed form of the documentation), either
-// quote style for attributes, and unknown sections are accepted. A missing
-// severity reads as "error". Entities are unescaped in one pass, which is
-// equivalent to replacing &amp; last.
+// quote style for attributes, and unknown sections are accepted. A missing or
+// empty severity reads as "error", as it renders. Entities are unescaped in
+// one pass, which is equivalent to replacing &amp; last.
 func Parse(text string) (Parsed, error) {
 	start := indexOpenTag(text)
 	if start < 0 {
@@ -42,7 +43,9 @@ func Parse(text string) (Parsed, error) {
 		case "code":
 			out.Code = Code(value)
 		case "severity":
-			out.Severity = Severity(value)
+			if value != "" {
+				out.Severity = Severity(value)
+			}
 		}
 	}); err != nil {
 		return Parsed{}, err
@@ -227,10 +230,10 @@ func (p *parser) sections(e *Envelope) error {
 				return err
 			}
 		case "details":
-			var keys []string
-			values, err := items(c, "detail", func(name, value string) {
+			keys := map[int]string{}
+			values, err := items(c, "detail", func(i int, name, value string) {
 				if name == "key" {
-					keys = append(keys, value)
+					keys[i] = value
 				}
 			})
 			if err != nil {
@@ -247,7 +250,8 @@ func (p *parser) sections(e *Envelope) error {
 }
 
 // items reads a list of <item> elements and returns their unescaped text.
-func items(list, item string, set func(name, value string)) ([]string, error) {
+// set, if not nil, receives each item's attributes with the item's index.
+func items(list, item string, set func(i int, name, value string)) ([]string, error) {
 	p := parser{s: list}
 	var out []string
 	for {
@@ -255,7 +259,12 @@ func items(list, item string, set func(name, value string)) ([]string, error) {
 		if p.pos >= len(p.s) {
 			return out, nil
 		}
-		name, err := p.openElement(set)
+		var attr func(name, value string)
+		if set != nil {
+			i := len(out)
+			attr = func(name, value string) { set(i, name, value) }
+		}
+		name, err := p.openElement(attr)
 		if err != nil {
 			return nil, err
 		}
@@ -279,6 +288,11 @@ func parseRetryAfter(s string) (float64, error) {
 	f, err := strconv.ParseFloat(n, 64)
 	if err != nil {
 		return 0, fmt.Errorf("retry_after %q: %w", s, err)
+	}
+	// ParseFloat accepts "NaN", "Inf" and negatives, none of which a rendered
+	// envelope can carry.
+	if math.IsNaN(f) || math.IsInf(f, 0) || f < 0 {
+		return 0, fmt.Errorf("retry_after %q: want a finite number of seconds, not negative", s)
 	}
 	return f, nil
 }
