@@ -1,0 +1,177 @@
+// Package caddyfile turns the mcp Caddyfile directive into the handler's
+// configuration. It does nothing else: placeholders are left for the handler
+// to expand per request, and values are checked only as far as parsing them
+// needs.
+//
+//	mcp {
+//		rate_limit <name> {
+//			key      <placeholder template>   # default {client_ip}
+//			rate     <n>/<duration>           # required: 10/s, 600/1m, 5/30s
+//			burst    <n>                      # bucket size, default n
+//			methods  <method...>              # default tools/call
+//			tools    <glob...>                # default every tool
+//			max_keys <n>                      # live buckets, default 1000000
+//		}
+//		max_request_body <size>               # default 4MiB
+//	}
+package caddyfile
+
+import (
+	"strconv"
+
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/dustin/go-humanize"
+
+	"github.com/caddymcp/caddy-mcp/handler"
+	"github.com/caddymcp/caddy-mcp/ratelimit"
+)
+
+// Parse is the mcp directive's unmarshaler, for
+// httpcaddyfile.RegisterHandlerDirective.
+func Parse(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
+	cfg := new(handler.Handler)
+	if err := Unmarshal(h.Dispenser, cfg); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// Unmarshal reads one mcp directive from d into cfg.
+func Unmarshal(d *caddyfile.Dispenser, cfg *handler.Handler) error {
+	d.Next() // the directive name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		switch d.Val() {
+		case "rate_limit":
+			if err := unmarshalRateLimit(d, cfg); err != nil {
+				return err
+			}
+		case "max_request_body":
+			if cfg.MaxRequestBody != 0 {
+				return d.Errf("max_request_body given twice")
+			}
+			size, err := oneSize(d)
+			if err != nil {
+				return err
+			}
+			cfg.MaxRequestBody = size
+		default:
+			return d.Errf("unrecognized subdirective %q", d.Val())
+		}
+	}
+	return nil
+}
+
+func unmarshalRateLimit(d *caddyfile.Dispenser, cfg *handler.Handler) error {
+	if !d.NextArg() {
+		return d.Errf("rate_limit needs a name: rate_limit <name> { ... }")
+	}
+	name := d.Val()
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	if _, dup := cfg.RateLimits[name]; dup {
+		return d.Errf("rate_limit %q is defined twice", name)
+	}
+	rl := new(handler.RateLimit)
+	seen := make(map[string]bool)
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		sub := d.Val()
+		if seen[sub] {
+			return d.Errf("rate_limit %q: %s given twice", name, sub)
+		}
+		seen[sub] = true
+		var err error
+		switch sub {
+		case "key":
+			rl.Key, err = oneArg(d)
+		case "rate":
+			rl.Rate, err = rate(d)
+		case "burst":
+			rl.Burst, err = positiveInt(d)
+		case "max_keys":
+			rl.MaxKeys, err = positiveInt(d)
+		case "methods":
+			rl.Methods, err = manyArgs(d)
+		case "tools":
+			rl.Tools, err = manyArgs(d)
+		default:
+			return d.Errf("unrecognized rate_limit subdirective %q", sub)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if rl.Rate == "" {
+		return d.Errf("rate_limit %q: rate is required (e.g. rate 10/s)", name)
+	}
+	if cfg.RateLimits == nil {
+		cfg.RateLimits = make(map[string]*handler.RateLimit)
+	}
+	cfg.RateLimits[name] = rl
+	return nil
+}
+
+// rate reads a rate and writes it in its canonical form.
+func rate(d *caddyfile.Dispenser) (string, error) {
+	s, err := oneArg(d)
+	if err != nil {
+		return "", err
+	}
+	r, err := ratelimit.ParseRate(s)
+	if err != nil {
+		return "", d.Errf("%v", err)
+	}
+	return r.String(), nil
+}
+
+func oneArg(d *caddyfile.Dispenser) (string, error) {
+	sub := d.Val()
+	if !d.NextArg() {
+		return "", d.Errf("%s needs a value", sub)
+	}
+	v := d.Val()
+	if d.NextArg() {
+		return "", d.Errf("%s takes one value, got another: %q", sub, d.Val())
+	}
+	return v, nil
+}
+
+func manyArgs(d *caddyfile.Dispenser) ([]string, error) {
+	sub := d.Val()
+	args := d.RemainingArgs()
+	if len(args) == 0 {
+		return nil, d.Errf("%s needs at least one value", sub)
+	}
+	return args, nil
+}
+
+func positiveInt(d *caddyfile.Dispenser) (int, error) {
+	sub := d.Val()
+	s, err := oneArg(d)
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n <= 0 {
+		return 0, d.Errf("%s %q: want a positive whole number", sub, s)
+	}
+	return n, nil
+}
+
+func oneSize(d *caddyfile.Dispenser) (int64, error) {
+	sub := d.Val()
+	s, err := oneArg(d)
+	if err != nil {
+		return 0, err
+	}
+	size, err := humanize.ParseBytes(s)
+	if err != nil || size == 0 || size > 1<<40 {
+		return 0, d.Errf("%s %q: want a size such as 4MiB or 65536", sub, s)
+	}
+	return int64(size), nil
+}

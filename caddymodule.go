@@ -1,0 +1,21 @@
+// Package caddymcp is a Caddy plugin that fronts MCP (Model Context Protocol)
+// servers. Importing it registers the http.handlers.mcp module and the mcp
+// Caddyfile directive, ordered before reverse_proxy:
+//
+//	xcaddy build v2.11.9 --with github.com/caddymcp/caddy-mcp
+//
+// The handler lives in package handler, the Caddyfile syntax in package
+// caddyfile, and the <tool_error> wire contract in package envelope.
+package caddymcp
+
+import (
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+
+	"github.com/caddymcp/caddy-mcp/caddyfile"
+	_ "github.com/caddymcp/caddy-mcp/handler" // registers http.handlers.mcp
+)
+
+func init() {
+	httpcaddyfile.RegisterHandlerDirective("mcp", caddyfile.Parse)
+	httpcaddyfile.RegisterDirectiveOrder("mcp", httpcaddyfile.Before, "reverse_proxy")
+}

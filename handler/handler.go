@@ -1,0 +1,107 @@
+// Package handler is the mcp HTTP handler (http.handlers.mcp): the one place
+// where HTTP, JSON-RPC and Caddy meet. It inspects every JSON-RPC POST,
+// admits it against the configured limits, and answers what it refuses with
+// a <tool_error> envelope the model can act on. Everything else passes
+// through to the next handler (normally reverse_proxy) byte for byte.
+package handler
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+)
+
+func init() {
+	caddy.RegisterModule(Handler{})
+}
+
+// DefaultMaxRequestBody is the default of Handler.MaxRequestBody: 4 MiB.
+const DefaultMaxRequestBody = 4 << 20
+
+// Handler is the mcp middleware. It goes in front of reverse_proxy:
+//
+//	mcp {
+//		rate_limit per_client {
+//			rate 10/s
+//		}
+//	}
+//	reverse_proxy 127.0.0.1:9000
+type Handler struct {
+	// RateLimits are token-bucket limits by name. A message is admitted only
+	// if every limit that applies to it has tokens; a message refused by one
+	// limit takes no token from any other. A name identifies the buckets
+	// across config reloads and across sites: two handlers that use the same
+	// name and key template share buckets.
+	RateLimits map[string]*RateLimit `json:"rate_limits,omitempty"`
+
+	// MaxRequestBody is the largest POST body the handler reads, in bytes.
+	// A larger body is refused with HTTP 413. Default: 4 MiB.
+	MaxRequestBody int64 `json:"max_request_body,omitempty"`
+
+	limits []*limit
+	logger *zap.Logger
+	// now is the clock; tests replace it.
+	now func() time.Time
+}
+
+// CaddyModule returns the Caddy module information.
+func (Handler) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.handlers.mcp",
+		New: func() caddy.Module { return new(Handler) },
+	}
+}
+
+// Provision sets up the limits, taking their buckets from the ones that
+// survive config reloads.
+func (h *Handler) Provision(ctx caddy.Context) error {
+	h.logger = ctx.Logger()
+	if h.now == nil {
+		h.now = time.Now
+	}
+	if h.MaxRequestBody == 0 {
+		h.MaxRequestBody = DefaultMaxRequestBody
+	}
+	for _, name := range sortedNames(h.RateLimits) {
+		l, err := newLimit(name, h.RateLimits[name], h.now)
+		if err != nil {
+			h.releaseLimits()
+			return fmt.Errorf("rate_limit %q: %w", name, err)
+		}
+		h.limits = append(h.limits, l)
+	}
+	return nil
+}
+
+// Validate checks the configuration.
+func (h *Handler) Validate() error {
+	if h.MaxRequestBody < 0 {
+		return fmt.Errorf("max_request_body: %d is negative", h.MaxRequestBody)
+	}
+	return nil
+}
+
+// Cleanup releases the buckets this handler took; they live on while another
+// config (the one replacing this one) still uses them.
+func (h *Handler) Cleanup() error {
+	h.releaseLimits()
+	return nil
+}
+
+func (h *Handler) releaseLimits() {
+	for _, l := range h.limits {
+		l.release()
+	}
+	h.limits = nil
+}
+
+// Interface guards.
+var (
+	_ caddy.Provisioner           = (*Handler)(nil)
+	_ caddy.Validator             = (*Handler)(nil)
+	_ caddy.CleanerUpper          = (*Handler)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Handler)(nil)
+)

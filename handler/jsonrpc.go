@@ -1,0 +1,510 @@
+package handler
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// kind is what a JSON-RPC message is, as far as the gateway cares.
+type kind uint8
+
+const (
+	// invalid: valid JSON that is not a JSON-RPC message the gateway
+	// understands. It is the upstream's to answer.
+	invalid kind = iota
+	request
+	notification
+	// response: a client's answer to a server-to-client request.
+	response
+)
+
+// message is what inspection learns of one JSON-RPC message. Its byte slices
+// point into the request body, which is never modified.
+type message struct {
+	kind kind
+	// method is the unescaped method name.
+	method []byte
+	// id is the id exactly as sent (a JSON string, number or null); nil when
+	// the message has none.
+	id json.RawMessage
+	// tool is params.name, unescaped; nil when absent or not a string.
+	tool []byte
+}
+
+func (m *message) isCall() bool { return m.kind == request && string(m.method) == "tools/call" }
+
+// errAmbiguous marks a message that different JSON-RPC servers could read
+// differently: a member of ours given twice, or given again under another
+// letter case (which case-insensitive decoders such as Go's encoding/json
+// would accept). The gateway cannot be sure which method the upstream will
+// run, so it refuses the message instead of guessing.
+var errAmbiguous = errors.New("ambiguous message")
+
+// syntaxError is a body that is not JSON.
+type syntaxError struct {
+	offset int
+	msg    string
+}
+
+func (e *syntaxError) Error() string {
+	return fmt.Sprintf("invalid JSON at offset %d: %s", e.offset, e.msg)
+}
+
+// maxDepth bounds the nesting of arrays and objects, so that a hostile body
+// cannot make the scanner recurse without limit.
+const maxDepth = 1000
+
+// parseMessages reads a JSON-RPC message or batch from body and appends what
+// it learns to msgs. The whole body is validated as JSON; arguments and
+// results are skipped, never decoded. batch reports whether body is an array.
+// A body that is not JSON is a *syntaxError even when it is also ambiguous:
+// errAmbiguous is reported only for valid JSON.
+func parseMessages(body []byte, msgs []message) (_ []message, batch bool, err error) {
+	s := scanner{b: body}
+	s.ws()
+	switch s.peek() {
+	case '[':
+		batch = true
+		s.i++
+		s.ws()
+		if s.peek() == ']' {
+			s.i++
+			break
+		}
+		for {
+			s.ws()
+			var m message
+			if s.peek() == '{' {
+				err = s.message(&m, 2)
+			} else {
+				err = s.value(1)
+			}
+			if err != nil {
+				return msgs, batch, err
+			}
+			msgs = append(msgs, m)
+			s.ws()
+			if s.peek() == ',' {
+				s.i++
+				continue
+			}
+			if err = s.expect(']'); err != nil {
+				return msgs, batch, err
+			}
+			break
+		}
+	case '{':
+		var m message
+		if err = s.message(&m, 1); err != nil {
+			return msgs, false, err
+		}
+		msgs = append(msgs, m)
+	default:
+		if err = s.value(0); err != nil {
+			return msgs, false, err
+		}
+		msgs = append(msgs, message{})
+	}
+	s.ws()
+	if s.i != len(s.b) {
+		return msgs, batch, s.errorf("unexpected data after the message")
+	}
+	if s.ambiguous {
+		return msgs, batch, errAmbiguous
+	}
+	return msgs, batch, nil
+}
+
+// scanner is a validating JSON reader over one body, in the manner of
+// encoding/json's Valid: the same grammar, no decoding of what it skips.
+type scanner struct {
+	b []byte
+	i int
+	// ambiguous records that a message was found ambiguous; the scan goes
+	// on, so that a body that is not JSON is reported as such.
+	ambiguous bool
+}
+
+func (s *scanner) errorf(format string, args ...any) error {
+	return &syntaxError{offset: s.i, msg: fmt.Sprintf(format, args...)}
+}
+
+func (s *scanner) peek() byte {
+	if s.i < len(s.b) {
+		return s.b[s.i]
+	}
+	return 0
+}
+
+func (s *scanner) ws() {
+	i := s.i
+	for i < len(s.b) && space[s.b[i]] {
+		i++
+	}
+	s.i = i
+}
+
+// space marks JSON's whitespace.
+var space = [256]bool{' ': true, '\t': true, '\n': true, '\r': true}
+
+func (s *scanner) expect(c byte) error {
+	if s.peek() != c {
+		if s.i >= len(s.b) {
+			return s.errorf("unexpected end of input, want %q", c)
+		}
+		return s.errorf("unexpected %q, want %q", s.b[s.i], c)
+	}
+	s.i++
+	return nil
+}
+
+// message reads one object at the given depth, learning its JSON-RPC
+// members.
+func (s *scanner) message(m *message, depth int) error {
+	var hasMethod, hasResult, methodIsString bool
+	var seen uint8
+	err := s.object(depth, func(key []byte) error {
+		bit := s.memberBit(key, jsonrpcMembers)
+		if bit == 0 || seen&bit != 0 {
+			s.ambiguous = s.ambiguous || bit != 0
+			return s.value(depth)
+		}
+		seen |= bit
+		switch bit {
+		case memberMethod:
+			hasMethod = true
+			if s.peek() == '"' {
+				methodIsString = true
+				var err error
+				m.method, err = s.str()
+				return err
+			}
+		case memberID:
+			start := s.i
+			if err := s.value(depth); err != nil {
+				return err
+			}
+			m.id = s.b[start:s.i]
+			return nil
+		case memberParams:
+			if s.peek() == '{' {
+				return s.params(m, depth+1)
+			}
+		case memberResult, memberError:
+			hasResult = true
+		}
+		return s.value(depth)
+	})
+	if err != nil {
+		return err
+	}
+	switch {
+	case hasMethod && !methodIsString:
+		m.kind = invalid
+	case hasMethod && m.id != nil:
+		m.kind = request
+	case hasMethod:
+		m.kind = notification
+	case hasResult && m.id != nil:
+		m.kind = response
+	}
+	return nil
+}
+
+// params reads the params object at the given depth, learning "name" and
+// skipping the rest (the arguments above all) without decoding it.
+func (s *scanner) params(m *message, depth int) error {
+	var seen uint8
+	return s.object(depth, func(key []byte) error {
+		bit := s.memberBit(key, paramsMembers)
+		if bit == 0 || seen&bit != 0 {
+			s.ambiguous = s.ambiguous || bit != 0
+			return s.value(depth)
+		}
+		seen |= bit
+		if s.peek() == '"' {
+			var err error
+			m.tool, err = s.str()
+			return err
+		}
+		return s.value(depth)
+	})
+}
+
+const (
+	memberJSONRPC uint8 = 1 << iota
+	memberMethod
+	memberID
+	memberParams
+	memberResult
+	memberError
+	memberName
+)
+
+type member struct {
+	name string
+	bit  uint8
+}
+
+var (
+	jsonrpcMembers = []member{
+		{"jsonrpc", memberJSONRPC}, {"method", memberMethod}, {"id", memberID},
+		{"params", memberParams}, {"result", memberResult}, {"error", memberError},
+	}
+	paramsMembers = []member{{"name", memberName}}
+)
+
+// memberBit names the member key is, or 0 when it is none of ours. A key
+// that is one of ours in another letter case is none of ours, and makes the
+// scan ambiguous. Case is folded as encoding/json folds it, Unicode included:
+// "paramſ" (with a long s) is params to Go's decoder, though longer in bytes.
+func (s *scanner) memberBit(key []byte, members []member) uint8 {
+	for _, mb := range members {
+		if string(key) == mb.name {
+			return mb.bit
+		}
+		if bytes.EqualFold(key, []byte(mb.name)) {
+			s.ambiguous = true
+			return 0
+		}
+	}
+	return 0
+}
+
+// object reads an object, calling member with each unescaped key and the
+// scanner positioned at its value; member must consume the value. A nil
+// member skips every member, keys included, without decoding them.
+func (s *scanner) object(depth int, member func(key []byte) error) error {
+	if depth > maxDepth {
+		return s.errorf("nesting deeper than %d", maxDepth)
+	}
+	if err := s.expect('{'); err != nil {
+		return err
+	}
+	s.ws()
+	if s.peek() == '}' {
+		s.i++
+		return nil
+	}
+	for {
+		s.ws()
+		if s.peek() != '"' {
+			return s.errorf("want an object key")
+		}
+		var key []byte
+		var err error
+		if member != nil {
+			key, err = s.str()
+		} else {
+			err = s.skipStr()
+		}
+		if err != nil {
+			return err
+		}
+		s.ws()
+		if err := s.expect(':'); err != nil {
+			return err
+		}
+		s.ws()
+		if member == nil {
+			err = s.value(depth)
+		} else {
+			err = member(key)
+		}
+		if err != nil {
+			return err
+		}
+		s.ws()
+		if s.peek() == ',' {
+			s.i++
+			continue
+		}
+		return s.expect('}')
+	}
+}
+
+// value skips any JSON value, validating it.
+func (s *scanner) value(depth int) error {
+	switch c := s.peek(); {
+	case c == '{':
+		return s.object(depth+1, nil)
+	case c == '[':
+		return s.array(depth + 1)
+	case c == '"':
+		return s.skipStr()
+	case c == '-' || (c >= '0' && c <= '9'):
+		return s.number()
+	case c == 't':
+		return s.literal("true")
+	case c == 'f':
+		return s.literal("false")
+	case c == 'n':
+		return s.literal("null")
+	case s.i >= len(s.b):
+		return s.errorf("unexpected end of input")
+	default:
+		return s.errorf("unexpected %q", c)
+	}
+}
+
+func (s *scanner) array(depth int) error {
+	if depth > maxDepth {
+		return s.errorf("nesting deeper than %d", maxDepth)
+	}
+	s.i++ // '['
+	s.ws()
+	if s.peek() == ']' {
+		s.i++
+		return nil
+	}
+	for {
+		s.ws()
+		if err := s.value(depth); err != nil {
+			return err
+		}
+		s.ws()
+		if s.peek() == ',' {
+			s.i++
+			continue
+		}
+		return s.expect(']')
+	}
+}
+
+func (s *scanner) literal(lit string) error {
+	if !bytes.HasPrefix(s.b[s.i:], []byte(lit)) {
+		return s.errorf("invalid literal")
+	}
+	s.i += len(lit)
+	return nil
+}
+
+func (s *scanner) number() error {
+	start := s.i
+	if s.peek() == '-' {
+		s.i++
+	}
+	switch c := s.peek(); {
+	case c == '0':
+		s.i++
+	case c >= '1' && c <= '9':
+		s.digits()
+	default:
+		return s.errorf("invalid number")
+	}
+	if s.peek() == '.' {
+		s.i++
+		if !isDigit(s.peek()) {
+			return s.errorf("invalid number")
+		}
+		s.digits()
+	}
+	if c := s.peek(); c == 'e' || c == 'E' {
+		s.i++
+		if c := s.peek(); c == '+' || c == '-' {
+			s.i++
+		}
+		if !isDigit(s.peek()) {
+			return s.errorf("invalid number")
+		}
+		s.digits()
+	}
+	if s.i == start {
+		return s.errorf("invalid number")
+	}
+	return nil
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+func (s *scanner) digits() {
+	i := s.i
+	for i < len(s.b) && isDigit(s.b[i]) {
+		i++
+	}
+	s.i = i
+}
+
+// str reads a string and returns its unescaped content. Without escapes the
+// content is a slice of the body; with escapes it is decoded into a new
+// slice.
+func (s *scanner) str() ([]byte, error) {
+	start := s.i
+	escaped, err := s.scanStr()
+	if err != nil {
+		return nil, err
+	}
+	if !escaped {
+		return s.b[start+1 : s.i-1], nil
+	}
+	var out string
+	if err := json.Unmarshal(s.b[start:s.i], &out); err != nil {
+		return nil, s.errorf("invalid string")
+	}
+	return []byte(out), nil
+}
+
+// skipStr reads a string without decoding it.
+func (s *scanner) skipStr() error {
+	_, err := s.scanStr()
+	return err
+}
+
+// scanStr validates the string at s.i, quotes included, and reports whether
+// it holds escapes.
+func (s *scanner) scanStr() (escaped bool, err error) {
+	s.i++ // opening quote
+	for {
+		// Most bytes are plain: skip them in a tight loop.
+		i := s.i
+		for i < len(s.b) && plain[s.b[i]] {
+			i++
+		}
+		s.i = i
+		switch {
+		case i >= len(s.b):
+			return escaped, s.errorf("unterminated string")
+		case s.b[i] == '"':
+			s.i++
+			return escaped, nil
+		case s.b[i] == '\\':
+			escaped = true
+			if err := s.escape(); err != nil {
+				return escaped, err
+			}
+		default:
+			return escaped, s.errorf("control character in string")
+		}
+	}
+}
+
+// plain marks the bytes that stand for themselves inside a JSON string.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// escape validates one escape sequence at s.i.
+func (s *scanner) escape() error {
+	s.i++ // backslash
+	switch s.peek() {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		s.i++
+		return nil
+	case 'u':
+		s.i++
+		for range 4 {
+			c := s.peek()
+			if !isDigit(c) && (c|0x20 < 'a' || c|0x20 > 'f') {
+				return s.errorf("invalid \\u escape")
+			}
+			s.i++
+		}
+		return nil
+	}
+	return s.errorf("invalid escape")
+}

@@ -1,0 +1,224 @@
+package handler
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/caddymcp/caddy-mcp/ratelimit"
+)
+
+// RateLimit is one named token-bucket limit.
+type RateLimit struct {
+	// Key is a placeholder template evaluated per message; each distinct
+	// value gets its own bucket. Default: {http.vars.client_ip} (written
+	// {client_ip} in a Caddyfile), the client's address, which honours the
+	// server's trusted_proxies. Any placeholder works, including
+	// {http.mcp.tool}, {http.mcp.session_id} and header values; note that a
+	// session id alone is chosen by the client and so is spoofable.
+	Key string `json:"key,omitempty"`
+
+	// Rate is how fast tokens refill, as "<events>/<window>": "10/s",
+	// "600/1m", "5/30s". Required.
+	Rate string `json:"rate"`
+
+	// Burst is the size of the bucket: how many messages may pass at once
+	// after a quiet period. Default: the events of Rate.
+	Burst int `json:"burst,omitempty"`
+
+	// Methods are the JSON-RPC methods the limit counts. Default: tools/call.
+	Methods []string `json:"methods,omitempty"`
+
+	// Tools narrows the limit to tools/call messages whose tool name matches
+	// one of these globs, where * matches any run of characters. Default:
+	// every tool (and, for other methods, every message).
+	Tools []string `json:"tools,omitempty"`
+
+	// MaxKeys caps the number of live buckets. At the cap, a key without a
+	// bucket shares one overflow bucket with every other such key, so memory
+	// stays bounded and a client spraying keys gets the limit's rate in
+	// total, not per key. Buckets that have refilled are dropped, so only
+	// keys active within one refill period count. Default: 1000000 (about
+	// 200 MB at the cap).
+	MaxKeys int `json:"max_keys,omitempty"`
+}
+
+// DefaultKey is the default of RateLimit.Key: the client's address.
+const DefaultKey = "{http.vars.client_ip}"
+
+// sweepEvery is how often refilled buckets are dropped.
+const sweepEvery = 10 * time.Second
+
+// buckets holds each limit's buckets across config reloads, by name and key
+// template. Rate, burst and filters are not part of the identity: a reload
+// that changes them applies them to the existing buckets.
+var buckets = caddy.NewUsagePool()
+
+// zone is the reload-safe part of a limit: its buckets and their sweeper.
+type zone struct {
+	*ratelimit.Memory
+	stop context.CancelFunc
+}
+
+func (z *zone) Destruct() error {
+	z.stop()
+	return nil
+}
+
+// limit is a provisioned RateLimit.
+type limit struct {
+	name    string
+	key     string
+	lim     ratelimit.Limit
+	methods []string
+	tools   []glob
+	store   ratelimit.Store
+	poolKey string
+	// scope says whose bucket ran dry, for the message the model reads.
+	scope string
+	// unit is what the limit counts: "calls" or "requests".
+	unit string
+}
+
+func newLimit(name string, cfg *RateLimit, now func() time.Time) (*limit, error) {
+	if cfg == nil {
+		return nil, errors.New("no settings")
+	}
+	rate, err := ratelimit.ParseRate(cfg.Rate)
+	if err != nil {
+		return nil, err
+	}
+	l := &limit{
+		name:    name,
+		key:     cmp.Or(cfg.Key, DefaultKey),
+		lim:     ratelimit.Limit{Rate: rate, Burst: cmp.Or(cfg.Burst, rate.Events)},
+		methods: cfg.Methods,
+		unit:    "requests",
+	}
+	if cfg.Burst < 0 {
+		return nil, fmt.Errorf("burst %d is negative", cfg.Burst)
+	}
+	if len(l.methods) == 0 {
+		l.methods = []string{"tools/call"}
+	}
+	if len(l.methods) == 1 && l.methods[0] == "tools/call" {
+		l.unit = "calls"
+	}
+	for _, t := range cfg.Tools {
+		l.tools = append(l.tools, compileGlob(t))
+	}
+	l.scope = scopeOf(l.key)
+	l.poolKey = name + "\x00" + l.key
+	v, _, err := buckets.LoadOrNew(l.poolKey, func() (caddy.Destructor, error) {
+		ctx, stop := context.WithCancel(context.Background())
+		z := &zone{Memory: ratelimit.NewMemory(cfg.MaxKeys), stop: stop}
+		go z.Run(ctx, sweepEvery, now)
+		return z, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	l.store = v.(*zone)
+	return l, nil
+}
+
+func (l *limit) release() { _, _ = buckets.Delete(l.poolKey) }
+
+// applies reports whether the limit counts m.
+func (l *limit) applies(m *message) bool {
+	if m.kind != request && m.kind != notification {
+		return false
+	}
+	if !slices.Contains(l.methods, string(m.method)) {
+		return false
+	}
+	if len(l.tools) == 0 {
+		return true
+	}
+	if m.tool == nil {
+		return false
+	}
+	for _, g := range l.tools {
+		if g.match(string(m.tool)) {
+			return true
+		}
+	}
+	return false
+}
+
+// describe is the limit as the model reads it: "10 calls per 1s".
+func (l *limit) describe() string {
+	unit := l.unit
+	if l.lim.Rate.Events == 1 {
+		unit = strings.TrimSuffix(unit, "s")
+	}
+	return fmt.Sprintf("%d %s per %s", l.lim.Rate.Events, unit, formatWindow(l.lim.Rate.Window))
+}
+
+// formatWindow writes a window the way a person would: 1s, 30s, 1m, 2h, 1.5s.
+func formatWindow(d time.Duration) string {
+	switch {
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	case d%time.Minute == 0:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	case d%time.Second == 0:
+		return fmt.Sprintf("%ds", d/time.Second)
+	}
+	return d.String()
+}
+
+func scopeOf(key string) string {
+	switch key {
+	case DefaultKey, "{http.request.remote.host}", "{http.request.remote}":
+		return "this client"
+	case "{http.mcp.tool}":
+		return "this tool"
+	case "{http.mcp.session_id}":
+		return "this session"
+	}
+	if !strings.Contains(key, "{") {
+		return "all clients"
+	}
+	return "this key"
+}
+
+func sortedNames[V any](m map[string]V) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// glob is a pattern where * matches any run of characters and every other
+// character matches itself.
+type glob []string
+
+func compileGlob(p string) glob { return strings.Split(p, "*") }
+
+func (g glob) match(s string) bool {
+	if len(g) == 1 {
+		return s == g[0]
+	}
+	first, last := g[0], g[len(g)-1]
+	if len(s) < len(first)+len(last) || !strings.HasPrefix(s, first) || !strings.HasSuffix(s, last) {
+		return false
+	}
+	s = s[len(first) : len(s)-len(last)]
+	for _, part := range g[1 : len(g)-1] {
+		i := strings.Index(s, part)
+		if i < 0 {
+			return false
+		}
+		s = s[i+len(part):]
+	}
+	return true
+}
