@@ -1,0 +1,90 @@
+package caddyfile_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	"github.com/caddyserver/caddy/v2/caddytest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	_ "github.com/caddymcp/caddy-mcp" // registers the mcp directive and its order
+)
+
+// update rewrites the expected half of every golden file from the adapter's
+// current output:
+//
+//	go test ./caddyfile/ -run Adapt -update
+//
+// Review the diff before committing: the golden files are the contract.
+var update = flag.Bool("update", false, "rewrite testdata/adapt from the current output")
+
+// separator splits a golden file into its Caddyfile and what the adapter makes
+// of it, the layout of Caddy's own caddytest/integration/caddyfile_adapt.
+const separator = "----------"
+
+// TestCaddyfileAdaptsToGoldenJSON adapts each testdata/adapt/*.caddyfiletest
+// and compares the result with the JSON below its separator line or, when
+// that text is not JSON, expects an error containing it.
+func TestCaddyfileAdaptsToGoldenJSON(t *testing.T) {
+	paths, err := filepath.Glob(filepath.Join("testdata", "adapt", "*.caddyfiletest"))
+	require.NoError(t, err)
+	require.NotEmpty(t, paths, "no golden files in testdata/adapt")
+
+	for _, path := range paths {
+		t.Run(strings.TrimSuffix(filepath.Base(path), ".caddyfiletest"), func(t *testing.T) {
+			data, err := os.ReadFile(path)
+			require.NoError(t, err)
+			text := strings.ReplaceAll(string(data), "\r\n", "\n")
+			config, expected, ok := strings.Cut(text, "\n"+separator+"\n")
+			require.True(t, ok, "%s has no %s line", path, separator)
+			config = strings.TrimSpace(config) + "\n"
+			expected = strings.TrimSpace(expected)
+
+			if *update {
+				out, err := adapt(config)
+				writeGolden(t, path, config, out, err)
+				return
+			}
+			if strings.HasPrefix(expected, "{") {
+				assert.True(t, caddytest.CompareAdapt(t, path, config, "caddyfile", expected),
+					"adapted JSON differs from %s (diff on stdout; -update rewrites it)", path)
+				return
+			}
+			_, err = adapt(config)
+			require.Error(t, err, "%s should not adapt", path)
+			assert.Contains(t, err.Error(), expected)
+		})
+	}
+}
+
+// adapt returns the Caddyfile's JSON indented as caddytest.CompareAdapt
+// indents it.
+func adapt(config string) ([]byte, error) {
+	raw, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(config), nil)
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, raw, "", "\t"); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
+}
+
+// writeGolden rewrites path with config and the adapter's output: the JSON,
+// or the error message when adapting failed.
+func writeGolden(t *testing.T, path, config string, out []byte, err error) {
+	t.Helper()
+	if err != nil {
+		out = []byte(err.Error())
+	}
+	golden := config + separator + "\n" + string(out) + "\n"
+	require.NoError(t, os.WriteFile(path, []byte(golden), 0o644))
+}

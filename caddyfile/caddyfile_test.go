@@ -1,0 +1,357 @@
+package caddyfile
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/caddymcp/caddy-mcp/handler"
+)
+
+func TestUnmarshalBuildsConfig(t *testing.T) {
+	tests := []struct {
+		name  string
+		input string
+		want  handler.Handler
+	}{
+		{
+			name:  "bare directive leaves every default zero",
+			input: `mcp`,
+			want:  handler.Handler{},
+		},
+		{
+			name:  "empty block leaves every default zero",
+			input: "mcp {\n}",
+			want:  handler.Handler{},
+		},
+		{
+			name: "limit with only a rate leaves the rest for the handler to default",
+			input: `mcp {
+				rate_limit per_client {
+					rate 10/s
+				}
+			}`,
+			want: handler.Handler{RateLimits: map[string]*handler.RateLimit{
+				"per_client": {Rate: "10/1s"},
+			}},
+		},
+		{
+			name: "every subdirective",
+			input: `mcp {
+				rate_limit per_tool {
+					key      {http.mcp.tool}
+					rate     600/1m
+					burst    20
+					methods  tools/call resources/read
+					tools    search_* "admin_*"
+					max_keys 5000
+				}
+				max_request_body 4MiB
+			}`,
+			want: handler.Handler{
+				RateLimits: map[string]*handler.RateLimit{
+					"per_tool": {
+						Key:     "{http.mcp.tool}",
+						Rate:    "600/1m",
+						Burst:   20,
+						Methods: []string{"tools/call", "resources/read"},
+						Tools:   []string{"search_*", "admin_*"},
+						MaxKeys: 5000,
+					},
+				},
+				MaxRequestBody: 4 << 20,
+			},
+		},
+		{
+			name: "several limits keep their own settings",
+			input: `mcp {
+				rate_limit per_client {
+					key {client_ip}
+					rate 10/s
+				}
+				max_request_body 1MB
+				rate_limit slow_tools {
+					key "{http.mcp.session_id} {http.mcp.tool}"
+					rate 5/30s
+					burst 1
+					tools deploy_*
+				}
+			}`,
+			want: handler.Handler{
+				RateLimits: map[string]*handler.RateLimit{
+					"per_client": {Key: "{client_ip}", Rate: "10/1s"},
+					"slow_tools": {
+						Key:   "{http.mcp.session_id} {http.mcp.tool}",
+						Rate:  "5/30s",
+						Burst: 1,
+						Tools: []string{"deploy_*"},
+					},
+				},
+				MaxRequestBody: 1_000_000,
+			},
+		},
+		{
+			name:  "plain byte count",
+			input: "mcp {\n max_request_body 65536\n}",
+			want:  handler.Handler{MaxRequestBody: 65536},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got handler.Handler
+			require.NoError(t, Unmarshal(caddyfile.NewTestDispenser(tt.input), &got))
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestUnmarshalWritesRatesInCanonicalForm(t *testing.T) {
+	tests := map[string]string{
+		"10/s":    "10/1s",
+		"10/1s":   "10/1s",
+		"600/1m":  "600/1m",
+		"600/60s": "600/1m",
+		"5/30s":   "5/30s",
+		"2/90s":   "2/1m30s",
+		"100/h":   "100/1h",
+		"1/500ms": "1/500ms",
+	}
+	for in, want := range tests {
+		t.Run(in, func(t *testing.T) {
+			input := fmt.Sprintf("mcp {\n rate_limit r {\n  rate %s\n }\n}", in)
+			var got handler.Handler
+			require.NoError(t, Unmarshal(caddyfile.NewTestDispenser(input), &got))
+			require.Contains(t, got.RateLimits, "r")
+			assert.Equal(t, want, got.RateLimits["r"].Rate)
+		})
+	}
+}
+
+func TestUnmarshalReadsSizes(t *testing.T) {
+	tests := map[string]int64{
+		"65536":  65536,
+		"64KiB":  64 << 10,
+		"4MiB":   4 << 20,
+		"1MB":    1_000_000,
+		"1.5KiB": 1536,
+		"1TiB":   1 << 40,
+	}
+	for in, want := range tests {
+		t.Run(in, func(t *testing.T) {
+			var got handler.Handler
+			input := "mcp {\n max_request_body " + in + "\n}"
+			require.NoError(t, Unmarshal(caddyfile.NewTestDispenser(input), &got))
+			assert.Equal(t, want, got.MaxRequestBody)
+		})
+	}
+}
+
+func TestUnmarshalRejectsBadInputAtItsLine(t *testing.T) {
+	tests := []struct {
+		name    string
+		input   string
+		wantErr string
+		line    int
+	}{
+		{
+			name:    "argument after mcp",
+			input:   "mcp 127.0.0.1:9000",
+			wantErr: "wrong argument count",
+			line:    1,
+		},
+		{
+			name:    "unknown subdirective",
+			input:   "mcp {\n\trate_limits x\n}",
+			wantErr: `unrecognized subdirective "rate_limits"`,
+			line:    2,
+		},
+		{
+			name:    "unknown rate_limit subdirective",
+			input:   "mcp {\n\trate_limit a {\n\t\trate 1/s\n\t\tkeys {client_ip}\n\t}\n}",
+			wantErr: `unrecognized rate_limit subdirective "keys"`,
+			line:    4,
+		},
+		{
+			name:    "rate_limit without name",
+			input:   "mcp {\n\trate_limit {\n\t\trate 1/s\n\t}\n}",
+			wantErr: "rate_limit needs a name",
+			line:    2,
+		},
+		{
+			name:    "rate_limit with two names",
+			input:   "mcp {\n\trate_limit a b {\n\t\trate 1/s\n\t}\n}",
+			wantErr: "wrong argument count",
+			line:    2,
+		},
+		{
+			name:    "rate_limit missing rate",
+			input:   "mcp {\n\trate_limit a {\n\t\tburst 5\n\t}\n}",
+			wantErr: `rate_limit "a": rate is required`,
+			line:    4,
+		},
+		{
+			name:    "rate_limit without a block",
+			input:   "mcp {\n\trate_limit a\n}",
+			wantErr: `rate_limit "a": rate is required`,
+			line:    2,
+		},
+		{
+			name:    "rate without a value",
+			input:   "mcp {\n\trate_limit a {\n\t\trate\n\t}\n}",
+			wantErr: "rate needs a value",
+			line:    3,
+		},
+		{
+			name:    "rate without a window",
+			input:   "mcp {\n\trate_limit a {\n\t\trate 10\n\t}\n}",
+			wantErr: `rate "10"`,
+			line:    3,
+		},
+		{
+			name:    "rate with an unknown window",
+			input:   "mcp {\n\trate_limit a {\n\t\trate 10/fortnight\n\t}\n}",
+			wantErr: `rate "10/fortnight"`,
+			line:    3,
+		},
+		{
+			name:    "rate of zero events",
+			input:   "mcp {\n\trate_limit a {\n\t\trate 0/s\n\t}\n}",
+			wantErr: `rate "0/s"`,
+			line:    3,
+		},
+		{
+			name:    "rate with two values",
+			input:   "mcp {\n\trate_limit a {\n\t\trate 10/s 20/m\n\t}\n}",
+			wantErr: `rate takes one value, got another: "20/m"`,
+			line:    3,
+		},
+		{
+			name:    "duplicate limit name",
+			input:   "mcp {\n\trate_limit a {\n\t\trate 1/s\n\t}\n\trate_limit a {\n\t\trate 2/s\n\t}\n}",
+			wantErr: `rate_limit "a" is defined twice`,
+			line:    5,
+		},
+		{
+			name:    "duplicate rate_limit subdirective",
+			input:   "mcp {\n\trate_limit a {\n\t\trate 1/s\n\t\trate 2/s\n\t}\n}",
+			wantErr: `rate_limit "a": rate given twice`,
+			line:    4,
+		},
+		{
+			name:    "duplicate list subdirective",
+			input:   "mcp {\n\trate_limit a {\n\t\trate 1/s\n\t\ttools x\n\t\ttools y\n\t}\n}",
+			wantErr: `rate_limit "a": tools given twice`,
+			line:    5,
+		},
+		{
+			name:    "burst zero",
+			input:   "mcp {\n\trate_limit a {\n\t\trate 1/s\n\t\tburst 0\n\t}\n}",
+			wantErr: `burst "0": want a positive whole number`,
+			line:    4,
+		},
+		{
+			name:    "burst negative",
+			input:   "mcp {\n\trate_limit a {\n\t\trate 1/s\n\t\tburst -1\n\t}\n}",
+			wantErr: `burst "-1": want a positive whole number`,
+			line:    4,
+		},
+		{
+			name:    "burst not a number",
+			input:   "mcp {\n\trate_limit a {\n\t\trate 1/s\n\t\tburst abc\n\t}\n}",
+			wantErr: `burst "abc": want a positive whole number`,
+			line:    4,
+		},
+		{
+			name:    "burst without a value",
+			input:   "mcp {\n\trate_limit a {\n\t\trate 1/s\n\t\tburst\n\t}\n}",
+			wantErr: "burst needs a value",
+			line:    4,
+		},
+		{
+			name:    "max_keys not a number",
+			input:   "mcp {\n\trate_limit a {\n\t\trate 1/s\n\t\tmax_keys 1e6\n\t}\n}",
+			wantErr: `max_keys "1e6": want a positive whole number`,
+			line:    4,
+		},
+		{
+			name:    "max_keys zero",
+			input:   "mcp {\n\trate_limit a {\n\t\trate 1/s\n\t\tmax_keys 0\n\t}\n}",
+			wantErr: `max_keys "0": want a positive whole number`,
+			line:    4,
+		},
+		{
+			name:    "methods without values",
+			input:   "mcp {\n\trate_limit a {\n\t\trate 1/s\n\t\tmethods\n\t}\n}",
+			wantErr: "methods needs at least one value",
+			line:    4,
+		},
+		{
+			name:    "tools without values",
+			input:   "mcp {\n\trate_limit a {\n\t\trate 1/s\n\t\ttools\n\t}\n}",
+			wantErr: "tools needs at least one value",
+			line:    4,
+		},
+		{
+			name:    "key with two values",
+			input:   "mcp {\n\trate_limit a {\n\t\trate 1/s\n\t\tkey {client_ip} {http.mcp.tool}\n\t}\n}",
+			wantErr: `key takes one value, got another: "{http.mcp.tool}"`,
+			line:    4,
+		},
+		{
+			name:    "key without a value",
+			input:   "mcp {\n\trate_limit a {\n\t\trate 1/s\n\t\tkey\n\t}\n}",
+			wantErr: "key needs a value",
+			line:    4,
+		},
+		{
+			name:    "max_request_body not a size",
+			input:   "mcp {\n\tmax_request_body lots\n}",
+			wantErr: `max_request_body "lots": want a size`,
+			line:    2,
+		},
+		{
+			name:    "max_request_body zero",
+			input:   "mcp {\n\tmax_request_body 0\n}",
+			wantErr: `max_request_body "0": want a size`,
+			line:    2,
+		},
+		{
+			name:    "max_request_body negative",
+			input:   "mcp {\n\tmax_request_body -1\n}",
+			wantErr: `max_request_body "-1": want a size`,
+			line:    2,
+		},
+		{
+			name:    "max_request_body beyond 1TiB",
+			input:   "mcp {\n\tmax_request_body 2TiB\n}",
+			wantErr: `max_request_body "2TiB": want a size`,
+			line:    2,
+		},
+		{
+			name:    "max_request_body without a value",
+			input:   "mcp {\n\tmax_request_body\n}",
+			wantErr: "max_request_body needs a value",
+			line:    2,
+		},
+		{
+			name:    "max_request_body twice",
+			input:   "mcp {\n\tmax_request_body 1MiB\n\tmax_request_body 2MiB\n}",
+			wantErr: "max_request_body given twice",
+			line:    3,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := Unmarshal(caddyfile.NewTestDispenser(tt.input), &handler.Handler{})
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.wantErr)
+			at := fmt.Sprintf("Testfile:%d", tt.line)
+			assert.True(t, strings.HasSuffix(err.Error(), at),
+				"error %q should end with the position %s", err, at)
+		})
+	}
+}
