@@ -1,0 +1,154 @@
+package mcptest
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	_ "github.com/caddyserver/caddy/v2/caddyconfig/caddyfile" // the caddyfile adapter
+	_ "github.com/caddyserver/caddy/v2/modules/standard"
+
+	_ "github.com/caddymcp/caddy-mcp" // the mcp directive
+)
+
+// Gateway is a real Caddy running in the test process, with the standard
+// modules and the mcp plugin, serving one site on a loopback port over plain
+// HTTP, and on another over HTTPS with Caddy's internal CA when started by
+// StartHTTPSGateway. Caddy holds one running config per process, so a
+// package's gateway tests must not run in parallel.
+type Gateway struct {
+	// URL is the site over plain HTTP: "http://127.0.0.1:PORT".
+	URL string
+	// HTTPSURL is the site over HTTPS: "https://127.0.0.1:PORT", or "".
+	HTTPSURL string
+	// Storage is the folder holding Caddy's certificates and CA.
+	Storage string
+
+	httpAddr, httpsAddr string
+}
+
+var gatewayMu sync.Mutex
+
+// StartGateway runs Caddy with site as the body of the site block, e.g.
+//
+//	mcp { rate_limit l { rate 1/h } }
+//	reverse_proxy 127.0.0.1:9000
+//
+// Caddy is stopped by t.Cleanup. XDG_DATA_HOME and XDG_CONFIG_HOME must point
+// at temporary folders (see SetXDGDirs).
+func StartGateway(t testing.TB, site string) *Gateway {
+	t.Helper()
+	return startGateway(t, site, false)
+}
+
+// StartHTTPSGateway is StartGateway with the HTTPS address too. It returns
+// once the site's certificate has been issued by the internal CA.
+func StartHTTPSGateway(t testing.TB, site string) *Gateway {
+	t.Helper()
+	g := startGateway(t, site, true)
+	client := g.HTTPSClient(t)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		resp, err := client.Get(g.HTTPSURL + "/")
+		if err == nil {
+			resp.Body.Close()
+			return g
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("mcptest: no certificate for %s: %v", g.HTTPSURL, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func startGateway(t testing.TB, site string, https bool) *Gateway {
+	gatewayMu.Lock()
+	g := &Gateway{httpAddr: FreeLoopbackAddr(t), Storage: t.TempDir()}
+	g.URL = "http://" + g.httpAddr
+	if https {
+		g.httpsAddr = FreeLoopbackAddr(t)
+		g.HTTPSURL = "https://" + g.httpsAddr
+	}
+	t.Cleanup(func() {
+		if err := caddy.Stop(); err != nil {
+			t.Errorf("mcptest: stopping caddy: %v", err)
+		}
+		gatewayMu.Unlock()
+	})
+	g.Reload(t, site)
+	return g
+}
+
+// Reload replaces the running config with one whose site block body is site,
+// as `caddy reload` does.
+func (g *Gateway) Reload(t testing.TB, site string) {
+	t.Helper()
+	cfg := fmt.Sprintf(`{
+	admin off
+	skip_install_trust
+	auto_https disable_redirects
+	grace_period 1ns
+	storage file_system %q
+	log {
+		level ERROR
+	}
+}
+
+%s {
+	%s
+}
+`, g.Storage, g.addresses(), strings.ReplaceAll(site, "\n", "\n\t"))
+	adapted, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(cfg), nil)
+	if err != nil {
+		t.Fatalf("mcptest: adapting Caddyfile: %v\n%s", err, cfg)
+	}
+	for _, w := range warnings {
+		t.Logf("mcptest: Caddyfile warning: %s", w)
+	}
+	if err := caddy.Load(adapted, true); err != nil {
+		t.Fatalf("mcptest: loading config: %v\n%s", err, cfg)
+	}
+}
+
+func (g *Gateway) addresses() string {
+	if g.httpsAddr == "" {
+		return "http://" + g.httpAddr
+	}
+	return "http://" + g.httpAddr + ", https://" + g.httpsAddr
+}
+
+// HTTPSClient returns a client that trusts the gateway's internal CA.
+func (g *Gateway) HTTPSClient(t testing.TB) *http.Client {
+	t.Helper()
+	root := filepath.Join(g.Storage, "pki", "authorities", "local", "root.crt")
+	return HTTPClientWithRoots(t, CertPoolFromPEMFile(t, root))
+}
+
+// SetXDGDirs points XDG_DATA_HOME and XDG_CONFIG_HOME at temporary folders, so
+// that Caddy writes nothing under the home directory. Call it from TestMain
+// before any gateway starts; it returns a function that removes the folders.
+func SetXDGDirs() (cleanup func(), err error) {
+	var dirs []string
+	for _, v := range []string{"XDG_DATA_HOME", "XDG_CONFIG_HOME"} {
+		dir, err := os.MkdirTemp("", "caddy-mcp-"+strings.ToLower(v))
+		if err != nil {
+			return nil, err
+		}
+		dirs = append(dirs, dir)
+		if err := os.Setenv(v, dir); err != nil {
+			return nil, err
+		}
+	}
+	return func() {
+		for _, d := range dirs {
+			_ = os.RemoveAll(d)
+		}
+	}, nil
+}

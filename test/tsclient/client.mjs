@@ -1,0 +1,239 @@
+#!/usr/bin/env node
+// client.mjs: the official MCP TypeScript SDK client (@modelcontextprotocol/sdk,
+// pinned in package.json) driven by a JSON script, for caddy-mcp integration
+// tests (see test/mcptest.RunTSClient). Install once with:
+//
+//     npm ci --prefix test/tsclient
+//
+// Usage:
+//
+//     node client.mjs '<script JSON>'        # or
+//     echo '<script JSON>' | node client.mjs
+//
+// Script:
+//
+//     {
+//       "url": "https://127.0.0.1:8443/mcp",   // required; Streamable HTTP endpoint
+//       "insecure": true,       // optional: accept ANY server certificate
+//                               // (sets NODE_TLS_REJECT_UNAUTHORIZED=0; Node prints a warning on stderr)
+//       "caFile": "/path/ca.pem", // optional: trust this PEM CA bundle (in addition to the system roots).
+//                               // Implemented by re-running this script with NODE_EXTRA_CA_CERTS=caFile,
+//                               // since Node 20's built-in fetch has no public per-request CA option.
+//       "headers": {"Authorization": "Bearer x"}, // optional extra HTTP headers on every request
+//       "clientName": "tsclient", // optional clientInfo.name
+//       "steps": [ ... ]
+//     }
+//
+// Steps (run in order; a failing step does not stop the script):
+//
+//     {"op": "listTools"}
+//     {"op": "callTool", "name": "echo", "arguments": {...}, "progress": true}
+//     {"op": "request", "method": "tools/list", "params": {...}, "progress": true}
+//         arbitrary request; the result is parsed with the SDK's ResultSchema
+//         (a loose/passthrough object), so any JSON object result is accepted.
+//     {"op": "notify", "method": "notifications/...", "params": {...}}
+//         sends a notification (result is null).
+//     {"op": "ping"}
+//     {"op": "parallel", "steps": [ ... ]}
+//         runs the sub-steps concurrently on the same session; result is
+//         {"results": [<one entry per sub-step, same shape as below>]}.
+//     {"op": "terminateSession"}
+//         DELETE the session (transport.terminateSession()).
+//
+//   Every step may have "timeoutMs" (request timeout; SDK default 60000).
+//   "progress": true makes the SDK attach a progressToken (_meta.progressToken)
+//   and collects the notifications/progress params ({progress,total,message}).
+//
+// Output: exactly ONE JSON object on stdout:
+//
+//     {
+//       "results": [
+//         {"ok": true,  "result": <value returned by the SDK>, "progress": [...]},
+//         {"ok": false, "error": {"name", "type", "message", "code", "data", "cause"}, "progress": [...]}
+//       ],
+//       "session": {"sessionId", "protocolVersion", "serverVersion", "serverCapabilities"},
+//       "notifications": [<other notifications received from the server>],
+//       "transportErrors": [<errors reported by client.onerror>],
+//       "connectError": <error, only when connecting failed>
+//     }
+//
+//   error.name is the JS error name (e.g. "McpError" for JSON-RPC errors, whose
+//   code is the JSON-RPC code and message "MCP error <code>: <message>");
+//   error.type is the constructor name (e.g. "StreamableHTTPError", whose code
+//   is the HTTP status).
+//
+// Exit status: 0 when the script ran (even if steps failed); 2 on a bad
+// script; 3 when connecting (initialize) failed (output still printed, with
+// connectError); 1 on any other harness error.
+
+import { readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ResultSchema } from '@modelcontextprotocol/sdk/types.js';
+
+// Keep stdout for the single JSON result.
+console.log = (...args) => console.error(...args);
+console.info = (...args) => console.error(...args);
+console.debug = (...args) => console.error(...args);
+
+function writeAndExit(obj, code) {
+    process.stdout.write(JSON.stringify(obj) + '\n', () => process.exit(code));
+}
+
+function serializeError(err) {
+    if (err === null || typeof err !== 'object') {
+        return { name: 'Error', type: typeof err, message: String(err) };
+    }
+    const out = {
+        name: err.name ?? 'Error',
+        type: err.constructor?.name ?? 'Object',
+        message: err.message ?? String(err),
+    };
+    if (err.code !== undefined) out.code = err.code;
+    if (err.data !== undefined) out.data = err.data;
+    if (err.cause !== undefined) {
+        out.cause = err.cause instanceof Error || typeof err.cause === 'object' ? serializeError(err.cause) : err.cause;
+    }
+    return out;
+}
+
+function readScript() {
+    let text = process.argv[2];
+    if (text === undefined || text === '-') {
+        text = readFileSync(0, 'utf8');
+    }
+    const script = JSON.parse(text);
+    if (typeof script !== 'object' || script === null || Array.isArray(script)) {
+        throw new Error('script must be a JSON object');
+    }
+    if (typeof script.url !== 'string' || script.url === '') {
+        throw new Error('script.url must be a non-empty string');
+    }
+    if (script.steps !== undefined && script.steps !== null && !Array.isArray(script.steps)) {
+        throw new Error('script.steps must be an array');
+    }
+    return script;
+}
+
+let script;
+try {
+    script = readScript();
+} catch (err) {
+    console.error(`tsclient: bad script: ${err.message}`);
+    process.exit(2);
+}
+
+// Trusting a custom CA: Node reads NODE_EXTRA_CA_CERTS only at startup, so
+// re-run ourselves with it set (script passed on stdin).
+if (script.caFile && process.env.NODE_EXTRA_CA_CERTS !== script.caFile) {
+    const child = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '-'], {
+        input: JSON.stringify(script),
+        env: { ...process.env, NODE_EXTRA_CA_CERTS: script.caFile },
+        stdio: ['pipe', 'inherit', 'inherit'],
+    });
+    if (child.error) {
+        console.error(`tsclient: re-running with NODE_EXTRA_CA_CERTS: ${child.error.message}`);
+        process.exit(1);
+    }
+    process.exit(child.status ?? 1);
+}
+
+if (script.insecure) {
+    process.env.NODE_TLS_REJECT_UNAUTHORIZED = '0';
+}
+
+const notifications = [];
+const transportErrors = [];
+
+const client = new Client({ name: script.clientName ?? 'caddy-mcp-tsclient', version: '0.0.0' }, { capabilities: {} });
+client.onerror = (err) => transportErrors.push(serializeError(err));
+client.fallbackNotificationHandler = async (n) => {
+    notifications.push(n);
+};
+
+const transportOpts = {};
+if (script.headers) {
+    transportOpts.requestInit = { headers: script.headers };
+}
+const transport = new StreamableHTTPClientTransport(new URL(script.url), transportOpts);
+
+function sessionInfo() {
+    return {
+        sessionId: transport.sessionId ?? null,
+        protocolVersion: transport.protocolVersion ?? null,
+        serverVersion: client.getServerVersion() ?? null,
+        serverCapabilities: client.getServerCapabilities() ?? null,
+    };
+}
+
+async function runStep(step) {
+    const progress = [];
+    const opts = {};
+    if (step.timeoutMs !== undefined) opts.timeout = step.timeoutMs;
+    if (step.progress) opts.onprogress = (p) => progress.push(p);
+    try {
+        let result;
+        switch (step.op) {
+            case 'listTools':
+                result = await client.listTools(step.params, opts);
+                break;
+            case 'callTool':
+                result = await client.callTool(
+                    { name: step.name, arguments: step.arguments ?? {}, ...(step.meta ? { _meta: step.meta } : {}) },
+                    undefined,
+                    opts,
+                );
+                break;
+            case 'request':
+                result = await client.request(
+                    { method: step.method, ...(step.params !== undefined ? { params: step.params } : {}) },
+                    ResultSchema,
+                    opts,
+                );
+                break;
+            case 'notify':
+                await client.notification({ method: step.method, ...(step.params !== undefined ? { params: step.params } : {}) });
+                result = null;
+                break;
+            case 'ping':
+                result = await client.ping(opts);
+                break;
+            case 'parallel': {
+                if (!Array.isArray(step.steps)) throw new Error('parallel: steps must be an array');
+                result = { results: await Promise.all(step.steps.map(runStep)) };
+                break;
+            }
+            case 'terminateSession':
+                await transport.terminateSession();
+                result = null;
+                break;
+            default:
+                throw new Error(`unknown op ${JSON.stringify(step.op)}`);
+        }
+        return { ok: true, result: result ?? null, progress };
+    } catch (err) {
+        return { ok: false, error: serializeError(err), progress };
+    }
+}
+
+try {
+    await client.connect(transport);
+} catch (err) {
+    console.error(`tsclient: connect: ${err?.message ?? err}`);
+    writeAndExit({ results: [], session: sessionInfo(), notifications, transportErrors, connectError: serializeError(err) }, 3);
+    await new Promise(() => {}); // wait for exit
+}
+
+const results = [];
+for (const step of script.steps ?? []) {
+    results.push(await runStep(step));
+}
+const out = { results, session: sessionInfo(), notifications, transportErrors };
+try {
+    await client.close();
+} catch (err) {
+    transportErrors.push(serializeError(err));
+}
+writeAndExit(out, 0);
