@@ -215,10 +215,12 @@ func TestNormalStreamedAndListCallsBehaveAsWithoutGateway(t *testing.T) {
 }
 
 func TestHTTPSWithInternalCA(t *testing.T) {
-	g := mcptest.StartHTTPSGateway(t, oneCallPerHour+"\n"+proxyTo(mcptest.StartDemoServer(t)))
+	g := mcptest.StartGatewayWith(t, mcptest.GatewayConfig{
+		Site:  oneCallPerHour + "\n" + proxyTo(mcptest.StartDemoServer(t)),
+		HTTPS: true,
+	})
 	cs := connectGo(t, g.HTTPSURL+mcptest.MCPPath, g.HTTPSClient(t))
 	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "over tls"}})
 	require.NoError(t, err)
 	assert.Equal(t, "over tls", textOf(t, res))
 }
-

@@ -32,6 +32,7 @@ type Gateway struct {
 	Storage string
 
 	httpAddr, httpsAddr string
+	global              string
 }
 
 var gatewayMu sync.Mutex
@@ -45,14 +46,27 @@ var gatewayMu sync.Mutex
 // at temporary folders (see SetXDGDirs).
 func StartGateway(t testing.TB, site string) *Gateway {
 	t.Helper()
-	return startGateway(t, site, false)
+	return StartGatewayWith(t, GatewayConfig{Site: site})
 }
 
-// StartHTTPSGateway is StartGateway with the HTTPS address too. It returns
-// once the site's certificate has been issued by the internal CA.
-func StartHTTPSGateway(t testing.TB, site string) *Gateway {
+// GatewayConfig is what StartGatewayWith runs.
+type GatewayConfig struct {
+	// Site is the body of the site block.
+	Site string
+	// Global is added to the global options block, e.g. a servers block.
+	Global string
+	// HTTPS serves the site over HTTPS too; StartGatewayWith returns once the
+	// site's certificate has been issued by the internal CA.
+	HTTPS bool
+}
+
+// StartGatewayWith runs Caddy as cfg says. Caddy is stopped by t.Cleanup.
+func StartGatewayWith(t testing.TB, cfg GatewayConfig) *Gateway {
 	t.Helper()
-	g := startGateway(t, site, true)
+	g := startGateway(t, cfg)
+	if !cfg.HTTPS {
+		return g
+	}
 	client := g.HTTPSClient(t)
 	deadline := time.Now().Add(15 * time.Second)
 	for {
@@ -68,11 +82,11 @@ func StartHTTPSGateway(t testing.TB, site string) *Gateway {
 	}
 }
 
-func startGateway(t testing.TB, site string, https bool) *Gateway {
+func startGateway(t testing.TB, cfg GatewayConfig) *Gateway {
 	gatewayMu.Lock()
-	g := &Gateway{httpAddr: FreeLoopbackAddr(t), Storage: t.TempDir()}
+	g := &Gateway{httpAddr: FreeLoopbackAddr(t), Storage: t.TempDir(), global: cfg.Global}
 	g.URL = "http://" + g.httpAddr
-	if https {
+	if cfg.HTTPS {
 		g.httpsAddr = FreeLoopbackAddr(t)
 		g.HTTPSURL = "https://" + g.httpsAddr
 	}
@@ -82,7 +96,7 @@ func startGateway(t testing.TB, site string, https bool) *Gateway {
 		}
 		gatewayMu.Unlock()
 	})
-	g.Reload(t, site)
+	g.Reload(t, cfg.Site)
 	return g
 }
 
@@ -99,12 +113,13 @@ func (g *Gateway) Reload(t testing.TB, site string) {
 	log {
 		level ERROR
 	}
+	%s
 }
 
 %s {
 	%s
 }
-`, g.Storage, g.addresses(), strings.ReplaceAll(site, "\n", "\n\t"))
+`, g.Storage, strings.ReplaceAll(g.global, "\n", "\n\t"), g.addresses(), strings.ReplaceAll(site, "\n", "\n\t"))
 	adapted, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(cfg), nil)
 	if err != nil {
 		t.Fatalf("mcptest: adapting Caddyfile: %v\n%s", err, cfg)
