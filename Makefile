@@ -1,0 +1,23 @@
+# The commands a developer and CI run. `make test` is the one the README gives.
+
+.PHONY: test demo release bench-micro
+
+# Every test: unit, golden, integration through a real Caddy with the
+# official Go and TypeScript SDK clients. Installs the TypeScript client's
+# locked dependencies first.
+test:
+	npm ci --prefix test/tsclient --no-audit --no-fund --loglevel=error
+	go test -race -count=1 ./...
+
+# The gateway in front of the demo MCP server, on https://localhost:8443/mcp.
+demo:
+	go run ./examples/demo
+
+# A release binary with xcaddy, as pinned by xcaddy.json, in dist/caddy.
+release:
+	go run ./cmd/release
+
+# Every micro-benchmark once, so that none can rot; figures come from running
+# them with a real -benchtime.
+bench-micro:
+	go test -run '^$$' -bench . -benchtime 1x ./...
