@@ -13,12 +13,15 @@
 //			max_keys <n>                      # live buckets, default 1000000
 //		}
 //		max_request_body <size>               # default 4MiB
+//		allowed_origins <origin...>           # default loopback origins only
+//		upstream_retry_after <duration>       # default 30s
 //	}
 package caddyfile
 
 import (
 	"strconv"
 
+	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -50,6 +53,28 @@ func Unmarshal(d *caddyfile.Dispenser, cfg *handler.Handler) error {
 			if err := unmarshalRateLimit(d, cfg); err != nil {
 				return err
 			}
+		case "allowed_origins":
+			if cfg.AllowedOrigins != nil {
+				return d.Errf("allowed_origins given twice")
+			}
+			origins, err := manyArgs(d)
+			if err != nil {
+				return err
+			}
+			cfg.AllowedOrigins = origins
+		case "upstream_retry_after":
+			if cfg.UpstreamRetryAfter != 0 {
+				return d.Errf("upstream_retry_after given twice")
+			}
+			v, err := oneArg(d)
+			if err != nil {
+				return err
+			}
+			dur, err := caddy.ParseDuration(v)
+			if err != nil || dur <= 0 {
+				return d.Errf("upstream_retry_after %q: want a positive duration such as 30s", v)
+			}
+			cfg.UpstreamRetryAfter = caddy.Duration(dur)
 		case "max_request_body":
 			if cfg.MaxRequestBody != 0 {
 				return d.Errf("max_request_body given twice")

@@ -41,7 +41,20 @@ type Handler struct {
 	// A larger body is refused with HTTP 413. Default: 4 MiB.
 	MaxRequestBody int64 `json:"max_request_body,omitempty"`
 
-	limits []*limit
+	// AllowedOrigins are the web origins (scheme://host[:port]) whose pages
+	// may call the MCP server; "*" allows any. A request with an Origin
+	// header that is not allowed gets HTTP 403 before anything else
+	// happens; a request without one (what MCP clients send) is always
+	// allowed. Default: loopback origins only (http://localhost:PORT,
+	// http://127.0.0.1:PORT), which defeats DNS rebinding.
+	AllowedOrigins []string `json:"allowed_origins,omitempty"`
+
+	// UpstreamRetryAfter is the delay the model is told to wait when the
+	// MCP server cannot be reached, or broke a streamed answer. Default: 30s.
+	UpstreamRetryAfter caddy.Duration `json:"upstream_retry_after,omitempty"`
+
+	origins originPolicy
+	limits  []*limit
 	logger *zap.Logger
 	// now is the clock; tests replace it.
 	now func() time.Time
@@ -65,6 +78,13 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.MaxRequestBody == 0 {
 		h.MaxRequestBody = DefaultMaxRequestBody
 	}
+	if h.UpstreamRetryAfter == 0 {
+		h.UpstreamRetryAfter = caddy.Duration(DefaultUpstreamRetryAfter)
+	}
+	var err error
+	if h.origins, err = newOriginPolicy(h.AllowedOrigins); err != nil {
+		return err
+	}
 	for _, name := range sortedNames(h.RateLimits) {
 		l, err := newLimit(name, h.RateLimits[name], h.now)
 		if err != nil {
@@ -80,6 +100,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 func (h *Handler) Validate() error {
 	if h.MaxRequestBody < 0 {
 		return fmt.Errorf("max_request_body: %d is negative", h.MaxRequestBody)
+	}
+	if h.UpstreamRetryAfter < 0 {
+		return fmt.Errorf("upstream_retry_after: %s is negative", time.Duration(h.UpstreamRetryAfter))
 	}
 	return nil
 }

@@ -17,29 +17,32 @@ import (
 	"github.com/caddymcp/caddy-mcp/ratelimit"
 )
 
-// ServeHTTP inspects a JSON-RPC POST, admits it, and forwards it; GET,
-// DELETE and everything else pass through untouched.
+// ServeHTTP checks the origin, inspects and admits a JSON-RPC POST, and
+// forwards it; GET and DELETE are only origin-checked and forwarded.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	x := &exchange{r: r}
 	repl := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	repl.Map(x.placeholder)
-	if r.Method != http.MethodPost {
-		return next.ServeHTTP(w, r)
+	if !h.origins.allows(r) {
+		env := originRefused(r)
+		return h.answer(w, x, &env, http.StatusForbidden)
 	}
-	if err := h.inspect(x); err != nil {
-		x.msgs = nil
-		var syntax *syntaxError
-		if errors.As(err, &syntax) && !claimsJSON(r) {
-			// Not JSON, and not claiming to be: the upstream refuses it
-			// in its own words (415 from the SDK servers).
-			return next.ServeHTTP(w, r)
+	if r.Method == http.MethodPost {
+		if err := h.inspect(x); err != nil {
+			x.msgs = nil
+			var syntax *syntaxError
+			if errors.As(err, &syntax) && !claimsJSON(r) {
+				// Not JSON, and not claiming to be: the upstream refuses
+				// it in its own words (415 from the SDK servers).
+				return next.ServeHTTP(w, r)
+			}
+			return h.refuseMalformed(w, x, err)
 		}
-		return h.refuseMalformed(w, x, err)
+		if d := h.admit(x, repl); d != nil {
+			return h.refuse(w, x, d)
+		}
 	}
-	if d := h.admit(x, repl); d != nil {
-		return h.refuse(w, x, d)
-	}
-	return next.ServeHTTP(w, r)
+	return h.forward(w, x, next)
 }
 
 // denial is why a request was not admitted.
@@ -122,7 +125,6 @@ func plural(n int64, unit string) string {
 // refuse answers a request that was not admitted.
 func (h *Handler) refuse(w http.ResponseWriter, x *exchange, d *denial) error {
 	env := d.envelope()
-	x.errorCode = string(env.Code)
 	m := x.msgs[0]
 	h.logger.Debug("rate limited",
 		zap.String("limit", d.limit.name),
@@ -130,15 +132,16 @@ func (h *Handler) refuse(w http.ResponseWriter, x *exchange, d *denial) error {
 		zap.ByteString("tool", m.tool),
 		zap.Int64("retry_after", env.RetryAfterSeconds()),
 	)
-	return writeEnvelope(w, x, &env, http.StatusTooManyRequests)
+	return h.answer(w, x, &env, http.StatusTooManyRequests)
 }
 
-// writeEnvelope answers every request of the exchange with env, in the wire
-// form each one needs: a tools/call gets a CallToolResult, another request a
-// JSON-RPC error with its id. When nothing in the exchange has an id (a
-// notification, a response, a batch of those), the answer is an id-less
-// JSON-RPC error with the HTTP status given.
-func writeEnvelope(w http.ResponseWriter, x *exchange, env *envelope.Envelope, status int) error {
+// answer answers every request of the exchange with env, in the wire form
+// each one needs: a tools/call gets a CallToolResult, another request a
+// JSON-RPC error with its id, both with HTTP 200. When nothing in the
+// exchange has an id (a notification, a response, a batch of those, a GET),
+// the answer is an id-less JSON-RPC error with the HTTP status given.
+func (h *Handler) answer(w http.ResponseWriter, x *exchange, env *envelope.Envelope, status int) error {
+	x.errorCode = string(env.Code)
 	var body []byte
 	answered := 0
 	if x.batch {

@@ -1,0 +1,190 @@
+package handler
+
+import (
+	"bytes"
+	"net/http"
+	"time"
+
+	"github.com/caddymcp/caddy-mcp/envelope"
+)
+
+// maxEventData bounds what the tracker keeps of one SSE event to learn
+// whether it carries a response. An event beyond it is not read; since it
+// might have been the response, a stream that carried one is never repaired.
+const maxEventData = 1 << 20
+
+// sseTracker follows an upstream's event-stream answer to a POST, as it is
+// written through, to know which requests still await their response and
+// whether the client could resume the stream. It never delays, buffers for
+// the client, or changes an event.
+type sseTracker struct {
+	// pending are the requests whose response has not been seen.
+	pending []*message
+	// resumable: an event carried an id, so the client can reconnect with
+	// Last-Event-ID and the server can replay; the gateway must not answer
+	// in its place.
+	resumable bool
+	// unreadable: an event was too large to read.
+	unreadable bool
+	// partial holds the unterminated last line across writes.
+	partial []byte
+	// data and event are the fields of the event being received.
+	data      []byte
+	event     []byte
+	dataLines int
+	// midEvent: field lines were received since the last dispatch.
+	midEvent bool
+	// lastCR: the last write ended with a CR, whose LF may start the next.
+	lastCR bool
+}
+
+func newSSETracker(msgs []message) *sseTracker {
+	t := &sseTracker{}
+	for i := range msgs {
+		if msgs[i].kind == request {
+			t.pending = append(t.pending, &msgs[i])
+		}
+	}
+	if len(t.pending) == 0 {
+		return nil
+	}
+	return t
+}
+
+// repairable reports whether the stream owes responses that only the gateway
+// can still give.
+func (t *sseTracker) repairable() bool {
+	return len(t.pending) > 0 && !t.resumable && !t.unreadable
+}
+
+// observe follows the bytes the upstream wrote.
+func (t *sseTracker) observe(p []byte) {
+	if t.lastCR && len(p) > 0 && p[0] == '\n' {
+		p = p[1:]
+	}
+	t.lastCR = len(p) > 0 && p[len(p)-1] == '\r'
+	for len(p) > 0 {
+		i := bytes.IndexAny(p, "\r\n")
+		if i < 0 {
+			t.appendPartial(p)
+			return
+		}
+		line := p[:i]
+		if len(t.partial) > 0 {
+			t.appendPartial(line)
+			line = t.partial
+		}
+		t.line(line)
+		t.partial = t.partial[:0]
+		// A CR LF pair ends one line.
+		if p[i] == '\r' && i+1 < len(p) && p[i+1] == '\n' {
+			i++
+		}
+		p = p[i+1:]
+	}
+}
+
+func (t *sseTracker) appendPartial(p []byte) {
+	if len(t.partial)+len(p) > maxEventData {
+		t.unreadable = true
+		return
+	}
+	t.partial = append(t.partial, p...)
+}
+
+// line handles one line of the event stream, as the SSE specification reads
+// it.
+func (t *sseTracker) line(line []byte) {
+	if len(line) == 0 {
+		t.dispatch()
+		return
+	}
+	if line[0] == ':' {
+		return // a comment, such as a keep-alive
+	}
+	t.midEvent = true
+	field, value, _ := bytes.Cut(line, []byte(":"))
+	value = bytes.TrimPrefix(value, []byte(" "))
+	switch string(field) {
+	case "data":
+		if len(t.data)+len(value)+1 > maxEventData {
+			t.unreadable = true
+			return
+		}
+		if t.dataLines > 0 {
+			t.data = append(t.data, '\n')
+		}
+		t.data = append(t.data, value...)
+		t.dataLines++
+	case "event":
+		t.event = append(t.event[:0], value...)
+	case "id":
+		if len(value) > 0 && bytes.IndexByte(value, 0) < 0 {
+			t.resumable = true
+		}
+	}
+}
+
+// dispatch reads a complete event: a message event carrying a response to a
+// pending request settles it.
+func (t *sseTracker) dispatch() {
+	defer func() {
+		t.data, t.event, t.dataLines, t.midEvent = t.data[:0], t.event[:0], 0, false
+	}()
+	if t.dataLines == 0 || (len(t.event) > 0 && string(t.event) != "message") {
+		return
+	}
+	var buf [1]message
+	msgs, _, err := parseMessages(t.data, buf[:0])
+	if err != nil {
+		return
+	}
+	for i := range msgs {
+		if msgs[i].kind == response {
+			t.settle(msgs[i].id)
+		}
+	}
+}
+
+func (t *sseTracker) settle(id []byte) {
+	for i, m := range t.pending {
+		if bytes.Equal(m.id, id) {
+			t.pending = append(t.pending[:i], t.pending[i+1:]...)
+			return
+		}
+	}
+}
+
+// repairStream ends a broken, non-resumable event stream with one message
+// event per request still owed a response, each carrying the envelope.
+func (h *Handler) repairStream(u *upstreamWatch, what string) error {
+	secs := wholeSeconds(time.Duration(h.UpstreamRetryAfter))
+	env := envelope.New(envelope.HandoffUpstreamUnavailable, "The MCP server did not finish answering: "+what+" before the response to this request").
+		Suggest("The call may have run: check its effect before retrying, so that it does not run twice.").
+		RetryAfter(float64(secs)).
+		Envelope()
+	h.logUpstream(u.x, &env, nil)
+	u.x.errorCode = string(env.Code)
+
+	var out []byte
+	if u.sse.midEvent || len(u.sse.partial) > 0 {
+		// End the event the upstream left unfinished, so that ours is read
+		// on its own.
+		out = append(out, "\n\n"...)
+	}
+	for _, m := range u.sse.pending {
+		out = append(out, "event: message\ndata: "...)
+		if m.isCall() {
+			out = env.AppendToolResult(out, m.id)
+		} else {
+			out = env.AppendRPCError(out, m.id, envelope.CodeServerError)
+		}
+		out = append(out, "\n\n"...)
+	}
+	u.sse.pending = nil
+	w := u.ResponseWriterWrapper.ResponseWriter
+	if _, err := w.Write(out); err != nil {
+		return err
+	}
+	return http.NewResponseController(w).Flush()
+}
