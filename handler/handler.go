@@ -55,7 +55,7 @@ type Handler struct {
 
 	origins originPolicy
 	limits  []*limit
-	logger *zap.Logger
+	logger  *zap.Logger
 	// now is the clock; tests replace it.
 	now func() time.Time
 }
