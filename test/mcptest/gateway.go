@@ -132,6 +132,13 @@ func (g *Gateway) Reload(t testing.TB, site string) {
 	if err := caddy.Load(adapted, true); err != nil {
 		t.Fatalf("mcptest: loading config: %v\n%s", err, cfg)
 	}
+	// The old config's server closed its idle keep-alive connections; a
+	// client that picks one of those for a POST gets EOF, since a POST is
+	// not retried. Real clients reconnect; tests using the default
+	// transport should not depend on that race.
+	if tr, ok := http.DefaultTransport.(*http.Transport); ok {
+		tr.CloseIdleConnections()
+	}
 }
 
 func (g *Gateway) addresses() string {
