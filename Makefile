@@ -3,10 +3,12 @@
 .PHONY: test demo release bench-micro
 
 # Every test: unit, golden, integration through a real Caddy with the
-# official Go and TypeScript SDK clients. Installs the TypeScript client's
-# locked dependencies first.
+# official Go and TypeScript SDK clients, and the official MCP conformance
+# suite through the gateway. Installs the locked npm dependencies (the
+# TypeScript client, the conformance suite) first.
 test:
 	npm ci --prefix test/tsclient --no-audit --no-fund --loglevel=error
+	npm ci --prefix test/conformance --no-audit --no-fund --loglevel=error
 	go test -race -count=1 ./...
 
 # The gateway in front of the demo MCP server, on https://localhost:8443/mcp.

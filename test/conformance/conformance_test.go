@@ -1,0 +1,549 @@
+// Package conformance runs the official MCP conformance suite
+// (@modelcontextprotocol/conformance, pinned in package.json) against the Go
+// SDK's conformance server (everything-server) three ways: directly, through
+// a plain Caddy reverse_proxy, and through the caddy-mcp gateway. It shows
+// that the gateway is transparent to every server check, and why it is needed
+// in front of a local server: a plain reverse_proxy rewrites Host, which
+// defeats the server's DNS rebinding protection, which the gateway's Origin
+// check restores.
+//
+// The suite's dependencies must be installed once:
+//
+//	npm ci --prefix test/conformance
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	_ "github.com/caddyserver/caddy/v2/caddyconfig/caddyfile" // the caddyfile adapter
+	_ "github.com/caddyserver/caddy/v2/modules/standard"
+
+	_ "github.com/caddymcp/caddy-mcp" // the mcp directive
+	"github.com/caddymcp/caddy-mcp/test/mcptest"
+)
+
+const (
+	// suitePackage and suiteVersion are what package.json pins.
+	suitePackage = "@modelcontextprotocol/conformance"
+	suiteVersion = "0.1.13"
+
+	// The active server suite of suiteVersion.
+	wantScenarios = 30
+	wantChecks    = 40
+
+	// The check a plain reverse_proxy fails: it rewrites Host to the
+	// upstream's, so the server no longer sees the evil Host, and nothing
+	// checks the evil Origin.
+	rebindingScenario = "dns-rebinding-protection"
+	rebindingCheck    = "localhost-host-rebinding-rejected"
+
+	everythingServerPkg = "github.com/modelcontextprotocol/go-sdk/conformance/everything-server"
+
+	// suiteTimeout bounds one run of the whole suite (about 2 s when all is
+	// well); a scenario that hangs (e.g. a buffered SSE stream) ends there.
+	suiteTimeout = 3 * time.Minute
+)
+
+func TestMain(m *testing.M) {
+	cleanup, err := mcptest.SetXDGDirs()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	cleanup()
+	os.Exit(code)
+}
+
+// TestConformance runs the whole active server suite three times. The
+// subtests must not run in parallel (one Caddy per process).
+func TestConformance(t *testing.T) {
+	suite := suiteEntry(t)
+	server := buildEverythingServer(t)
+
+	t.Run("direct", func(t *testing.T) {
+		url := startEverythingServer(t, server) + "/mcp"
+		res := runSuite(t, suite, url)
+		res.requireShape(t)
+		if res.Failed != 0 || res.Passed != wantChecks {
+			t.Errorf("direct: %d passed, %d failed; want %d passed, 0 failed", res.Passed, res.Failed, wantChecks)
+		}
+		res.logOnFailure(t)
+	})
+
+	t.Run("reverse_proxy", func(t *testing.T) {
+		upstream := startEverythingServer(t, server)
+		res := runSuite(t, suite, startCaddy(t, proxyTo(upstream))+"/mcp")
+		res.requireShape(t)
+		// Documents why the gateway is needed: exactly the DNS rebinding
+		// check fails, everything else passes through a plain proxy.
+		want := []string{rebindingScenario + "/" + rebindingCheck}
+		if got := res.failedChecks(); !slices.Equal(got, want) {
+			t.Errorf("reverse_proxy: failed checks %q; want exactly %q", got, want)
+		}
+		if res.Passed != wantChecks-1 || res.Failed != 1 {
+			t.Errorf("reverse_proxy: %d passed, %d failed; want %d passed, 1 failed", res.Passed, res.Failed, wantChecks-1)
+		}
+		for _, c := range res.checks(rebindingScenario) {
+			t.Logf("reverse_proxy (expected): %s", c)
+		}
+		res.logOnFailure(t)
+	})
+
+	t.Run("gateway", func(t *testing.T) {
+		upstream := startEverythingServer(t, server)
+		res := runSuite(t, suite, startCaddy(t, "mcp {\n}\n"+proxyTo(upstream))+"/mcp")
+		res.requireShape(t)
+		// The acceptance criterion: the gateway passes every check,
+		// including DNS rebinding protection (its Origin check).
+		if res.Failed != 0 || res.Passed != wantChecks {
+			t.Errorf("gateway: %d passed, %d failed (failed: %q); want %d passed, 0 failed",
+				res.Passed, res.Failed, res.failedChecks(), wantChecks)
+		}
+		res.logOnFailure(t)
+	})
+}
+
+// startCaddy runs a real Caddy in this process (stopped by t.Cleanup) with
+// site as the body of a catch-all site, "http://:PORT" bound to 127.0.0.1, and
+// returns "http://127.0.0.1:PORT".
+//
+// It does not use mcptest.StartGateway because that site's address is
+// "http://127.0.0.1:PORT", which makes Caddy match the Host: the suite's DNS
+// rebinding request (Host: evil.example.com) then matches no site and gets
+// Caddy's empty 200 without reaching reverse_proxy or the mcp handler, so no
+// Origin check in the handler could ever pass that check. A catch-all site
+// hands every Host to the handlers, as a gateway on ":PORT" would.
+func startCaddy(t *testing.T, site string) string {
+	t.Helper()
+	addr := mcptest.FreeLoopbackAddr(t)
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := fmt.Sprintf(`{
+	admin off
+	skip_install_trust
+	auto_https off
+	default_bind 127.0.0.1
+	grace_period 1ns
+	storage file_system %q
+	log {
+		level ERROR
+	}
+}
+
+http://:%s {
+	%s
+}
+`, t.TempDir(), port, strings.ReplaceAll(site, "\n", "\n\t"))
+	adapted, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(cfg), nil)
+	if err != nil {
+		t.Fatalf("conformance: adapting Caddyfile: %v\n%s", err, cfg)
+	}
+	for _, w := range warnings {
+		t.Logf("conformance: Caddyfile warning: %s", w)
+	}
+	if err := caddy.Load(adapted, true); err != nil {
+		t.Fatalf("conformance: loading Caddy config: %v\n%s", err, cfg)
+	}
+	t.Cleanup(func() {
+		if err := caddy.Stop(); err != nil {
+			t.Errorf("conformance: stopping Caddy: %v", err)
+		}
+	})
+	return "http://" + addr
+}
+
+// proxyTo is the reverse_proxy block for the everything-server at
+// "http://localhost:PORT", keeping a loopback Host, as the Go SDK server
+// requires on a loopback address.
+func proxyTo(upstream string) string {
+	return fmt.Sprintf("reverse_proxy %s {\n\theader_up Host {upstream_hostport}\n}", strings.TrimPrefix(upstream, "http://"))
+}
+
+// suiteEntry returns the suite's CLI entry point, failing the test with the
+// command to run when the pinned version is not installed.
+func suiteEntry(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Fatalf("conformance: node (Node.js >= 20) not found in PATH: %v", err)
+	}
+	dir := filepath.Join(mcptest.RepoRoot(t), "test", "conformance", "node_modules", filepath.FromSlash(suitePackage))
+	install := "run: npm ci --prefix test/conformance"
+	data, err := os.ReadFile(filepath.Join(dir, "package.json"))
+	if err != nil {
+		t.Fatalf("conformance: the MCP conformance suite is not installed (%v); %s", err, install)
+	}
+	var pkg struct {
+		Version string            `json:"version"`
+		Bin     map[string]string `json:"bin"`
+	}
+	if err := json.Unmarshal(data, &pkg); err != nil {
+		t.Fatalf("conformance: reading %s/package.json: %v; %s", dir, err, install)
+	}
+	if pkg.Version != suiteVersion {
+		t.Fatalf("conformance: %s %s is installed, want %s; %s", suitePackage, pkg.Version, suiteVersion, install)
+	}
+	entry := filepath.Join(dir, filepath.FromSlash(pkg.Bin["conformance"]))
+	if pkg.Bin["conformance"] == "" {
+		t.Fatalf("conformance: %s has no conformance bin; %s", suitePackage, install)
+	}
+	if _, err := os.Stat(entry); err != nil {
+		t.Fatalf("conformance: %v; %s", err, install)
+	}
+	return entry
+}
+
+// buildEverythingServer builds the Go SDK's conformance server once.
+func buildEverythingServer(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "everything-server")
+	cmd := exec.Command("go", "build", "-o", bin, everythingServerPkg)
+	cmd.Dir = mcptest.RepoRoot(t)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("conformance: go build %s: %v\n%s", everythingServerPkg, err, out)
+	}
+	return bin
+}
+
+// lockedBuffer collects a process's output while it runs.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startEverythingServer runs the conformance server in stateful mode on a free
+// loopback port and returns "http://localhost:PORT" once it accepts
+// connections (it serves MCP on every path). It is killed by t.Cleanup.
+func startEverythingServer(t *testing.T, bin string) string {
+	t.Helper()
+	_, port, err := net.SplitHostPort(mcptest.FreeLoopbackAddr(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostport := net.JoinHostPort("localhost", port)
+	var logs lockedBuffer
+	cmd := exec.Command(bin, "-http="+hostport, "-stateless=false")
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("conformance: starting everything-server: %v", err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+		if t.Failed() {
+			t.Logf("everything-server output:\n%s", logs.String())
+		}
+	})
+
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		conn, err := net.DialTimeout("tcp", hostport, time.Second)
+		if err == nil {
+			_ = conn.Close()
+			return "http://" + hostport
+		}
+		select {
+		case <-exited:
+			t.Fatalf("conformance: everything-server exited before listening on %s:\n%s", hostport, logs.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("conformance: everything-server not listening on %s after 20s: %v\n%s", hostport, err, logs.String())
+		}
+	}
+}
+
+// check is one entry of a scenario's checks.json.
+type check struct {
+	ID           string          `json:"id"`
+	Name         string          `json:"name"`
+	Description  string          `json:"description"`
+	Status       string          `json:"status"` // SUCCESS, FAILURE, WARNING, ...
+	ErrorMessage string          `json:"errorMessage"`
+	Details      json.RawMessage `json:"details"`
+}
+
+func (c check) String() string {
+	s := fmt.Sprintf("%s %s (%s)", c.Status, c.ID, c.Description)
+	if c.ErrorMessage != "" {
+		s += ": " + c.ErrorMessage
+	}
+	if len(c.Details) > 0 && string(c.Details) != "null" {
+		var compact bytes.Buffer
+		if json.Compact(&compact, c.Details) == nil {
+			d := compact.String()
+			if len(d) > 600 {
+				d = d[:600] + "…"
+			}
+			s += " details=" + d
+		}
+	}
+	return s
+}
+
+// scenario is one line of the suite's summary with its checks.
+type scenario struct {
+	Name           string
+	Passed, Failed int
+	// Checks is the scenario's checks.json; nil when the scenario threw
+	// before writing it (the suite then prints "Failed to run scenario" with
+	// the error on stderr and counts one failure).
+	Checks []check
+}
+
+// suiteResult is one run of the suite.
+type suiteResult struct {
+	URL            string
+	Scenarios      []scenario
+	Passed, Failed int // the summary's Total line
+	ExitCode       int
+	Elapsed        time.Duration
+	Stdout, Stderr string
+}
+
+var (
+	summaryLine = regexp.MustCompile(`^[✓✗] (\S+): (\d+) passed, (\d+) failed$`)
+	totalLine   = regexp.MustCompile(`^Total: (\d+) passed, (\d+) failed$`)
+	// Result folders are "server-<scenario>-<ISO time with : and . as ->".
+	resultDir = regexp.MustCompile(`^server-(.+)-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z$`)
+)
+
+// runSuite runs the active server suite against url, writing each scenario's
+// checks.json under a temporary folder, and parses the results. It fails the
+// test only when the suite did not run to its summary.
+func runSuite(t *testing.T, entry, url string) *suiteResult {
+	t.Helper()
+	out := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), suiteTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", entry, "server", "--url", url, "--suite", "active", "--output-dir", out)
+	cmd.Dir = filepath.Join(mcptest.RepoRoot(t), "test", "conformance")
+	cmd.Env = append(os.Environ(), "NO_COLOR=1", "FORCE_COLOR=0")
+	cmd.WaitDelay = 5 * time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	err := cmd.Run()
+	res := &suiteResult{URL: url, Elapsed: time.Since(start), Stdout: stdout.String(), Stderr: stderr.String()}
+	var exitErr *exec.ExitError
+	switch {
+	case ctx.Err() != nil:
+		t.Fatalf("conformance: suite against %s timed out after %s\nstdout:\n%s\nstderr:\n%s", url, suiteTimeout, res.Stdout, res.Stderr)
+	case errors.As(err, &exitErr):
+		res.ExitCode = exitErr.ExitCode() // 1 when a check failed
+	case err != nil:
+		t.Fatalf("conformance: running suite: %v", err)
+	}
+	if err := res.parse(out); err != nil {
+		t.Fatalf("conformance: suite against %s (exit %d): %v\nstdout:\n%s\nstderr:\n%s", url, res.ExitCode, err, res.Stdout, res.Stderr)
+	}
+	t.Logf("%s: %d scenarios, %d checks passed, %d failed, in %s", url, len(res.Scenarios), res.Passed, res.Failed, res.Elapsed.Round(time.Millisecond))
+	return res
+}
+
+// parse reads the summary from stdout (authoritative: it lists every
+// scenario, including any that threw) and attaches each scenario's
+// checks.json from dir, cross-checking the counts.
+func (r *suiteResult) parse(dir string) error {
+	_, summary, ok := strings.Cut(r.Stdout, "=== SUMMARY ===")
+	if !ok {
+		return errors.New("no summary in the suite's output")
+	}
+	sawTotal := false
+	seen := map[string]bool{}
+	for _, line := range strings.Split(summary, "\n") {
+		line = strings.TrimSpace(line)
+		if m := summaryLine.FindStringSubmatch(line); m != nil {
+			if seen[m[1]] {
+				return fmt.Errorf("scenario %s twice in the summary", m[1])
+			}
+			seen[m[1]] = true
+			p, _ := strconv.Atoi(m[2])
+			f, _ := strconv.Atoi(m[3])
+			r.Scenarios = append(r.Scenarios, scenario{Name: m[1], Passed: p, Failed: f})
+		} else if m := totalLine.FindStringSubmatch(line); m != nil {
+			r.Passed, _ = strconv.Atoi(m[1])
+			r.Failed, _ = strconv.Atoi(m[2])
+			sawTotal = true
+		}
+	}
+	if !sawTotal || len(r.Scenarios) == 0 {
+		return errors.New("unparsable summary in the suite's output")
+	}
+
+	files := map[string]string{}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() != "checks.json" {
+			return err
+		}
+		rel, err := filepath.Rel(dir, filepath.Dir(path))
+		if err != nil {
+			return err
+		}
+		m := resultDir.FindStringSubmatch(filepath.ToSlash(rel))
+		if m == nil {
+			return fmt.Errorf("unexpected result folder %s", rel)
+		}
+		if files[m[1]] != "" {
+			return fmt.Errorf("two result folders for scenario %s", m[1])
+		}
+		files[m[1]] = path
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for i := range r.Scenarios {
+		s := &r.Scenarios[i]
+		path, ok := files[s.Name]
+		if !ok {
+			continue // threw: see stderr
+		}
+		delete(files, s.Name)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(data, &s.Checks); err != nil {
+			return fmt.Errorf("%s: %v", path, err)
+		}
+		if s.Checks == nil {
+			s.Checks = []check{}
+		}
+		p, f := 0, 0
+		for _, c := range s.Checks {
+			switch c.Status {
+			case "SUCCESS":
+				p++
+			case "FAILURE":
+				f++
+			}
+		}
+		if p != s.Passed || f != s.Failed {
+			return fmt.Errorf("scenario %s: summary says %d passed, %d failed; checks.json has %d, %d", s.Name, s.Passed, s.Failed, p, f)
+		}
+	}
+	if len(files) > 0 {
+		return fmt.Errorf("result folders for scenarios not in the summary: %v", files)
+	}
+	return nil
+}
+
+// requireShape fails the test unless the run had the expected numbers of
+// scenarios and checks (a different count means a different suite version,
+// or a scenario that threw).
+func (r *suiteResult) requireShape(t *testing.T) {
+	t.Helper()
+	checks := 0
+	for _, s := range r.Scenarios {
+		checks += s.Passed + s.Failed
+	}
+	if len(r.Scenarios) != wantScenarios || checks != wantChecks || r.Passed+r.Failed != wantChecks {
+		r.log(t)
+		t.Fatalf("conformance: %d scenarios and %d checks (total line: %d); want %d scenarios and %d checks",
+			len(r.Scenarios), checks, r.Passed+r.Failed, wantScenarios, wantChecks)
+	}
+	if (r.Failed == 0) != (r.ExitCode == 0) {
+		t.Errorf("conformance: suite exited %d with %d failed checks", r.ExitCode, r.Failed)
+	}
+}
+
+// failedChecks returns "scenario/check-id" for every failed check, sorted.
+func (r *suiteResult) failedChecks() []string {
+	var out []string
+	for _, s := range r.Scenarios {
+		if s.Checks == nil && s.Failed > 0 {
+			out = append(out, s.Name+"/(scenario threw)")
+		}
+		for _, c := range s.Checks {
+			if c.Status == "FAILURE" {
+				out = append(out, s.Name+"/"+c.ID)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (r *suiteResult) checks(scenarioName string) []check {
+	for _, s := range r.Scenarios {
+		if s.Name == scenarioName {
+			return s.Checks
+		}
+	}
+	return nil
+}
+
+// logOnFailure logs the per-scenario results if the test has failed.
+func (r *suiteResult) logOnFailure(t *testing.T) {
+	t.Helper()
+	if t.Failed() {
+		r.log(t)
+	}
+}
+
+// log logs every scenario with its counts, and every check that did not
+// succeed with the suite's own message and details.
+func (r *suiteResult) log(t *testing.T) {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "conformance suite against %s: %d passed, %d failed (exit %d, %s)\n",
+		r.URL, r.Passed, r.Failed, r.ExitCode, r.Elapsed.Round(time.Millisecond))
+	for _, s := range r.Scenarios {
+		mark := "✓"
+		if s.Failed > 0 {
+			mark = "✗"
+		}
+		fmt.Fprintf(&b, "  %s %s: %d passed, %d failed\n", mark, s.Name, s.Passed, s.Failed)
+		if s.Checks == nil {
+			fmt.Fprintf(&b, "      no checks.json: the scenario threw (see stderr)\n")
+		}
+		for _, c := range s.Checks {
+			if c.Status != "SUCCESS" {
+				fmt.Fprintf(&b, "      %s\n", c)
+			}
+		}
+	}
+	if strings.TrimSpace(r.Stderr) != "" {
+		fmt.Fprintf(&b, "suite stderr:\n%s", r.Stderr)
+	}
+	t.Log(b.String())
+}
