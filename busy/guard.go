@@ -1,0 +1,208 @@
+package busy
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Guard admits at most Max holders at once; up to Queue more wait, in
+// arrival order, each at most QueueTimeout. It is safe for concurrent use.
+type Guard struct {
+	// mu is own for a Guard of its own, or the lock of the Set shard that
+	// holds the guard, so that a keyed guard can drop itself when idle.
+	mu      *sync.Mutex
+	own     sync.Mutex
+	clock   Clock
+	limits  Limits
+	active  int
+	queue   queue
+	service service
+
+	// A guard in a Set knows where it is held.
+	shard *shard
+	key   string
+}
+
+// Stats is a snapshot of a guard.
+type Stats struct {
+	// Active is the number of holders.
+	Active int
+	// Queued is the number of waiters.
+	Queued int
+	// Max and Queue are the guard's Limits.
+	Max, Queue int
+	// RecentService is the recent average time from admission to Release
+	// (see the package documentation); zero until a first Release.
+	RecentService time.Duration
+}
+
+// NewGuard returns a Guard with no holders, under l, which must be valid,
+// reading time from c.
+func NewGuard(l Limits, c Clock) *Guard {
+	g := &Guard{clock: c, limits: l}
+	g.mu = &g.own
+	return g
+}
+
+// SetLimits applies l, which must be valid, at once: a raised Max admits
+// waiters; a lowered one admits no one until enough holders have released.
+// Waiters beyond a lowered Queue keep their places, and waiters keep the
+// QueueTimeout they arrived under.
+func (g *Guard) SetLimits(l Limits) {
+	g.mu.Lock()
+	g.setLimits(l)
+	g.mu.Unlock()
+}
+
+// Acquire returns a Slot when a place is free, or when the caller's turn in
+// the queue comes. It returns a *Shed when the queue is full or the wait
+// exceeds QueueTimeout, and ctx.Err() when ctx ends first; the caller then
+// leaves the queue at once. An ended ctx still gets a place that is free
+// without waiting.
+func (g *Guard) Acquire(ctx context.Context) (Slot, error) {
+	g.mu.Lock()
+	return g.acquire(ctx)
+}
+
+// Stats returns a snapshot of g.
+func (g *Guard) Stats() Stats {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.stats()
+}
+
+// Slot is a place held in a Guard. Release it through the variable Acquire
+// returned it in: a copy is the same place, and releasing both would free
+// two places.
+type Slot struct {
+	g     *Guard
+	start time.Time
+}
+
+// Release frees the place and records its service time. Later calls, and a
+// call on the zero Slot, do nothing.
+func (s *Slot) Release() {
+	g := s.g
+	if g == nil {
+		return
+	}
+	s.g = nil
+	now := g.clock.Now()
+	g.mu.Lock()
+	g.service.record(now.Sub(s.start))
+	g.free(now)
+	g.mu.Unlock()
+}
+
+// acquire is Acquire with g.mu held; it unlocks g.mu.
+func (g *Guard) acquire(ctx context.Context) (Slot, error) {
+	if g.active < g.limits.Max && g.queue.len == 0 {
+		g.active++
+		g.mu.Unlock()
+		return Slot{g: g, start: g.clock.Now()}, nil
+	}
+	if err := ctx.Err(); err != nil {
+		g.mu.Unlock()
+		return Slot{}, err
+	}
+	if g.queue.len >= g.limits.Queue {
+		shed := g.shed(QueueFull)
+		g.mu.Unlock()
+		return Slot{}, shed
+	}
+	w := &waiter{ready: make(chan struct{})}
+	g.queue.push(w)
+	// Registered before unlocking, so that a waiter seen in Stats has its
+	// timeout running.
+	stop := g.clock.AfterFunc(g.limits.QueueTimeout, func() { g.expire(w) })
+	g.mu.Unlock()
+	return g.wait(ctx, w, stop)
+}
+
+// wait blocks until w is granted a place or shed, or ctx ends.
+func (g *Guard) wait(ctx context.Context, w *waiter, stop func() bool) (Slot, error) {
+	defer stop()
+	select {
+	case <-w.ready:
+		return w.outcome(g)
+	case <-ctx.Done():
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch w.state {
+	case waiting:
+		g.queue.remove(w)
+		// The timeout may fire before it is stopped; it must find w gone.
+		w.state = left
+		g.settle()
+	case granted:
+		// The place came as the caller gave up: pass it on.
+		g.free(g.clock.Now())
+	case expired:
+		return w.outcome(g)
+	}
+	return Slot{}, ctx.Err()
+}
+
+// expire sheds w if it is still waiting.
+func (g *Guard) expire(w *waiter) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if w.state != waiting {
+		return
+	}
+	g.queue.remove(w)
+	w.state, w.shed = expired, g.shed(WaitExceeded)
+	close(w.ready)
+	g.settle()
+}
+
+// free gives up one held place at now: to the head waiter when, without
+// the place, the holders are below Max, else back to the guard.
+func (g *Guard) free(now time.Time) {
+	if g.active <= g.limits.Max && g.queue.len > 0 {
+		g.queue.pop().grant(now)
+		return
+	}
+	g.active--
+	g.settle()
+}
+
+// settle drops g from its Set when it has neither holders nor waiters.
+func (g *Guard) settle() {
+	if g.shard != nil && g.active == 0 && g.queue.len == 0 {
+		g.shard.drop(g)
+	}
+}
+
+func (g *Guard) setLimits(l Limits) {
+	g.limits = l
+	if g.active >= l.Max || g.queue.len == 0 {
+		return
+	}
+	now := g.clock.Now()
+	for g.active < l.Max && g.queue.len > 0 {
+		g.active++
+		g.queue.pop().grant(now)
+	}
+}
+
+func (g *Guard) shed(r Reason) *Shed {
+	return &Shed{
+		Reason:     r,
+		Active:     g.active,
+		Queued:     g.queue.len,
+		RetryAfter: g.service.retryAfter(g.queue.len, g.limits),
+	}
+}
+
+func (g *Guard) stats() Stats {
+	return Stats{
+		Active:        g.active,
+		Queued:        g.queue.len,
+		Max:           g.limits.Max,
+		Queue:         g.limits.Queue,
+		RecentService: g.service.mean,
+	}
+}

@@ -1,0 +1,306 @@
+package busy_test
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/caddymcp/caddy-mcp/busy"
+	"github.com/caddymcp/caddy-mcp/busy/busytest"
+)
+
+func TestGuardAdmitsUpToMaxAtOnce(t *testing.T) {
+	g := busy.NewGuard(limits(3, 0), busytest.NewClock(start))
+
+	slots := hold(t, g, 3)
+	assert.Equal(t, busy.Stats{Active: 3, Max: 3}, g.Stats())
+	_, err := g.Acquire(context.Background())
+	assert.Equal(t, busy.QueueFull, shedOf(t, err).Reason)
+
+	slots[1].Release()
+	slot, err := g.Acquire(context.Background())
+	assert.NoError(t, err, "a released place can be taken again")
+	slot.Release()
+	slots[0].Release()
+	slots[2].Release()
+	assert.Equal(t, 0, g.Stats().Active)
+}
+
+func TestQueuedWaitersAreAdmittedInArrivalOrder(t *testing.T) {
+	g := busy.NewGuard(limits(1, 5), busytest.NewClock(start))
+	holder := hold(t, g, 1)[0]
+	var waiters []<-chan result
+	for range 4 {
+		waiters = append(waiters, enqueueOn(t, g, context.Background()))
+	}
+
+	for i, w := range waiters {
+		holder.Release()
+		holder = admitted(t, w)
+		assert.Equal(t, busy.Stats{Active: 1, Queued: len(waiters) - i - 1, Max: 1, Queue: 5}, g.Stats())
+		for _, later := range waiters[i+1:] {
+			assert.True(t, still(later), "waiter %d was admitted out of turn", i)
+		}
+	}
+	holder.Release()
+	assert.Equal(t, 0, g.Stats().Active)
+}
+
+func TestReleaseHandsThePlaceToTheHeadWaiterNotANewcomer(t *testing.T) {
+	g := busy.NewGuard(limits(1, 1), busytest.NewClock(start))
+	holder := hold(t, g, 1)[0]
+	waiter := enqueueOn(t, g, context.Background())
+
+	holder.Release()
+	// A newcomer whose context has ended takes only a place that is free
+	// at once; it must find none, whether or not the waiter has woken.
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := g.Acquire(ended)
+	assert.ErrorIs(t, err, context.Canceled)
+
+	slot := admitted(t, waiter)
+	slot.Release()
+	assert.Equal(t, busy.Stats{Max: 1, Queue: 1}, g.Stats())
+}
+
+func TestWaiterWhoseContextEndsLeavesTheQueueAtOnce(t *testing.T) {
+	g := busy.NewGuard(limits(1, 2), busytest.NewClock(start))
+	holder := hold(t, g, 1)[0]
+	ctx, cancel := context.WithCancel(context.Background())
+	leaving := enqueueOn(t, g, ctx)
+	staying := enqueueOn(t, g, context.Background())
+
+	cancel()
+	assert.ErrorIs(t, receive(t, leaving).err, context.Canceled)
+	assert.Equal(t, 1, g.Stats().Queued, "only the waiter who stayed should be queued")
+
+	holder.Release()
+	slot := admitted(t, staying)
+	assert.Equal(t, busy.Stats{Active: 1, Max: 1, Queue: 2}, g.Stats())
+	slot.Release()
+	assert.Equal(t, 0, g.Stats().Active)
+}
+
+func TestCallerWhoseContextHasEndedIsNotQueued(t *testing.T) {
+	g := busy.NewGuard(limits(1, 1), busytest.NewClock(start))
+	holder := hold(t, g, 1)[0]
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+
+	_, err := g.Acquire(ctx)
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, 0, g.Stats().Queued)
+
+	holder.Release()
+	slot, err := g.Acquire(ctx)
+	assert.NoError(t, err, "a free place is taken without waiting, so the ended context does not matter")
+	slot.Release()
+}
+
+func TestWaitBeyondQueueTimeoutIsShed(t *testing.T) {
+	clock := busytest.NewClock(start)
+	g := busy.NewGuard(limits(1, 2), clock)
+	holder := hold(t, g, 1)[0]
+	first := enqueueOn(t, g, context.Background())
+	clock.Advance(time.Second)
+	second := enqueueOn(t, g, context.Background())
+
+	clock.Advance(timeout - time.Second - time.Nanosecond)
+	assert.True(t, still(first), "a wait of just under QueueTimeout goes on")
+	clock.Advance(time.Nanosecond)
+	err := receive(t, first).err
+	assert.Equal(t, &busy.Shed{Reason: busy.WaitExceeded, Active: 1, Queued: 1, RetryAfter: timeout}, shedOf(t, err))
+	assert.True(t, still(second))
+
+	holder.Release()
+	slot := admitted(t, second)
+	clock.Advance(timeout)
+	assert.Equal(t, 1, g.Stats().Active, "the timeout of an admitted waiter does not shed it")
+	slot.Release()
+	assert.Equal(t, busy.Stats{Max: 1, Queue: 2, RecentService: timeout}, g.Stats())
+}
+
+func TestFullQueueIsShedWithActiveAndQueuedCounts(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		max, queue int
+	}{
+		{"no queue", 1, 0},
+		{"queue of one", 2, 1},
+		{"queue of three", 2, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := busy.NewGuard(limits(tc.max, tc.queue), busytest.NewClock(start))
+			holders := hold(t, g, tc.max)
+			var waiters []<-chan result
+			for range tc.queue {
+				waiters = append(waiters, enqueueOn(t, g, context.Background()))
+			}
+
+			_, err := g.Acquire(context.Background())
+			want := &busy.Shed{Reason: busy.QueueFull, Active: tc.max, Queued: tc.queue, RetryAfter: timeout}
+			assert.Equal(t, want, shedOf(t, err))
+			assert.Equal(t, tc.queue, g.Stats().Queued, "a shed caller is not queued")
+
+			drain(t, holders, waiters)
+			assert.Equal(t, 0, g.Stats().Active)
+		})
+	}
+}
+
+// drain releases holders, then each waiter once admitted.
+func drain(t *testing.T, holders []busy.Slot, waiters []<-chan result) {
+	t.Helper()
+	for i := range holders {
+		holders[i].Release()
+	}
+	for _, w := range waiters {
+		slot := admitted(t, w)
+		slot.Release()
+	}
+}
+
+func TestRecentServiceIsAMovingAverageOfServiceTimes(t *testing.T) {
+	clock := busytest.NewClock(start)
+	g := busy.NewGuard(limits(1, 0), clock)
+	for _, tc := range []struct {
+		service, want time.Duration
+	}{
+		{4 * time.Second, 4 * time.Second},  // the first is the average
+		{12 * time.Second, 5 * time.Second}, // each counts for one eighth
+		{0, 4375 * time.Millisecond},
+	} {
+		slot := hold(t, g, 1)[0]
+		clock.Advance(tc.service)
+		slot.Release()
+		assert.Equal(t, tc.want, g.Stats().RecentService, "after a service of %v", tc.service)
+	}
+}
+
+func TestRetryAfterFollowsRecentServiceTimes(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		service        time.Duration // 0: none released yet
+		max, queued    int
+		wantRetryAfter time.Duration
+	}{
+		{"no service time yet: the queue timeout", 0, 1, 0, timeout},
+		{"one place, no one queued", 4 * time.Second, 1, 0, 4 * time.Second},
+		{"two places share the wait", 4 * time.Second, 2, 0, 2 * time.Second},
+		{"two queued ahead", 4 * time.Second, 1, 2, 12 * time.Second},
+		{"three queued ahead of four places", 4 * time.Second, 4, 3, 4 * time.Second},
+		{"at least a second", 100 * time.Millisecond, 2, 0, time.Second},
+		{"saturates rather than overflows", math.MaxInt64/2 + 1, 1, 1, math.MaxInt64},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := busytest.NewClock(start)
+			g := busy.NewGuard(limits(tc.max, tc.queued), clock)
+			if tc.service > 0 {
+				slot := hold(t, g, 1)[0]
+				clock.Advance(tc.service)
+				slot.Release()
+			}
+			holders := hold(t, g, tc.max)
+			var waiters []<-chan result
+			for range tc.queued {
+				waiters = append(waiters, enqueueOn(t, g, context.Background()))
+			}
+
+			_, err := g.Acquire(context.Background())
+			assert.Equal(t, tc.wantRetryAfter, shedOf(t, err).RetryAfter)
+			drain(t, holders, waiters)
+		})
+	}
+}
+
+func TestRaisingMaxAdmitsWaiters(t *testing.T) {
+	g := busy.NewGuard(limits(1, 3), busytest.NewClock(start))
+	holders := hold(t, g, 1)
+	var waiters []<-chan result
+	for range 3 {
+		waiters = append(waiters, enqueueOn(t, g, context.Background()))
+	}
+
+	g.SetLimits(limits(3, 3))
+	holders = append(holders, admitted(t, waiters[0]), admitted(t, waiters[1]))
+	assert.True(t, still(waiters[2]), "the third waiter should wait for a place")
+	assert.Equal(t, busy.Stats{Active: 3, Queued: 1, Max: 3, Queue: 3}, g.Stats())
+	drain(t, holders, waiters[2:])
+}
+
+func TestLoweringMaxLetsHoldersFinish(t *testing.T) {
+	g := busy.NewGuard(limits(3, 1), busytest.NewClock(start))
+	holders := hold(t, g, 3)
+
+	g.SetLimits(limits(1, 1))
+	assert.Equal(t, busy.Stats{Active: 3, Max: 1, Queue: 1}, g.Stats(), "holders keep their places")
+	waiter := enqueueOn(t, g, context.Background())
+	holders[0].Release()
+	holders[1].Release()
+	assert.True(t, still(waiter), "no one is admitted while the holders are at or above Max")
+	assert.Equal(t, 1, g.Stats().Active)
+
+	holders[2].Release()
+	slot := admitted(t, waiter)
+	assert.Equal(t, busy.Stats{Active: 1, Max: 1, Queue: 1}, g.Stats())
+	slot.Release()
+}
+
+func TestReleaseTwiceIsHarmless(t *testing.T) {
+	g := busy.NewGuard(limits(1, 0), busytest.NewClock(start))
+	slot := hold(t, g, 1)[0]
+	slot.Release()
+	slot.Release()
+	var zero busy.Slot
+	zero.Release()
+	assert.Equal(t, 0, g.Stats().Active)
+
+	held := hold(t, g, 1)
+	_, err := g.Acquire(context.Background())
+	assert.Equal(t, busy.QueueFull, shedOf(t, err).Reason, "a second Release must not have freed a second place")
+	held[0].Release()
+}
+
+// TestPlaceHandedToAWaiterWhoGaveUpPassesOn races a Release, which hands the
+// place to the head waiter, against that waiter's context ending. Whichever
+// wins, exactly one of the two waiters ends up holding the place.
+func TestPlaceHandedToAWaiterWhoGaveUpPassesOn(t *testing.T) {
+	g := busy.NewGuard(limits(1, 2), busytest.NewClock(start))
+	for range 200 {
+		holder := hold(t, g, 1)[0]
+		ctx, cancel := context.WithCancel(context.Background())
+		quitting := enqueueOn(t, g, ctx)
+		next := enqueueOn(t, g, context.Background())
+
+		cancel()
+		holder.Release()
+		if r := receive(t, quitting); r.err == nil {
+			assert.Equal(t, busy.Stats{Active: 1, Queued: 1, Max: 1, Queue: 2}, g.Stats())
+			r.slot.Release()
+		} else {
+			require.ErrorIs(t, r.err, context.Canceled)
+		}
+		slot := admitted(t, next)
+		assert.Equal(t, busy.Stats{Active: 1, Max: 1, Queue: 2}, g.Stats())
+		slot.Release()
+		require.Equal(t, 0, g.Stats().Active)
+	}
+}
+
+func TestUncontendedAcquireReleaseDoesNotAllocate(t *testing.T) {
+	g := busy.NewGuard(limits(1, 0), busy.SystemClock())
+	s := busy.NewSet(limits(1, 0), busy.SystemClock())
+	ctx := context.Background()
+	allocs := testing.AllocsPerRun(100, func() {
+		slot, _ := g.Acquire(ctx)
+		slot.Release()
+		slot, _ = s.Acquire(ctx, "tool")
+		slot.Release()
+	})
+	assert.Zero(t, allocs)
+}
