@@ -13,6 +13,13 @@
 //			max_keys <n>                      # live buckets, default 1000000
 //		}
 //		max_request_body <size>               # default 4MiB
+//		concurrency [<name>] {
+//			max           <n>                 # in flight, required
+//			queue         <n>                 # waiting, default 0
+//			queue_timeout <duration>          # default 10s
+//			key           <template>          # one guard per value; default one guard
+//			methods       <method...>         # default tools/call
+//		}
 //		allowed_origins <origin...>           # default loopback origins only
 //		upstream_retry_after <duration>       # default 30s
 //	}
@@ -53,6 +60,15 @@ func Unmarshal(d *caddyfile.Dispenser, cfg *handler.Handler) error {
 			if err := unmarshalRateLimit(d, cfg); err != nil {
 				return err
 			}
+		case "concurrency":
+			if cfg.Concurrency != nil {
+				return d.Errf("concurrency given twice")
+			}
+			c, err := unmarshalConcurrency(d)
+			if err != nil {
+				return err
+			}
+			cfg.Concurrency = c
 		case "allowed_origins":
 			if cfg.AllowedOrigins != nil {
 				return d.Errf("allowed_origins given twice")
@@ -66,15 +82,11 @@ func Unmarshal(d *caddyfile.Dispenser, cfg *handler.Handler) error {
 			if cfg.UpstreamRetryAfter != 0 {
 				return d.Errf("upstream_retry_after given twice")
 			}
-			v, err := oneArg(d)
+			dur, err := positiveDuration(d)
 			if err != nil {
 				return err
 			}
-			dur, err := caddy.ParseDuration(v)
-			if err != nil || dur <= 0 {
-				return d.Errf("upstream_retry_after %q: want a positive duration such as 30s", v)
-			}
-			cfg.UpstreamRetryAfter = caddy.Duration(dur)
+			cfg.UpstreamRetryAfter = dur
 		case "max_request_body":
 			if cfg.MaxRequestBody != 0 {
 				return d.Errf("max_request_body given twice")
@@ -141,6 +153,46 @@ func unmarshalRateLimit(d *caddyfile.Dispenser, cfg *handler.Handler) error {
 	return nil
 }
 
+func unmarshalConcurrency(d *caddyfile.Dispenser) (*handler.Concurrency, error) {
+	c := new(handler.Concurrency)
+	if d.NextArg() {
+		c.Name = d.Val()
+		if d.NextArg() {
+			return nil, d.ArgErr()
+		}
+	}
+	seen := make(map[string]bool)
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		sub := d.Val()
+		if seen[sub] {
+			return nil, d.Errf("concurrency: %s given twice", sub)
+		}
+		seen[sub] = true
+		var err error
+		switch sub {
+		case "max":
+			c.Max, err = positiveInt(d)
+		case "queue":
+			c.Queue, err = nonNegativeInt(d)
+		case "queue_timeout":
+			c.QueueTimeout, err = positiveDuration(d)
+		case "key":
+			c.Key, err = oneArg(d)
+		case "methods":
+			c.Methods, err = manyArgs(d)
+		default:
+			return nil, d.Errf("unrecognized concurrency subdirective %q", sub)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if c.Max == 0 {
+		return nil, d.Errf("concurrency: max is required (e.g. max 10)")
+	}
+	return c, nil
+}
+
 // rate reads a rate and writes it in its canonical form.
 func rate(d *caddyfile.Dispenser) (string, error) {
 	s, err := oneArg(d)
@@ -186,6 +238,32 @@ func positiveInt(d *caddyfile.Dispenser) (int, error) {
 		return 0, d.Errf("%s %q: want a positive whole number", sub, s)
 	}
 	return n, nil
+}
+
+func nonNegativeInt(d *caddyfile.Dispenser) (int, error) {
+	sub := d.Val()
+	s, err := oneArg(d)
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, d.Errf("%s %q: want a whole number, 0 or more", sub, s)
+	}
+	return n, nil
+}
+
+func positiveDuration(d *caddyfile.Dispenser) (caddy.Duration, error) {
+	sub := d.Val()
+	s, err := oneArg(d)
+	if err != nil {
+		return 0, err
+	}
+	dur, err := caddy.ParseDuration(s)
+	if err != nil || dur <= 0 {
+		return 0, d.Errf("%s %q: want a positive duration such as 30s", sub, s)
+	}
+	return caddy.Duration(dur), nil
 }
 
 func oneSize(d *caddyfile.Dispenser) (int64, error) {

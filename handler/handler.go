@@ -37,6 +37,10 @@ type Handler struct {
 	// name and key template share buckets.
 	RateLimits map[string]*RateLimit `json:"rate_limits,omitempty"`
 
+	// Concurrency bounds the requests in flight to the upstream; requests
+	// beyond it wait in a queue or are refused with SERVER_BUSY.
+	Concurrency *Concurrency `json:"concurrency,omitempty"`
+
 	// MaxRequestBody is the largest POST body the handler reads, in bytes.
 	// A larger body is refused with HTTP 413. Default: 4 MiB.
 	MaxRequestBody int64 `json:"max_request_body,omitempty"`
@@ -53,9 +57,10 @@ type Handler struct {
 	// MCP server cannot be reached, or broke a streamed answer. Default: 30s.
 	UpstreamRetryAfter caddy.Duration `json:"upstream_retry_after,omitempty"`
 
-	origins originPolicy
-	limits  []*limit
-	logger  *zap.Logger
+	origins     originPolicy
+	limits      []*limit
+	concurrency *concurrencyGuard
+	logger      *zap.Logger
 	// now is the clock; tests replace it.
 	now func() time.Time
 }
@@ -93,6 +98,12 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		}
 		h.limits = append(h.limits, l)
 	}
+	if h.Concurrency != nil {
+		if h.concurrency, err = newConcurrencyGuard(h.Concurrency); err != nil {
+			h.releaseLimits()
+			return fmt.Errorf("concurrency: %w", err)
+		}
+	}
 	return nil
 }
 
@@ -119,6 +130,10 @@ func (h *Handler) releaseLimits() {
 		l.release()
 	}
 	h.limits = nil
+	if h.concurrency != nil {
+		h.concurrency.release()
+		h.concurrency = nil
+	}
 }
 
 // Interface guards.

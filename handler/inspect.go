@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/caddymcp/caddy-mcp/ratelimit"
 )
 
 // exchange is what the handler knows of one HTTP request.
@@ -23,7 +25,11 @@ type exchange struct {
 	cur int
 	// errorCode is the envelope code the handler answered with, if any.
 	errorCode string
-	one       [1]message
+	// taken are the tokens the exchange took, refunded if it does not run.
+	taken    []ratelimit.Request
+	reqBuf   [4]ratelimit.Request
+	ownerBuf [4]*limit
+	one      [1]message
 }
 
 // placeholderPrefix starts every placeholder the handler provides.

@@ -41,9 +41,37 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		if d := h.admit(x, repl); d != nil {
 			return h.refuse(w, x, d)
 		}
+		slot, err := h.enter(x, repl)
+		if err != nil {
+			h.refund(x)
+			return h.shed(w, x, err)
+		}
+		defer slot.Release()
 	}
 	return h.forward(w, x, next)
 }
+
+// shed answers a request the concurrency guard did not admit.
+func (h *Handler) shed(w http.ResponseWriter, x *exchange, err error) error {
+	s, ok := isShed(err)
+	if !ok {
+		// The client went away while it waited: nobody is left to answer.
+		return caddyhttp.Error(statusClientClosed, err)
+	}
+	env := h.concurrency.shedEnvelope(s)
+	h.logger.Debug("server busy",
+		zap.String("guard", h.concurrency.name),
+		zap.String("reason", s.Reason.String()),
+		zap.Int("active", s.Active),
+		zap.Int("queued", s.Queued),
+		zap.Int64("retry_after", env.RetryAfterSeconds()),
+	)
+	return h.answer(w, x, &env, http.StatusServiceUnavailable)
+}
+
+// statusClientClosed is the status Caddy records for a client that went
+// away before its response.
+const statusClientClosed = 499
 
 // denial is why a request was not admitted.
 type denial struct {
@@ -57,9 +85,7 @@ func (h *Handler) admit(x *exchange, repl *caddy.Replacer) *denial {
 	if len(h.limits) == 0 {
 		return nil
 	}
-	var reqBuf [4]ratelimit.Request
-	var ownerBuf [4]*limit
-	reqs, owners := reqBuf[:0], ownerBuf[:0]
+	reqs, owners := x.reqBuf[:0], x.ownerBuf[:0]
 	for i := range x.msgs {
 		x.cur = i
 		for _, l := range h.limits {
@@ -76,9 +102,19 @@ func (h *Handler) admit(x *exchange, repl *caddy.Replacer) *denial {
 	}
 	denied, d := ratelimit.TakeAll(h.now(), reqs)
 	if denied < 0 {
+		x.taken = reqs
 		return nil
 	}
 	return &denial{limit: owners[denied], retryAfter: d.RetryAfter}
+}
+
+// refund gives back the tokens the exchange took, when it will not run.
+func (h *Handler) refund(x *exchange) {
+	now := h.now()
+	for _, r := range x.taken {
+		r.Store.Refund(now, r.Key, r.Cost, r.Limit)
+	}
+	x.taken = nil
 }
 
 // addCost adds one token to the request for (l, key), so that a batch takes

@@ -39,11 +39,18 @@ func (h *Handler) forward(w http.ResponseWriter, x *exchange, next caddyhttp.Han
 			return
 		}
 		// reverse_proxy panics with ErrAbortHandler when the upstream
-		// breaks a response it has started. An SSE answer that owes a
+		// breaks a response it has started. An error answer still held back
+		// has not reached the client, and an SSE answer that owes a
 		// response and cannot be resumed is ended by the gateway instead.
-		if v == http.ErrAbortHandler && watch.sse != nil && x.r.Context().Err() == nil && watch.sse.repairable() {
-			err = h.repairStream(watch, "the connection to the MCP server broke")
-			return
+		if v == http.ErrAbortHandler && x.r.Context().Err() == nil {
+			switch {
+			case watch.held:
+				err = h.replaceHeld(watch)
+				return
+			case watch.sse != nil && watch.sse.repairable():
+				err = h.repairStream(watch, "the connection to the MCP server broke")
+				return
+			}
 		}
 		panic(v)
 	}()
