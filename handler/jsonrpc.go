@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 )
 
 // kind is what a JSON-RPC message is, as far as the gateway cares.
@@ -167,8 +168,11 @@ func (s *scanner) message(m *message, depth int) error {
 	var seen uint8
 	err := s.object(depth, func(key []byte) error {
 		bit := s.memberBit(key, jsonrpcMembers)
-		if bit == 0 || seen&bit != 0 {
-			s.ambiguous = s.ambiguous || bit != 0
+		if seen&bit != 0 {
+			s.ambiguous = true // given twice
+			bit = 0
+		}
+		if bit == 0 {
 			return s.value(depth)
 		}
 		seen |= bit
@@ -219,8 +223,11 @@ func (s *scanner) params(m *message, depth int) error {
 	var seen uint8
 	return s.object(depth, func(key []byte) error {
 		bit := s.memberBit(key, paramsMembers)
-		if bit == 0 || seen&bit != 0 {
-			s.ambiguous = s.ambiguous || bit != 0
+		if seen&bit != 0 {
+			s.ambiguous = true // given twice
+			bit = 0
+		}
+		if bit == 0 {
 			return s.value(depth)
 		}
 		seen |= bit
@@ -427,8 +434,9 @@ func (s *scanner) digits() {
 	s.i = i
 }
 
-// str reads a string and returns its unescaped content. Without escapes the
-// content is a slice of the body; with escapes it is decoded into a new
+// str reads a string and returns its content as encoding/json decodes it.
+// Without escapes or invalid UTF-8 (which encoding/json turns into U+FFFD)
+// the content is a slice of the body; otherwise it is decoded into a new
 // slice.
 func (s *scanner) str() ([]byte, error) {
 	start := s.i
@@ -436,8 +444,8 @@ func (s *scanner) str() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !escaped {
-		return s.b[start+1 : s.i-1], nil
+	if raw := s.b[start+1 : s.i-1]; !escaped && utf8.Valid(raw) {
+		return raw, nil
 	}
 	var out string
 	if err := json.Unmarshal(s.b[start:s.i], &out); err != nil {

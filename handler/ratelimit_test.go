@@ -1,0 +1,195 @@
+package handler
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestToolGlobsSelectWhichCallsCount(t *testing.T) {
+	tests := []struct {
+		tools   []string
+		tool    string
+		counted bool
+	}{
+		{[]string{"search_*"}, "search_web", true},
+		{[]string{"search_*"}, "search_", true},
+		{[]string{"search_*"}, "search", false},
+		{[]string{"search_*"}, "web_search_x", false},
+		{[]string{"*"}, "anything", true},
+		{[]string{"*"}, "", true},
+		{[]string{"fetch"}, "fetch", true},
+		{[]string{"fetch"}, "fetch_all", false},
+		{[]string{"fetch"}, "prefetch", false},
+		{[]string{"fetch"}, "FETCH", false},
+		{[]string{"*_file"}, "read_file", true},
+		{[]string{"*_file"}, "read_files", false},
+		{[]string{"a*b*c"}, "abc", true},
+		{[]string{"a*b*c"}, "axxbyyc", true},
+		{[]string{"a*b*c"}, "acb", false},
+		{[]string{"a*b*c"}, "abcb", false},
+		{[]string{"ab*ba"}, "aba", false},
+		{[]string{"read_*", "list_*"}, "list_files", true},
+		{[]string{"read_*", "list_*"}, "write_file", false},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.tools, ",")+"/"+tt.tool, func(t *testing.T) {
+			c := newClock()
+			h := limited(t, c, RateLimit{Rate: "1/1h", Tools: tt.tools})
+			u := &upstream{}
+			requireForwarded(t, u, 1, serve(t, h, post(toolsCall(`1`, tt.tool)), u))
+			w := serve(t, h, post(toolsCall(`2`, tt.tool)), u)
+			if tt.counted {
+				assert.Equal(t, 1, u.calls, "%q matches %q: the second call is refused", tt.tool, tt.tools)
+				assert.Equal(t, "3600", w.Header().Get("Retry-After"))
+			} else {
+				assert.Equal(t, 2, u.calls, "%q does not match %q: the limit does not count it", tt.tool, tt.tools)
+			}
+		})
+	}
+}
+
+func TestToolsNarrowTheLimitToCallsThatNameATool(t *testing.T) {
+	c := newClock()
+	h := limited(t, c, RateLimit{Rate: "1/1h", Methods: []string{"tools/call", "tools/list"}, Tools: []string{"*"}})
+	u := &upstream{}
+	list := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
+	requireForwarded(t, u, 1, serve(t, h, post(list), u))
+	requireForwarded(t, u, 2, serve(t, h, post(list), u))
+}
+
+func TestMethodsSelectWhichMessagesCount(t *testing.T) {
+	tests := []struct {
+		name    string
+		methods []string
+		body    string
+		counted bool
+	}{
+		{"tools/call by default", nil, toolsCall(`1`, "search"), true},
+		{"only tools/call by default", nil, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, false},
+		{"listed method", []string{"tools/list", "resources/read"}, `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"file:///a"}}`, true},
+		{"unlisted method", []string{"tools/list", "resources/read"}, toolsCall(`1`, "search"), false},
+		{"methods match exactly", []string{"tools/list"}, `{"jsonrpc":"2.0","id":1,"method":"Tools/List"}`, false},
+		{"escaped method in the body", []string{"tools/list"}, `{"jsonrpc":"2.0","id":1,"method":"tools\/list"}`, true},
+		{"notification", []string{"notifications/progress"}, `{"jsonrpc":"2.0","method":"notifications/progress"}`, true},
+		{"client response never counts", []string{"tools/call"}, `{"jsonrpc":"2.0","id":1,"result":{}}`, false},
+		{"message with a method that is not a string", []string{"tools/call"}, `{"jsonrpc":"2.0","id":1,"method":["tools/call"]}`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newClock()
+			h := limited(t, c, RateLimit{Rate: "1/1h", Methods: tt.methods})
+			u := &upstream{}
+			requireForwarded(t, u, 1, serve(t, h, post(tt.body), u))
+			w := serve(t, h, post(tt.body), u)
+			if tt.counted {
+				assert.Equal(t, 1, u.calls, "refused: %s", w.Body)
+			} else {
+				requireForwarded(t, u, 2, w)
+			}
+		})
+	}
+}
+
+func TestOneBucketPerKeyAcrossMethods(t *testing.T) {
+	c := newClock()
+	h := limited(t, c, RateLimit{Rate: "1/1h", Methods: []string{"tools/list", "resources/list"}})
+	u := &upstream{}
+	requireForwarded(t, u, 1, serve(t, h, post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`), u))
+	w := serve(t, h, post(`{"jsonrpc":"2.0","id":2,"method":"resources/list"}`), u)
+	assert.Equal(t, 1, u.calls)
+	assert.Equal(t, http.StatusOK, w.Code)
+}
+
+func TestReloadKeepsBucketsAndAppliesTheNewRate(t *testing.T) {
+	const name = "reload_shared"
+	c := newClock()
+	old := provision(t, c, &Handler{RateLimits: map[string]*RateLimit{name: {Rate: "1/1h"}}})
+	u := &upstream{}
+	requireForwarded(t, u, 1, serve(t, old, post(toolsCall(`1`, "search")), u))
+
+	// A reload provisions the new config before it cleans up the old one.
+	updated := provision(t, c, &Handler{RateLimits: map[string]*RateLimit{name: {Rate: "1/10s"}}})
+	poolKey := name + "\x00" + DefaultKey
+	refs, ok := buckets.References(poolKey)
+	require.True(t, ok)
+	assert.Equal(t, 2, refs, "both configs hold the buckets")
+	require.NoError(t, old.Cleanup())
+
+	w := serve(t, updated, post(toolsCall(`2`, "search")), u)
+	assert.Equal(t, 1, u.calls, "the bucket emptied before the reload is still empty")
+	assert.Equal(t, "10", w.Header().Get("Retry-After"), "and it refills at the new rate")
+
+	c.advance(10 * time.Second)
+	requireForwarded(t, u, 2, serve(t, updated, post(toolsCall(`3`, "search")), u))
+
+	require.NoError(t, updated.Cleanup())
+	_, ok = buckets.References(poolKey)
+	assert.False(t, ok, "the buckets go with the last config that used them")
+}
+
+func TestReloadWithAnotherKeyStartsAfresh(t *testing.T) {
+	const name = "reload_rekeyed"
+	c := newClock()
+	old := provision(t, c, &Handler{RateLimits: map[string]*RateLimit{name: {Rate: "1/1h"}}})
+	u := &upstream{}
+	requireForwarded(t, u, 1, serve(t, old, post(toolsCall(`1`, "search")), u))
+
+	rekeyed := provision(t, c, &Handler{RateLimits: map[string]*RateLimit{name: {Rate: "1/1h", Key: "{http.mcp.tool}"}}})
+	require.NoError(t, old.Cleanup())
+	requireForwarded(t, u, 2, serve(t, rekeyed, post(toolsCall(`2`, "search")), u))
+}
+
+func TestProvisionRefusesABadLimitAndReleasesTheOthers(t *testing.T) {
+	tests := map[string]*RateLimit{
+		"no rate":        {},
+		"bad rate":       {Rate: "ten per second"},
+		"zero events":    {Rate: "0/s"},
+		"negative burst": {Rate: "1/s", Burst: -1},
+		"no settings":    nil,
+	}
+	for name, bad := range tests {
+		t.Run(name, func(t *testing.T) {
+			h := &Handler{RateLimits: map[string]*RateLimit{"a_good": {Rate: "1/s"}, "b_bad": bad}}
+			h.now = newClock().now
+			ctx, cancel := newCaddyContext()
+			defer cancel()
+			err := h.Provision(ctx)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), `rate_limit "b_bad"`, "the error names the limit")
+			_, held := buckets.References("a_good\x00" + DefaultKey)
+			assert.False(t, held, "a failed Provision holds no buckets")
+		})
+	}
+}
+
+func TestLimitDescribesItselfAsTheModelReadsIt(t *testing.T) {
+	tests := []struct {
+		cfg      RateLimit
+		describe string
+		scope    string
+	}{
+		{RateLimit{Rate: "1/10s"}, "1 call per 10s", "this client"},
+		{RateLimit{Rate: "10/s"}, "10 calls per 1s", "this client"},
+		{RateLimit{Rate: "600/1m", Methods: []string{"tools/list"}}, "600 requests per 1m", "this client"},
+		{RateLimit{Rate: "1/1h", Methods: []string{"ping"}}, "1 request per 1h", "this client"},
+		{RateLimit{Rate: "5/1500ms", Key: "{http.mcp.tool}"}, "5 calls per 1.5s", "this tool"},
+		{RateLimit{Rate: "5/90m", Key: "{http.mcp.session_id}"}, "5 calls per 90m", "this session"},
+		{RateLimit{Rate: "5/s", Key: "{http.request.remote.host}"}, "5 calls per 1s", "this client"},
+		{RateLimit{Rate: "5/s", Key: "global"}, "5 calls per 1s", "all clients"},
+		{RateLimit{Rate: "5/s", Key: "{http.request.header.Authorization}"}, "5 calls per 1s", "this key"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.describe+"/"+tt.scope, func(t *testing.T) {
+			l, err := newLimit("describe", &tt.cfg, newClock().now)
+			require.NoError(t, err)
+			defer l.release()
+			assert.Equal(t, tt.describe, l.describe())
+			assert.Equal(t, tt.scope, l.scope)
+		})
+	}
+}
