@@ -1,0 +1,237 @@
+package test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/test/mcptest"
+)
+
+// gate is an upstream that holds every tools/call until the test opens it,
+// and tells the test each time one arrives.
+type gate struct {
+	arrived chan struct{}
+	open    chan struct{}
+	once    sync.Once
+}
+
+func startGate(t *testing.T) (*gate, string) {
+	t.Helper()
+	g := &gate{arrived: make(chan struct{}, 100), open: make(chan struct{})}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var msg struct {
+			ID json.RawMessage `json:"id"`
+		}
+		_ = json.Unmarshal(body, &msg)
+		g.arrived <- struct{}{}
+		select {
+		case <-g.open:
+		case <-r.Context().Done():
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(msg.ID)+`,"result":{"content":[{"type":"text","text":"done"}]}}`)
+	}))
+	t.Cleanup(func() {
+		g.release()
+		srv.CloseClientConnections()
+		srv.Close()
+	})
+	return g, strings.TrimPrefix(srv.URL, "http://")
+}
+
+func (g *gate) release() { g.once.Do(func() { close(g.open) }) }
+
+func (g *gate) waitArrivals(t *testing.T, n int) {
+	t.Helper()
+	for range n {
+		select {
+		case <-g.arrived:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the upstream did not receive %d calls", n)
+		}
+	}
+}
+
+// outcome is what one call came back with: "done", or an envelope code.
+func outcome(t *testing.T, body []byte) string {
+	t.Helper()
+	var resp struct {
+		Result json.RawMessage `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal(body, &resp), "%s", body)
+	env, err := envelope.ParseResult(resp.Result)
+	if err != nil {
+		return "done"
+	}
+	return string(env.Code)
+}
+
+func TestConcurrentCallsSplitIntoInFlightQueuedAndServerBusy(t *testing.T) {
+	gt, upstream := startGate(t)
+	g := mcptest.StartGateway(t, `mcp {
+	concurrency {
+		max 2
+		queue 1
+		queue_timeout 1m
+	}
+}
+reverse_proxy `+upstream)
+
+	const calls = 6
+	results := make(chan string, calls)
+	var wg sync.WaitGroup
+	for i := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, body := post(t, g.URL+"/mcp", `{"jsonrpc":"2.0","id":`+string(rune('0'+i))+`,"method":"tools/call","params":{"name":"slow"}}`)
+			results <- outcome(t, body)
+		}()
+	}
+	gt.waitArrivals(t, 2)
+	// Two are in flight and one waits: the other three are shed at once.
+	shed := 0
+	for range calls - 3 {
+		select {
+		case r := <-results:
+			assert.Equal(t, "SERVER_BUSY", r)
+			shed++
+		case <-time.After(10 * time.Second):
+			t.Fatal("the calls beyond max and queue were not shed")
+		}
+	}
+	gt.release()
+	wg.Wait()
+	close(results)
+	done := 0
+	for r := range results {
+		assert.Equal(t, "done", r)
+		done++
+	}
+	assert.Equal(t, 3, shed)
+	assert.Equal(t, 3, done, "max 2 in flight and 1 queued are all served")
+}
+
+func TestServerBusyTellsActiveAndQueuedCounts(t *testing.T) {
+	gt, upstream := startGate(t)
+	g := mcptest.StartGateway(t, "mcp {\n\tconcurrency {\n\t\tmax 1\n\t}\n}\nreverse_proxy "+upstream)
+
+	first := make(chan struct{})
+	go func() {
+		defer close(first)
+		post(t, g.URL+"/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"}}`)
+	}()
+	gt.waitArrivals(t, 1)
+
+	resp, body := post(t, g.URL+"/mcp", `{"jsonrpc":"2.0","id":"b","method":"tools/call","params":{"name":"slow"}}`)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.NotEmpty(t, resp.Header.Get("Retry-After"))
+	var r struct {
+		ID     json.RawMessage `json:"id"`
+		Result json.RawMessage `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal(body, &r))
+	assert.Equal(t, `"b"`, string(r.ID))
+	env, err := envelope.ParseResult(r.Result)
+	require.NoError(t, err)
+	assert.Equal(t, envelope.ServerBusy, env.Code)
+	assert.Contains(t, env.Message, "1 call in progress and 0 waiting")
+	assert.GreaterOrEqual(t, env.RetryAfter, float64(1))
+	assert.Contains(t, env.Recovery, "one at a time")
+
+	// A notification that needs a place has no id to answer: HTTP 503.
+	resp, _ = post(t, g.URL+"/mcp", `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"slow"}}`)
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	gt.release()
+	<-first
+}
+
+func TestPlacesComeBackAfterCancelledCallsAndUpstreamFailures(t *testing.T) {
+	gt, upstream := startGate(t)
+	g := mcptest.StartGateway(t, "mcp {\n\tconcurrency {\n\t\tmax 2\n\t}\n}\nreverse_proxy "+upstream)
+	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"}}`
+
+	// Two calls whose clients give up while the upstream holds them.
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, g.URL+"/mcp", strings.NewReader(call))
+			req.Header.Set("Content-Type", "application/json")
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}()
+	}
+	gt.waitArrivals(t, 2)
+	cancel()
+	wg.Wait()
+
+	// Calls to an upstream that is down fail, and give their place back.
+	g.Reload(t, "mcp {\n\tconcurrency {\n\t\tmax 2\n\t}\n}\nreverse_proxy "+mcptest.FreeLoopbackAddr(t))
+	for range 3 {
+		_, body := post(t, g.URL+"/mcp", call)
+		assert.Equal(t, "HANDOFF_UPSTREAM_UNAVAILABLE", outcome(t, body))
+	}
+
+	// Both places are free again: two calls in flight at once are admitted.
+	g.Reload(t, "mcp {\n\tconcurrency {\n\t\tmax 2\n\t}\n}\nreverse_proxy "+upstream)
+	gt.release()
+	results := make(chan string, 2)
+	for range 2 {
+		go func() {
+			_, body := post(t, g.URL+"/mcp", call)
+			results <- outcome(t, body)
+		}()
+	}
+	for range 2 {
+		assert.Equal(t, "done", <-results)
+	}
+}
+
+func TestGoClientGetsServerBusyAsAResult(t *testing.T) {
+	upstream := mcptest.StartDemoServer(t)
+	g := mcptest.StartGateway(t, "mcp {\n\tconcurrency {\n\t\tmax 1\n\t}\n}\n"+proxyTo(upstream))
+	cs := connectGo(t, g.URL+mcptest.MCPPath, &http.Client{})
+
+	// The slow call may itself find the place taken by an echo below: it
+	// then tries again, until it holds the place for 3 seconds.
+	slow := make(chan error, 1)
+	go func() {
+		for {
+			res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{"ms": 3000}})
+			if err != nil || !res.IsError {
+				slow <- err
+				return
+			}
+		}
+	}()
+	require.Eventually(t, func() bool {
+		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x"}})
+		require.NoError(t, err, "SERVER_BUSY must come back as a result")
+		if !res.IsError {
+			return false
+		}
+		env, err := envelope.Parse(textOf(t, res))
+		require.NoError(t, err)
+		assert.Equal(t, envelope.ServerBusy, env.Code)
+		return true
+	}, 5*time.Second, 10*time.Millisecond)
+	require.NoError(t, <-slow)
+}
