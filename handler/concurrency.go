@@ -69,7 +69,7 @@ type concurrencyGuard struct {
 func newConcurrencyGuard(cfg *Concurrency) (*concurrencyGuard, error) {
 	g := &concurrencyGuard{
 		name:    cmp.Or(cfg.Name, "default"),
-		key:     cfg.Key,
+		key:     expandShorthands(cfg.Key),
 		methods: cfg.Methods,
 		limits: busy.Limits{
 			Max:          cfg.Max,

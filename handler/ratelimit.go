@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 
 	"github.com/caddymcp/caddy-mcp/ratelimit"
 )
@@ -35,9 +37,10 @@ type RateLimit struct {
 	// Methods are the JSON-RPC methods the limit counts. Default: tools/call.
 	Methods []string `json:"methods,omitempty"`
 
-	// Tools narrows the limit to tools/call messages whose tool name matches
-	// one of these globs, where * matches any run of characters. Default:
-	// every tool (and, for other methods, every message).
+	// Tools narrows which tools/call messages the limit counts: those whose
+	// tool name matches one of these globs, where * matches any run of
+	// characters. Messages of the other methods are counted whatever their
+	// params. Default: every tool.
 	Tools []string `json:"tools,omitempty"`
 
 	// MaxKeys caps the number of live buckets. At the cap, a key without a
@@ -96,7 +99,7 @@ func newLimit(name string, cfg *RateLimit, now func() time.Time) (*limit, error)
 	}
 	l := &limit{
 		name:    name,
-		key:     cmp.Or(cfg.Key, DefaultKey),
+		key:     expandShorthands(cmp.Or(cfg.Key, DefaultKey)),
 		lim:     ratelimit.Limit{Rate: rate, Burst: cmp.Or(cfg.Burst, rate.Events)},
 		methods: cfg.Methods,
 		unit:    "requests",
@@ -138,7 +141,7 @@ func (l *limit) applies(m *message) bool {
 	if !slices.Contains(l.methods, string(m.method)) {
 		return false
 	}
-	if len(l.tools) == 0 {
+	if len(l.tools) == 0 || string(m.method) != "tools/call" {
 		return true
 	}
 	if m.tool == nil {
@@ -159,6 +162,16 @@ func (l *limit) describe() string {
 		unit = strings.TrimSuffix(unit, "s")
 	}
 	return fmt.Sprintf("%d %s per %s", l.lim.Rate.Events, unit, formatWindow(l.lim.Rate.Window))
+}
+
+// expandShorthands expands the Caddyfile's placeholder shorthands, such as
+// {client_ip} for {http.vars.client_ip}, so that a key template means the
+// same in a JSON config as in a Caddyfile instead of silently expanding to
+// nothing.
+func expandShorthands(template string) string {
+	seg := caddyfile.Segment{{Text: template}}
+	httpcaddyfile.NewShorthandReplacer().ApplyToSegment(&seg)
+	return seg[0].Text
 }
 
 // formatWindow writes a window the way a person would: 1s, 30s, 1m, 2h, 1.5s.

@@ -53,13 +53,20 @@ func TestToolGlobsSelectWhichCallsCount(t *testing.T) {
 	}
 }
 
-func TestToolsNarrowTheLimitToCallsThatNameATool(t *testing.T) {
+func TestToolsNarrowOnlyToolsCallNotOtherMethods(t *testing.T) {
 	c := newClock()
-	h := limited(t, c, RateLimit{Rate: "1/1h", Methods: []string{"tools/call", "tools/list"}, Tools: []string{"*"}})
+	h := limited(t, c, RateLimit{Rate: "1/1h", Methods: []string{"tools/call", "prompts/get"}, Tools: []string{"search_*"}})
 	u := &upstream{}
-	list := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
-	requireForwarded(t, u, 1, serve(t, h, post(list), u))
-	requireForwarded(t, u, 2, serve(t, h, post(list), u))
+	// prompts/get has a params.name too, but tools does not apply to it:
+	// every prompts/get counts.
+	prompt := `{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"other"}}`
+	requireForwarded(t, u, 1, serve(t, h, post(prompt), u))
+	w := serve(t, h, post(prompt), u)
+	assert.Equal(t, 1, u.calls, "the second prompts/get is refused: %s", w.Body)
+	// A tools/call of a tool outside the globs is not counted.
+	c.advance(time.Hour)
+	requireForwarded(t, u, 2, serve(t, h, post(toolsCall(`2`, "delete")), u))
+	requireForwarded(t, u, 3, serve(t, h, post(toolsCall(`3`, "delete")), u))
 }
 
 func TestMethodsSelectWhichMessagesCount(t *testing.T) {
@@ -192,4 +199,10 @@ func TestLimitDescribesItselfAsTheModelReadsIt(t *testing.T) {
 			assert.Equal(t, tt.scope, l.scope)
 		})
 	}
+}
+
+func TestCaddyfileShorthandsInAJSONKeyMeanTheSame(t *testing.T) {
+	h := limited(t, newClock(), RateLimit{Rate: "1/1h", Key: "{client_ip}:{header.Authorization}"})
+	require.Len(t, h.limits, 1)
+	assert.Equal(t, "{http.vars.client_ip}:{http.request.header.Authorization}", h.limits[0].key)
 }

@@ -2,6 +2,8 @@ package handler
 
 import (
 	"bytes"
+	"encoding/json"
+	"math/big"
 	"net/http"
 	"time"
 
@@ -148,12 +150,54 @@ func (t *sseTracker) dispatch() {
 
 func (t *sseTracker) settle(id []byte) {
 	for i, m := range t.pending {
-		if bytes.Equal(m.id, id) {
+		if sameID(m.id, id) {
 			t.pending = append(t.pending[:i], t.pending[i+1:]...)
 			return
 		}
 	}
 }
+
+// appendDiscard ends the event the upstream left unfinished so that clients
+// drop it: the SSE specification discards an event cut off by the end of a
+// stream, but the gateway's own event follows, so the unfinished one is
+// named as an event no client reads ("message" is the only one they do).
+// An unfinished "id" line gets a NUL, which makes clients ignore the field,
+// so that it cannot become the stream's last event id.
+func (t *sseTracker) appendDiscard(out []byte) []byte {
+	if len(t.partial) > 0 {
+		if bytes.HasPrefix(t.partial, []byte("id")) {
+			out = append(out, 0)
+		}
+		out = append(out, '\n')
+	}
+	return append(out, "event: "+discardedEvent+"\n\n"...)
+}
+
+// discardedEvent names the unfinished event of a broken stream.
+const discardedEvent = "mcp-gateway-discarded"
+
+// sameID reports whether two JSON-RPC ids are the same value: servers may
+// write an id back in another spelling ("caf\u00e9" as "café", 1e2 as 100).
+func sameID(a, b []byte) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	if len(a) == 0 || len(b) == 0 {
+		return false
+	}
+	switch {
+	case a[0] == '"' && b[0] == '"':
+		var sa, sb string
+		return json.Unmarshal(a, &sa) == nil && json.Unmarshal(b, &sb) == nil && sa == sb
+	case isNumberStart(a[0]) && isNumberStart(b[0]):
+		ra, okA := new(big.Rat).SetString(string(a))
+		rb, okB := new(big.Rat).SetString(string(b))
+		return okA && okB && ra.Cmp(rb) == 0
+	}
+	return false
+}
+
+func isNumberStart(c byte) bool { return c == '-' || isDigit(c) }
 
 // repairStream ends a broken, non-resumable event stream with one message
 // event per request still owed a response, each carrying the envelope.
@@ -168,9 +212,7 @@ func (h *Handler) repairStream(u *upstreamWatch, what string) error {
 
 	var out []byte
 	if u.sse.midEvent || len(u.sse.partial) > 0 {
-		// End the event the upstream left unfinished, so that ours is read
-		// on its own.
-		out = append(out, "\n\n"...)
+		out = u.sse.appendDiscard(out)
 	}
 	for _, m := range u.sse.pending {
 		out = append(out, "event: message\ndata: "...)

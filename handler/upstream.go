@@ -81,6 +81,8 @@ type upstreamWatch struct {
 	status   int
 	held     bool
 	heldBody []byte
+	// overflow: a held error page outgrew maxHeldBody; its rest is dropped.
+	overflow bool
 	// sse follows an event-stream answer to a POST that holds requests.
 	sse *sseTracker
 }
@@ -108,8 +110,16 @@ func (u *upstreamWatch) Write(p []byte) (int, error) {
 		u.WriteHeader(http.StatusOK)
 	}
 	if u.held {
-		if len(u.heldBody)+len(p) <= maxHeldBody {
-			u.heldBody = append(u.heldBody, p...)
+		if u.overflow || len(u.heldBody)+len(p) <= maxHeldBody {
+			if !u.overflow {
+				u.heldBody = append(u.heldBody, p...)
+			}
+			return len(p), nil
+		}
+		if !startsLikeJSON(u.heldBody) {
+			// An error page, not the upstream speaking JSON-RPC: what is
+			// held is enough for the excerpt, and the rest is dropped.
+			u.overflow = true
 			return len(p), nil
 		}
 		if err := u.release(); err != nil {
@@ -134,6 +144,21 @@ func (u *upstreamWatch) FlushError() error {
 		return nil
 	}
 	return http.NewResponseController(u.ResponseWriterWrapper.ResponseWriter).Flush()
+}
+
+// startsLikeJSON reports whether body could begin a JSON-RPC message or
+// batch, which is then passed through however long it is.
+func startsLikeJSON(body []byte) bool {
+	for _, c := range body {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		case '{', '[':
+			return true
+		}
+		return false
+	}
+	return true
 }
 
 // release sends a held answer as the upstream wrote it.
