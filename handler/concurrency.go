@@ -133,13 +133,12 @@ func (h *Handler) enter(x *exchange, repl *caddy.Replacer) (busy.Slot, error) {
 // shedEnvelope is what the model is told when the guard refused a request.
 func (g *concurrencyGuard) shedEnvelope(s *busy.Shed) envelope.Envelope {
 	secs := wholeSeconds(s.RetryAfter)
-	why := "no room is left in the queue"
+	counts := fmt.Sprintf("%d %s in progress and %d waiting", s.Active, g.unit(s.Active), s.Queued)
+	message := fmt.Sprintf("Server busy: %s, the most it takes (%d in progress, %d waiting)", counts, g.limits.Max, g.limits.Queue)
 	if s.Reason == busy.WaitExceeded {
-		why = fmt.Sprintf("it waited %s in the queue without a free place", formatWindow(g.limits.QueueTimeout))
+		message = fmt.Sprintf("Server busy: %s; this call waited %s in the queue without a free place", counts, formatWindow(g.limits.QueueTimeout))
 	}
-	return envelope.New(envelope.ServerBusy, fmt.Sprintf(
-		"Server busy: %d %s in progress and %d waiting (at most %d at once, %d waiting); %s",
-		s.Active, g.unit(s.Active), s.Queued, g.limits.Max, g.limits.Queue, why)).
+	return envelope.New(envelope.ServerBusy, message).
 		Suggest(fmt.Sprintf("Reduce concurrent calls: send them one at a time, and retry this one in %s.", plural(secs, "second"))).
 		Details(
 			envelope.Detail{Key: "guard", Value: g.name},

@@ -235,3 +235,27 @@ func TestGoClientGetsServerBusyAsAResult(t *testing.T) {
 	}, 5*time.Second, 10*time.Millisecond)
 	require.NoError(t, <-slow)
 }
+
+func TestQueuedCallThatWaitsTooLongGetsServerBusy(t *testing.T) {
+	gt, upstream := startGate(t)
+	g := mcptest.StartGateway(t, "mcp {\n\tconcurrency {\n\t\tmax 1\n\t\tqueue 1\n\t\tqueue_timeout 100ms\n\t}\n}\nreverse_proxy "+upstream)
+	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"}}`
+	first := make(chan struct{})
+	go func() {
+		defer close(first)
+		post(t, g.URL+"/mcp", call)
+	}()
+	gt.waitArrivals(t, 1)
+
+	_, body := post(t, g.URL+"/mcp", call)
+	var r struct {
+		Result json.RawMessage `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal(body, &r))
+	env, err := envelope.ParseResult(r.Result)
+	require.NoError(t, err)
+	assert.Equal(t, envelope.ServerBusy, env.Code)
+	assert.Equal(t, "Server busy: 1 call in progress and 0 waiting; this call waited 100ms in the queue without a free place", env.Message)
+	gt.release()
+	<-first
+}
