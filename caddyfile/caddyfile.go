@@ -22,6 +22,7 @@
 //		}
 //		allowed_origins <origin...>           # default loopback origins only
 //		upstream_retry_after <duration>       # default 30s
+//		log_key                               # log the key of refused requests
 //	}
 package caddyfile
 
@@ -78,6 +79,14 @@ func Unmarshal(d *caddyfile.Dispenser, cfg *handler.Handler) error {
 				return err
 			}
 			cfg.AllowedOrigins = origins
+		case "log_key":
+			if cfg.LogKey {
+				return d.Errf("log_key given twice")
+			}
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+			cfg.LogKey = true
 		case "upstream_retry_after":
 			if cfg.UpstreamRetryAfter != 0 {
 				return d.Errf("upstream_retry_after given twice")

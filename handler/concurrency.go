@@ -52,7 +52,10 @@ type Concurrency struct {
 // guards holds the concurrency guards across config reloads.
 var guards = caddy.NewUsagePool()
 
-type guardSet struct{ *busy.Set }
+type guardSet struct {
+	*busy.Set
+	name string
+}
 
 func (guardSet) Destruct() error { return nil }
 
@@ -85,7 +88,7 @@ func newConcurrencyGuard(cfg *Concurrency) (*concurrencyGuard, error) {
 	}
 	g.poolKey = g.name + "\x00" + g.key + "\x00" + strings.Join(g.methods, " ")
 	v, loaded, err := guards.LoadOrNew(g.poolKey, func() (caddy.Destructor, error) {
-		return guardSet{busy.NewSet(g.limits, busy.SystemClock())}, nil
+		return guardSet{busy.NewSet(g.limits, busy.SystemClock()), g.name}, nil
 	})
 	if err != nil {
 		return nil, err
@@ -121,13 +124,15 @@ func (h *Handler) enter(x *exchange, repl *caddy.Replacer) (busy.Slot, error) {
 	if i < 0 {
 		return busy.Slot{}, nil
 	}
-	key := ""
 	if g.key != "" {
 		x.cur = i
-		key = repl.ReplaceAll(g.key, "")
+		x.key = repl.ReplaceAll(g.key, "")
 		x.cur = 0
 	}
-	return g.set.Acquire(x.r.Context(), key)
+	start := h.now()
+	slot, err := g.set.Acquire(x.r.Context(), x.key)
+	queueWaitObservers.get(x.methodLabel()).Observe(h.now().Sub(start).Seconds())
+	return slot, err
 }
 
 // shedEnvelope is what the model is told when the guard refused a request.

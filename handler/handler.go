@@ -57,6 +57,11 @@ type Handler struct {
 	// MCP server cannot be reached, or broke a streamed answer. Default: 30s.
 	UpstreamRetryAfter caddy.Duration `json:"upstream_retry_after,omitempty"`
 
+	// LogKey adds the rate-limit or guard key to the log line of a refused
+	// request. Keys can hold secrets (tokens, addresses), so they are left
+	// out unless asked for.
+	LogKey bool `json:"log_key,omitempty"`
+
 	origins     originPolicy
 	limits      []*limit
 	concurrency *concurrencyGuard
@@ -77,6 +82,9 @@ func (Handler) CaddyModule() caddy.ModuleInfo {
 // survive config reloads.
 func (h *Handler) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
+	if err := registerMetrics(ctx); err != nil {
+		return err
+	}
 	if h.now == nil {
 		h.now = time.Now
 	}
@@ -104,6 +112,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 			return fmt.Errorf("concurrency: %w", err)
 		}
 	}
+	addLive(h)
 	return nil
 }
 
@@ -121,6 +130,7 @@ func (h *Handler) Validate() error {
 // Cleanup releases the buckets this handler took; they live on while another
 // config (the one replacing this one) still uses them.
 func (h *Handler) Cleanup() error {
+	removeLive(h)
 	h.releaseLimits()
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/caddymcp/caddy-mcp/ratelimit"
 )
@@ -23,8 +24,17 @@ type exchange struct {
 	// while rate-limit keys are evaluated, each message of a batch in turn;
 	// afterwards, the first.
 	cur int
+	// start is when the handler received the request.
+	start time.Time
 	// errorCode is the envelope code the handler answered with, if any.
 	errorCode string
+	// canceled: the client went away while the request waited in a queue.
+	canceled bool
+	// limit and guard name the rate limit or concurrency guard that refused
+	// the request, and key the key value it was refused for.
+	limit, guard, key string
+	// cause is the error behind an envelope, for the log.
+	cause error
 	// taken are the tokens the exchange took, refunded if it does not run.
 	taken    []ratelimit.Request
 	reqBuf   [4]ratelimit.Request

@@ -12,6 +12,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/caddymcp/caddy-mcp/ratelimit"
 )
@@ -66,6 +67,7 @@ var buckets = caddy.NewUsagePool()
 // zone is the reload-safe part of a limit: its buckets and their sweeper.
 type zone struct {
 	*ratelimit.Memory
+	name string
 	stop context.CancelFunc
 }
 
@@ -81,12 +83,16 @@ type limit struct {
 	lim     ratelimit.Limit
 	methods []string
 	tools   []glob
-	store   ratelimit.Store
-	poolKey string
+	// toolPatterns are the globs as configured, for the status view.
+	toolPatterns []string
+	store        ratelimit.Store
+	poolKey      string
 	// scope says whose bucket ran dry, for the message the model reads.
 	scope string
 	// unit is what the limit counts: "calls" or "requests".
 	unit string
+	// allowed and denied count the limit's decisions.
+	allowed, denied prometheus.Counter
 }
 
 func newLimit(name string, cfg *RateLimit, now func() time.Time) (*limit, error) {
@@ -116,11 +122,14 @@ func newLimit(name string, cfg *RateLimit, now func() time.Time) (*limit, error)
 	for _, t := range cfg.Tools {
 		l.tools = append(l.tools, compileGlob(t))
 	}
+	l.toolPatterns = cfg.Tools
 	l.scope = scopeOf(l.key)
+	l.allowed = rateLimitDecisions.WithLabelValues(name, "allowed")
+	l.denied = rateLimitDecisions.WithLabelValues(name, "denied")
 	l.poolKey = name + "\x00" + l.key
 	v, _, err := buckets.LoadOrNew(l.poolKey, func() (caddy.Destructor, error) {
 		ctx, stop := context.WithCancel(context.Background())
-		z := &zone{Memory: ratelimit.NewMemory(cfg.MaxKeys), stop: stop}
+		z := &zone{Memory: ratelimit.NewMemory(cfg.MaxKeys), name: name, stop: stop}
 		go z.Run(ctx, sweepEvery, now)
 		return z, nil
 	})

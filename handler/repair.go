@@ -207,8 +207,7 @@ func (h *Handler) repairStream(u *upstreamWatch, what string) error {
 		Suggest("The call may have run: check its effect before retrying, so that it does not run twice.").
 		RetryAfter(float64(secs)).
 		Envelope()
-	h.logUpstream(u.x, &env, nil)
-	u.x.errorCode = string(env.Code)
+	h.record(u.x, &env)
 
 	var out []byte
 	if u.sse.midEvent || len(u.sse.partial) > 0 {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-	"go.uber.org/zap"
 
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/ratelimit"
@@ -20,9 +19,10 @@ import (
 // ServeHTTP checks the origin, inspects and admits a JSON-RPC POST, and
 // forwards it; GET and DELETE are only origin-checked and forwarded.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	x := &exchange{r: r}
+	x := &exchange{r: r, start: h.now()}
 	repl := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	repl.Map(x.placeholder)
+	defer h.observe(x)
 	if !h.origins.allows(r) {
 		env := originRefused(r)
 		return h.answer(w, x, &env, http.StatusForbidden)
@@ -56,16 +56,11 @@ func (h *Handler) shed(w http.ResponseWriter, x *exchange, err error) error {
 	s, ok := isShed(err)
 	if !ok {
 		// The client went away while it waited: nobody is left to answer.
+		x.canceled = true
 		return caddyhttp.Error(statusClientClosed, err)
 	}
 	env := h.concurrency.shedEnvelope(s)
-	h.logger.Debug("server busy",
-		zap.String("guard", h.concurrency.name),
-		zap.String("reason", s.Reason.String()),
-		zap.Int("active", s.Active),
-		zap.Int("queued", s.Queued),
-		zap.Int64("retry_after", env.RetryAfterSeconds()),
-	)
+	x.guard, x.cause = h.concurrency.name, s
 	return h.answer(w, x, &env, http.StatusServiceUnavailable)
 }
 
@@ -100,11 +95,16 @@ func (h *Handler) admit(x *exchange, repl *caddy.Replacer) *denial {
 	if len(reqs) == 0 {
 		return nil
 	}
-	denied, d := ratelimit.TakeAll(h.now(), reqs)
+	denied, d := ratelimit.TakeAll(x.start, reqs)
 	if denied < 0 {
+		for _, l := range owners {
+			l.allowed.Inc()
+		}
 		x.taken = reqs
 		return nil
 	}
+	owners[denied].denied.Inc()
+	x.limit, x.key = owners[denied].name, reqs[denied].Key
 	return &denial{limit: owners[denied], retryAfter: d.RetryAfter}
 }
 
@@ -161,13 +161,6 @@ func plural(n int64, unit string) string {
 // refuse answers a request that was not admitted.
 func (h *Handler) refuse(w http.ResponseWriter, x *exchange, d *denial) error {
 	env := d.envelope()
-	m := x.msgs[0]
-	h.logger.Debug("rate limited",
-		zap.String("limit", d.limit.name),
-		zap.ByteString("method", m.method),
-		zap.ByteString("tool", m.tool),
-		zap.Int64("retry_after", env.RetryAfterSeconds()),
-	)
 	return h.answer(w, x, &env, http.StatusTooManyRequests)
 }
 
@@ -177,7 +170,7 @@ func (h *Handler) refuse(w http.ResponseWriter, x *exchange, d *denial) error {
 // exchange has an id (a notification, a response, a batch of those, a GET),
 // the answer is an id-less JSON-RPC error with the HTTP status given.
 func (h *Handler) answer(w http.ResponseWriter, x *exchange, env *envelope.Envelope, status int) error {
-	x.errorCode = string(env.Code)
+	h.record(x, env)
 	var body []byte
 	answered := 0
 	if x.batch {
@@ -258,7 +251,7 @@ func (h *Handler) refuseMalformed(w http.ResponseWriter, x *exchange, err error)
 		// framing. Nobody is left to read an envelope.
 		return caddyhttp.Error(http.StatusBadRequest, err)
 	}
-	x.errorCode = string(env.Code)
+	h.record(x, &env)
 	// The id could not be read, so it is null, as JSON-RPC says; a body
 	// that was never read has no id at all.
 	id := envelope.NullID

@@ -13,7 +13,6 @@ import (
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
-	"go.uber.org/zap"
 
 	"github.com/caddymcp/caddy-mcp/envelope"
 )
@@ -60,7 +59,7 @@ func (h *Handler) forward(w http.ResponseWriter, x *exchange, next caddyhttp.Han
 		return h.replaceHeld(watch)
 	case err != nil && watch.status == 0:
 		if env, status, ok := h.proxyFailure(err); ok {
-			h.logUpstream(x, &env, err)
+			x.cause = err
 			return h.answer(w, x, &env, status)
 		}
 	case err == nil && watch.sse != nil && x.r.Context().Err() == nil && watch.sse.repairable():
@@ -193,7 +192,6 @@ func (h *Handler) replaceHeld(u *upstreamWatch) error {
 		return u.release()
 	}
 	env, status := h.upstreamStatus(u.status, u.Header(), u.heldBody)
-	h.logUpstream(u.x, &env, nil)
 	u.held = false
 	clearEntityHeaders(u.Header())
 	return h.answer(u.ResponseWriterWrapper.ResponseWriter, u.x, &env, status)
@@ -336,19 +334,4 @@ func timedOut(message string) envelope.Envelope {
 	return envelope.New(envelope.Timeout, message).
 		Suggest("The call may still complete on the server: check its effect before retrying, so that it does not run twice.").
 		Envelope()
-}
-
-// logUpstream records an upstream failure the model was told about.
-func (h *Handler) logUpstream(x *exchange, env *envelope.Envelope, err error) {
-	fields := []zap.Field{
-		zap.String("code", string(env.Code)),
-		zap.String("message", env.Message),
-	}
-	if len(x.msgs) > 0 {
-		fields = append(fields, zap.ByteString("method", x.msgs[0].method), zap.ByteString("tool", x.msgs[0].tool))
-	}
-	if err != nil {
-		fields = append(fields, zap.Error(err))
-	}
-	h.logger.Warn("upstream failure answered with an envelope", fields...)
 }

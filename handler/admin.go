@@ -1,0 +1,168 @@
+package handler
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"sync"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/caddymcp/caddy-mcp/busy"
+)
+
+func init() {
+	caddy.RegisterModule(adminStatus{})
+}
+
+// adminStatus is the admin API's live view of every mcp handler:
+// GET /mcp/status on Caddy's admin listener.
+type adminStatus struct{}
+
+// CaddyModule returns the Caddy module information.
+func (adminStatus) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "admin.api.mcp",
+		New: func() caddy.Module { return new(adminStatus) },
+	}
+}
+
+// Routes returns the admin routes.
+func (adminStatus) Routes() []caddy.AdminRoute {
+	return []caddy.AdminRoute{{Pattern: "/mcp/status", Handler: caddy.AdminHandlerFunc(serveStatus)}}
+}
+
+// live are the provisioned handlers, in provisioning order. During a reload
+// the old and the new config's handlers are both listed, until the old ones
+// are cleaned up.
+var live struct {
+	sync.Mutex
+	handlers []*Handler
+}
+
+func addLive(h *Handler) {
+	live.Lock()
+	live.handlers = append(live.handlers, h)
+	live.Unlock()
+}
+
+func removeLive(h *Handler) {
+	live.Lock()
+	live.handlers = slices.DeleteFunc(live.handlers, func(o *Handler) bool { return o == h })
+	live.Unlock()
+}
+
+// Status is the body of GET /mcp/status.
+type Status struct {
+	Handlers []HandlerStatus `json:"handlers"`
+}
+
+// HandlerStatus is one mcp handler's limits and guard.
+type HandlerStatus struct {
+	RateLimits  []RateLimitStatus  `json:"rate_limits"`
+	Concurrency *ConcurrencyStatus `json:"concurrency,omitempty"`
+}
+
+// RateLimitStatus is a limit's settings and its number of live buckets.
+type RateLimitStatus struct {
+	Name    string   `json:"name"`
+	Key     string   `json:"key"`
+	Rate    string   `json:"rate"`
+	Burst   int      `json:"burst"`
+	Methods []string `json:"methods"`
+	Tools   []string `json:"tools,omitempty"`
+	// Buckets is the number of keys whose bucket is not full.
+	Buckets int `json:"buckets"`
+}
+
+// ConcurrencyStatus is a guard's settings and load.
+type ConcurrencyStatus struct {
+	Name         string   `json:"name"`
+	Key          string   `json:"key,omitempty"`
+	Max          int      `json:"max"`
+	Queue        int      `json:"queue"`
+	QueueTimeout string   `json:"queue_timeout"`
+	Methods      []string `json:"methods"`
+	// Active and Queued are summed over the guard's keys.
+	Active int `json:"active"`
+	Queued int `json:"queued"`
+	// Keys are the busiest keyed guards (at most maxStatusKeys), with the
+	// recent average time a place was held; a guard without a key is the
+	// key "".
+	Keys []GuardKeyStatus `json:"keys"`
+}
+
+// GuardKeyStatus is one key's guard.
+type GuardKeyStatus struct {
+	Key             string  `json:"key"`
+	Active          int     `json:"active"`
+	Queued          int     `json:"queued"`
+	RecentServiceMS float64 `json:"recent_service_ms"`
+}
+
+// maxStatusKeys bounds the keyed guards listed per handler.
+const maxStatusKeys = 100
+
+func serveStatus(w http.ResponseWriter, r *http.Request) error {
+	if r.Method != http.MethodGet {
+		return caddy.APIError{HTTPStatus: http.StatusMethodNotAllowed, Err: errors.New("method not allowed")}
+	}
+	live.Lock()
+	handlers := slices.Clone(live.handlers)
+	live.Unlock()
+	status := Status{Handlers: make([]HandlerStatus, 0, len(handlers))}
+	for _, h := range handlers {
+		status.Handlers = append(status.Handlers, h.status())
+	}
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(status)
+}
+
+func (h *Handler) status() HandlerStatus {
+	var s HandlerStatus
+	s.RateLimits = make([]RateLimitStatus, 0, len(h.limits))
+	for _, l := range h.limits {
+		s.RateLimits = append(s.RateLimits, RateLimitStatus{
+			Name:    l.name,
+			Key:     l.key,
+			Rate:    l.lim.Rate.String(),
+			Burst:   l.lim.Burst,
+			Methods: l.methods,
+			Tools:   l.toolPatterns,
+			Buckets: l.store.Len(),
+		})
+	}
+	if g := h.concurrency; g != nil {
+		cs := &ConcurrencyStatus{
+			Name:         g.name,
+			Key:          g.key,
+			Max:          g.limits.Max,
+			Queue:        g.limits.Queue,
+			QueueTimeout: g.limits.QueueTimeout.String(),
+			Methods:      g.methods,
+			Keys:         []GuardKeyStatus{},
+		}
+		keys := g.set.Stats()
+		for _, k := range keys {
+			cs.Active += k.Active
+			cs.Queued += k.Queued
+		}
+		slices.SortStableFunc(keys, func(a, b busy.KeyStats) int { return (b.Active + b.Queued) - (a.Active + a.Queued) })
+		for _, k := range keys[:min(len(keys), maxStatusKeys)] {
+			cs.Keys = append(cs.Keys, GuardKeyStatus{
+				Key:             k.Key,
+				Active:          k.Active,
+				Queued:          k.Queued,
+				RecentServiceMS: float64(k.RecentService.Microseconds()) / 1000,
+			})
+		}
+		s.Concurrency = cs
+	}
+	return s
+}
+
+// Interface guards.
+var _ caddy.AdminRouter = adminStatus{}

@@ -1,0 +1,72 @@
+package handler
+
+import (
+	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/caddymcp/caddy-mcp/envelope"
+)
+
+// record notes an envelope the gateway answered with: the {http.mcp.error_code}
+// placeholder, the envelopes metric, and one log line.
+func (h *Handler) record(x *exchange, env *envelope.Envelope) {
+	x.errorCode = string(env.Code)
+	envelopesTotal.WithLabelValues(x.errorCode).Inc()
+
+	ce := h.logger.Check(logLevel(x, env), "answered with an envelope")
+	if ce == nil {
+		return
+	}
+	fields := make([]zap.Field, 0, 12)
+	fields = append(fields, zap.String("code", x.errorCode))
+	if len(x.msgs) > 0 {
+		m := &x.msgs[0]
+		fields = append(fields, zap.ByteString("method", m.method))
+		if m.tool != nil {
+			fields = append(fields, zap.ByteString("tool", m.tool))
+		}
+		if m.id != nil {
+			fields = append(fields, zap.String("id", idText(m.id)))
+		}
+	}
+	if x.batch {
+		fields = append(fields, zap.Int("batch_size", len(x.msgs)))
+	}
+	if x.limit != "" {
+		fields = append(fields, zap.String("limit", x.limit))
+	}
+	if x.guard != "" {
+		fields = append(fields, zap.String("guard", x.guard))
+	}
+	if h.LogKey && (x.limit != "" || x.guard != "") {
+		fields = append(fields, zap.String("key", x.key))
+	}
+	if env.HasRetryAfter() {
+		fields = append(fields, zap.Int64("retry_after", env.RetryAfterSeconds()))
+	}
+	if repl, ok := x.r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
+		if up, _ := repl.GetString("http.reverse_proxy.upstream.hostport"); up != "" {
+			fields = append(fields, zap.String("upstream", up))
+		}
+	}
+	fields = append(fields, zap.Duration("duration", h.now().Sub(x.start)))
+	if x.cause != nil {
+		fields = append(fields, zap.Error(x.cause))
+	}
+	ce.Write(fields...)
+}
+
+// logLevel is the level an envelope deserves: the gateway applying its own
+// policy (rate limits, the concurrency guard, refusing bad or foreign
+// requests) is routine and logged at info; an upstream that is down, slow,
+// failing or overloaded is a warning.
+func logLevel(x *exchange, env *envelope.Envelope) zapcore.Level {
+	switch {
+	case x.limit != "" || x.guard != "":
+		return zapcore.InfoLevel
+	case env.Code == envelope.ValidationError || env.Code == envelope.Forbidden:
+		return zapcore.InfoLevel
+	}
+	return zapcore.WarnLevel
+}

@@ -1,0 +1,208 @@
+package handler
+
+import (
+	"errors"
+	"net/http"
+	"sync"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// The handler's metrics, in Caddy's registry: namespace caddy, subsystem mcp.
+// They are created once per process and registered with every config load's
+// registry (Caddy makes a new one each time).
+//
+// Label values are bounded by construction: a method label is one of the
+// MCP methods (anything else is "other"), an outcome is "forwarded",
+// "canceled" or one of the gateway's envelope codes, and limit and guard
+// names come from the configuration. Tool names and session ids are left
+// out: clients choose them freely, and each new value would be a new series.
+var (
+	requestsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "caddy", Subsystem: "mcp", Name: "requests_total",
+		Help: "Requests the mcp handler saw, by JSON-RPC method and outcome (forwarded, canceled, or the envelope code it answered with).",
+	}, []string{"method", "outcome"})
+
+	envelopesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "caddy", Subsystem: "mcp", Name: "envelopes_total",
+		Help: "Envelopes the gateway answered with, by code.",
+	}, []string{"code"})
+
+	rateLimitDecisions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "caddy", Subsystem: "mcp", Name: "ratelimit_decisions_total",
+		Help: "Rate-limit decisions, by limit and decision (allowed or denied).",
+	}, []string{"limit", "decision"})
+
+	queueWait = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "caddy", Subsystem: "mcp", Name: "queue_wait_seconds",
+		Help:    "Time requests waited for a place in a concurrency guard, by method.",
+		Buckets: []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30},
+	}, []string{"method"})
+
+	requestDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "caddy", Subsystem: "mcp", Name: "request_duration_seconds",
+		Help:    "Time from the handler receiving a POST to its response being written, by method.",
+		Buckets: prometheus.DefBuckets,
+	}, []string{"method"})
+
+	stateCollector = poolCollector{
+		inflight: prometheus.NewDesc("caddy_mcp_inflight", "Requests holding a place in the concurrency guards of a name.", []string{"guard"}, nil),
+		queued:   prometheus.NewDesc("caddy_mcp_queued", "Requests waiting in the concurrency guards of a name.", []string{"guard"}, nil),
+		buckets:  prometheus.NewDesc("caddy_mcp_ratelimit_buckets", "Live token buckets of a rate limit (a bucket that has refilled is dropped).", []string{"limit"}, nil),
+	}
+)
+
+// registerMetrics registers the handler's collectors with the registry of
+// the config being loaded.
+func registerMetrics(ctx caddy.Context) error {
+	reg := ctx.GetMetricsRegistry()
+	if reg == nil {
+		return nil
+	}
+	for _, c := range []prometheus.Collector{requestsTotal, envelopesTotal, rateLimitDecisions, queueWait, requestDuration, stateCollector} {
+		if err := reg.Register(c); err != nil {
+			var already prometheus.AlreadyRegisteredError
+			if !errors.As(err, &already) {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// poolCollector reads the live guards and buckets at scrape time, so that
+// the request path pays nothing for these gauges.
+type poolCollector struct {
+	inflight, queued, buckets *prometheus.Desc
+}
+
+func (c poolCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.inflight
+	ch <- c.queued
+	ch <- c.buckets
+}
+
+func (c poolCollector) Collect(ch chan<- prometheus.Metric) {
+	type counts struct{ active, queued int }
+	byGuard := make(map[string]counts)
+	guards.Range(func(_, v any) bool {
+		gs := v.(guardSet)
+		t := gs.Totals()
+		n := byGuard[gs.name]
+		byGuard[gs.name] = counts{n.active + t.Active, n.queued + t.Queued}
+		return true
+	})
+	for name, n := range byGuard {
+		ch <- prometheus.MustNewConstMetric(c.inflight, prometheus.GaugeValue, float64(n.active), name)
+		ch <- prometheus.MustNewConstMetric(c.queued, prometheus.GaugeValue, float64(n.queued), name)
+	}
+	byLimit := make(map[string]int)
+	buckets.Range(func(_, v any) bool {
+		z := v.(*zone)
+		byLimit[z.name] += z.Len()
+		return true
+	})
+	for name, n := range byLimit {
+		ch <- prometheus.MustNewConstMetric(c.buckets, prometheus.GaugeValue, float64(n), name)
+	}
+}
+
+// mcpMethods are the methods of the MCP specification (2025-03-26 to
+// 2026-07-28) that get their own label value.
+var mcpMethods = []string{
+	"initialize", "ping", "server/discover",
+	"tools/list", "tools/call",
+	"resources/list", "resources/templates/list", "resources/read", "resources/subscribe", "resources/unsubscribe",
+	"prompts/list", "prompts/get",
+	"completion/complete", "logging/setLevel",
+	"tasks/get", "tasks/list", "tasks/result", "tasks/cancel",
+	"notifications/initialized", "notifications/cancelled", "notifications/progress",
+	"notifications/roots/list_changed", "notifications/message",
+}
+
+// Label values for exchanges that are not one message of a known method.
+const (
+	methodOther    = "other"
+	methodBatch    = "batch"
+	methodResponse = "response"
+	methodInvalid  = "invalid"
+
+	outcomeForwarded = "forwarded"
+	outcomeCanceled  = "canceled"
+)
+
+// The per-method series are resolved once per label value, on first use, so
+// the request path does no label hashing and no series exists before it has
+// something to count.
+var (
+	forwardedCounters  = labelCache[prometheus.Counter]{vec: requestsTotal.MustCurryWith(prometheus.Labels{"outcome": outcomeForwarded})}
+	durationObservers  = labelCache[prometheus.Observer]{vec: requestDuration}
+	queueWaitObservers = labelCache[prometheus.Observer]{vec: queueWait}
+	methodNames        = make(map[string]string)
+)
+
+func init() {
+	for _, m := range mcpMethods {
+		methodNames[m] = m
+	}
+}
+
+// labelCache holds the series of a one-label vector by label value.
+type labelCache[M any] struct {
+	vec interface {
+		GetMetricWithLabelValues(...string) (M, error)
+	}
+	m sync.Map
+}
+
+func (c *labelCache[M]) get(label string) M {
+	if v, ok := c.m.Load(label); ok {
+		return v.(M)
+	}
+	metric, err := c.vec.GetMetricWithLabelValues(label)
+	if err != nil {
+		panic(err) // one label, always given: cannot happen
+	}
+	v, _ := c.m.LoadOrStore(label, metric)
+	return v.(M)
+}
+
+// observe counts the exchange and its duration, once it is over.
+func (h *Handler) observe(x *exchange) {
+	method := x.methodLabel()
+	switch {
+	case x.errorCode != "":
+		requestsTotal.WithLabelValues(method, x.errorCode).Inc()
+	case x.canceled:
+		requestsTotal.WithLabelValues(method, outcomeCanceled).Inc()
+	default:
+		forwardedCounters.get(method).Inc()
+	}
+	if x.r.Method == http.MethodPost {
+		durationObservers.get(method).Observe(h.now().Sub(x.start).Seconds())
+	}
+}
+
+// methodLabel is the exchange's method as a bounded label value.
+func (x *exchange) methodLabel() string {
+	switch x.r.Method {
+	case http.MethodPost:
+	case http.MethodGet, http.MethodDelete:
+		return x.r.Method
+	default:
+		return methodOther
+	}
+	switch {
+	case x.batch:
+		return methodBatch
+	case len(x.msgs) == 0 || x.msgs[0].kind == invalid:
+		return methodInvalid
+	case x.msgs[0].kind == response:
+		return methodResponse
+	}
+	if name, ok := methodNames[string(x.msgs[0].method)]; ok {
+		return name
+	}
+	return methodOther
+}
