@@ -141,7 +141,7 @@ func (h *Handler) status() HandlerStatus {
 			Key:          g.key,
 			Max:          g.limits.Max,
 			Queue:        g.limits.Queue,
-			QueueTimeout: g.limits.QueueTimeout.String(),
+			QueueTimeout: formatWindow(g.limits.QueueTimeout),
 			Methods:      g.methods,
 			Keys:         []GuardKeyStatus{},
 		}

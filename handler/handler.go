@@ -66,6 +66,8 @@ type Handler struct {
 	limits      []*limit
 	concurrency *concurrencyGuard
 	logger      *zap.Logger
+	// released: Cleanup (or a failed Provision) gave back the pools' shares.
+	released bool
 	// now is the clock; tests replace it.
 	now func() time.Time
 }
@@ -127,22 +129,30 @@ func (h *Handler) Validate() error {
 	return nil
 }
 
-// Cleanup releases the buckets this handler took; they live on while another
-// config (the one replacing this one) still uses them.
+// Cleanup releases the buckets and guards this handler took; they live on
+// while another config (the one replacing this one) still uses them.
 func (h *Handler) Cleanup() error {
 	removeLive(h)
 	h.releaseLimits()
 	return nil
 }
 
+// releaseLimits gives back the handler's shares of the buckets and guards,
+// once. It leaves the handler's limits and guard in place: a reload cleans
+// up the old config while its requests in flight finish within the grace
+// period, and those requests go on using them (reading h.limits or
+// h.concurrency while they are cleared would be a data race, and a request
+// that found the guard gone would skip it).
 func (h *Handler) releaseLimits() {
+	if h.released {
+		return
+	}
+	h.released = true
 	for _, l := range h.limits {
 		l.release()
 	}
-	h.limits = nil
 	if h.concurrency != nil {
 		h.concurrency.release()
-		h.concurrency = nil
 	}
 }
 
