@@ -1,7 +1,9 @@
 package mcptest
 
 import (
+	"cmp"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -30,9 +32,15 @@ type Gateway struct {
 	HTTPSURL string
 	// Storage is the folder holding Caddy's certificates and CA.
 	Storage string
+	// AdminURL is Caddy's admin API, "http://127.0.0.1:PORT", when started
+	// with GatewayConfig.Admin; otherwise "" (the admin API is off).
+	AdminURL string
 
 	httpAddr, httpsAddr string
+	adminAddr           string
 	global              string
+	log                 string
+	gracePeriod         time.Duration
 }
 
 var gatewayMu sync.Mutex
@@ -58,6 +66,16 @@ type GatewayConfig struct {
 	// HTTPS serves the site over HTTPS too; StartGatewayWith returns once the
 	// site's certificate has been issued by the internal CA.
 	HTTPS bool
+	// Admin runs Caddy's admin API on a free loopback port (Gateway.AdminURL)
+	// instead of turning it off. It is turned off again by t.Cleanup.
+	Admin bool
+	// Log is the body of the global log block, replacing the default
+	// "level ERROR", e.g. "output file /tmp/caddy.log\nformat json\nlevel DEBUG".
+	Log string
+	// GracePeriod is the global grace_period: how long a reload or stop
+	// lets the old server finish its requests in flight. Default: 1ns, so
+	// that tests stop at once.
+	GracePeriod time.Duration
 }
 
 // StartGatewayWith runs Caddy as cfg says. Caddy is stopped by t.Cleanup.
@@ -84,13 +102,23 @@ func StartGatewayWith(t testing.TB, cfg GatewayConfig) *Gateway {
 
 func startGateway(t testing.TB, cfg GatewayConfig) *Gateway {
 	gatewayMu.Lock()
-	g := &Gateway{httpAddr: FreeLoopbackAddr(t), Storage: t.TempDir(), global: cfg.Global}
+	g := &Gateway{
+		httpAddr: FreeLoopbackAddr(t), Storage: t.TempDir(),
+		global: cfg.Global, log: cmp.Or(cfg.Log, "level ERROR"), gracePeriod: cmp.Or(cfg.GracePeriod, time.Nanosecond),
+	}
 	g.URL = "http://" + g.httpAddr
 	if cfg.HTTPS {
 		g.httpsAddr = FreeLoopbackAddr(t)
 		g.HTTPSURL = "https://" + g.httpsAddr
 	}
+	if cfg.Admin {
+		g.adminAddr = FreeLoopbackAddr(t)
+		g.AdminURL = "http://" + g.adminAddr
+	}
 	t.Cleanup(func() {
+		if g.adminAddr != "" {
+			g.stopAdmin(t)
+		}
 		if err := caddy.Stop(); err != nil {
 			t.Errorf("mcptest: stopping caddy: %v", err)
 		}
@@ -104,14 +132,18 @@ func startGateway(t testing.TB, cfg GatewayConfig) *Gateway {
 // as `caddy reload` does.
 func (g *Gateway) Reload(t testing.TB, site string) {
 	t.Helper()
+	admin := "admin off"
+	if g.adminAddr != "" {
+		admin = "admin " + g.adminAddr
+	}
 	cfg := fmt.Sprintf(`{
-	admin off
+	%s
 	skip_install_trust
 	auto_https disable_redirects
-	grace_period 1ns
+	grace_period %s
 	storage file_system %q
 	log {
-		level ERROR
+		%s
 	}
 	%s
 }
@@ -119,7 +151,8 @@ func (g *Gateway) Reload(t testing.TB, site string) {
 %s {
 	%s
 }
-`, g.Storage, strings.ReplaceAll(g.global, "\n", "\n\t"), g.addresses(), strings.ReplaceAll(site, "\n", "\n\t"))
+`, admin, g.gracePeriod, g.Storage, strings.ReplaceAll(g.log, "\n", "\n\t\t"),
+		strings.ReplaceAll(g.global, "\n", "\n\t"), g.addresses(), strings.ReplaceAll(site, "\n", "\n\t"))
 	adapted, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(cfg), nil)
 	if err != nil {
 		t.Fatalf("mcptest: adapting Caddyfile: %v\n%s", err, cfg)
@@ -138,6 +171,31 @@ func (g *Gateway) Reload(t testing.TB, site string) {
 	// transport should not depend on that race.
 	if tr, ok := http.DefaultTransport.(*http.Transport); ok {
 		tr.CloseIdleConnections()
+	}
+}
+
+// stopAdmin turns the admin API off: caddy.Stop stops the config's apps but
+// leaves the admin endpoint running until a config without it is loaded.
+// It returns once the admin port refuses connections.
+func (g *Gateway) stopAdmin(t testing.TB) {
+	t.Helper()
+	if err := caddy.Load([]byte(`{"admin":{"disabled":true},"logging":{"logs":{"default":{"level":"ERROR"}}}}`), true); err != nil {
+		t.Errorf("mcptest: turning the admin API off: %v", err)
+		return
+	}
+	// The old admin server shuts down in the background.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		conn, err := net.DialTimeout("tcp", g.adminAddr, time.Second)
+		if err != nil {
+			return
+		}
+		conn.Close()
+		if time.Now().After(deadline) {
+			t.Errorf("mcptest: the admin API on %s is still listening", g.adminAddr)
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

@@ -1,0 +1,144 @@
+package test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/caddymcp/caddy-mcp/handler"
+	"github.com/caddymcp/caddy-mcp/test/mcptest"
+)
+
+// getStatus reads GET /mcp/status from the admin API.
+func getStatus(adminURL string) (raw []byte, status handler.Status, err error) {
+	resp, err := http.Get(adminURL + "/mcp/status")
+	if err != nil {
+		return nil, status, err
+	}
+	defer resp.Body.Close()
+	raw, err = io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, status, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return raw, status, &statusError{resp.Status}
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		return raw, status, &statusError{"Content-Type " + ct}
+	}
+	err = json.Unmarshal(raw, &status)
+	return raw, status, err
+}
+
+type statusError struct{ msg string }
+
+func (e *statusError) Error() string { return e.msg }
+
+func TestAdminStatusShowsLimitsAndGuardsWhileCallsAreHeld(t *testing.T) {
+	h, upstream := startHolder(t)
+	g := mcptest.StartGatewayWith(t, mcptest.GatewayConfig{Admin: true, Site: `mcp {
+	rate_limit admin_per_tool {
+		key {http.mcp.tool}
+		rate 100/1h
+		burst 50
+		tools hold echo*
+	}
+	concurrency admin_guard {
+		max 1
+		queue 2
+		queue_timeout 1m
+		key {http.mcp.tool}
+	}
+}
+reverse_proxy ` + upstream})
+	endpoint := g.URL + "/mcp"
+
+	// The first call holds the guard of "hold" and the second waits; once
+	// the first is done, the second holds it (so the guard has a service
+	// time) and a third waits.
+	first := background(t, endpoint, toolCall("1", "hold"))
+	h.waitHeld(t, 1)
+	second := background(t, endpoint, toolCall("2", "hold"))
+	waitStatus(t, g.AdminURL, func(s handler.Status) bool { return s.Handlers[0].Concurrency.Queued == 1 })
+	h.release(1)
+	assert.Equal(t, "done", receive(t, first))
+	h.waitHeld(t, 1)
+	third := background(t, endpoint, toolCall("3", "hold"))
+	raw := waitStatus(t, g.AdminURL, func(s handler.Status) bool { return s.Handlers[0].Concurrency.Queued == 1 })
+	t.Logf("GET /mcp/status:\n%s", raw)
+
+	var got map[string]any
+	require.NoError(t, json.Unmarshal(raw, &got))
+	key := got["handlers"].([]any)[0].(map[string]any)["concurrency"].(map[string]any)["keys"].([]any)[0].(map[string]any)
+	assert.Greater(t, key["recent_service_ms"], 0.0, "the first call's time holding the place")
+	key["recent_service_ms"] = "(varies)"
+	want := `{
+  "handlers": [
+    {
+      "rate_limits": [
+        {
+          "name": "admin_per_tool",
+          "key": "{http.mcp.tool}",
+          "rate": "100/1h",
+          "burst": 50,
+          "methods": ["tools/call"],
+          "tools": ["hold", "echo*"],
+          "buckets": 1
+        }
+      ],
+      "concurrency": {
+        "name": "admin_guard",
+        "key": "{http.mcp.tool}",
+        "max": 1,
+        "queue": 2,
+        "queue_timeout": "1m",
+        "methods": ["tools/call"],
+        "active": 1,
+        "queued": 1,
+        "keys": [
+          {"key": "hold", "active": 1, "queued": 1, "recent_service_ms": "(varies)"}
+        ]
+      }
+    }
+  ]
+}`
+	normalized, err := json.Marshal(got)
+	require.NoError(t, err)
+	assert.JSONEq(t, want, string(normalized))
+
+	resp, err := http.Post(g.AdminURL+"/mcp/status", "application/json", strings.NewReader("{}"))
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
+
+	h.release(2)
+	assert.Equal(t, "done", receive(t, second))
+	assert.Equal(t, "done", receive(t, third))
+	_ = waitStatus(t, g.AdminURL, func(s handler.Status) bool {
+		c := s.Handlers[0].Concurrency
+		return c.Active == 0 && c.Queued == 0 && len(c.Keys) == 0
+	})
+}
+
+// waitStatus polls /mcp/status until it shows one handler and ok accepts it,
+// and returns that response.
+func waitStatus(t *testing.T, adminURL string, ok func(handler.Status) bool) []byte {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		raw, s, err := getStatus(adminURL)
+		if err == nil && len(s.Handlers) == 1 && s.Handlers[0].Concurrency != nil && ok(s) {
+			return raw
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/mcp/status never showed what the test waited for; last: %s (%v)", raw, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -1,0 +1,331 @@
+package test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// holder is an upstream that answers every JSON-RPC POST at once with a
+// result naming the tool, except a tools/call of the tool "hold", which it
+// holds until the test releases it (one release per held call). A GET gets
+// 405, as from an MCP server without a standalone stream.
+type holder struct {
+	arrived chan struct{}
+	tokens  chan struct{}
+	done    chan struct{}
+
+	mu      sync.Mutex
+	methods []string
+}
+
+func startHolder(t *testing.T) (*holder, string) {
+	t.Helper()
+	h := &holder{arrived: make(chan struct{}, 100), tokens: make(chan struct{}, 100), done: make(chan struct{})}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			h.mu.Lock()
+			h.methods = append(h.methods, r.Method)
+			h.mu.Unlock()
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				Name string `json:"name"`
+			} `json:"params"`
+		}
+		_ = json.Unmarshal(body, &msg)
+		h.mu.Lock()
+		h.methods = append(h.methods, msg.Method)
+		h.mu.Unlock()
+		if msg.Method == "tools/call" && msg.Params.Name == "hold" {
+			h.arrived <- struct{}{}
+			select {
+			case <-h.tokens:
+			case <-h.done:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		if len(msg.ID) == 0 {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"ran %s"}]}}`, msg.ID, msg.Params.Name)
+	}))
+	t.Cleanup(func() {
+		close(h.done)
+		srv.CloseClientConnections()
+		srv.Close()
+	})
+	return h, strings.TrimPrefix(srv.URL, "http://")
+}
+
+// release lets n held calls answer.
+func (h *holder) release(n int) {
+	for range n {
+		h.tokens <- struct{}{}
+	}
+}
+
+// waitHeld waits until n more calls of "hold" have reached the upstream.
+func (h *holder) waitHeld(t *testing.T, n int) {
+	t.Helper()
+	for range n {
+		select {
+		case <-h.arrived:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the upstream did not receive %d held calls", n)
+		}
+	}
+}
+
+// toolCall is a tools/call request with the given id and tool.
+func toolCall(id, tool string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"method":"tools/call","params":{"name":%q,"arguments":{}}}`, id, tool)
+}
+
+// background runs post in a goroutine; the returned channel yields the
+// call's outcome ("done" or an envelope code) once it is answered.
+func background(t *testing.T, endpoint, body string) <-chan string {
+	t.Helper()
+	out := make(chan string, 1)
+	go func() {
+		req, err := http.NewRequest(http.MethodPost, endpoint, strings.NewReader(body))
+		if err != nil {
+			out <- err.Error()
+			return
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			out <- err.Error()
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		out <- outcomeOf(b)
+	}()
+	return out
+}
+
+// outcomeOf is outcome without a *testing.T, for goroutines.
+func outcomeOf(body []byte) string {
+	var resp struct {
+		Result json.RawMessage `json:"result"`
+		Error  *struct {
+			Data struct {
+				Code string `json:"code"`
+			} `json:"data"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(body, &resp); err != nil {
+		return "not JSON: " + string(body)
+	}
+	if resp.Error != nil {
+		return resp.Error.Data.Code
+	}
+	var res struct {
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+		IsError bool `json:"isError"`
+	}
+	if err := json.Unmarshal(resp.Result, &res); err != nil || len(res.Content) == 0 {
+		return "unexpected: " + string(body)
+	}
+	if !res.IsError {
+		return "done"
+	}
+	if _, code, ok := strings.Cut(res.Content[0].Text, `code="`); ok {
+		code, _, _ = strings.Cut(code, `"`)
+		return code
+	}
+	return "isError: " + res.Content[0].Text
+}
+
+func receive(t *testing.T, ch <-chan string) string {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatal("no answer within 10s")
+		return ""
+	}
+}
+
+// mcpMetrics scrapes the admin API's /metrics and returns the caddy_mcp_*
+// series (see series).
+func mcpMetrics(t *testing.T, adminURL string) map[string]float64 {
+	t.Helper()
+	fams, err := scrape(adminURL, "caddy_mcp_")
+	require.NoError(t, err)
+	return series(fams)
+}
+
+// scrape reads the admin API's /metrics, in whatever exposition format it
+// answers with, and returns the families whose name starts with prefix.
+func scrape(adminURL, prefix string) (map[string]*dto.MetricFamily, error) {
+	resp, err := http.Get(adminURL + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET /metrics: %s", resp.Status)
+	}
+	dec := expfmt.NewDecoder(resp.Body, expfmt.ResponseFormat(resp.Header))
+	fams := make(map[string]*dto.MetricFamily)
+	for {
+		var mf dto.MetricFamily
+		err := dec.Decode(&mf)
+		if err == io.EOF {
+			return fams, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if strings.HasPrefix(mf.GetName(), prefix) {
+			fams[mf.GetName()] = &mf
+		}
+	}
+}
+
+// gaugesReach polls /metrics until every series in want has its value.
+func gaugesReach(t *testing.T, adminURL string, want map[string]float64) {
+	t.Helper()
+	var (
+		mu   sync.Mutex
+		last map[string]float64
+	)
+	ok := assert.Eventually(t, func() bool {
+		fams, err := scrape(adminURL, "caddy_mcp_")
+		if err != nil {
+			return false
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		last = series(fams)
+		for k, v := range want {
+			if got, ok := last[k]; !ok || got != v {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, 10*time.Millisecond)
+	if !ok {
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("the gauges did not reach %v; last scrape: %v", want, last)
+	}
+}
+
+// series flattens families into one value per series, named like the
+// exposition format writes it: name{label="value",...}, labels sorted. A
+// histogram gives its sample count, as name_count{...}.
+func series(fams map[string]*dto.MetricFamily) map[string]float64 {
+	out := make(map[string]float64)
+	for name, mf := range fams {
+		for _, m := range mf.GetMetric() {
+			labels := make([]string, 0, len(m.GetLabel()))
+			for _, l := range m.GetLabel() {
+				labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+			}
+			sort.Strings(labels)
+			ls := "{" + strings.Join(labels, ",") + "}"
+			switch mf.GetType() {
+			case dto.MetricType_COUNTER:
+				out[name+ls] = m.GetCounter().GetValue()
+			case dto.MetricType_GAUGE:
+				out[name+ls] = m.GetGauge().GetValue()
+			case dto.MetricType_HISTOGRAM:
+				out[name+"_count"+ls] = float64(m.GetHistogram().GetSampleCount())
+			default:
+				out[name+ls] = m.GetUntyped().GetValue()
+			}
+		}
+	}
+	return out
+}
+
+// delta is after minus before for every series that changed; a series
+// absent before counts from 0.
+func delta(before, after map[string]float64) map[string]float64 {
+	out := make(map[string]float64)
+	for k, v := range after {
+		if d := v - before[k]; d != 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+// jsonLines reads a file of JSON log lines (Caddy's format json); a missing
+// file has none.
+func jsonLines(t *testing.T, path string) []map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	require.NoError(t, err)
+	var out []map[string]any
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &m), "%s", sc.Bytes())
+		out = append(out, m)
+	}
+	return out
+}
+
+// tempLog is a fresh log file path in a test's temporary folder.
+func tempLog(t *testing.T, name string) string {
+	return filepath.Join(t.TempDir(), name)
+}
+
+// waitLines polls a JSON log file until it holds n lines that keep accepts.
+func waitLines(t *testing.T, path string, n int, keep func(map[string]any) bool) []map[string]any {
+	t.Helper()
+	var got []map[string]any
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got = got[:0]
+		for _, l := range jsonLines(t, path) {
+			if keep(l) {
+				got = append(got, l)
+			}
+		}
+		if len(got) >= n || time.Now().After(deadline) {
+			return got
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -1,0 +1,363 @@
+package test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httptrace"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/caddymcp/caddy-mcp/test/mcptest"
+)
+
+// countingUpstream is an MCP server (the official Go SDK's, at /mcp) and a
+// raw JSON-RPC endpoint (at /raw) that share one count of the tool calls
+// they are running, and remember the most they ever ran at once.
+type countingUpstream struct {
+	url             string
+	running, maxRun atomic.Int64
+	calls           atomic.Int64
+
+	mu sync.Mutex
+	// rawIDs counts the raw calls received by id: a request sent again
+	// after it was handled would show up twice.
+	rawIDs map[string]int
+}
+
+func startCountingUpstream(t *testing.T) *countingUpstream {
+	t.Helper()
+	u := &countingUpstream{rawIDs: make(map[string]int)}
+	server := mcp.NewServer(&mcp.Implementation{Name: "counting", Version: "0"}, nil)
+	for _, name := range []string{"work", "limited"} {
+		mcp.AddTool(server, &mcp.Tool{Name: name}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			u.work()
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "worked"}}}, nil, nil
+		})
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil))
+	mux.HandleFunc("/raw", func(w http.ResponseWriter, r *http.Request) {
+		var msg struct {
+			ID json.RawMessage `json:"id"`
+		}
+		body, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(body, &msg)
+		u.mu.Lock()
+		u.rawIDs[string(msg.ID)]++
+		u.mu.Unlock()
+		// The call is over before its answer is written: the gateway can
+		// see the answer end only after this.
+		u.work()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"worked"}]}}`, msg.ID)
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(func() {
+		srv.CloseClientConnections()
+		srv.Close()
+	})
+	u.url = srv.URL
+	return u
+}
+
+// work runs one tool call: counted while it runs, for a few milliseconds
+// (the tool's work, so that calls overlap).
+// duplicates are the raw call ids received more than once.
+func (u *countingUpstream) duplicates() []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	var out []string
+	for id, n := range u.rawIDs {
+		if n > 1 {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+func (u *countingUpstream) work() {
+	n := u.running.Add(1)
+	for {
+		m := u.maxRun.Load()
+		if n <= m || u.maxRun.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	time.Sleep(2 * time.Millisecond)
+	u.running.Add(-1)
+	u.calls.Add(1)
+}
+
+// reconnecting is what a well-behaved client does when a server that is
+// being reloaded closes its connection without answering: it sends the
+// request again on a new connection.
+//
+// A reload shuts the old server down gracefully: requests it is handling
+// finish within the grace period, and then Go's http.Server
+//   - closes its idle keep-alive connections, which a client may have just
+//     picked for its next request (the request then meets EOF or a reset),
+//   - and closes, without calling any handler, a connection on which it
+//     reads a request after the shutdown began (net/http, conn.serve:
+//     "if c.server.shuttingDown() { return }" right after readRequest).
+//     This hits fresh connections too: Caddy hands the same listening
+//     socket to the old and the new server, and the old one can still
+//     accept a connection while it stops.
+//
+// Either way the client gets no byte of a response, and the request was
+// never handled, so sending it again is safe. Go's transport does that by
+// itself only for idempotent requests, and a POST is not one. So this
+// transport resends a request that got no response byte at all, at most a
+// few times; anything else (an answer cut short, an error status, an
+// envelope) is returned as it is, and fails the test.
+type reconnecting struct {
+	base    *http.Transport
+	retries atomic.Int64
+}
+
+func newReconnecting(t *testing.T) *reconnecting {
+	rt := &reconnecting{base: http.DefaultTransport.(*http.Transport).Clone()}
+	t.Cleanup(rt.base.CloseIdleConnections)
+	return rt
+}
+
+func (rt *reconnecting) RoundTrip(req *http.Request) (*http.Response, error) {
+	replayable := req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
+	for attempt := 1; ; attempt++ {
+		var reused, answered atomic.Bool
+		r := req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+			GotConn:              func(info httptrace.GotConnInfo) { reused.Store(info.Reused) },
+			GotFirstResponseByte: func() { answered.Store(true) },
+		}))
+		if attempt > 1 && req.GetBody != nil {
+			body, err := req.GetBody()
+			if err != nil {
+				return nil, err
+			}
+			r.Body = body
+		}
+		resp, err := rt.base.RoundTrip(r)
+		if err == nil {
+			return resp, nil
+		}
+		if !replayable || answered.Load() || req.Context().Err() != nil || attempt == 5 {
+			return nil, fmt.Errorf("%w (attempt %d, reused connection: %v, response started: %v)", err, attempt, reused.Load(), answered.Load())
+		}
+		rt.retries.Add(1)
+	}
+}
+
+// failures collects what went wrong in the traffic goroutines.
+type failures struct {
+	mu   sync.Mutex
+	list []string
+}
+
+func (f *failures) add(format string, args ...any) {
+	f.mu.Lock()
+	f.list = append(f.list, fmt.Sprintf(format, args...))
+	f.mu.Unlock()
+}
+
+func (f *failures) get() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.list...)
+}
+
+func TestReloadUnderTrafficFailsNoCallAndKeepsBucketsAndGuards(t *testing.T) {
+	up := startCountingUpstream(t)
+	const maxInFlight = 3
+	site := func(reload int) string {
+		// Every reload changes something unrelated (upstream_retry_after);
+		// the limit and the guard keep their settings.
+		return fmt.Sprintf(`mcp {
+	rate_limit reload_limited {
+		key {http.mcp.tool}
+		rate 1/1h
+		tools limited
+	}
+	concurrency reload_guard {
+		max %d
+		queue 64
+		queue_timeout 30s
+	}
+	upstream_retry_after %ds
+}
+%s`, maxInFlight, 30+reload%2, proxyTo(up.url))
+	}
+	g := mcptest.StartGatewayWith(t, mcptest.GatewayConfig{
+		Site: site(0),
+		// The grace period is how long a reload lets the old server finish
+		// the calls it is serving before it may cut them. The harness's
+		// default, 1ns, is there to make tests stop at once; a deployment
+		// sets a real one, and so does this test, which is about reloads
+		// losing nothing. (Measured on Caddy v2.11.9, even 1ns does not cut
+		// calls in flight: Go's Server.Shutdown gives up at the deadline
+		// without closing active connections, and Caddy does not close
+		// them. The test does not rely on that.) A reload does not wait
+		// for the old server's calls either way.
+		GracePeriod: 10 * time.Second,
+	})
+	rawEndpoint := g.URL + "/raw"
+	var fails failures
+
+	// rawCall makes one tools/call over plain HTTP and returns its outcome.
+	rawCall := func(client *http.Client, id, tool string) (string, string) {
+		req, err := http.NewRequest(http.MethodPost, rawEndpoint, strings.NewReader(toolCall(id, tool)))
+		if err != nil {
+			return "", err.Error()
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := client.Do(req)
+		if err != nil {
+			return "", "transport error: " + err.Error()
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return "", "reading the answer: " + err.Error()
+		}
+		if resp.StatusCode != http.StatusOK {
+			return "", fmt.Sprintf("HTTP %d: %s", resp.StatusCode, body)
+		}
+		return outcomeOf(body), resp.Header.Get("Retry-After")
+	}
+
+	// Spend the bucket of the tool "limited" before any reload.
+	plain := &http.Client{Transport: newReconnecting(t)}
+	got, _ := rawCall(plain, "limited-0", "limited")
+	require.Equal(t, "done", got)
+	got, _ = rawCall(plain, "limited-1", "limited")
+	require.Equal(t, "RATE_LIMITED", got)
+
+	// The SDK clients connect before the reloads start, and keep their
+	// standalone GET stream open through them (on the server that accepted
+	// it).
+	const sdkClients, rawClients = 4, 4
+	var transports []*reconnecting
+	var sessions []*mcp.ClientSession
+	for range sdkClients {
+		rt := newReconnecting(t)
+		transports = append(transports, rt)
+		c := mcp.NewClient(&mcp.Implementation{Name: "reload-test", Version: "0"}, nil)
+		cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{
+			Endpoint: g.URL + "/mcp", HTTPClient: &http.Client{Transport: rt},
+		}, nil)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = cs.Close() })
+		sessions = append(sessions, cs)
+	}
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	stopTraffic := sync.OnceFunc(func() {
+		close(stop)
+		wg.Wait()
+	})
+	t.Cleanup(stopTraffic)
+	var limitedCalls, succeeded atomic.Int64
+	for i, cs := range sessions {
+		wg.Go(func() {
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "work", Arguments: map[string]any{}})
+				switch {
+				case err != nil:
+					fails.add("sdk client %d, call %d: %v", i, n, err)
+				case res.IsError || len(res.Content) != 1:
+					b, _ := json.Marshal(res)
+					fails.add("sdk client %d, call %d: %s", i, n, b)
+				default:
+					succeeded.Add(1)
+				}
+			}
+		})
+	}
+	for i := range rawClients {
+		rt := newReconnecting(t)
+		transports = append(transports, rt)
+		client := &http.Client{Transport: rt}
+		wg.Go(func() {
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if got, detail := rawCall(client, fmt.Sprintf("raw-%d-%d", i, n), "work"); got != "done" {
+					fails.add("raw client %d, call %d: %s %s", i, n, got, detail)
+				} else {
+					succeeded.Add(1)
+				}
+			}
+		})
+	}
+	// The tool that was limited before the reloads stays limited through
+	// them: its bucket is the same one.
+	wg.Go(func() {
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for n := 0; ; n++ {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			if got, detail := rawCall(plain, fmt.Sprint("limited-during-", n), "limited"); got != "RATE_LIMITED" {
+				fails.add("limited call %d: %s %s", n, got, detail)
+			}
+			limitedCalls.Add(1)
+		}
+	})
+
+	// Reload every 200 ms while the calls flow.
+	const reloads = 12
+	require.Eventually(t, func() bool { return up.calls.Load() > 20 }, 10*time.Second, time.Millisecond, "traffic is flowing")
+	callsBefore := up.calls.Load()
+	tick := time.NewTicker(200 * time.Millisecond)
+	for i := 1; i <= reloads; i++ {
+		<-tick.C
+		g.Reload(t, site(i))
+	}
+	tick.Stop()
+	callsAfter := up.calls.Load()
+	callsDuring := callsAfter - callsBefore
+	require.Eventually(t, func() bool { return up.calls.Load() > callsAfter+20 }, 10*time.Second, time.Millisecond, "traffic flows on the last config")
+	stopTraffic()
+
+	var retries int64
+	for _, rt := range transports {
+		retries += rt.retries.Load()
+	}
+	retries += plain.Transport.(*reconnecting).retries.Load()
+	t.Logf("%d reloads; %d calls ran upstream (%d during the reloads), at most %d at once; %d limited calls refused; %d requests resent after the old server closed their connection unanswered",
+		reloads, up.calls.Load(), callsDuring, up.maxRun.Load(), limitedCalls.Load(), retries)
+
+	list := fails.get()
+	assert.Empty(t, list, "no call may fail because of a reload (%d failed)", len(list))
+	assert.Greater(t, callsDuring, int64(100), "calls flowed during the reloads")
+	assert.Equal(t, succeeded.Load()+1, up.calls.Load(), "every call ran upstream exactly once (and limited-0 before the reloads)")
+	assert.Empty(t, up.duplicates(), "no request that was sent again had been handled")
+	assert.Greater(t, limitedCalls.Load(), int64(10))
+	assert.LessOrEqual(t, up.maxRun.Load(), int64(maxInFlight), "old and new config together never run more than max calls")
+	assert.GreaterOrEqual(t, up.maxRun.Load(), int64(2), "the guard was under pressure")
+
+	got, retryAfter := rawCall(plain, "limited-after", "limited")
+	assert.Equal(t, "RATE_LIMITED", got)
+	assert.Contains(t, []string{"3600", "3599", "3598", "3597", "3596", "3595"}, retryAfter, "the bucket is the one spent before the reloads")
+}
