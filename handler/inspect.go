@@ -36,6 +36,10 @@ type exchange struct {
 	// cause is the error behind an envelope, for the log.
 	cause error
 	// taken are the tokens the exchange took, refunded if it does not run.
+	// reader hands the body on to the upstream, and watch follows what it
+	// answers; both live here to save allocations per request.
+	reader   bodyReader
+	watch    upstreamWatch
 	taken    []ratelimit.Request
 	reqBuf   [4]ratelimit.Request
 	ownerBuf [4]*limit
@@ -95,6 +99,11 @@ func idText(id json.RawMessage) string {
 	return s
 }
 
+// bodyReader is a read body given back to the request, byte for byte.
+type bodyReader struct{ bytes.Reader }
+
+func (*bodyReader) Close() error { return nil }
+
 // errBodyTooLarge is a body over MaxRequestBody.
 var errBodyTooLarge = errors.New("request body too large")
 
@@ -129,7 +138,8 @@ func (h *Handler) inspect(x *exchange) error {
 		return err
 	}
 	x.body = body
-	r.Body = io.NopCloser(bytes.NewReader(body))
+	x.reader.Reset(body)
+	r.Body = &x.reader
 	r.ContentLength = int64(len(body))
 	r.TransferEncoding = nil
 	x.msgs, x.batch, err = parseMessages(body, x.one[:0])

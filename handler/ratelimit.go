@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/ratelimit"
 )
 
@@ -93,6 +95,10 @@ type limit struct {
 	unit string
 	// allowed and denied count the limit's decisions.
 	allowed, denied prometheus.Counter
+	// deniedMessage and details are the fixed parts of the RATE_LIMITED
+	// envelope, made once.
+	deniedMessage string
+	details       []envelope.Detail
 }
 
 func newLimit(name string, cfg *RateLimit, now func() time.Time) (*limit, error) {
@@ -124,6 +130,12 @@ func newLimit(name string, cfg *RateLimit, now func() time.Time) (*limit, error)
 	}
 	l.toolPatterns = cfg.Tools
 	l.scope = scopeOf(l.key)
+	l.deniedMessage = "Rate limit exceeded: " + l.describe() + " for " + l.scope
+	l.details = []envelope.Detail{
+		{Key: "limit", Value: l.name},
+		{Key: "rate", Value: l.describe()},
+		{Key: "burst", Value: strconv.Itoa(l.lim.Burst)},
+	}
 	l.allowed = rateLimitDecisions.WithLabelValues(name, "allowed")
 	l.denied = rateLimitDecisions.WithLabelValues(name, "denied")
 	l.poolKey = name + "\x00" + l.key

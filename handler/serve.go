@@ -133,15 +133,11 @@ func addCost(reqs []ratelimit.Request, owners []*limit, l *limit, key string) ([
 func (d *denial) envelope() envelope.Envelope {
 	secs := wholeSeconds(d.retryAfter)
 	return envelope.Envelope{
-		Code:     envelope.RateLimited,
-		Severity: envelope.SeverityError,
-		Message:  fmt.Sprintf("Rate limit exceeded: %s for %s", d.limit.describe(), d.limit.scope),
-		Recovery: fmt.Sprintf("Wait %s, then retry the same call. Calls made sooner are refused too.", plural(secs, "second")),
-		Details: []envelope.Detail{
-			{Key: "limit", Value: d.limit.name},
-			{Key: "rate", Value: d.limit.describe()},
-			{Key: "burst", Value: strconv.Itoa(d.limit.lim.Burst)},
-		},
+		Code:       envelope.RateLimited,
+		Severity:   envelope.SeverityError,
+		Message:    d.limit.deniedMessage,
+		Recovery:   "Wait " + plural(secs, "second") + ", then retry the same call. Calls made sooner are refused too.",
+		Details:    d.limit.details,
 		RetryAfter: float64(secs),
 	}
 }
@@ -171,7 +167,7 @@ func (h *Handler) refuse(w http.ResponseWriter, x *exchange, d *denial) error {
 // the answer is an id-less JSON-RPC error with the HTTP status given.
 func (h *Handler) answer(w http.ResponseWriter, x *exchange, env *envelope.Envelope, status int) error {
 	h.record(x, env)
-	var body []byte
+	body := make([]byte, 0, 1024)
 	answered := 0
 	if x.batch {
 		body = append(body, '[')
@@ -202,12 +198,15 @@ func (h *Handler) answer(w http.ResponseWriter, x *exchange, env *envelope.Envel
 	return writeJSON(w, status, env, body)
 }
 
+var contentTypeJSON = []string{"application/json"}
+
 func writeJSON(w http.ResponseWriter, status int, env *envelope.Envelope, body []byte) error {
 	hdr := w.Header()
-	hdr.Set("Content-Type", "application/json")
-	hdr.Set("Content-Length", strconv.Itoa(len(body)))
+	// Canonical keys, set directly: this is the path of every refusal.
+	hdr["Content-Type"] = contentTypeJSON
+	hdr["Content-Length"] = []string{strconv.Itoa(len(body))}
 	if s := env.RetryAfterSeconds(); s > 0 {
-		hdr.Set("Retry-After", strconv.FormatInt(s, 10))
+		hdr["Retry-After"] = []string{strconv.FormatInt(s, 10)}
 	}
 	w.WriteHeader(status)
 	_, err := w.Write(body)

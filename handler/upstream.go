@@ -31,7 +31,8 @@ const maxHeldBody = 64 << 10
 // returned before anything was written, an error status whose body is not
 // JSON-RPC, and an SSE answer that ended before the response it owed.
 func (h *Handler) forward(w http.ResponseWriter, x *exchange, next caddyhttp.Handler) (err error) {
-	watch := &upstreamWatch{ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, x: x}
+	watch := &x.watch
+	*watch = upstreamWatch{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, x: x}
 	defer func() {
 		v := recover()
 		if v == nil {
@@ -74,7 +75,7 @@ func (h *Handler) forward(w http.ResponseWriter, x *exchange, next caddyhttp.Han
 // that is held back (at most maxHeldBody) until the handler knows whether the
 // upstream spoke JSON-RPC.
 type upstreamWatch struct {
-	*caddyhttp.ResponseWriterWrapper
+	caddyhttp.ResponseWriterWrapper
 	x *exchange
 	// status is the final status written, 0 until then.
 	status   int

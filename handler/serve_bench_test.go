@@ -1,0 +1,84 @@
+package handler
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+)
+
+// discardWriter is a response writer that keeps nothing, so that a
+// benchmark measures the handler, not a recorder.
+type discardWriter struct{ h http.Header }
+
+func (w *discardWriter) Header() http.Header         { return w.h }
+func (w *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (w *discardWriter) WriteHeader(int)             {}
+
+// benchServe measures ServeHTTP for one request shape, with a next handler
+// that reads the body and answers like an upstream. Building the request is
+// left out of the timing as far as possible.
+func benchServe(b *testing.B, h *Handler, body string) {
+	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, err := io.WriteString(w, upstreamAnswer)
+		return err
+	})
+	w := &discardWriter{h: make(http.Header)}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		r := post(body)
+		clear(w.h)
+		b.StartTimer()
+		if err := h.ServeHTTP(w, r, next); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkServeForwardedInspectOnly(b *testing.B) {
+	benchServe(b, provisionB(b, &Handler{}), toolsCall1KiB())
+}
+
+func BenchmarkServeForwardedWithLimitsAndGuard(b *testing.B) {
+	h := provisionB(b, &Handler{
+		RateLimits: map[string]*RateLimit{
+			"a": {Rate: "1000000/1s"},
+			"b": {Rate: "1000000/1s", Key: "{http.mcp.tool}"},
+		},
+		Concurrency: &Concurrency{Name: "bench", Max: 1000},
+	})
+	benchServe(b, h, toolsCall1KiB())
+}
+
+func BenchmarkServeDenied(b *testing.B) {
+	h := provisionB(b, &Handler{RateLimits: map[string]*RateLimit{"none": {Rate: "1/1h", Burst: 1}}})
+	benchServe(b, h, toolsCall1KiB())
+}
+
+func toolsCall1KiB() string {
+	var arg bytes.Buffer
+	for arg.Len() < 900 {
+		arg.WriteString("lorem ipsum dolor sit amet ")
+	}
+	return `{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"search","arguments":{"query":"` + arg.String() + `"}}}`
+}
+
+func provisionB(b *testing.B, h *Handler) *Handler {
+	b.Helper()
+	ctx, cancel := newCaddyContext()
+	b.Cleanup(cancel)
+	if err := h.Provision(ctx); err != nil {
+		b.Fatal(err)
+	}
+	h.logger = zap.NewNop()
+	b.Cleanup(func() { _ = h.Cleanup() })
+	return h
+}
