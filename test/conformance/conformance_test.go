@@ -32,8 +32,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig"
 	_ "github.com/caddyserver/caddy/v2/caddyconfig/caddyfile" // the caddyfile adapter
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 
@@ -92,7 +90,7 @@ func TestConformance(t *testing.T) {
 
 	t.Run("reverse_proxy", func(t *testing.T) {
 		upstream := startEverythingServer(t, server)
-		res := runSuite(t, suite, startCaddy(t, proxyTo(upstream))+"/mcp")
+		res := runSuite(t, suite, mcptest.StartCatchAllGateway(t, proxyTo(upstream))+"/mcp")
 		res.requireShape(t)
 		// Documents why the gateway is needed: exactly the DNS rebinding
 		// check fails, everything else passes through a plain proxy.
@@ -111,7 +109,7 @@ func TestConformance(t *testing.T) {
 
 	t.Run("gateway", func(t *testing.T) {
 		upstream := startEverythingServer(t, server)
-		res := runSuite(t, suite, startCaddy(t, "mcp {\n}\n"+proxyTo(upstream))+"/mcp")
+		res := runSuite(t, suite, mcptest.StartCatchAllGateway(t, "mcp {\n}\n"+proxyTo(upstream))+"/mcp")
 		res.requireShape(t)
 		// The acceptance criterion: the gateway passes every check,
 		// including DNS rebinding protection (its Origin check).
@@ -121,57 +119,6 @@ func TestConformance(t *testing.T) {
 		}
 		res.logOnFailure(t)
 	})
-}
-
-// startCaddy runs a real Caddy in this process (stopped by t.Cleanup) with
-// site as the body of a catch-all site, "http://:PORT" bound to 127.0.0.1, and
-// returns "http://127.0.0.1:PORT".
-//
-// It does not use mcptest.StartGateway because that site's address is
-// "http://127.0.0.1:PORT", which makes Caddy match the Host: the suite's DNS
-// rebinding request (Host: evil.example.com) then matches no site and gets
-// Caddy's empty 200 without reaching reverse_proxy or the mcp handler, so no
-// Origin check in the handler could ever pass that check. A catch-all site
-// hands every Host to the handlers, as a gateway on ":PORT" would.
-func startCaddy(t *testing.T, site string) string {
-	t.Helper()
-	addr := mcptest.FreeLoopbackAddr(t)
-	_, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := fmt.Sprintf(`{
-	admin off
-	skip_install_trust
-	auto_https off
-	default_bind 127.0.0.1
-	grace_period 1ns
-	storage file_system %q
-	log {
-		level ERROR
-	}
-}
-
-http://:%s {
-	%s
-}
-`, t.TempDir(), port, strings.ReplaceAll(site, "\n", "\n\t"))
-	adapted, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(cfg), nil)
-	if err != nil {
-		t.Fatalf("conformance: adapting Caddyfile: %v\n%s", err, cfg)
-	}
-	for _, w := range warnings {
-		t.Logf("conformance: Caddyfile warning: %s", w)
-	}
-	if err := caddy.Load(adapted, true); err != nil {
-		t.Fatalf("conformance: loading Caddy config: %v\n%s", err, cfg)
-	}
-	t.Cleanup(func() {
-		if err := caddy.Stop(); err != nil {
-			t.Errorf("conformance: stopping Caddy: %v", err)
-		}
-	})
-	return "http://" + addr
 }
 
 // proxyTo is the reverse_proxy block for the everything-server at
