@@ -105,16 +105,16 @@ func (e *Envelope) AppendText(dst []byte) []byte {
 
 // appendText escapes element text: only & and <, so that > and quotes stay
 // readable for the model while no text can open or close an element.
-func appendText(dst []byte, s string) []byte {
+func appendText(dst []byte, s string) []byte { return appendEscaped(dst, s, false) }
+
+// appendAttr escapes an attribute value: all five XML entities.
+func appendAttr(dst []byte, s string) []byte { return appendEscaped(dst, s, true) }
+
+func appendEscaped(dst []byte, s string, attr bool) []byte {
 	start := 0
 	for i := 0; i < len(s); i++ {
-		var esc string
-		switch s[i] {
-		case '&':
-			esc = "&amp;"
-		case '<':
-			esc = "&lt;"
-		default:
+		esc := entity(s[i], attr)
+		if esc == "" {
 			continue
 		}
 		dst = append(dst, s[start:i]...)
@@ -124,30 +124,27 @@ func appendText(dst []byte, s string) []byte {
 	return append(dst, s[start:]...)
 }
 
-// appendAttr escapes an attribute value: all five XML entities.
-func appendAttr(dst []byte, s string) []byte {
-	start := 0
-	for i := 0; i < len(s); i++ {
-		var esc string
-		switch s[i] {
-		case '&':
-			esc = "&amp;"
-		case '<':
-			esc = "&lt;"
-		case '>':
-			esc = "&gt;"
-		case '"':
-			esc = "&quot;"
-		case '\'':
-			esc = "&apos;"
-		default:
-			continue
-		}
-		dst = append(dst, s[start:i]...)
-		dst = append(dst, esc...)
-		start = i + 1
+// entity is the escape of c in text, or with attr in an attribute value;
+// "" when c stands as it is.
+func entity(c byte, attr bool) string {
+	switch c {
+	case '&':
+		return "&amp;"
+	case '<':
+		return "&lt;"
 	}
-	return append(dst, s[start:]...)
+	if !attr {
+		return ""
+	}
+	switch c {
+	case '>':
+		return "&gt;"
+	case '"':
+		return "&quot;"
+	case '\'':
+		return "&apos;"
+	}
+	return ""
 }
 
 // AppendNumber appends f as JavaScript's Number#toString writes it: the
