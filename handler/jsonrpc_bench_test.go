@@ -54,3 +54,21 @@ func benchmarkInspectToolsCall(b *testing.B, size int) {
 
 func BenchmarkInspectToolsCall1KiB(b *testing.B)  { benchmarkInspectToolsCall(b, 1<<10) }
 func BenchmarkInspectToolsCall64KiB(b *testing.B) { benchmarkInspectToolsCall(b, 64<<10) }
+
+// BenchmarkInspectToolsCall64KiBText is a 64 KiB tools/call whose argument
+// is one long string, such as a document passed to a tool: the case where
+// skipping string bytes quickly matters most.
+func BenchmarkInspectToolsCall64KiBText(b *testing.B) {
+	head := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"summarize","arguments":{"text":"`
+	tail := `"}}}`
+	text := strings.Repeat("The quarterly report, in full. ", 64<<10/31)
+	body := []byte(head + text[:64<<10-len(head)-len(tail)] + tail)
+	var buf [1]message
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := parseMessages(body, buf[:0]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -664,5 +665,37 @@ func checkAgainstEncodingJSON(t *testing.T, elem json.RawMessage, m message) {
 	}
 	if m.kind != want {
 		t.Fatalf("kind %d, want %d for %s", m.kind, want, elem)
+	}
+}
+
+// TestSkipPlainStopsWhereTheByteLoopStops checks the eight-at-a-time skip
+// against the plain byte loop, for every byte value at every position of a
+// word, and on random strings.
+func TestSkipPlainStopsWhereTheByteLoopStops(t *testing.T) {
+	slow := func(b []byte, i int) int {
+		for i < len(b) && plain[b[i]] {
+			i++
+		}
+		return i
+	}
+	check := func(b []byte) {
+		for start := 0; start <= len(b); start++ {
+			require.Equal(t, slow(b, start), skipPlain(b, start), "%q from %d", b, start)
+		}
+	}
+	for c := range 256 {
+		for pos := range 17 {
+			b := []byte(strings.Repeat("a", 17))
+			b[pos] = byte(c)
+			check(b)
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		b := make([]byte, rng.IntN(40))
+		for i := range b {
+			b[i] = byte(0x18 + rng.IntN(0x80))
+		}
+		check(b)
 	}
 }
