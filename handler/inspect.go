@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddymcp/caddy-mcp/ratelimit"
@@ -36,6 +38,12 @@ type exchange struct {
 	// cause is the error behind an envelope, for the log.
 	cause error
 	// taken are the tokens the exchange took, refunded if it does not run.
+	// pooled is the recycled buffer holding body, if any; forwarded: the
+	// request was handed to the next handler; frozen: the placeholders'
+	// values once the buffer is recycled.
+	pooled    *[]byte
+	forwarded bool
+	frozen    *frozenPlaceholders
 	// reader hands the body on to the upstream, and watch follows what it
 	// answers; both live here to save allocations per request.
 	reader   bodyReader
@@ -56,6 +64,21 @@ func (x *exchange) placeholder(key string) (any, bool) {
 	name, ok := strings.CutPrefix(key, placeholderPrefix)
 	if !ok {
 		return nil, false
+	}
+	if f := x.frozen; f != nil {
+		switch name {
+		case "method":
+			return f.method, true
+		case "tool":
+			return f.tool, true
+		case "id":
+			return f.id, true
+		case "batch_size":
+			if !x.batch {
+				return "", true
+			}
+			return strconv.Itoa(f.batchSize), true
+		}
 	}
 	var m message
 	if x.cur < len(x.msgs) {
@@ -99,37 +122,96 @@ func idText(id json.RawMessage) string {
 	return s
 }
 
-// bodyReader is a read body given back to the request, byte for byte.
-type bodyReader struct{ bytes.Reader }
+// bodyReader is a read body given back to the request, byte for byte. It
+// notes when the upstream's transport is done with it.
+type bodyReader struct {
+	bytes.Reader
+	closed atomic.Bool
+}
 
-func (*bodyReader) Close() error { return nil }
+func (b *bodyReader) Close() error {
+	b.closed.Store(true)
+	return nil
+}
 
 // errBodyTooLarge is a body over MaxRequestBody.
 var errBodyTooLarge = errors.New("request body too large")
 
+// Bodies from pooledBodyMin to pooledBodyMax bytes are read into recycled
+// buffers: at 64 KiB, a new zeroed buffer per request was most of the
+// handler's garbage. Smaller bodies are cheaper to allocate than to recycle
+// (recycling copies the placeholders' values out, see exchange.recycle).
+const (
+	pooledBodyMin = 4 << 10
+	pooledBodyMax = 1 << 20
+)
+
+var bodyBuffers sync.Pool // of *[]byte
+
 // readBody reads the whole body, refusing one over max bytes without
-// reading past max+1.
-func readBody(r *http.Request, max int64) ([]byte, error) {
+// reading past max+1. pooled is the recycled buffer holding body, or nil.
+func readBody(r *http.Request, max int64) (body []byte, pooled *[]byte, err error) {
 	if r.ContentLength > max {
-		return nil, errBodyTooLarge
+		return nil, nil, errBodyTooLarge
 	}
 	if r.ContentLength >= 0 {
-		body := make([]byte, r.ContentLength)
-		_, err := io.ReadFull(r.Body, body)
-		return body, err
+		n := int(r.ContentLength)
+		if n >= pooledBodyMin && n <= pooledBodyMax {
+			pooled, _ = bodyBuffers.Get().(*[]byte)
+			if pooled == nil {
+				pooled = new([]byte)
+			}
+			if cap(*pooled) < n {
+				*pooled = make([]byte, n)
+			}
+			body = (*pooled)[:n]
+		} else {
+			body = make([]byte, n)
+		}
+		if _, err = io.ReadFull(r.Body, body); err != nil && pooled != nil {
+			bodyBuffers.Put(pooled)
+			pooled = nil
+		}
+		return body, pooled, err
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, max+1))
+	body, err = io.ReadAll(io.LimitReader(r.Body, max+1))
 	if err == nil && int64(len(body)) > max {
-		return nil, errBodyTooLarge
+		return nil, nil, errBodyTooLarge
 	}
-	return body, err
+	return body, nil, err
+}
+
+// recycle gives the body's buffer back once nothing can read it: the
+// request was never forwarded, or the upstream's transport closed the body.
+// The placeholders, which log_append reads after the handler returns, keep
+// copies of their values.
+func (x *exchange) recycle() {
+	if x.pooled == nil || (x.forwarded && !x.reader.closed.Load()) {
+		return
+	}
+	var m message
+	if len(x.msgs) > 0 {
+		m = x.msgs[0]
+	}
+	x.frozen = &frozenPlaceholders{method: string(m.method), tool: string(m.tool), id: idText(m.id), batchSize: len(x.msgs)}
+	x.msgs, x.body = nil, nil
+	bodyBuffers.Put(x.pooled)
+	x.pooled = nil
+}
+
+// frozenPlaceholders are the values of the {http.mcp.*} placeholders that
+// came from a body whose buffer was recycled.
+type frozenPlaceholders struct {
+	method, tool, id string
+	batchSize        int
 }
 
 // inspect reads and parses a POST body, and puts the body back for the
 // upstream exactly as the client sent it.
 func (h *Handler) inspect(x *exchange) error {
 	r := x.r
-	body, err := readBody(r, h.MaxRequestBody)
+	body, pooled, err := readBody(r, h.MaxRequestBody)
+	x.pooled = pooled
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {

@@ -22,7 +22,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	x := &exchange{r: r, start: h.now()}
 	repl := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	repl.Map(x.placeholder)
-	defer h.observe(x)
+	defer h.finish(x)
 	if !h.origins.allows(r) {
 		env := originRefused(r)
 		return h.answer(w, x, &env, http.StatusForbidden)
@@ -34,6 +34,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 			if errors.As(err, &syntax) && !claimsJSON(r) {
 				// Not JSON, and not claiming to be: the upstream refuses
 				// it in its own words (415 from the SDK servers).
+				x.forwarded = true
 				return next.ServeHTTP(w, r)
 			}
 			return h.refuseMalformed(w, x, err)
@@ -67,6 +68,12 @@ func (h *Handler) shed(w http.ResponseWriter, x *exchange, err error) error {
 // statusClientClosed is the status Caddy records for a client that went
 // away before its response.
 const statusClientClosed = 499
+
+// finish counts the exchange and recycles its body, once it is over.
+func (h *Handler) finish(x *exchange) {
+	h.observe(x)
+	x.recycle()
+}
 
 // denial is why a request was not admitted.
 type denial struct {

@@ -31,6 +31,7 @@ const maxHeldBody = 64 << 10
 // returned before anything was written, an error status whose body is not
 // JSON-RPC, and an SSE answer that ended before the response it owed.
 func (h *Handler) forward(w http.ResponseWriter, x *exchange, next caddyhttp.Handler) (err error) {
+	x.forwarded = true
 	watch := &x.watch
 	*watch = upstreamWatch{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, x: x}
 	defer func() {

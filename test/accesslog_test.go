@@ -122,3 +122,34 @@ func idsReceived(t *testing.T, rec *recorder) []string {
 	}
 	return ids
 }
+
+// Bodies of 4 KiB and more are read into recycled buffers; the placeholders
+// the access log reads after the handler returns must not come from a
+// buffer another request has taken.
+func TestAccessLogPlaceholdersOfLargeBodiesSurviveBufferReuse(t *testing.T) {
+	rec, upstream := startRecorder(t)
+	accessLog := tempLog(t, "access.log")
+	g := mcptest.StartGateway(t, fmt.Sprintf(`log {
+	output file %s
+	format json
+}
+log_append mcp_tool {http.mcp.tool}
+log_append mcp_id {http.mcp.id}
+mcp
+reverse_proxy %s`, accessLog, strings.TrimPrefix(upstream, "http://")))
+	const calls = 20
+	sent := make(map[string]string)
+	for i := range calls {
+		id, tool := fmt.Sprintf("big-%02d", i), fmt.Sprintf("tool_%02d", i)
+		big := strings.Repeat(fmt.Sprintf("%02d", i), 8<<10)
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"method":"tools/call","params":{"name":%q,"arguments":{"text":%q}}}`, id, tool, big)
+		sent[id] = tool
+		post(t, g.URL+"/mcp", body)
+		assert.Equal(t, body, string(rec.last(t).body), "the upstream receives each body byte for byte")
+	}
+	entries := waitLines(t, accessLog, calls, func(l map[string]any) bool { return l["mcp_id"] != nil })
+	for _, e := range entries {
+		id, _ := e["mcp_id"].(string)
+		assert.Equal(t, sent[id], e["mcp_tool"], "entry %v", e)
+	}
+}
