@@ -1,6 +1,6 @@
 # The commands a developer and CI run. `make test` is the one the README gives.
 
-.PHONY: test demo release bench-micro
+.PHONY: test demo release bench-micro bench
 
 # Every test: unit, golden, integration through a real Caddy with the
 # official Go and TypeScript SDK clients, and the official MCP conformance
@@ -23,3 +23,10 @@ release:
 # them with a real -benchtime.
 bench-micro:
 	go test -run '^$$' -bench . -benchtime 1x ./...
+
+# The gateway against a plain reverse_proxy, side by side in one run, on
+# loopback: a Markdown table and the targets (about 4 minutes; see
+# bench/main.go for how to read it, and `go run ./bench -quick` for a smoke
+# run).
+bench:
+	go run ./bench

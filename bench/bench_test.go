@@ -1,0 +1,229 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	_ "github.com/caddyserver/caddy/v2/caddyconfig/caddyfile" // the caddyfile adapter
+	_ "github.com/caddyserver/caddy/v2/modules/standard"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	_ "github.com/caddymcp/caddy-mcp" // the mcp directive
+)
+
+func TestEveryValueFallsInsideItsBucket(t *testing.T) {
+	for _, v := range []uint64{0, 1, 63, 64, 65, 127, 128, 1000, 123_456, 1 << 40, 1<<63 - 1} {
+		low, width := bucketBounds(bucketOf(v))
+		assert.True(t, low <= v && v-low < width, "%d in bucket [%d, %d+%d)", v, low, low, width)
+		assert.LessOrEqual(t, width, max(1, v>>subBits), "bucket of %d too wide", v)
+	}
+}
+
+func TestPercentilesAreWithinTheHistogramsPrecision(t *testing.T) {
+	var h histogram
+	for i := 1; i <= 10_000; i++ {
+		h.record(time.Duration(i) * time.Microsecond)
+	}
+	for _, c := range []struct {
+		q    float64
+		want time.Duration
+	}{{0.5, 5 * time.Millisecond}, {0.99, 9900 * time.Microsecond}, {0.999, 9990 * time.Microsecond}} {
+		got := h.percentile(c.q)
+		assert.InEpsilon(t, float64(c.want), float64(got), 1.0/(1<<subBits), "p%g", 100*c.q)
+	}
+	assert.Equal(t, time.Microsecond, h.percentile(0), "the smallest value recorded")
+	assert.Equal(t, 10*time.Millisecond, h.percentile(1), "the largest value recorded")
+}
+
+func TestMergedHistogramsCountEveryValue(t *testing.T) {
+	var a, b histogram
+	for range 99 {
+		a.record(time.Millisecond)
+	}
+	b.record(time.Second)
+	a.merge(&b)
+	assert.Equal(t, uint64(100), a.n)
+	assert.InEpsilon(t, float64(time.Millisecond), float64(a.percentile(0.99)), 0.02)
+	assert.Equal(t, time.Second, a.percentile(1))
+}
+
+func TestBodiesAreToolCallsOfTheSizeAsked(t *testing.T) {
+	for _, size := range []int{1 << 10, 64 << 10, 1000} {
+		b := body(size)
+		require.Len(t, b, size)
+		var msg struct {
+			ID     int    `json:"id"`
+			Method string `json:"method"`
+			Params struct {
+				Name      string            `json:"name"`
+				Arguments map[string]string `json:"arguments"`
+			} `json:"params"`
+		}
+		require.NoError(t, json.Unmarshal(b, &msg), "body of %d bytes", size)
+		assert.Equal(t, "tools/call", msg.Method)
+		assert.Equal(t, "echo", msg.Params.Name)
+		assert.True(t, strings.HasPrefix(msg.Params.Arguments["text"], "The gateway reads"))
+	}
+}
+
+// TestEveryCaddyfileAdapts checks the configurations against the real
+// Caddyfile adapter and the mcp directive: each holds what its name says.
+func TestEveryCaddyfileAdapts(t *testing.T) {
+	want := map[string][]string{
+		cfgProxy:      {`"handler":"reverse_proxy"`, `"dial":"127.0.0.1:9000"`, `"listen":["127.0.0.1:8080"]`, `"host":["127.0.0.1"]`},
+		cfgMCP:        {`"handler":"mcp"`, `"handler":"reverse_proxy"`},
+		cfgLimits1:    {`"per_client":{"burst":1000000000,"key":"{http.request.header.X-Client}","rate":"1/1h"}`, `"per_client_tool":`, `{http.mcp.tool}`},
+		cfgLimits100k: {`"per_client":`, `"per_client_tool":`},
+		cfgGuard:      {`"concurrency":{"max":1000}`},
+		cfgDenied:     {`"deny":{"burst":1,"rate":"1/1h"}`},
+		cfgSDKMCP:     {`"handler":"mcp"`},
+	}
+	for _, c := range allConfigs(1000) {
+		if c.Direct {
+			continue
+		}
+		t.Run(c.Name, func(t *testing.T) {
+			text := caddyfile(c, 8080, 2019, t.TempDir(), "127.0.0.1:9000")
+			adapted, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(text), nil)
+			require.NoError(t, err, text)
+			for _, w := range warnings {
+				assert.Contains(t, w.Message, "not formatted", "warning: %s", w)
+			}
+			cfg := string(adapted)
+			assert.Contains(t, cfg, `"admin":{"listen":"127.0.0.1:2019"`)
+			for _, s := range want[c.Name] {
+				assert.Contains(t, cfg, s)
+			}
+			if c.Handler == "" {
+				assert.NotContains(t, cfg, `"handler":"mcp"`)
+			}
+		})
+	}
+}
+
+func TestSelectingAConfigurationRunsItsBaseline(t *testing.T) {
+	sel, err := selectConfigs("sdk-mcp,sse", allConfigs(1000))
+	require.NoError(t, err)
+	assert.True(t, sel.SSE)
+	require.Len(t, sel.Throughput, 1)
+	assert.Equal(t, cfgSDKMCP, sel.Throughput[0].Name)
+	var running []string
+	for _, c := range sel.Running {
+		running = append(running, c.Name)
+	}
+	assert.Equal(t, []string{cfgDirect, cfgProxy, cfgMCP, cfgSDKProxy, cfgSDKMCP}, running)
+
+	_, err = selectConfigs("mcp,nope", allConfigs(1000))
+	assert.ErrorContains(t, err, `"nope"`)
+}
+
+func TestRatiosAreTakenRoundByRound(t *testing.T) {
+	all := allConfigs(1000)
+	smp := func(requests uint64, p50 time.Duration) *sample {
+		s := &sample{Requests: requests, Window: time.Second}
+		s.hist.record(p50)
+		return s
+	}
+	// The machine slows down in round 2; the gateway stays at 90 % of the
+	// proxy's throughput in each round.
+	proxy := &series{Config: all[1], Size: 1024, Samples: []*sample{smp(1000, time.Millisecond), smp(500, 2*time.Millisecond)}}
+	mcp := &series{Config: all[2], Size: 1024, Samples: []*sample{smp(900, 1100*time.Microsecond), smp(450, 2200*time.Microsecond)}}
+	rows := summarise([]*series{proxy, mcp})
+	r := findRow(rows, cfgMCP, 1024)
+	require.NotNil(t, r)
+	assert.InDelta(t, 0.9, r.Ratio.Min, 1e-9)
+	assert.InDelta(t, 0.9, r.Ratio.Max, 1e-9)
+	assert.InDelta(t, 10, r.AddedP50.Median, 1.6)
+	assert.Equal(t, 675.0, r.RPS.Median)
+
+	g := goals(rows, nil, []int{1024})
+	require.NotEmpty(t, g)
+	assert.Equal(t, "throughput, mcp {} / reverse_proxy, 1 KiB", g[0].What)
+	assert.False(t, g[0].Met, "0.90 is under the 0.95 target")
+}
+
+func TestResponderEchoesTheID(t *testing.T) {
+	for body, id := range map[string]string{
+		`{"jsonrpc":"2.0","id":7,"method":"x"}`:          `7`,
+		`{"jsonrpc":"2.0", "id" : "a\"b" ,"method":"x"}`: `"a\"b"`,
+		`{"jsonrpc":"2.0","method":"notifications/x"}`:   `null`,
+		`{"id":-1.5e3}`: `-1.5e3`,
+	} {
+		assert.Equal(t, id, string(jsonrpcID([]byte(body))), body)
+	}
+}
+
+// TestClientReadsEachAnswerShape runs the load generator's client against
+// the responder, and against canned answers for the shapes the responder
+// does not send.
+func TestClientReadsEachAnswerShape(t *testing.T) {
+	up, err := serveUpstreams()
+	require.NoError(t, err)
+	defer up.stop()
+
+	c := newClient(&target{addr: up.Responder, path: "/mcp", body: body(1024), keys: 1, expect: upstreamText}, 0, 1)
+	defer c.close()
+	for range 3 {
+		require.NoError(t, c.do(), "keep-alive answers with a Content-Length")
+	}
+
+	sse := newClient(&target{addr: up.Responder, path: ssePath, body: body(1024), keys: 1, expect: upstreamText, firstEvent: true}, 0, 1)
+	defer sse.close()
+	require.NoError(t, sse.do(), "a chunked event stream")
+	assert.False(t, sse.eventAt.IsZero())
+
+	canned := serveCanned(t, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"+
+		"event: message\ndata: {\"id\":1,\"result\":{\"text\":\"canned\"}}\n\n")
+	eof := newClient(&target{addr: canned, path: "/mcp", body: body(1024), expect: "canned", firstEvent: true}, 0, 1)
+	defer eof.close()
+	require.NoError(t, eof.do(), "an answer that ends with the connection")
+	assert.False(t, eof.eventAt.IsZero())
+	assert.Nil(t, eof.nc, "the connection is closed")
+
+	wrong := newClient(&target{addr: up.Responder, path: "/mcp", body: body(1024), keys: 1, expect: "RATE_LIMITED"}, 0, 1)
+	defer wrong.close()
+	assert.ErrorIs(t, wrong.do(), errBadAnswer)
+}
+
+// serveCanned answers every connection with reply, then closes it.
+func serveCanned(t *testing.T, reply string) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				if _, err := http.ReadRequest(bufio.NewReader(conn)); err == nil {
+					fmt.Fprint(conn, reply)
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+func TestMeasureCountsOnlyTheWindow(t *testing.T) {
+	up, err := serveUpstreams()
+	require.NoError(t, err)
+	defer up.stop()
+	var stop atomic.Bool
+	s := measure(&target{addr: up.Responder, path: "/mcp", body: body(1024), keys: 10, expect: upstreamText}, 2, 50*time.Millisecond, 100*time.Millisecond, &stop)
+	assert.Zero(t, s.Errors, s.FirstError)
+	assert.Positive(t, s.Requests)
+	assert.Equal(t, s.Requests, s.hist.n)
+	assert.LessOrEqual(t, s.hist.max, 100*time.Millisecond)
+}

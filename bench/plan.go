@@ -1,0 +1,205 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// config is one way of reaching an upstream: directly, or through a Caddy
+// process of its own.
+type config struct {
+	// Name is what -configs selects and the table shows.
+	Name string
+	// Upstream is the server behind it: upstreamResponder or upstreamSDK.
+	Upstream string
+	// Direct configurations send straight to the upstream; the others go
+	// through a Caddy whose site holds Handler and then reverse_proxy.
+	Direct bool
+	// Handler is the Caddyfile text before reverse_proxy; "" for a plain
+	// reverse_proxy.
+	Handler string
+	// Keys is how many distinct X-Client values the load generator sends.
+	Keys int
+	// Denied configurations answer every call with a RATE_LIMITED envelope.
+	Denied bool
+	// Baseline is the configuration this one's ratios are taken against.
+	Baseline string
+}
+
+const (
+	upstreamResponder = "responder"
+	upstreamSDK       = "sdk"
+)
+
+// Configuration names.
+const (
+	cfgDirect      = "direct"
+	cfgProxy       = "reverse_proxy"
+	cfgMCP         = "mcp"
+	cfgLimits1     = "limits-1key"
+	cfgLimits100k  = "limits-100k"
+	cfgGuard       = "guard"
+	cfgDenied      = "denied"
+	cfgSDKDirect   = "sdk-direct"
+	cfgSDKProxy    = "sdk-reverse_proxy"
+	cfgSDKMCP      = "sdk-mcp"
+	sseMeasurement = "sse"
+)
+
+// manyKeys is the number of distinct rate-limit keys of limits-100k.
+const manyKeys = 100_000
+
+// twoLimits are two rate limits that never trigger, keyed by the X-Client
+// header the load generator varies, one of them with a key that also needs
+// the handler's own placeholder. A burst of a billion never runs dry, and a
+// refill of one token an hour means a bucket touched once is not full again
+// for an hour, so it is not dropped: with 100,000 keys (all touched once
+// before the first round), each limit holds 100,000 live buckets for the
+// whole run, the steady worst case rather than a map the sweep keeps
+// emptying.
+const twoLimits = `mcp {
+	rate_limit per_client {
+		key {http.request.header.X-Client}
+		rate 1/1h
+		burst 1000000000
+	}
+	rate_limit per_client_tool {
+		key {http.request.header.X-Client}/{http.mcp.tool}
+		rate 1/1h
+		burst 1000000000
+	}
+}`
+
+// allConfigs returns every configuration, in the order a round measures
+// them. guardMax is the concurrency guard's max, far above the client count.
+func allConfigs(guardMax int) []config {
+	return []config{
+		{Name: cfgDirect, Upstream: upstreamResponder, Direct: true, Keys: 1, Baseline: cfgProxy},
+		{Name: cfgProxy, Upstream: upstreamResponder, Keys: 1, Baseline: cfgProxy},
+		{Name: cfgMCP, Upstream: upstreamResponder, Handler: "mcp", Keys: 1, Baseline: cfgProxy},
+		{Name: cfgLimits1, Upstream: upstreamResponder, Handler: twoLimits, Keys: 1, Baseline: cfgProxy},
+		{Name: cfgLimits100k, Upstream: upstreamResponder, Handler: twoLimits, Keys: manyKeys, Baseline: cfgProxy},
+		{Name: cfgGuard, Upstream: upstreamResponder, Handler: fmt.Sprintf("mcp {\n\tconcurrency {\n\t\tmax %d\n\t}\n}", guardMax), Keys: 1, Baseline: cfgProxy},
+		{Name: cfgDenied, Upstream: upstreamResponder, Handler: "mcp {\n\trate_limit deny {\n\t\trate 1/1h\n\t\tburst 1\n\t}\n}", Keys: 1, Denied: true, Baseline: cfgProxy},
+		{Name: cfgSDKDirect, Upstream: upstreamSDK, Direct: true, Keys: 1, Baseline: cfgSDKProxy},
+		{Name: cfgSDKProxy, Upstream: upstreamSDK, Keys: 1, Baseline: cfgSDKProxy},
+		{Name: cfgSDKMCP, Upstream: upstreamSDK, Handler: "mcp", Keys: 1, Baseline: cfgSDKProxy},
+	}
+}
+
+// sseConfigs are the configurations the time to first event is measured
+// through.
+var sseConfigs = []string{cfgDirect, cfgProxy, cfgMCP}
+
+// selection is what a run measures.
+type selection struct {
+	// Throughput are the configurations measured for throughput, in order.
+	Throughput []config
+	// SSE says whether the time to first event is measured.
+	SSE bool
+	// Running are the configurations that need a server: the ones measured,
+	// their baselines, and those the SSE measurement goes through.
+	Running []config
+}
+
+// selectConfigs parses -configs: "all", or names separated by commas
+// ("sse" for the time to first event).
+func selectConfigs(list string, all []config) (selection, error) {
+	var sel selection
+	names := strings.Split(list, ",")
+	if strings.TrimSpace(list) == "all" {
+		names = []string{sseMeasurement}
+		for _, c := range all {
+			names = append(names, c.Name)
+		}
+	}
+	want := map[string]bool{}
+	for _, n := range names {
+		n = strings.TrimSpace(n)
+		if n == sseMeasurement {
+			sel.SSE = true
+			continue
+		}
+		if !slices.ContainsFunc(all, func(c config) bool { return c.Name == n }) {
+			return selection{}, fmt.Errorf("-configs: unknown configuration %q (known: %s, %s)", n, configNames(all), sseMeasurement)
+		}
+		want[n] = true
+	}
+	running := map[string]bool{}
+	for _, c := range all {
+		if want[c.Name] {
+			sel.Throughput = append(sel.Throughput, c)
+			running[c.Name], running[c.Baseline] = true, true
+		}
+	}
+	if sel.SSE {
+		for _, n := range sseConfigs {
+			running[n] = true
+		}
+	}
+	for _, c := range all {
+		if running[c.Name] {
+			sel.Running = append(sel.Running, c)
+		}
+	}
+	return sel, nil
+}
+
+func configNames(all []config) string {
+	var names []string
+	for _, c := range all {
+		names = append(names, c.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// caddyfile is the whole Caddyfile of a configuration's Caddy: admin on its
+// own loopback port (for /debug/pprof/), no HTTPS, nothing logged below
+// ERROR, and one plain-HTTP site listening on loopback only. Every configuration, with or without mcp,
+// proxies with the same reverse_proxy settings.
+func caddyfile(c config, port, adminPort int, storage, upstream string) string {
+	var site strings.Builder
+	if c.Handler != "" {
+		site.WriteString(c.Handler)
+		site.WriteString("\n")
+	}
+	fmt.Fprintf(&site, "reverse_proxy %s {\n\theader_up Host {upstream_hostport}\n}", upstream)
+	return fmt.Sprintf(`{
+	admin 127.0.0.1:%d
+	persist_config off
+	skip_install_trust
+	auto_https off
+	default_bind 127.0.0.1
+	grace_period 1ns
+	storage file_system %q
+	log {
+		level ERROR
+	}
+}
+
+http://127.0.0.1:%d {
+	%s
+}
+`, adminPort, storage, port, strings.ReplaceAll(site.String(), "\n", "\n\t"))
+}
+
+// body is a tools/call of the echo tool, exactly size bytes long: text
+// with spaces, punctuation and escapes, as a model's arguments are.
+func body(size int) []byte {
+	const head = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"`
+	const tail = `"}}}`
+	const prose = `The gateway reads every call before the server does; it must not be what the user waits for. \"Quoted,\" she said.\n`
+	b := make([]byte, 0, size)
+	b = append(b, head...)
+	for n := size - len(head) - len(tail); n > 0; {
+		chunk := prose[:min(n, len(prose))]
+		// Never cut an escape in two.
+		if chunk[len(chunk)-1] == '\\' {
+			chunk = chunk[:len(chunk)-1] + " "
+		}
+		b = append(b, chunk...)
+		n -= len(chunk)
+	}
+	return append(b, tail...)
+}

@@ -1,0 +1,250 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/caddymcp/caddy-mcp/examples/demo/demoserver"
+)
+
+// ssePath is the path on which the responder answers with an event stream.
+const ssePath = "/sse"
+
+// responder is the benchmark's upstream: the least an MCP server can do. It
+// reads the body, finds the JSON-RPC id and answers a tools/call result with
+// that id, as application/json with a Content-Length, or on ssePath as
+// text/event-stream: a progress notification at once, flushed, then the
+// response. It keeps no state and allocates little, so that it is never what
+// limits the throughput measured.
+type responder struct {
+	bufs sync.Pool
+}
+
+var (
+	jsonType  = []string{"application/json"}
+	eventType = []string{"text/event-stream"}
+	noCache   = []string{"no-cache"}
+)
+
+// upstreamText is the text of every result the responder sends; a load
+// generator recognises a proxied answer by it.
+const upstreamText = "upstream-ok"
+
+const progressEvent = "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":1,\"progress\":1,\"total\":1}}\n\n"
+
+func (s *responder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.WriteHeader(http.StatusMethodNotAllowed)
+		return
+	}
+	bp, _ := s.bufs.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	defer s.bufs.Put(bp)
+	body, err := readInto((*bp)[:0], r.Body)
+	*bp = body
+	if err != nil {
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	id := jsonrpcID(body)
+	h := w.Header()
+	if r.URL.Path == ssePath {
+		h["Content-Type"] = eventType
+		h["Cache-Control"] = noCache
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, progressEvent)
+		_ = http.NewResponseController(w).Flush()
+		out := appendResult([]byte("event: message\ndata: "), id)
+		_, _ = w.Write(append(out, "\n\n"...))
+		return
+	}
+	var lenBuf [8]byte
+	out := appendResult(make([]byte, 0, 128), id)
+	h["Content-Type"] = jsonType
+	h["Content-Length"] = []string{string(strconv.AppendInt(lenBuf[:0], int64(len(out)), 10))}
+	_, _ = w.Write(out)
+}
+
+// readInto reads r to its end, appending to buf.
+func readInto(buf []byte, r io.Reader) ([]byte, error) {
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}
+
+func appendResult(b, id []byte) []byte {
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	return append(b, `,"result":{"content":[{"type":"text","text":"`+upstreamText+`"}]}}`...)
+}
+
+// jsonrpcID returns the JSON text of the first "id" member of body, or null.
+// The benchmark's bodies give the id before params, so the first "id" is the
+// message's; this is not a general JSON-RPC parser.
+func jsonrpcID(body []byte) []byte {
+	i := bytes.Index(body, []byte(`"id"`))
+	if i < 0 {
+		return []byte("null")
+	}
+	rest := bytes.TrimLeft(body[i+4:], " \t\r\n")
+	if len(rest) == 0 || rest[0] != ':' {
+		return []byte("null")
+	}
+	rest = bytes.TrimLeft(rest[1:], " \t\r\n")
+	if len(rest) > 0 && rest[0] == '"' {
+		for j := 1; j < len(rest); j++ {
+			switch rest[j] {
+			case '\\':
+				j++
+			case '"':
+				return rest[:j+1]
+			}
+		}
+		return []byte("null")
+	}
+	end := bytes.IndexAny(rest, ",} \t\r\n")
+	if end <= 0 {
+		return []byte("null")
+	}
+	return rest[:end]
+}
+
+// sdkHandler is the official Go SDK's Streamable HTTP server with the demo
+// tools, stateless as the demo runs it: every POST carrying a request is
+// answered as an event stream.
+func sdkHandler() http.Handler {
+	s := demoserver.New()
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true})
+}
+
+// upstreams are the two servers every configuration proxies to.
+type upstreams struct {
+	// Responder and SDK are host:port on loopback.
+	Responder, SDK string
+	stop           func()
+}
+
+// serveUpstreams serves the responder and the SDK server on free loopback
+// ports in this process.
+func serveUpstreams() (*upstreams, error) {
+	var servers []*http.Server
+	serve := func(h http.Handler) (string, error) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return "", err
+		}
+		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+		servers = append(servers, srv)
+		go func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Printf("upstream: %v", err)
+			}
+		}()
+		return ln.Addr().String(), nil
+	}
+	stop := func() {
+		for _, s := range servers {
+			_ = s.Close()
+		}
+	}
+	u := &upstreams{stop: stop}
+	var err error
+	if u.Responder, err = serve(&responder{}); err != nil {
+		stop()
+		return nil, err
+	}
+	if u.SDK, err = serve(sdkHandler()); err != nil {
+		stop()
+		return nil, err
+	}
+	return u, nil
+}
+
+// upstreamFlag runs this program as the upstream process (see
+// startUpstreamProcess).
+const upstreamFlag = "upstream"
+
+// runUpstreamProcess is the upstream process: it serves both upstreams,
+// prints "RESPONDER SDK" on stdout, and exits when its stdin closes, so that
+// it never outlives the benchmark.
+func runUpstreamProcess() error {
+	u, err := serveUpstreams()
+	if err != nil {
+		return err
+	}
+	defer u.stop()
+	fmt.Printf("%s %s\n", u.Responder, u.SDK)
+	_, err = io.Copy(io.Discard, os.Stdin)
+	return err
+}
+
+// startUpstreamProcess runs the upstreams in a process of their own (this
+// program with -upstream), so that the load generator's goroutines and the
+// upstream's do not share one Go scheduler.
+func startUpstreamProcess() (*upstreams, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe, "-"+upstreamFlag)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting the upstream process: %w", err)
+	}
+	stop := func() {
+		_ = stdin.Close()
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(3 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		stop()
+		return nil, fmt.Errorf("reading the upstream process's addresses: %w", err)
+	}
+	responder, sdk, ok := strings.Cut(strings.TrimSpace(line), " ")
+	if !ok {
+		stop()
+		return nil, fmt.Errorf("upstream process said %q, want two addresses", line)
+	}
+	return &upstreams{Responder: responder, SDK: sdk, stop: stop}, nil
+}
