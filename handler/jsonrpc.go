@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/bits"
 	"unicode/utf8"
 )
 
@@ -497,14 +498,14 @@ func skipPlain(b []byte, i int) int {
 	for ; i+8 <= len(b); i += 8 {
 		w := binary.LittleEndian.Uint64(b[i:])
 		// A byte of w is flagged when it is below 0x20, or equal to '"'
-		// or '\\' (each test: a zero byte after subtraction, as in the
-		// classic "has zero byte" trick; bytes of 0x80 and above never
-		// flag the control test, because of the &^w).
+		// or '\\' (each test: the classic "has a zero byte" trick; bytes of
+		// 0x80 and above never flag the control test, because of the &^w).
+		// The lowest flagged byte is exact: no borrow reaches it.
 		ctl := (w - 0x20*ones) &^ w
 		quote := w ^ ('"' * ones)
 		backslash := w ^ ('\\' * ones)
-		if (ctl|((quote-ones)&^quote)|((backslash-ones)&^backslash))&highs != 0 {
-			break
+		if m := (ctl | ((quote - ones) &^ quote) | ((backslash - ones) &^ backslash)) & highs; m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
 		}
 	}
 	for i < len(b) && plain[b[i]] {

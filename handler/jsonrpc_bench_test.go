@@ -56,13 +56,16 @@ func BenchmarkInspectToolsCall1KiB(b *testing.B)  { benchmarkInspectToolsCall(b,
 func BenchmarkInspectToolsCall64KiB(b *testing.B) { benchmarkInspectToolsCall(b, 64<<10) }
 
 // BenchmarkInspectToolsCall64KiBText is a 64 KiB tools/call whose argument
-// is one long string, such as a document passed to a tool: the case where
-// skipping string bytes quickly matters most.
+// is one long string of prose with escapes, such as a document passed to a
+// tool (the body of go run ./bench): the case where skipping string bytes
+// quickly matters most.
 func BenchmarkInspectToolsCall64KiBText(b *testing.B) {
 	head := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"summarize","arguments":{"text":"`
 	tail := `"}}}`
-	text := strings.Repeat("The quarterly report, in full. ", 64<<10/31)
-	body := []byte(head + text[:64<<10-len(head)-len(tail)] + tail)
+	const prose = `The gateway reads every call before the server does; it must not be what the user waits for. \"Quoted,\" she said.\n`
+	text := strings.Repeat(prose, 64<<10/len(prose)+1)[:64<<10-len(head)-len(tail)]
+	text = strings.TrimRight(text, `\`)
+	body := []byte(head + text + tail)
 	var buf [1]message
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
