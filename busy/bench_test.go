@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/caddymcp/caddy-mcp/busy"
 	"github.com/caddymcp/caddy-mcp/busy/busytest"
@@ -31,6 +32,22 @@ func BenchmarkGuardAcquireRelease(b *testing.B) {
 			b.Fatal(err)
 		}
 		slot.Release()
+	}
+}
+
+// BenchmarkGuardAcquireReleaseAt is the path the mcp handler takes: it has
+// read the clock already, at the request's start and end, and passes the
+// times in, as x/time/rate's AllowN(t, n) does.
+func BenchmarkGuardAcquireReleaseAt(b *testing.B) {
+	g := busy.NewGuard(limits(1, 0), busy.SystemClock())
+	ctx := context.Background()
+	now := time.Now()
+	for b.Loop() {
+		slot, err := g.AcquireAt(ctx, now)
+		if err != nil {
+			b.Fatal(err)
+		}
+		slot.ReleaseAt(now)
 	}
 }
 

@@ -61,8 +61,15 @@ func (g *Guard) SetLimits(l Limits) {
 // leaves the queue at once. An ended ctx still gets a place that is free
 // without waiting.
 func (g *Guard) Acquire(ctx context.Context) (Slot, error) {
+	return g.AcquireAt(ctx, g.clock.Now())
+}
+
+// AcquireAt is Acquire for a caller that has just read the clock: now is
+// when a place free at once is taken. A place that comes from the queue is
+// taken when it is handed over, at the clock's time.
+func (g *Guard) AcquireAt(ctx context.Context, now time.Time) (Slot, error) {
 	g.mu.Lock()
-	return g.acquire(ctx)
+	return g.acquire(ctx, now)
 }
 
 // Stats returns a snapshot of g.
@@ -80,27 +87,38 @@ type Slot struct {
 	start time.Time
 }
 
+// Start is when the place was taken: for a caller that waited in the
+// queue, when it was handed over; zero for the zero Slot.
+func (s *Slot) Start() time.Time { return s.start }
+
 // Release frees the place and records its service time. Later calls, and a
 // call on the zero Slot, do nothing.
 func (s *Slot) Release() {
+	if s.g != nil {
+		s.ReleaseAt(s.g.clock.Now())
+	}
+}
+
+// ReleaseAt is Release for a caller that has just read the clock: now is
+// when the service ended.
+func (s *Slot) ReleaseAt(now time.Time) {
 	g := s.g
 	if g == nil {
 		return
 	}
 	s.g = nil
-	now := g.clock.Now()
 	g.mu.Lock()
 	g.service.record(now.Sub(s.start))
 	g.free(now)
 	g.mu.Unlock()
 }
 
-// acquire is Acquire with g.mu held; it unlocks g.mu.
-func (g *Guard) acquire(ctx context.Context) (Slot, error) {
+// acquire is AcquireAt with g.mu held; it unlocks g.mu.
+func (g *Guard) acquire(ctx context.Context, now time.Time) (Slot, error) {
 	if g.active < g.limits.Max && g.queue.len == 0 {
 		g.active++
 		g.mu.Unlock()
-		return Slot{g: g, start: g.clock.Now()}, nil
+		return Slot{g: g, start: now}, nil
 	}
 	if err := ctx.Err(); err != nil {
 		g.mu.Unlock()

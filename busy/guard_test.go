@@ -304,3 +304,15 @@ func TestUncontendedAcquireReleaseDoesNotAllocate(t *testing.T) {
 	})
 	assert.Zero(t, allocs)
 }
+
+func TestServiceTimeComesFromTheTimesTheCallerPasses(t *testing.T) {
+	c := busytest.NewClock(start)
+	g := busy.NewGuard(limits(1, 0), c)
+	slot, err := g.AcquireAt(context.Background(), start.Add(time.Second))
+	require.NoError(t, err)
+	assert.Equal(t, start.Add(time.Second), slot.Start())
+	slot.ReleaseAt(start.Add(3 * time.Second))
+	assert.Equal(t, 2*time.Second, g.Stats().RecentService, "the first service time is taken as it is")
+	slot.ReleaseAt(start.Add(time.Hour))
+	assert.Equal(t, 2*time.Second, g.Stats().RecentService, "a second release does nothing")
+}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // shardCount is the number of independently locked parts of a Set, so that
@@ -66,13 +67,19 @@ func (s *Set) SetLimits(l Limits) {
 
 // Acquire is Guard.Acquire on key's guard.
 func (s *Set) Acquire(ctx context.Context, key string) (Slot, error) {
+	return s.AcquireAt(ctx, key, s.clock.Now())
+}
+
+// AcquireAt is Acquire for a caller that has just read the clock (see
+// Guard.AcquireAt).
+func (s *Set) AcquireAt(ctx context.Context, key string, now time.Time) (Slot, error) {
 	sh := &s.shards[maphash.String(s.seed, key)%shardCount]
 	sh.mu.Lock()
 	g := sh.guards[key]
 	if g == nil {
 		g = sh.open(key, s.clock)
 	}
-	return g.acquire(ctx)
+	return g.acquire(ctx, now)
 }
 
 // Stats returns a snapshot of each busy key's guard, sorted by key. Keys

@@ -129,9 +129,15 @@ func (h *Handler) enter(x *exchange, repl *caddy.Replacer) (busy.Slot, error) {
 		x.key = repl.ReplaceAll(g.key, "")
 		x.cur = 0
 	}
-	start := h.now()
-	slot, err := g.set.Acquire(x.r.Context(), x.key)
-	queueWaitObservers.get(x.methodLabel()).Observe(h.now().Sub(start).Seconds())
+	slot, err := g.set.AcquireAt(x.r.Context(), x.key, x.start)
+	// An admitted request took its place at its start, or when the queue
+	// handed one over: its wait needs no clock reading of its own. A
+	// refused one waited until now.
+	end := slot.Start()
+	if err != nil {
+		end = h.now()
+	}
+	queueWaitObservers.get(x.methodLabel()).Observe(end.Sub(x.start).Seconds())
 	return slot, err
 }
 

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/caddymcp/caddy-mcp/busy"
 	"github.com/caddymcp/caddy-mcp/ratelimit"
 )
 
@@ -37,6 +38,8 @@ type exchange struct {
 	limit, guard, key string
 	// cause is the error behind an envelope, for the log.
 	cause error
+	// slot is the exchange's place in the concurrency guard, if it took one.
+	slot busy.Slot
 	// taken are the tokens the exchange took, refunded if it does not run.
 	// pooled is the recycled buffer holding body, if any; forwarded: the
 	// request was handed to the next handler; frozen: the placeholders'

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/prometheus/client_golang/prometheus"
@@ -169,7 +170,7 @@ func (c *labelCache[M]) get(label string) M {
 }
 
 // observe counts the exchange and its duration, once it is over.
-func (h *Handler) observe(x *exchange) {
+func (h *Handler) observe(x *exchange, now time.Time) {
 	method := x.methodLabel()
 	switch {
 	case x.errorCode != "":
@@ -180,7 +181,7 @@ func (h *Handler) observe(x *exchange) {
 		forwardedCounters.get(method).Inc()
 	}
 	if x.r.Method == http.MethodPost {
-		durationObservers.get(method).Observe(h.now().Sub(x.start).Seconds())
+		durationObservers.get(method).Observe(now.Sub(x.start).Seconds())
 	}
 }
 

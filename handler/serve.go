@@ -47,7 +47,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 			h.refund(x)
 			return h.shed(w, x, err)
 		}
-		defer slot.Release()
+		// Held until the response is completely written: finish releases it.
+		x.slot = slot
 	}
 	return h.forward(w, x, next)
 }
@@ -69,9 +70,12 @@ func (h *Handler) shed(w http.ResponseWriter, x *exchange, err error) error {
 // away before its response.
 const statusClientClosed = 499
 
-// finish counts the exchange and recycles its body, once it is over.
+// finish frees the exchange's place in the guard, counts the exchange and
+// recycles its body, once it is over, whatever happened.
 func (h *Handler) finish(x *exchange) {
-	h.observe(x)
+	now := h.now()
+	x.slot.ReleaseAt(now)
+	h.observe(x, now)
 	x.recycle()
 }
 
