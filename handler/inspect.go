@@ -20,7 +20,6 @@ import (
 // exchange is what the handler knows of one HTTP request.
 type exchange struct {
 	r     *http.Request
-	body  []byte
 	msgs  []message
 	batch bool
 	// cur is the message whose values the {http.mcp.*} placeholders show:
@@ -40,7 +39,6 @@ type exchange struct {
 	cause error
 	// slot is the exchange's place in the concurrency guard, if it took one.
 	slot busy.Slot
-	// taken are the tokens the exchange took, refunded if it does not run.
 	// pooled is the recycled buffer holding body, if any; forwarded: the
 	// request was handed to the next handler; frozen: the placeholders'
 	// values once the buffer is recycled.
@@ -49,8 +47,10 @@ type exchange struct {
 	frozen    *frozenPlaceholders
 	// reader hands the body on to the upstream, and watch follows what it
 	// answers; both live here to save allocations per request.
-	reader   bodyReader
-	watch    upstreamWatch
+	reader bodyReader
+	watch  upstreamWatch
+	// taken are the tokens the exchange took, refunded if it does not run;
+	// reqBuf and ownerBuf back it, and one backs msgs, without allocating.
 	taken    []ratelimit.Request
 	reqBuf   [4]ratelimit.Request
 	ownerBuf [4]*limit
@@ -197,7 +197,7 @@ func (x *exchange) recycle() {
 		m = x.msgs[0]
 	}
 	x.frozen = &frozenPlaceholders{method: string(m.method), tool: string(m.tool), id: idText(m.id), batchSize: len(x.msgs)}
-	x.msgs, x.body = nil, nil
+	x.msgs = nil
 	bodyBuffers.Put(x.pooled)
 	x.pooled = nil
 }
@@ -222,7 +222,6 @@ func (h *Handler) inspect(x *exchange) error {
 		}
 		return err
 	}
-	x.body = body
 	x.reader.Reset(body)
 	r.Body = &x.reader
 	r.ContentLength = int64(len(body))
