@@ -206,3 +206,17 @@ func TestCaddyfileShorthandsInAJSONKeyMeanTheSame(t *testing.T) {
 	require.Len(t, h.limits, 1)
 	assert.Equal(t, "{http.vars.client_ip}:{http.request.header.Authorization}", h.limits[0].key)
 }
+
+func TestKeysBeyondMaxKeysShareOneOverflowBucket(t *testing.T) {
+	c := newClock()
+	h := limited(t, c, RateLimit{Rate: "1/1h", MaxKeys: 1})
+	u := &upstream{}
+	call := toolsCall(`1`, "search")
+	requireForwarded(t, u, 1, serve(t, h, post(call, fromClient("192.0.2.1")), u))
+	// The cap is reached: the next new client gets the overflow bucket's
+	// token, and the one after finds it empty, as if they were one client.
+	requireForwarded(t, u, 2, serve(t, h, post(call, fromClient("192.0.2.2")), u))
+	w := serve(t, h, post(call, fromClient("192.0.2.3")), u)
+	assert.Equal(t, 2, u.calls, "refused: %s", w.Body)
+	assert.Contains(t, w.Body.String(), "RATE_LIMITED")
+}

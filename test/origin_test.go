@@ -105,6 +105,7 @@ func TestDefaultOriginPolicyAllowsLoopbackAndRefusesOthers(t *testing.T) {
 		{name: "MCP Inspector on localhost", origins: []string{"http://localhost:6274"}, allowed: true},
 		{name: "127.0.0.1", origins: []string{"http://127.0.0.1:3000"}, allowed: true},
 		{name: "IPv6 loopback", origins: []string{"http://[::1]:3000"}, allowed: true},
+		{name: "a .localhost subdomain", origins: []string{"http://app.localhost:5173"}, allowed: true},
 		{name: "DNS rebinding: evil Origin and Host", origins: []string{"http://evil.example.com"}, host: "evil.example.com"},
 		{name: "evil Origin, loopback Host", origins: []string{"http://evil.example.com"}},
 		{name: "a name ending in localhost", origins: []string{"http://evillocalhost:6274"}},
