@@ -22,6 +22,7 @@
 //		}
 //		allowed_origins <origin...>           # default loopback origins only
 //		upstream_retry_after <duration>       # default 30s
+//		sse_keepalive <duration>|off          # comment line on idle event streams, default 25s
 //		log_key                               # log the key of refused requests
 //	}
 package caddyfile
@@ -79,6 +80,23 @@ func Unmarshal(d *caddyfile.Dispenser, cfg *handler.Handler) error {
 				return err
 			}
 			cfg.AllowedOrigins = origins
+		case "sse_keepalive":
+			if cfg.SSEKeepalive != 0 {
+				return d.Errf("sse_keepalive given twice")
+			}
+			v, err := oneArg(d)
+			if err != nil {
+				return err
+			}
+			if v == "off" {
+				cfg.SSEKeepalive = -1
+				break
+			}
+			dur, err := caddy.ParseDuration(v)
+			if err != nil || dur <= 0 {
+				return d.Errf("sse_keepalive %q: want a positive duration such as 25s, or off", v)
+			}
+			cfg.SSEKeepalive = caddy.Duration(dur)
 		case "log_key":
 			if cfg.LogKey {
 				return d.Errf("log_key given twice")

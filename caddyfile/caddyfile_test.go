@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -27,6 +29,37 @@ func TestUnmarshalBuildsConfig(t *testing.T) {
 			name:  "empty block leaves every default zero",
 			input: "mcp {\n}",
 			want:  handler.Handler{},
+		},
+		{
+			name: "concurrency, origins, upstream retry, keepalive and log_key",
+			input: `mcp {
+				concurrency tools {
+					max           4
+					queue         8
+					queue_timeout 5s
+					key           {http.mcp.tool}
+					methods       tools/call prompts/get
+				}
+				allowed_origins https://app.example.com http://localhost:3000
+				upstream_retry_after 1m
+				sse_keepalive 10s
+				log_key
+			}`,
+			want: handler.Handler{
+				Concurrency: &handler.Concurrency{
+					Name: "tools", Max: 4, Queue: 8, QueueTimeout: caddy.Duration(5 * time.Second),
+					Key: "{http.mcp.tool}", Methods: []string{"tools/call", "prompts/get"},
+				},
+				AllowedOrigins:     []string{"https://app.example.com", "http://localhost:3000"},
+				UpstreamRetryAfter: caddy.Duration(time.Minute),
+				SSEKeepalive:       caddy.Duration(10 * time.Second),
+				LogKey:             true,
+			},
+		},
+		{
+			name:  "unnamed concurrency with only max; keepalive off",
+			input: "mcp {\n\tconcurrency {\n\t\tmax 2\n\t}\n\tsse_keepalive off\n}",
+			want:  handler.Handler{Concurrency: &handler.Concurrency{Max: 2}, SSEKeepalive: -1},
 		},
 		{
 			name: "limit with only a rate leaves the rest for the handler to default",
@@ -162,6 +195,48 @@ func TestUnmarshalRejectsBadInputAtItsLine(t *testing.T) {
 			input:   "mcp 127.0.0.1:9000",
 			wantErr: "wrong argument count",
 			line:    1,
+		},
+		{
+			name:    "concurrency without max",
+			input:   "mcp {\n\tconcurrency {\n\t\tqueue 2\n\t}\n}",
+			wantErr: "concurrency: max is required",
+			line:    4,
+		},
+		{
+			name:    "unknown concurrency subdirective",
+			input:   "mcp {\n\tconcurrency {\n\t\tmax 1\n\t\tlimit 2\n\t}\n}",
+			wantErr: `unrecognized concurrency subdirective "limit"`,
+			line:    4,
+		},
+		{
+			name:    "negative queue",
+			input:   "mcp {\n\tconcurrency {\n\t\tmax 1\n\t\tqueue -1\n\t}\n}",
+			wantErr: `queue "-1": want a whole number, 0 or more`,
+			line:    4,
+		},
+		{
+			name:    "bad upstream_retry_after",
+			input:   "mcp {\n\tupstream_retry_after soon\n}",
+			wantErr: `upstream_retry_after "soon": want a positive duration`,
+			line:    2,
+		},
+		{
+			name:    "bad sse_keepalive",
+			input:   "mcp {\n\tsse_keepalive 0s\n}",
+			wantErr: `sse_keepalive "0s": want a positive duration such as 25s, or off`,
+			line:    2,
+		},
+		{
+			name:    "allowed_origins without a value",
+			input:   "mcp {\n\tallowed_origins\n}",
+			wantErr: "allowed_origins needs at least one value",
+			line:    2,
+		},
+		{
+			name:    "log_key with an argument",
+			input:   "mcp {\n\tlog_key yes\n}",
+			wantErr: "wrong argument count",
+			line:    2,
 		},
 		{
 			name:    "unknown subdirective",

@@ -57,6 +57,13 @@ type Handler struct {
 	// MCP server cannot be reached, or broke a streamed answer. Default: 30s.
 	UpstreamRetryAfter caddy.Duration `json:"upstream_retry_after,omitempty"`
 
+	// SSEKeepalive is how long an event stream from the upstream (a GET
+	// stream, or the answer to a long tool call) may stay idle before the
+	// gateway sends an SSE comment line, which clients ignore, so that load
+	// balancers and clients that cut idle connections keep it open. A
+	// negative value turns it off. Default: 25s.
+	SSEKeepalive caddy.Duration `json:"sse_keepalive,omitempty"`
+
 	// LogKey adds the rate-limit or guard key to the log line of a refused
 	// request. Keys can hold secrets (tokens, addresses), so they are left
 	// out unless asked for.
@@ -92,6 +99,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	}
 	if h.MaxRequestBody == 0 {
 		h.MaxRequestBody = DefaultMaxRequestBody
+	}
+	if h.SSEKeepalive == 0 {
+		h.SSEKeepalive = caddy.Duration(DefaultSSEKeepalive)
 	}
 	if h.UpstreamRetryAfter == 0 {
 		h.UpstreamRetryAfter = caddy.Duration(DefaultUpstreamRetryAfter)

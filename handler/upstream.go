@@ -33,12 +33,13 @@ const maxHeldBody = 64 << 10
 func (h *Handler) forward(w http.ResponseWriter, x *exchange, next caddyhttp.Handler) (err error) {
 	x.forwarded = true
 	watch := &x.watch
-	*watch = upstreamWatch{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, x: x}
+	*watch = upstreamWatch{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, x: x, keepaliveEvery: time.Duration(h.SSEKeepalive)}
 	defer func() {
 		v := recover()
 		if v == nil {
 			return
 		}
+		watch.stopKeepalive()
 		// reverse_proxy panics with ErrAbortHandler when the upstream
 		// breaks a response it has started. An error answer still held back
 		// has not reached the client, and an SSE answer that owes a
@@ -56,6 +57,7 @@ func (h *Handler) forward(w http.ResponseWriter, x *exchange, next caddyhttp.Han
 		panic(v)
 	}()
 	err = next.ServeHTTP(watch, x.r)
+	watch.stopKeepalive()
 	switch {
 	case watch.held:
 		return h.replaceHeld(watch)
@@ -86,6 +88,10 @@ type upstreamWatch struct {
 	overflow bool
 	// sse follows an event-stream answer to a POST that holds requests.
 	sse *sseTracker
+	// keepaliveEvery is how long an event stream may stay idle before a
+	// comment line is sent; ka runs it (nil when off or not a stream).
+	keepaliveEvery time.Duration
+	ka             *keepalive
 }
 
 func (u *upstreamWatch) WriteHeader(status int) {
@@ -104,6 +110,9 @@ func (u *upstreamWatch) WriteHeader(status int) {
 		u.sse = newSSETracker(u.x.msgs)
 	}
 	u.ResponseWriterWrapper.WriteHeader(status)
+	if eventStream && status == http.StatusOK && u.keepaliveEvery > 0 {
+		u.startKeepalive(u.keepaliveEvery)
+	}
 }
 
 func (u *upstreamWatch) Write(p []byte) (int, error) {
@@ -130,7 +139,7 @@ func (u *upstreamWatch) Write(p []byte) (int, error) {
 	if u.sse != nil {
 		u.sse.observe(p)
 	}
-	return u.ResponseWriterWrapper.Write(p)
+	return u.write(p)
 }
 
 // ReadFrom keeps bytes flowing through Write, where they are watched.
@@ -144,7 +153,7 @@ func (u *upstreamWatch) FlushError() error {
 	if u.held {
 		return nil
 	}
-	return http.NewResponseController(u.ResponseWriterWrapper.ResponseWriter).Flush()
+	return u.flush()
 }
 
 // startsLikeJSON reports whether body could begin a JSON-RPC message or

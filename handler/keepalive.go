@@ -1,0 +1,89 @@
+package handler
+
+import (
+	"net/http"
+	"sync"
+	"time"
+)
+
+// DefaultSSEKeepalive is the default of Handler.SSEKeepalive.
+const DefaultSSEKeepalive = 25 * time.Second
+
+// keepalive sends an SSE comment line (":\n") on an event stream the
+// upstream leaves idle, so that load balancers and clients that cut idle
+// connections keep a standalone GET stream, or a long tool call's stream,
+// open. Clients ignore comment lines. It only ever writes at a line
+// boundary, and never a blank line, so it can neither end an event early nor
+// split one.
+type keepalive struct {
+	// mu serialises writes to the client between the proxy and the ticker.
+	mu sync.Mutex
+	// wrote: the upstream wrote since the last tick.
+	wrote bool
+	// midLine: the last byte written did not end a line.
+	midLine bool
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+// startKeepalive begins the ticker for an event stream.
+func (u *upstreamWatch) startKeepalive(every time.Duration) {
+	ka := &keepalive{stop: make(chan struct{}), done: make(chan struct{})}
+	u.ka = ka
+	w := u.ResponseWriterWrapper.ResponseWriter
+	go func() {
+		defer close(ka.done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ka.stop:
+				return
+			case <-t.C:
+			}
+			ka.mu.Lock()
+			if !ka.wrote && !ka.midLine {
+				if _, err := w.Write([]byte(":\n")); err == nil {
+					_ = http.NewResponseController(w).Flush()
+				}
+			}
+			ka.wrote = false
+			ka.mu.Unlock()
+		}
+	}()
+}
+
+// stopKeepalive ends the ticker and waits for it, so that nothing is written
+// to the client once the handler writes its own bytes or returns.
+func (u *upstreamWatch) stopKeepalive() {
+	if ka := u.ka; ka != nil {
+		u.ka = nil
+		close(ka.stop)
+		<-ka.done
+	}
+}
+
+// write sends p to the client, noting it for the keepalive.
+func (u *upstreamWatch) write(p []byte) (int, error) {
+	ka := u.ka
+	if ka == nil {
+		return u.ResponseWriterWrapper.Write(p)
+	}
+	ka.mu.Lock()
+	defer ka.mu.Unlock()
+	if len(p) > 0 {
+		ka.wrote = true
+		last := p[len(p)-1]
+		ka.midLine = last != '\n' && last != '\r'
+	}
+	return u.ResponseWriterWrapper.Write(p)
+}
+
+// flush flushes to the client, after any keepalive write in progress.
+func (u *upstreamWatch) flush() error {
+	if ka := u.ka; ka != nil {
+		ka.mu.Lock()
+		defer ka.mu.Unlock()
+	}
+	return http.NewResponseController(u.ResponseWriterWrapper.ResponseWriter).Flush()
+}
