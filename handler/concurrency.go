@@ -144,7 +144,7 @@ func (h *Handler) enter(x *exchange, repl *caddy.Replacer) (busy.Slot, error) {
 // shedEnvelope is what the model is told when the guard refused a request.
 func (g *concurrencyGuard) shedEnvelope(s *busy.Shed) envelope.Envelope {
 	secs := wholeSeconds(s.RetryAfter)
-	counts := fmt.Sprintf("%d %s in progress and %d waiting", s.Active, g.unit(s.Active), s.Queued)
+	counts := fmt.Sprintf("%s in progress and %d waiting", countOf(s.Active, g.methods), s.Queued)
 	message := fmt.Sprintf("Server busy: %s, the most it takes (%d in progress, %d waiting)", counts, g.limits.Max, g.limits.Queue)
 	if s.Reason == busy.WaitExceeded {
 		message = fmt.Sprintf("Server busy: %s; this call waited %s in the queue without a free place", counts, formatWindow(g.limits.QueueTimeout))
@@ -158,17 +158,6 @@ func (g *concurrencyGuard) shedEnvelope(s *busy.Shed) envelope.Envelope {
 		).
 		RetryAfter(float64(secs)).
 		Envelope()
-}
-
-func (g *concurrencyGuard) unit(n int) string {
-	unit := "requests"
-	if len(g.methods) == 1 && g.methods[0] == "tools/call" {
-		unit = "calls"
-	}
-	if n == 1 {
-		unit = strings.TrimSuffix(unit, "s")
-	}
-	return unit
 }
 
 // isShed reports whether err is the guard's refusal, as opposed to the

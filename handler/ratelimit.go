@@ -91,8 +91,6 @@ type limit struct {
 	poolKey      string
 	// scope says whose bucket ran dry, for the message the model reads.
 	scope string
-	// unit is what the limit counts: "calls" or "requests".
-	unit string
 	// allowed and denied count the limit's decisions.
 	allowed, denied prometheus.Counter
 	// deniedMessage and details are the fixed parts of the RATE_LIMITED
@@ -114,16 +112,12 @@ func newLimit(name string, cfg *RateLimit, now func() time.Time) (*limit, error)
 		key:     expandShorthands(cmp.Or(cfg.Key, DefaultKey)),
 		lim:     ratelimit.Limit{Rate: rate, Burst: cmp.Or(cfg.Burst, rate.Events)},
 		methods: cfg.Methods,
-		unit:    "requests",
 	}
 	if cfg.Burst < 0 {
 		return nil, fmt.Errorf("burst %d is negative", cfg.Burst)
 	}
 	if len(l.methods) == 0 {
 		l.methods = []string{"tools/call"}
-	}
-	if len(l.methods) == 1 && l.methods[0] == "tools/call" {
-		l.unit = "calls"
 	}
 	for _, t := range cfg.Tools {
 		l.tools = append(l.tools, compileGlob(t))
@@ -178,11 +172,7 @@ func (l *limit) applies(m *message) bool {
 
 // describe is the limit as the model reads it: "10 calls per 1s".
 func (l *limit) describe() string {
-	unit := l.unit
-	if l.lim.Rate.Events == 1 {
-		unit = strings.TrimSuffix(unit, "s")
-	}
-	return fmt.Sprintf("%d %s per %s", l.lim.Rate.Events, unit, formatWindow(l.lim.Rate.Window))
+	return countOf(l.lim.Rate.Events, l.methods) + " per " + formatWindow(l.lim.Rate.Window)
 }
 
 // expandShorthands expands the Caddyfile's placeholder shorthands, such as

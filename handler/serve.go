@@ -158,6 +158,16 @@ func wholeSeconds(d time.Duration) int64 {
 	return max(1, int64(math.Ceil(d.Seconds())))
 }
 
+// countOf counts what a limit or guard with these methods counts: "1 call",
+// "3 calls" when it counts only tools/call, else "1 request", "3 requests".
+func countOf(n int, methods []string) string {
+	unit := "request"
+	if len(methods) == 1 && methods[0] == "tools/call" {
+		unit = "call"
+	}
+	return plural(int64(n), unit)
+}
+
 func plural(n int64, unit string) string {
 	if n == 1 {
 		return "1 " + unit
