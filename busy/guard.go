@@ -6,15 +6,17 @@ import (
 	"time"
 )
 
-// Guard admits at most Max holders at once; up to Queue more wait, in
-// arrival order, each at most QueueTimeout. It is safe for concurrent use.
+// Guard admits holders of at most Max places at once; up to Queue more
+// callers wait, in arrival order, each at most QueueTimeout. It is safe for
+// concurrent use.
 type Guard struct {
 	// mu is own for a Guard of its own, or the lock of the Set shard that
 	// holds the guard, so that a keyed guard can drop itself when idle.
-	mu      *sync.Mutex
-	own     sync.Mutex
-	clock   Clock
-	limits  Limits
+	mu     *sync.Mutex
+	own    sync.Mutex
+	clock  Clock
+	limits Limits
+	// active is the places held.
 	active  int
 	queue   queue
 	service service
@@ -26,7 +28,7 @@ type Guard struct {
 
 // Stats is a snapshot of a guard.
 type Stats struct {
-	// Active is the number of holders.
+	// Active is the number of places held.
 	Active int
 	// Queued is the number of waiters.
 	Queued int
@@ -61,15 +63,24 @@ func (g *Guard) SetLimits(l Limits) {
 // leaves the queue at once. An ended ctx still gets a place that is free
 // without waiting.
 func (g *Guard) Acquire(ctx context.Context) (Slot, error) {
-	return g.AcquireAt(ctx, g.clock.Now())
+	return g.AcquireNAt(ctx, g.clock.Now(), 1)
 }
 
 // AcquireAt is Acquire for a caller that has just read the clock: now is
 // when a place free at once is taken. A place that comes from the queue is
 // taken when it is handed over, at the clock's time.
 func (g *Guard) AcquireAt(ctx context.Context, now time.Time) (Slot, error) {
+	return g.AcquireNAt(ctx, now, 1)
+}
+
+// AcquireNAt is AcquireAt for n places at once, all or nothing, such as one
+// per message of a batch that is served concurrently. The caller waits in
+// the queue, as one waiter, until n places are free for it. A caller asking
+// for more than Max places is shed at once with TooMany, since it could never
+// be admitted; n below 1 counts as 1.
+func (g *Guard) AcquireNAt(ctx context.Context, now time.Time, n int) (Slot, error) {
 	g.mu.Lock()
-	return g.acquire(ctx, now)
+	return g.acquire(ctx, now, max(n, 1))
 }
 
 // Stats returns a snapshot of g.
@@ -79,20 +90,21 @@ func (g *Guard) Stats() Stats {
 	return g.stats()
 }
 
-// Slot is a place held in a Guard. Release it through the variable Acquire
-// returned it in: a copy is the same place, and releasing both would free
-// two places.
+// Slot is the places held in a Guard by one caller. Release it through the
+// variable Acquire returned it in: a copy is the same places, and releasing
+// both would free them twice.
 type Slot struct {
 	g     *Guard
 	start time.Time
+	n     int
 }
 
 // Start is when the place was taken: for a caller that waited in the
 // queue, when it was handed over; zero for the zero Slot.
 func (s *Slot) Start() time.Time { return s.start }
 
-// Release frees the place and records its service time. Later calls, and a
-// call on the zero Slot, do nothing.
+// Release frees the places and records their service time. Later calls, and
+// a call on the zero Slot, do nothing.
 func (s *Slot) Release() {
 	if s.g != nil {
 		s.ReleaseAt(s.g.clock.Now())
@@ -109,16 +121,22 @@ func (s *Slot) ReleaseAt(now time.Time) {
 	s.g = nil
 	g.mu.Lock()
 	g.service.record(now.Sub(s.start))
-	g.free(now)
+	g.free(now, s.n)
 	g.mu.Unlock()
 }
 
-// acquire is AcquireAt with g.mu held; it unlocks g.mu.
-func (g *Guard) acquire(ctx context.Context, now time.Time) (Slot, error) {
-	if g.active < g.limits.Max && g.queue.len == 0 {
-		g.active++
+// acquire is AcquireNAt with g.mu held; it unlocks g.mu.
+func (g *Guard) acquire(ctx context.Context, now time.Time, n int) (Slot, error) {
+	if g.active+n <= g.limits.Max && g.queue.len == 0 {
+		g.active += n
 		g.mu.Unlock()
-		return Slot{g: g, start: now}, nil
+		return Slot{g: g, start: now, n: n}, nil
+	}
+	if n > g.limits.Max {
+		shed := g.shed(TooMany)
+		g.settle()
+		g.mu.Unlock()
+		return Slot{}, shed
 	}
 	if err := ctx.Err(); err != nil {
 		g.mu.Unlock()
@@ -129,7 +147,7 @@ func (g *Guard) acquire(ctx context.Context, now time.Time) (Slot, error) {
 		g.mu.Unlock()
 		return Slot{}, shed
 	}
-	w := &waiter{ready: make(chan struct{})}
+	w := &waiter{ready: make(chan struct{}), n: n}
 	g.queue.push(w)
 	// Registered before unlocking, so that a waiter seen in Stats has its
 	// timeout running.
@@ -155,8 +173,8 @@ func (g *Guard) wait(ctx context.Context, w *waiter, stop func() bool) (Slot, er
 		w.state = left
 		g.settle()
 	case granted:
-		// The place came as the caller gave up: pass it on.
-		g.free(g.clock.Now())
+		// The places came as the caller gave up: pass them on.
+		g.free(g.clock.Now(), w.n)
 	case expired:
 		return w.outcome(g)
 	}
@@ -176,15 +194,24 @@ func (g *Guard) expire(w *waiter) {
 	g.settle()
 }
 
-// free gives up one held place at now: to the head waiter when, without
-// the place, the holders are below Max, else back to the guard.
-func (g *Guard) free(now time.Time) {
-	if g.active <= g.limits.Max && g.queue.len > 0 {
-		g.queue.pop().grant(now)
-		return
-	}
-	g.active--
+// free gives up n held places at now, and admits the waiters they make room
+// for.
+func (g *Guard) free(now time.Time, n int) {
+	g.active -= n
+	g.admit(now)
 	g.settle()
+}
+
+// admit grants places to waiters from the head of the queue, while the head
+// fits under Max. Admission is strictly in order: a waiter asking for more
+// places than are free keeps those behind it waiting, so a caller asking for
+// many is not starved by callers asking for one.
+func (g *Guard) admit(now time.Time) {
+	for g.queue.len > 0 && g.active+g.queue.head.n <= g.limits.Max {
+		w := g.queue.pop()
+		g.active += w.n
+		w.grant(now)
+	}
 }
 
 // settle drops g from its Set when it has neither holders nor waiters.
@@ -196,14 +223,22 @@ func (g *Guard) settle() {
 
 func (g *Guard) setLimits(l Limits) {
 	g.limits = l
-	if g.active >= l.Max || g.queue.len == 0 {
+	if g.queue.len == 0 {
 		return
 	}
-	now := g.clock.Now()
-	for g.active < l.Max && g.queue.len > 0 {
-		g.active++
-		g.queue.pop().grant(now)
+	// Waiters asking for more places than the new Max could never be
+	// admitted: they are shed now rather than at their timeout.
+	for w := g.queue.head; w != nil; {
+		next := w.next
+		if w.n > l.Max {
+			g.queue.remove(w)
+			w.state, w.shed = expired, g.shed(TooMany)
+			close(w.ready)
+		}
+		w = next
 	}
+	g.admit(g.clock.Now())
+	g.settle()
 }
 
 func (g *Guard) shed(r Reason) *Shed {

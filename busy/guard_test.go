@@ -316,3 +316,79 @@ func TestServiceTimeComesFromTheTimesTheCallerPasses(t *testing.T) {
 	slot.ReleaseAt(start.Add(time.Hour))
 	assert.Equal(t, 2*time.Second, g.Stats().RecentService, "a second release does nothing")
 }
+
+func TestSeveralPlacesAreTakenAllOrNothing(t *testing.T) {
+	g := busy.NewGuard(limits(3, 0), busytest.NewClock(start))
+	held := hold(t, g, 2)
+
+	_, err := g.AcquireNAt(context.Background(), start, 2)
+	assert.Equal(t, busy.QueueFull, shedOf(t, err).Reason, "two places asked, one free: none is taken")
+	assert.Equal(t, 2, g.Stats().Active)
+
+	held[0].Release()
+	slot, err := g.AcquireNAt(context.Background(), start, 2)
+	require.NoError(t, err)
+	assert.Equal(t, 3, g.Stats().Active)
+	slot.Release()
+	assert.Equal(t, 1, g.Stats().Active, "a release gives back every place of the slot")
+	held[1].Release()
+	assert.Equal(t, 0, g.Stats().Active)
+}
+
+func TestWaiterAskingForSeveralPlacesIsNotOvertaken(t *testing.T) {
+	g := busy.NewGuard(limits(2, 5), busytest.NewClock(start))
+	holder := hold(t, g, 1)[0]
+	queued := func() int { return g.Stats().Queued }
+	many := enqueue(t, queued, func() (busy.Slot, error) { return g.AcquireNAt(context.Background(), start, 2) })
+	one := enqueue(t, queued, func() (busy.Slot, error) { return g.Acquire(context.Background()) })
+
+	// One place is free, but the head of the queue needs two: the caller
+	// behind it, who needs one, waits its turn.
+	assert.True(t, still(one), "a later caller asking for fewer places went first")
+	_, err := g.Acquire(ctxDone())
+	assert.Error(t, err, "a newcomer does not take the free place either")
+
+	holder.Release()
+	slot := admitted(t, many)
+	assert.Equal(t, busy.Stats{Active: 2, Queued: 1, Max: 2, Queue: 5}, g.Stats())
+	slot.Release()
+	last := admitted(t, one)
+	last.Release()
+	assert.Equal(t, 0, g.Stats().Active)
+}
+
+func TestAskingForMorePlacesThanMaxIsShedAtOnce(t *testing.T) {
+	g := busy.NewGuard(limits(2, 5), busytest.NewClock(start))
+	_, err := g.AcquireNAt(context.Background(), start, 3)
+	shed := shedOf(t, err)
+	assert.Equal(t, busy.TooMany, shed.Reason)
+	assert.Equal(t, "more places than max", shed.Reason.String())
+
+	s := busy.NewSet(limits(2, 5), busytest.NewClock(start))
+	_, err = s.AcquireNAt(context.Background(), "k", start, 3)
+	assert.Equal(t, busy.TooMany, shedOf(t, err).Reason)
+	assert.Empty(t, s.Stats(), "the guard opened for the key is dropped again")
+}
+
+func TestLoweredMaxShedsWaitersAskingForMoreThanIt(t *testing.T) {
+	g := busy.NewGuard(limits(3, 5), busytest.NewClock(start))
+	holder := hold(t, g, 1)[0]
+	queued := func() int { return g.Stats().Queued }
+	three := enqueue(t, queued, func() (busy.Slot, error) { return g.AcquireNAt(context.Background(), start, 3) })
+	one := enqueue(t, queued, func() (busy.Slot, error) { return g.Acquire(context.Background()) })
+
+	g.SetLimits(limits(2, 5))
+	r := receive(t, three)
+	assert.Equal(t, busy.TooMany, shedOf(t, r.err).Reason, "three places can never be free under a Max of 2")
+	last := admitted(t, one)
+	last.Release()
+	holder.Release()
+	assert.Equal(t, busy.Stats{Max: 2, Queue: 5, RecentService: g.Stats().RecentService}, g.Stats())
+}
+
+// ctxDone is a context that has ended.
+func ctxDone() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}

@@ -19,6 +19,7 @@ type waiter struct {
 	// ready is closed when the state leaves waiting.
 	ready chan struct{}
 	state waitState
+	n     int       // places asked for
 	start time.Time // when granted
 	shed  *Shed     // when expired
 }
@@ -32,7 +33,7 @@ func (w *waiter) grant(now time.Time) {
 // outcome is what Acquire returns to w, once granted or expired.
 func (w *waiter) outcome(g *Guard) (Slot, error) {
 	if w.state == granted {
-		return Slot{g: g, start: w.start}, nil
+		return Slot{g: g, start: w.start, n: w.n}, nil
 	}
 	return Slot{}, w.shed
 }

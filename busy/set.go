@@ -73,13 +73,18 @@ func (s *Set) Acquire(ctx context.Context, key string) (Slot, error) {
 // AcquireAt is Acquire for a caller that has just read the clock (see
 // Guard.AcquireAt).
 func (s *Set) AcquireAt(ctx context.Context, key string, now time.Time) (Slot, error) {
+	return s.AcquireNAt(ctx, key, now, 1)
+}
+
+// AcquireNAt is Guard.AcquireNAt on key's guard.
+func (s *Set) AcquireNAt(ctx context.Context, key string, now time.Time, n int) (Slot, error) {
 	sh := &s.shards[maphash.String(s.seed, key)%shardCount]
 	sh.mu.Lock()
 	g := sh.guards[key]
 	if g == nil {
 		g = sh.open(key, s.clock)
 	}
-	return g.acquire(ctx, now)
+	return g.acquire(ctx, now, max(n, 1))
 }
 
 // Stats returns a snapshot of each busy key's guard, sorted by key. Keys

@@ -16,6 +16,9 @@ const (
 	// WaitExceeded means the caller waited QueueTimeout without being
 	// admitted.
 	WaitExceeded
+	// TooMany means the caller asked for more places than Max: it can never
+	// be admitted.
+	TooMany
 )
 
 // String returns the reason in words: "queue full" or "wait exceeded".
@@ -25,6 +28,8 @@ func (r Reason) String() string {
 		return "queue full"
 	case WaitExceeded:
 		return "wait exceeded"
+	case TooMany:
+		return "more places than max"
 	}
 	return fmt.Sprintf("Reason(%d)", int(r))
 }

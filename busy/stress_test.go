@@ -48,11 +48,12 @@ func (o *outcomes) assertAllHappened(t *testing.T) {
 	assert.Positive(t, o.canceled.Load(), "canceled")
 }
 
-// stress runs callers that acquire through acquire, hold their place
-// briefly and release it, while their contexts are canceled at random and a
-// driver advances clock, which makes waiters time out. holders(key) counts
-// the callers that hold a place for key; every count must stay within Max.
-func stress(t *testing.T, clock *busytest.Clock, keys []string, acquire func(context.Context, string) (busy.Slot, error)) *outcomes {
+// stress runs callers that acquire through acquire, each from 1 to maxN
+// places at once, hold them briefly and release them, while their contexts
+// are canceled at random and a driver advances clock, which makes waiters
+// time out. held(key) counts the places held for key; every count must stay
+// within Max.
+func stress(t *testing.T, clock *busytest.Clock, keys []string, maxN int, acquire func(ctx context.Context, key string, n int) (busy.Slot, error)) *outcomes {
 	const callers, rounds = 64, 300
 	holders := make(map[string]*atomic.Int64)
 	for _, k := range keys {
@@ -82,20 +83,21 @@ func stress(t *testing.T, clock *busytest.Clock, keys []string, acquire func(con
 			rng := rand.New(rand.NewPCG(uint64(c), 1))
 			for range rounds {
 				key := keys[rng.IntN(len(keys))]
+				n := 1 + rng.IntN(maxN)
 				ctx, cancel := context.WithCancel(context.Background())
 				if rng.IntN(4) == 0 {
 					go cancel()
 				}
-				slot, err := acquire(ctx, key)
+				slot, err := acquire(ctx, key, n)
 				o.count(t, err)
 				if err == nil {
-					if n := holders[key].Add(1); n > int64(stressLimits.Max) {
-						t.Errorf("%d holders of key %q at once, over Max %d", n, key, stressLimits.Max)
+					if held := holders[key].Add(int64(n)); held > int64(stressLimits.Max) {
+						t.Errorf("%d places of key %q held at once, over Max %d", held, key, stressLimits.Max)
 					}
 					for range rng.IntN(4) {
 						runtime.Gosched()
 					}
-					holders[key].Add(-1)
+					holders[key].Add(-int64(n))
 					slot.Release()
 				}
 				cancel()
@@ -114,7 +116,7 @@ func TestActiveNeverExceedsMaxUnderStress(t *testing.T) {
 	clock := busytest.NewClock(start)
 	g := busy.NewGuard(stressLimits, clock)
 
-	o := stress(t, clock, []string{""}, func(ctx context.Context, _ string) (busy.Slot, error) {
+	o := stress(t, clock, []string{""}, 1, func(ctx context.Context, _ string, _ int) (busy.Slot, error) {
 		slot, err := g.Acquire(ctx)
 		if active := g.Stats().Active; active > stressLimits.Max {
 			t.Errorf("%d active, over Max %d", active, stressLimits.Max)
@@ -130,7 +132,26 @@ func TestKeyedActiveNeverExceedsMaxUnderStress(t *testing.T) {
 	clock := busytest.NewClock(start)
 	s := busy.NewSet(stressLimits, clock)
 
-	o := stress(t, clock, []string{"a", "b", "c"}, s.Acquire)
+	o := stress(t, clock, []string{"a", "b", "c"}, 1, func(ctx context.Context, key string, _ int) (busy.Slot, error) {
+		return s.Acquire(ctx, key)
+	})
+
+	o.assertAllHappened(t)
+	assert.Empty(t, s.Stats(), "every guard should have been dropped once idle")
+	assert.Equal(t, busy.Stats{Max: 4, Queue: 8}, s.Totals())
+}
+
+func TestPlacesNeverExceedMaxWhenCallersTakeSeveralUnderStress(t *testing.T) {
+	clock := busytest.NewClock(start)
+	s := busy.NewSet(stressLimits, clock)
+
+	o := stress(t, clock, []string{"a", "b"}, stressLimits.Max, func(ctx context.Context, key string, n int) (busy.Slot, error) {
+		slot, err := s.AcquireNAt(ctx, key, clock.Now(), n)
+		if active := s.Totals().Active; active > 2*stressLimits.Max {
+			t.Errorf("%d places held over two keys, over twice Max %d", active, stressLimits.Max)
+		}
+		return slot, err
+	})
 
 	o.assertAllHappened(t)
 	assert.Empty(t, s.Stats(), "every guard should have been dropped once idle")
