@@ -22,7 +22,7 @@ const shardCount = 64
 type Memory struct {
 	base     time.Time
 	seed     maphash.Seed
-	maxKeys  int64
+	maxKeys  atomic.Int64
 	keys     atomic.Int64 // buckets held in the shards
 	shards   [shardCount]shard
 	overflow overflow
@@ -34,15 +34,31 @@ var _ Store = (*Memory)(nil)
 // their own, or DefaultMaxKeys when maxKeys <= 0. Keys that arrive at the
 // cap share one overflow bucket (see the package documentation).
 func NewMemory(maxKeys int) *Memory {
-	if maxKeys <= 0 {
-		maxKeys = DefaultMaxKeys
-	}
-	m := &Memory{base: time.Now(), seed: maphash.MakeSeed(), maxKeys: int64(maxKeys)}
+	m := &Memory{base: time.Now(), seed: maphash.MakeSeed()}
+	m.SetMaxKeys(maxKeys)
 	for i := range m.shards {
 		m.shards[i].buckets = make(map[string]bucket)
 	}
 	return m
 }
+
+// SetMaxKeys changes the cap on buckets of their own to maxKeys, or to
+// DefaultMaxKeys when maxKeys <= 0. A cap lowered below the buckets held
+// keeps them; new keys take from the overflow bucket until enough have
+// refilled.
+func (m *Memory) SetMaxKeys(maxKeys int) {
+	if maxKeys <= 0 {
+		maxKeys = DefaultMaxKeys
+	}
+	m.maxKeys.Store(int64(maxKeys))
+}
+
+// MaxKeys returns the cap on buckets of their own.
+func (m *Memory) MaxKeys() int { return int(m.maxKeys.Load()) }
+
+// Overflowing reports whether the overflow bucket is in use: keys arrived at
+// the cap, and have not all refilled.
+func (m *Memory) Overflowing() bool { return m.overflow.live() }
 
 // Take takes cost tokens from key's bucket at now, if it holds them. A new
 // key at the cap takes from the overflow bucket instead.
@@ -150,7 +166,7 @@ func (m *Memory) shardOf(key string) *shard {
 func (m *Memory) reserve() bool {
 	for {
 		n := m.keys.Load()
-		if n >= m.maxKeys {
+		if n >= m.maxKeys.Load() {
 			return false
 		}
 		if m.keys.CompareAndSwap(n, n+1) {

@@ -224,6 +224,31 @@ func TestOverflowBucketAtKeyCap(t *testing.T) {
 	assert.Equal(t, 2, m.Len(), "after a sweep, new keys get buckets of their own again")
 }
 
+func TestChangedMaxKeysAppliesToLiveBuckets(t *testing.T) {
+	m := ratelimit.NewMemory(1)
+	base := time.Now()
+	lim := limit(1, time.Minute, 1)
+	require.True(t, m.Take(base, "a", 1, lim).Allowed)
+	require.True(t, m.Take(base, "b", 1, lim).Allowed, "b takes the overflow bucket")
+	assert.True(t, m.Overflowing())
+	assert.Equal(t, 1, m.MaxKeys())
+
+	m.SetMaxKeys(3)
+	assert.Equal(t, 3, m.MaxKeys())
+	assert.True(t, m.Take(base, "c", 1, lim).Allowed, "a raised cap gives new keys buckets of their own")
+	assert.True(t, m.Take(base, "d", 1, lim).Allowed)
+	assert.False(t, m.Take(base, "e", 1, lim).Allowed, "at the new cap, e shares the overflow bucket, still empty")
+
+	m.SetMaxKeys(1)
+	assert.False(t, m.Take(base, "f", 1, lim).Allowed, "a lowered cap keeps the buckets held and sends new keys to the overflow bucket")
+	assert.False(t, m.Take(base, "c", 1, lim).Allowed, "c keeps its bucket")
+	m.SetMaxKeys(0)
+	assert.Equal(t, ratelimit.DefaultMaxKeys, m.MaxKeys())
+
+	m.Sweep(base.Add(time.Minute))
+	assert.False(t, m.Overflowing(), "the overflow bucket refilled")
+}
+
 func TestClockGoingBackwards(t *testing.T) {
 	m := ratelimit.NewMemory(0)
 	base := time.Now()

@@ -15,8 +15,9 @@ type Rate struct {
 }
 
 // ParseRate parses a rate written as EVENTS/WINDOW, such as "10/s",
-// "600/1m", "5/30s", "100/1h" or "1/500ms". The window is a
-// time.ParseDuration value, or a bare unit "s", "m" or "h" meaning one of it.
+// "600/1m", "5/30s", "100/1h", "1000/1d" or "1/500ms". The window is a
+// time.ParseDuration value that may also count days ("d", 24h, as Caddy's
+// durations do), or a bare unit "s", "m", "h" or "d" meaning one of it.
 // Events and window must be positive. Errors name the bad value.
 func ParseRate(s string) (Rate, error) {
 	events, window, ok := strings.Cut(s, "/")
@@ -31,10 +32,10 @@ func ParseRate(s string) (Rate, error) {
 		return Rate{}, fmt.Errorf("rate %q: events must be positive", s)
 	}
 	switch window {
-	case "s", "m", "h":
+	case "s", "m", "h", "d":
 		window = "1" + window
 	}
-	d, err := time.ParseDuration(window)
+	d, err := parseWindow(window)
 	if err != nil {
 		return Rate{}, fmt.Errorf("rate %q: window: %w", s, err)
 	}
@@ -42,6 +43,31 @@ func ParseRate(s string) (Rate, error) {
 		return Rate{}, fmt.Errorf("rate %q: window must be positive", s)
 	}
 	return Rate{Events: n, Window: d}, nil
+}
+
+// maxDays is the most days a window may count: about 290 years, the range of
+// a time.Duration.
+const maxDays = 106_000
+
+// parseWindow is time.ParseDuration, with "d" for days of 24 hours.
+func parseWindow(s string) (time.Duration, error) {
+	days, rest, found := strings.Cut(s, "d")
+	if !found {
+		return time.ParseDuration(s)
+	}
+	n, err := strconv.ParseFloat(days, 64)
+	if err != nil || n < 0 || n > maxDays || strings.ContainsAny(days, "eE+-") {
+		return 0, fmt.Errorf("invalid duration %q", s)
+	}
+	d := time.Duration(n * float64(24*time.Hour))
+	if rest != "" {
+		more, err := time.ParseDuration(rest)
+		if err != nil {
+			return 0, fmt.Errorf("invalid duration %q", s)
+		}
+		d += more
+	}
+	return d, nil
 }
 
 // String returns the rate in the canonical form that ParseRate reads back,

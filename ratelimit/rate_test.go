@@ -24,6 +24,10 @@ func TestParseRate(t *testing.T) {
 		{"1/500ms", ratelimit.Rate{Events: 1, Window: 500 * time.Millisecond}},
 		{"3/1h30m", ratelimit.Rate{Events: 3, Window: 90 * time.Minute}},
 		{"1/1.5s", ratelimit.Rate{Events: 1, Window: 1500 * time.Millisecond}},
+		{"1000/1d", ratelimit.Rate{Events: 1000, Window: 24 * time.Hour}},
+		{"1000/d", ratelimit.Rate{Events: 1000, Window: 24 * time.Hour}},
+		{"7/1.5d", ratelimit.Rate{Events: 7, Window: 36 * time.Hour}},
+		{"7/1d12h", ratelimit.Rate{Events: 7, Window: 36 * time.Hour}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
@@ -52,6 +56,10 @@ func TestParseRateErrorsNameTheBadValue(t *testing.T) {
 		{"10/0s", `rate "10/0s": window must be positive`},
 		{"10/-1s", `rate "10/-1s": window must be positive`},
 		{"10/s/s", `rate "10/s/s": window: time: invalid duration "s/s"`},
+		{"10/-1d", `rate "10/-1d": window: invalid duration "-1d"`},
+		{"10/1e3d", `rate "10/1e3d": window: invalid duration "1e3d"`},
+		{"10/999999d", `rate "10/999999d": window: invalid duration "999999d"`},
+		{"10/1dx", `rate "10/1dx": window: invalid duration "1dx"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
