@@ -1,18 +1,22 @@
 // Package caddyfile turns the mcp Caddyfile directive into the handler's
-// configuration. It does nothing else: placeholders are left for the handler
-// to expand per request, and values are checked only as far as parsing them
-// needs.
+// configuration. Placeholders are left for the handler to expand per
+// request; values are checked here with the handler's own rules, so that a
+// mistake is reported with the file and line it is on. Rate limits and named
+// concurrency blocks given the same name in two sites must agree, since they
+// share their state: a disagreement names both places.
 //
 //	mcp {
 //		rate_limit <name> {
 //			key      <placeholder template>   # default {client_ip}
-//			rate     <n>/<duration>           # required: 10/s, 600/1m, 5/30s
+//			rate     <n>/<duration>           # required: 10/s, 600/1m, 5/30s, 1000/1d
 //			burst    <n>                      # bucket size, default n
 //			methods  <method...>              # default tools/call
 //			tools    <glob...>                # default every tool
 //			max_keys <n>                      # live buckets, default 1000000
 //		}
 //		max_request_body <size>               # default 4MiB
+//		read_body_timeout <duration>          # default 10s
+//		max_batch <n>                         # messages per POST, default 16
 //		concurrency [<name>] {
 //			max           <n>                 # in flight, required
 //			queue         <n>                 # waiting, default 0
@@ -28,6 +32,9 @@
 package caddyfile
 
 import (
+	"encoding/json"
+	"errors"
+	"fmt"
 	"strconv"
 
 	"github.com/caddyserver/caddy/v2"
@@ -44,7 +51,8 @@ import (
 // httpcaddyfile.RegisterHandlerDirective.
 func Parse(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 	cfg := new(handler.Handler)
-	if err := Unmarshal(h.Dispenser, cfg); err != nil {
+	names := sharedNames(h.State)
+	if err := unmarshal(h.Dispenser, cfg, names); err != nil {
 		return nil, err
 	}
 	return cfg, nil
@@ -52,6 +60,54 @@ func Parse(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 
 // Unmarshal reads one mcp directive from d into cfg.
 func Unmarshal(d *caddyfile.Dispenser, cfg *handler.Handler) error {
+	return unmarshal(d, cfg, make(map[string]place))
+}
+
+// place is where a shared name was configured, and how.
+type place struct {
+	at       string
+	settings string
+}
+
+// sharedNames are the rate limits and named concurrency blocks of the whole
+// Caddyfile, by kind and name, kept in the adapter's state.
+func sharedNames(state map[string]any) map[string]place {
+	const key = "mcp.shared_names"
+	names, ok := state[key].(map[string]place)
+	if !ok {
+		names = make(map[string]place)
+		state[key] = names
+	}
+	return names
+}
+
+// share records that a rate limit or a named concurrency block is
+// configured at, with settings, and refuses it when the name was configured
+// differently elsewhere.
+func share(names map[string]place, kind, name, at string, settings any) error {
+	b, err := json.Marshal(settings)
+	if err != nil {
+		return err
+	}
+	k := kind + " " + name
+	if prev, ok := names[k]; ok && prev.settings != string(b) {
+		return fmt.Errorf("%s %q is configured at %s and, differently, at %s: a name shares its state, so every use of it must give the same settings; rename one to keep them apart", kind, name, prev.at, at)
+	}
+	names[k] = place{at: at, settings: string(b)}
+	return nil
+}
+
+// at is where the dispenser's current token is, as Caddy writes it.
+func at(d *caddyfile.Dispenser) string {
+	return d.File() + ":" + strconv.Itoa(d.Line())
+}
+
+// errAt is an error at a place, worded as the dispenser words its own.
+func errAt(place string, err error) error {
+	return fmt.Errorf("%w, at %s", err, place)
+}
+
+func unmarshal(d *caddyfile.Dispenser, cfg *handler.Handler, names map[string]place) error {
 	d.Next() // the directive name
 	if d.NextArg() {
 		return d.ArgErr()
@@ -59,14 +115,14 @@ func Unmarshal(d *caddyfile.Dispenser, cfg *handler.Handler) error {
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		switch d.Val() {
 		case "rate_limit":
-			if err := unmarshalRateLimit(d, cfg); err != nil {
+			if err := unmarshalRateLimit(d, cfg, names); err != nil {
 				return err
 			}
 		case "concurrency":
 			if cfg.Concurrency != nil {
 				return d.Errf("concurrency given twice")
 			}
-			c, err := unmarshalConcurrency(d)
+			c, err := unmarshalConcurrency(d, names)
 			if err != nil {
 				return err
 			}
@@ -78,6 +134,9 @@ func Unmarshal(d *caddyfile.Dispenser, cfg *handler.Handler) error {
 			origins, err := manyArgs(d)
 			if err != nil {
 				return err
+			}
+			if err := handler.CheckAllowedOrigins(origins); err != nil {
+				return d.WrapErr(err)
 			}
 			cfg.AllowedOrigins = origins
 		case "sse_keepalive":
@@ -123,6 +182,24 @@ func Unmarshal(d *caddyfile.Dispenser, cfg *handler.Handler) error {
 				return err
 			}
 			cfg.MaxRequestBody = size
+		case "read_body_timeout":
+			if cfg.ReadBodyTimeout != 0 {
+				return d.Errf("read_body_timeout given twice")
+			}
+			dur, err := positiveDuration(d)
+			if err != nil {
+				return err
+			}
+			cfg.ReadBodyTimeout = dur
+		case "max_batch":
+			if cfg.MaxBatch != 0 {
+				return d.Errf("max_batch given twice")
+			}
+			n, err := positiveInt(d)
+			if err != nil {
+				return err
+			}
+			cfg.MaxBatch = n
 		default:
 			return d.Errf("unrecognized subdirective %q", d.Val())
 		}
@@ -130,7 +207,8 @@ func Unmarshal(d *caddyfile.Dispenser, cfg *handler.Handler) error {
 	return nil
 }
 
-func unmarshalRateLimit(d *caddyfile.Dispenser, cfg *handler.Handler) error {
+func unmarshalRateLimit(d *caddyfile.Dispenser, cfg *handler.Handler, names map[string]place) error {
+	block := at(d)
 	if !d.NextArg() {
 		return d.Errf("rate_limit needs a name: rate_limit <name> { ... }")
 	}
@@ -171,7 +249,13 @@ func unmarshalRateLimit(d *caddyfile.Dispenser, cfg *handler.Handler) error {
 		}
 	}
 	if rl.Rate == "" {
-		return d.Errf("rate_limit %q: rate is required (e.g. rate 10/s)", name)
+		return errAt(block, fmt.Errorf("rate_limit %q: rate is required (e.g. rate 10/s)", name))
+	}
+	if err := rl.Validate(); err != nil {
+		return errAt(block, fmt.Errorf("rate_limit %q: %w", name, err))
+	}
+	if err := share(names, "rate_limit", name, block, rl); err != nil {
+		return err
 	}
 	if cfg.RateLimits == nil {
 		cfg.RateLimits = make(map[string]*handler.RateLimit)
@@ -180,7 +264,8 @@ func unmarshalRateLimit(d *caddyfile.Dispenser, cfg *handler.Handler) error {
 	return nil
 }
 
-func unmarshalConcurrency(d *caddyfile.Dispenser) (*handler.Concurrency, error) {
+func unmarshalConcurrency(d *caddyfile.Dispenser, names map[string]place) (*handler.Concurrency, error) {
+	block := at(d)
 	c := new(handler.Concurrency)
 	if d.NextArg() {
 		c.Name = d.Val()
@@ -215,7 +300,15 @@ func unmarshalConcurrency(d *caddyfile.Dispenser) (*handler.Concurrency, error) 
 		}
 	}
 	if c.Max == 0 {
-		return nil, d.Errf("concurrency: max is required (e.g. max 10)")
+		return nil, errAt(block, errors.New("concurrency: max is required (e.g. max 10)"))
+	}
+	if err := c.Validate(); err != nil {
+		return nil, errAt(block, fmt.Errorf("concurrency: %w", err))
+	}
+	if c.Name != "" {
+		if err := share(names, "concurrency", c.Name, block, c); err != nil {
+			return nil, err
+		}
 	}
 	return c, nil
 }

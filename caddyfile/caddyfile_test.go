@@ -84,8 +84,12 @@ func TestUnmarshalBuildsConfig(t *testing.T) {
 					max_keys 5000
 				}
 				max_request_body 4MiB
+				read_body_timeout 30s
+				max_batch 4
 			}`,
 			want: handler.Handler{
+				ReadBodyTimeout: caddy.Duration(30 * time.Second),
+				MaxBatch:        4,
 				RateLimits: map[string]*handler.RateLimit{
 					"per_tool": {
 						Key:     "{http.mcp.tool}",
@@ -152,6 +156,8 @@ func TestUnmarshalWritesRatesInCanonicalForm(t *testing.T) {
 		"2/90s":   "2/1m30s",
 		"100/h":   "100/1h",
 		"1/500ms": "1/500ms",
+		"1000/1d": "1000/24h",
+		"10/d":    "10/24h",
 	}
 	for in, want := range tests {
 		t.Run(in, func(t *testing.T) {
@@ -197,10 +203,10 @@ func TestUnmarshalRejectsBadInputAtItsLine(t *testing.T) {
 			line:    1,
 		},
 		{
-			name:    "concurrency without max",
+			name:    "concurrency without max, at the block's line",
 			input:   "mcp {\n\tconcurrency {\n\t\tqueue 2\n\t}\n}",
 			wantErr: "concurrency: max is required",
-			line:    4,
+			line:    2,
 		},
 		{
 			name:    "unknown concurrency subdirective",
@@ -263,10 +269,10 @@ func TestUnmarshalRejectsBadInputAtItsLine(t *testing.T) {
 			line:    2,
 		},
 		{
-			name:    "rate_limit missing rate",
+			name:    "rate_limit missing rate, at the block's line",
 			input:   "mcp {\n\trate_limit a {\n\t\tburst 5\n\t}\n}",
 			wantErr: `rate_limit "a": rate is required`,
-			line:    4,
+			line:    2,
 		},
 		{
 			name:    "rate_limit without a block",
@@ -410,6 +416,66 @@ func TestUnmarshalRejectsBadInputAtItsLine(t *testing.T) {
 			name:    "max_request_body without a value",
 			input:   "mcp {\n\tmax_request_body\n}",
 			wantErr: "max_request_body needs a value",
+			line:    2,
+		},
+		{
+			name:    "key with an unknown shorthand",
+			input:   "mcp {\n\trate_limit a {\n\t\trate 1/s\n\t\tkey {clientip}\n\t}\n}",
+			wantErr: `rate_limit "a": key "{clientip}": unknown placeholder {clientip}: did you mean {client_ip}?`,
+			line:    2,
+		},
+		{
+			name:    "key with an unknown namespace",
+			input:   "mcp {\n\trate_limit a {\n\t\trate 1/s\n\t\tkey {request.host}\n\t}\n}",
+			wantErr: `unknown placeholder {request.host}: placeholders are {http.*}, {env.*}`,
+			line:    2,
+		},
+		{
+			name:    "key with an unknown mcp placeholder",
+			input:   "mcp {\n\trate_limit a {\n\t\trate 1/s\n\t\tkey {http.mcp.tools}\n\t}\n}",
+			wantErr: `unknown placeholder {http.mcp.tools}: did you mean {http.mcp.tool}?`,
+			line:    2,
+		},
+		{
+			name:    "key with a misspelt header placeholder",
+			input:   "mcp {\n\trate_limit a {\n\t\trate 1/s\n\t\tkey {http.request.headers.X-Api-Key}\n\t}\n}",
+			wantErr: `unknown placeholder {http.request.headers.X-Api-Key}: did you mean {http.request.header.X-Api-Key}?`,
+			line:    2,
+		},
+		{
+			name:    "concurrency key with an unknown shorthand",
+			input:   "mcp {\n\tconcurrency {\n\t\tmax 1\n\t\tkey {tool}\n\t}\n}",
+			wantErr: `concurrency: key "{tool}": unknown placeholder {tool}`,
+			line:    2,
+		},
+		{
+			name:    "unknown method in a limit",
+			input:   "mcp {\n\trate_limit a {\n\t\trate 1/s\n\t\tmethods tools/calls\n\t}\n}",
+			wantErr: `rate_limit "a": methods: unknown method "tools/calls": did you mean "tools/call"?`,
+			line:    2,
+		},
+		{
+			name:    "unknown method without a namespace",
+			input:   "mcp {\n\tconcurrency {\n\t\tmax 1\n\t\tmethods tools\n\t}\n}",
+			wantErr: `concurrency: methods: unknown method "tools"`,
+			line:    2,
+		},
+		{
+			name:    "origin without a scheme",
+			input:   "mcp {\n\tallowed_origins https://ok.example.com app.example.com\n}",
+			wantErr: `allowed_origins: "app.example.com" is not an origin such as https://app.example.com`,
+			line:    2,
+		},
+		{
+			name:    "max_batch zero",
+			input:   "mcp {\n\tmax_batch 0\n}",
+			wantErr: `max_batch "0": want a positive whole number`,
+			line:    2,
+		},
+		{
+			name:    "read_body_timeout not a duration",
+			input:   "mcp {\n\tread_body_timeout soon\n}",
+			wantErr: `read_body_timeout "soon": want a positive duration`,
 			line:    2,
 		},
 		{

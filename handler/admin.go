@@ -72,8 +72,12 @@ type RateLimitStatus struct {
 	Burst   int      `json:"burst"`
 	Methods []string `json:"methods"`
 	Tools   []string `json:"tools,omitempty"`
-	// Buckets is the number of keys whose bucket is not full.
+	MaxKeys int      `json:"max_keys"`
+	// Buckets is the number of keys whose bucket is not full, the overflow
+	// bucket included.
 	Buckets int `json:"buckets"`
+	// Overflowing: keys arrived at max_keys and share the overflow bucket.
+	Overflowing bool `json:"overflowing"`
 }
 
 // ConcurrencyStatus is a guard's settings and load.
@@ -93,7 +97,9 @@ type ConcurrencyStatus struct {
 	Keys []GuardKeyStatus `json:"keys"`
 }
 
-// GuardKeyStatus is one key's guard.
+// GuardKeyStatus is one key's guard. Key is the key's value with log_key,
+// and otherwise "sha256:" and the first 16 hex digits of its SHA-256 (the
+// value may be a secret, such as a token).
 type GuardKeyStatus struct {
 	Key             string  `json:"key"`
 	Active          int     `json:"active"`
@@ -126,19 +132,21 @@ func (h *Handler) status() HandlerStatus {
 	s.RateLimits = make([]RateLimitStatus, 0, len(h.limits))
 	for _, l := range h.limits {
 		s.RateLimits = append(s.RateLimits, RateLimitStatus{
-			Name:    l.name,
-			Key:     l.key,
-			Rate:    l.lim.Rate.String(),
-			Burst:   l.lim.Burst,
-			Methods: l.methods,
-			Tools:   l.toolPatterns,
-			Buckets: l.store.Len(),
+			Name:        l.name,
+			Key:         l.key.text,
+			Rate:        l.lim.Rate.String(),
+			Burst:       l.lim.Burst,
+			Methods:     l.methods,
+			Tools:       l.toolPatterns,
+			MaxKeys:     l.store.MaxKeys(),
+			Buckets:     l.store.Len(),
+			Overflowing: l.store.Overflowing(),
 		})
 	}
 	if g := h.concurrency; g != nil {
 		cs := &ConcurrencyStatus{
 			Name:         g.name,
-			Key:          g.key,
+			Key:          g.keyText(),
 			Max:          g.limits.Max,
 			Queue:        g.limits.Queue,
 			QueueTimeout: formatWindow(g.limits.QueueTimeout),
@@ -152,8 +160,12 @@ func (h *Handler) status() HandlerStatus {
 		}
 		slices.SortStableFunc(keys, func(a, b busy.KeyStats) int { return (b.Active + b.Queued) - (a.Active + a.Queued) })
 		for _, k := range keys[:min(len(keys), maxStatusKeys)] {
+			key := k.Key
+			if !h.LogKey && g.key != nil {
+				key = shownKey(key)
+			}
 			cs.Keys = append(cs.Keys, GuardKeyStatus{
-				Key:             k.Key,
+				Key:             key,
 				Active:          k.Active,
 				Queued:          k.Queued,
 				RecentServiceMS: float64(k.RecentService.Microseconds()) / 1000,

@@ -17,20 +17,22 @@ import (
 
 // Concurrency bounds the requests in flight to the upstream, with a queue.
 type Concurrency struct {
-	// Name identifies the guards across config reloads: a reload that keeps
-	// the name, key and methods keeps the guards, with the new limits
-	// applied, so capacity never doubles while old requests finish. Handlers
-	// whose concurrency settings have the same name, key and methods share
-	// their guards and so their capacity: give each site its own name when
-	// sites must not share. Default: "default".
+	// Name shares the guards: handlers whose concurrency has the same name
+	// share their places, across sites and across config reloads, and must
+	// then give it the same settings (a config where two handlers give one
+	// name different settings is refused). A reload that keeps the name,
+	// key and methods keeps the guards and applies changed limits at once,
+	// so capacity never doubles while old requests finish. Without a name,
+	// a guard is its handler's alone; a reload that keeps its settings keeps
+	// its places. Default: none.
 	Name string `json:"name,omitempty"`
 
-	// Max is the number of requests in flight at once. Required.
+	// Max is the number of places: messages in flight at once. Required.
 	Max int `json:"max"`
 
 	// Queue is the number of requests that may wait, in arrival order, for
-	// one in flight to finish. Default: 0, so a request that finds Max in
-	// flight is refused with SERVER_BUSY at once.
+	// places to free up. Default: 0, so a request that finds no free place
+	// is refused with SERVER_BUSY at once.
 	Queue int `json:"queue,omitempty"`
 
 	// QueueTimeout is the longest a request waits in the queue before it is
@@ -43,10 +45,23 @@ type Concurrency struct {
 	Key string `json:"key,omitempty"`
 
 	// Methods are the JSON-RPC methods that take a place. A POST takes one
-	// place when any message in it matches, and holds it until its response
-	// is completely written (an SSE answer until its end). GET streams never
-	// take one. Default: tools/call.
+	// place per message that matches (a batch of three calls takes three,
+	// all or none, since servers run a batch's messages at once), and holds
+	// them until its response is completely written (an SSE answer until
+	// its end). A batch needing more places than Max is refused. GET
+	// streams never take one. Default: tools/call.
 	Methods []string `json:"methods,omitempty"`
+}
+
+// Validate checks the settings as Provision reads them, with the rules the
+// Caddyfile applies.
+func (cfg *Concurrency) Validate() error {
+	l := busy.Limits{Max: cfg.Max, Queue: cfg.Queue, QueueTimeout: cmp.Or(time.Duration(cfg.QueueTimeout), busy.DefaultQueueTimeout)}
+	errs := []error{l.Validate(), checkMethods(cfg.Methods)}
+	if err := checkKeyTemplate(expandShorthands(cfg.Key)); err != nil {
+		errs = append(errs, fmt.Errorf("key %q: %w", cfg.Key, err))
+	}
+	return errors.Join(errs...)
 }
 
 // guards holds the concurrency guards across config reloads.
@@ -59,20 +74,27 @@ type guardSet struct {
 
 func (guardSet) Destruct() error { return nil }
 
+// unnamedGuard is the name an unnamed guard is shown under, in the status
+// view and the metrics.
+const unnamedGuard = "default"
+
 // concurrencyGuard is a provisioned Concurrency.
 type concurrencyGuard struct {
-	name    string
-	key     string
+	name string
+	// key is nil for a single guard.
+	key     *keyTemplate
 	methods []string
 	limits  busy.Limits
 	set     *busy.Set
 	poolKey string
 }
 
-func newConcurrencyGuard(cfg *Concurrency) (*concurrencyGuard, error) {
+func newConcurrencyGuard(cfg *Concurrency, ld *load) (*concurrencyGuard, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	g := &concurrencyGuard{
-		name:    cmp.Or(cfg.Name, "default"),
-		key:     expandShorthands(cfg.Key),
+		name:    cmp.Or(cfg.Name, unnamedGuard),
 		methods: cfg.Methods,
 		limits: busy.Limits{
 			Max:          cfg.Max,
@@ -80,13 +102,24 @@ func newConcurrencyGuard(cfg *Concurrency) (*concurrencyGuard, error) {
 			QueueTimeout: cmp.Or(time.Duration(cfg.QueueTimeout), busy.DefaultQueueTimeout),
 		},
 	}
-	if err := g.limits.Validate(); err != nil {
-		return nil, err
-	}
 	if len(g.methods) == 0 {
 		g.methods = []string{"tools/call"}
 	}
-	g.poolKey = g.name + "\x00" + g.key + "\x00" + strings.Join(g.methods, " ")
+	if cfg.Key != "" {
+		var err error
+		if g.key, err = newKeyTemplate("concurrency", g.name, cfg.Key); err != nil {
+			return nil, err
+		}
+	}
+	settings := g.settings()
+	if cfg.Name != "" {
+		if err := ld.declare("concurrency", cfg.Name, settings); err != nil {
+			return nil, err
+		}
+		g.poolKey = "named\x00" + cfg.Name + "\x00" + g.keyText() + "\x00" + strings.Join(g.methods, " ")
+	} else {
+		g.poolKey = "unnamed\x00" + settings + "\x00" + strconv.Itoa(ld.ordinal(settings))
+	}
 	v, loaded, err := guards.LoadOrNew(g.poolKey, func() (caddy.Destructor, error) {
 		return guardSet{busy.NewSet(g.limits, busy.SystemClock()), g.name}, nil
 	})
@@ -100,55 +133,109 @@ func newConcurrencyGuard(cfg *Concurrency) (*concurrencyGuard, error) {
 	return g, nil
 }
 
+// settings is the guard's configuration in one line.
+func (g *concurrencyGuard) settings() string {
+	return fmt.Sprintf("max %d, queue %d, queue_timeout %s, key %s, methods %v",
+		g.limits.Max, g.limits.Queue, formatWindow(g.limits.QueueTimeout), g.keyText(), g.methods)
+}
+
+func (g *concurrencyGuard) keyText() string {
+	if g.key == nil {
+		return ""
+	}
+	return g.key.text
+}
+
 func (g *concurrencyGuard) release() { _, _ = guards.Delete(g.poolKey) }
 
-// first is the index of the first message that takes a place, or -1.
-func (g *concurrencyGuard) first(x *exchange) int {
-	for i := range x.msgs {
-		m := &x.msgs[i]
-		if (m.kind == request || m.kind == notification) && slices.Contains(g.methods, string(m.method)) {
-			return i
-		}
-	}
-	return -1
+// counts reports whether m takes a place.
+func (g *concurrencyGuard) counts(m *message) bool {
+	return (m.kind == request || m.kind == notification) && slices.Contains(g.methods, string(m.method))
 }
 
-// enter takes a place for the exchange, waiting in the queue if it must.
-// It returns a nil error and an empty slot when no message takes a place.
-func (h *Handler) enter(x *exchange, repl *caddy.Replacer) (busy.Slot, error) {
+// demand is the places an exchange needs under one key.
+type demand struct {
+	key string
+	n   int
+}
+
+// enter takes the exchange's places: one per message the guard counts, all
+// or nothing, waiting in the queue if it must. Messages of a batch under
+// different keys take places in each key's guard, in the order of the keys,
+// so that two batches can never each hold what the other waits for; a
+// refusal under one key gives back what the others gave.
+func (h *Handler) enter(x *exchange, repl *caddy.Replacer) error {
 	g := h.concurrency
 	if g == nil {
-		return busy.Slot{}, nil
+		return nil
 	}
-	i := g.first(x)
-	if i < 0 {
-		return busy.Slot{}, nil
+	demands := x.demandBuf[:0]
+	for i := range x.msgs {
+		if !g.counts(&x.msgs[i]) {
+			continue
+		}
+		key := ""
+		if g.key != nil {
+			key = g.key.eval(h, x, repl, i)
+		}
+		if j := slices.IndexFunc(demands, func(d demand) bool { return d.key == key }); j >= 0 {
+			demands[j].n++
+		} else {
+			demands = append(demands, demand{key: key, n: 1})
+		}
 	}
-	if g.key != "" {
-		x.cur = i
-		x.key = repl.ReplaceAll(g.key, "")
-		x.cur = 0
+	if len(demands) == 0 {
+		return nil
 	}
-	slot, err := g.set.AcquireAt(x.r.Context(), x.key, x.start)
-	// An admitted request took its place at its start, or when the queue
-	// handed one over: its wait needs no clock reading of its own. A
+	slices.SortFunc(demands, func(a, b demand) int { return strings.Compare(a.key, b.key) })
+	x.slots = x.slotBuf[:0]
+	now := x.start
+	var err error
+	for _, d := range demands {
+		var slot busy.Slot
+		if slot, err = g.set.AcquireNAt(x.r.Context(), d.key, now, d.n); err != nil {
+			x.key, x.needed = d.key, d.n
+			break
+		}
+		x.slots = append(x.slots, slot)
+		now = slot.Start()
+	}
+	// An admitted request took its places at its start, or when the queue
+	// handed them over: its wait needs no clock reading of its own. A
 	// refused one waited until now.
-	end := slot.Start()
+	end := now
 	if err != nil {
 		end = h.now()
+		x.releaseSlots(end)
 	}
 	queueWaitObservers.get(x.methodLabel()).Observe(end.Sub(x.start).Seconds())
-	return slot, err
+	return err
 }
 
-// shedEnvelope is what the model is told when the guard refused a request.
-func (g *concurrencyGuard) shedEnvelope(s *busy.Shed) envelope.Envelope {
-	secs := wholeSeconds(s.RetryAfter)
+// releaseSlots frees the exchange's places.
+func (x *exchange) releaseSlots(now time.Time) {
+	for i := range x.slots {
+		x.slots[i].ReleaseAt(now)
+	}
+	x.slots = nil
+}
+
+// shedEnvelope is what the model is told when the guard refused a request
+// that needed places for this many messages.
+func (g *concurrencyGuard) shedEnvelope(s *busy.Shed, needed int) envelope.Envelope {
+	if s.Reason == busy.TooMany {
+		most := countOf(g.limits.Max, g.methods)
+		return envelope.New(envelope.ServerBusy, fmt.Sprintf("Server busy: this batch needs %s at once, and at most %s run at once here, so it can never be admitted", countOf(needed, g.methods), most)).
+			Suggest(fmt.Sprintf("Send at most %s per batch, or send them one at a time.", most)).
+			Details(envelope.Detail{Key: "guard", Value: g.name}, envelope.Detail{Key: "max", Value: strconv.Itoa(g.limits.Max)}).
+			Envelope()
+	}
 	counts := fmt.Sprintf("%s in progress and %d waiting", countOf(s.Active, g.methods), s.Queued)
 	message := fmt.Sprintf("Server busy: %s, the most it takes (%d in progress, %d waiting)", counts, g.limits.Max, g.limits.Queue)
 	if s.Reason == busy.WaitExceeded {
 		message = fmt.Sprintf("Server busy: %s; this call waited %s in the queue without a free place", counts, formatWindow(g.limits.QueueTimeout))
 	}
+	secs := wholeSeconds(s.RetryAfter)
 	return envelope.New(envelope.ServerBusy, message).
 		Suggest(fmt.Sprintf("Reduce concurrent calls: send them one at a time, and retry this one in %s.", plural(secs, "second"))).
 		Details(

@@ -6,7 +6,10 @@
 package handler
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -21,6 +24,9 @@ func init() {
 // DefaultMaxRequestBody is the default of Handler.MaxRequestBody: 4 MiB.
 const DefaultMaxRequestBody = 4 << 20
 
+// DefaultMaxBatch is the default of Handler.MaxBatch.
+const DefaultMaxBatch = 16
+
 // Handler is the mcp middleware. It goes in front of reverse_proxy:
 //
 //	mcp {
@@ -33,8 +39,9 @@ type Handler struct {
 	// RateLimits are token-bucket limits by name. A message is admitted only
 	// if every limit that applies to it has tokens; a message refused by one
 	// limit takes no token from any other. A name identifies the buckets
-	// across config reloads and across sites: two handlers that use the same
-	// name and key template share buckets.
+	// across config reloads and across sites: handlers that use the same
+	// name and key template share buckets, and must give the name the same
+	// settings (a config where two handlers disagree is refused).
 	RateLimits map[string]*RateLimit `json:"rate_limits,omitempty"`
 
 	// Concurrency bounds the requests in flight to the upstream; requests
@@ -42,8 +49,22 @@ type Handler struct {
 	Concurrency *Concurrency `json:"concurrency,omitempty"`
 
 	// MaxRequestBody is the largest POST body the handler reads, in bytes.
-	// A larger body is refused with HTTP 413. Default: 4 MiB.
+	// A larger body is refused with HTTP 413. Memory follows the bytes that
+	// arrive, not the length a client declares. Default: 4 MiB.
 	MaxRequestBody int64 `json:"max_request_body,omitempty"`
+
+	// ReadBodyTimeout is the longest the handler waits for a POST body to
+	// arrive, from the moment it starts reading it. A body still incomplete
+	// then is refused with HTTP 408 and the connection is closed, so that
+	// slow clients cannot hold connections and buffers indefinitely.
+	// Default: 10s.
+	ReadBodyTimeout caddy.Duration `json:"read_body_timeout,omitempty"`
+
+	// MaxBatch is the most JSON-RPC messages one POST may carry (MCP
+	// 2025-03-26 allows batches, later versions forbid them). A larger
+	// batch is refused with HTTP 400 and one envelope, before anything is
+	// kept for its messages. Default: 16.
+	MaxBatch int `json:"max_batch,omitempty"`
 
 	// AllowedOrigins are the web origins (scheme://host[:port]) whose pages
 	// may call the MCP server; "*" allows any. A request with an Origin
@@ -64,17 +85,22 @@ type Handler struct {
 	// negative value turns it off. Default: 25s.
 	SSEKeepalive caddy.Duration `json:"sse_keepalive,omitempty"`
 
-	// LogKey adds the rate-limit or guard key to the log line of a refused
-	// request. Keys can hold secrets (tokens, addresses), so they are left
-	// out unless asked for.
+	// LogKey shows rate-limit and guard keys as they are: in the log line
+	// of a refused request, and in the admin API's /mcp/status. Keys can
+	// hold secrets (tokens, addresses), so by default both show only a
+	// short SHA-256 digest of them.
 	LogKey bool `json:"log_key,omitempty"`
 
 	origins     originPolicy
 	limits      []*limit
 	concurrency *concurrencyGuard
-	logger      *zap.Logger
-	// released: Cleanup (or a failed Provision) gave back the pools' shares.
-	released bool
+	// keyHeaders are the request headers key templates read, which a
+	// request may give once at most.
+	keyHeaders []string
+	logger     *zap.Logger
+	// load is the config this handler belongs to.
+	load   any
+	joined *load
 	// now is the clock; tests replace it.
 	now func() time.Time
 }
@@ -88,7 +114,8 @@ func (Handler) CaddyModule() caddy.ModuleInfo {
 }
 
 // Provision sets up the limits, taking their buckets from the ones that
-// survive config reloads.
+// survive config reloads. What it takes, Cleanup gives back, also after a
+// failed Provision or Validate (Caddy calls Cleanup then).
 func (h *Handler) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
 	if err := registerMetrics(ctx); err != nil {
@@ -97,14 +124,15 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.now == nil {
 		h.now = time.Now
 	}
-	if h.MaxRequestBody == 0 {
-		h.MaxRequestBody = DefaultMaxRequestBody
-	}
-	if h.SSEKeepalive == 0 {
-		h.SSEKeepalive = caddy.Duration(DefaultSSEKeepalive)
-	}
-	if h.UpstreamRetryAfter == 0 {
-		h.UpstreamRetryAfter = caddy.Duration(DefaultUpstreamRetryAfter)
+	h.MaxRequestBody = cmp.Or(h.MaxRequestBody, DefaultMaxRequestBody)
+	h.MaxBatch = cmp.Or(h.MaxBatch, DefaultMaxBatch)
+	h.ReadBodyTimeout = cmp.Or(h.ReadBodyTimeout, caddy.Duration(DefaultReadBodyTimeout))
+	h.SSEKeepalive = cmp.Or(h.SSEKeepalive, caddy.Duration(DefaultSSEKeepalive))
+	h.UpstreamRetryAfter = cmp.Or(h.UpstreamRetryAfter, caddy.Duration(DefaultUpstreamRetryAfter))
+	h.load = loadOf(ctx)
+	h.joined = joinLoad(h.load)
+	if err := h.joined.checkRoutes(ctx); err != nil {
+		return err
 	}
 	var err error
 	if h.origins, err = newOriginPolicy(h.AllowedOrigins); err != nil {
@@ -113,57 +141,78 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	for _, name := range sortedNames(h.RateLimits) {
 		l, err := newLimit(name, h.RateLimits[name], h.now)
 		if err != nil {
-			h.releaseLimits()
 			return fmt.Errorf("rate_limit %q: %w", name, err)
 		}
 		h.limits = append(h.limits, l)
+		if err := h.joined.declare("rate_limit", name, l.settings()); err != nil {
+			return err
+		}
+		h.keyHeaders = append(h.keyHeaders, l.key.headers...)
 	}
 	if h.Concurrency != nil {
-		if h.concurrency, err = newConcurrencyGuard(h.Concurrency); err != nil {
-			h.releaseLimits()
+		if h.concurrency, err = newConcurrencyGuard(h.Concurrency, h.joined); err != nil {
 			return fmt.Errorf("concurrency: %w", err)
 		}
+		if h.concurrency.key != nil {
+			h.keyHeaders = append(h.keyHeaders, h.concurrency.key.headers...)
+		}
 	}
+	slices.Sort(h.keyHeaders)
+	h.keyHeaders = slices.Compact(h.keyHeaders)
 	addLive(h)
 	return nil
 }
 
-// Validate checks the configuration.
+// Validate checks the configuration, with the same rules the Caddyfile
+// applies.
 func (h *Handler) Validate() error {
+	var errs []error
 	if h.MaxRequestBody < 0 {
-		return fmt.Errorf("max_request_body: %d is negative", h.MaxRequestBody)
+		errs = append(errs, fmt.Errorf("max_request_body: %d is negative", h.MaxRequestBody))
+	}
+	if h.MaxBatch < 0 {
+		errs = append(errs, fmt.Errorf("max_batch: %d is negative", h.MaxBatch))
+	}
+	if h.ReadBodyTimeout < 0 {
+		errs = append(errs, fmt.Errorf("read_body_timeout: %s is negative", time.Duration(h.ReadBodyTimeout)))
 	}
 	if h.UpstreamRetryAfter < 0 {
-		return fmt.Errorf("upstream_retry_after: %s is negative", time.Duration(h.UpstreamRetryAfter))
+		errs = append(errs, fmt.Errorf("upstream_retry_after: %s is negative", time.Duration(h.UpstreamRetryAfter)))
 	}
-	return nil
+	for _, name := range sortedNames(h.RateLimits) {
+		if rl := h.RateLimits[name]; rl != nil {
+			if err := rl.Validate(); err != nil {
+				errs = append(errs, fmt.Errorf("rate_limit %q: %w", name, err))
+			}
+		}
+	}
+	if h.Concurrency != nil {
+		if err := h.Concurrency.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("concurrency: %w", err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Cleanup releases the buckets and guards this handler took; they live on
-// while another config (the one replacing this one) still uses them.
+// while another config (the one replacing this one) still uses them. It
+// leaves the handler's limits and guard in place: a reload cleans up the old
+// config while its requests in flight finish within the grace period, and
+// those requests go on using them (reading h.limits or h.concurrency while
+// they are cleared would be a data race, and a request that found the guard
+// gone would skip it).
 func (h *Handler) Cleanup() error {
 	removeLive(h)
-	h.releaseLimits()
-	return nil
-}
-
-// releaseLimits gives back the handler's shares of the buckets and guards,
-// once. It leaves the handler's limits and guard in place: a reload cleans
-// up the old config while its requests in flight finish within the grace
-// period, and those requests go on using them (reading h.limits or
-// h.concurrency while they are cleared would be a data race, and a request
-// that found the guard gone would skip it).
-func (h *Handler) releaseLimits() {
-	if h.released {
-		return
-	}
-	h.released = true
 	for _, l := range h.limits {
 		l.release()
 	}
 	if h.concurrency != nil {
 		h.concurrency.release()
 	}
+	if h.joined != nil {
+		leaveLoad(h.load)
+	}
+	return nil
 }
 
 // Interface guards.

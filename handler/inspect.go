@@ -5,13 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/caddymcp/caddy-mcp/busy"
 	"github.com/caddymcp/caddy-mcp/ratelimit"
@@ -37,8 +35,10 @@ type exchange struct {
 	limit, guard, key string
 	// cause is the error behind an envelope, for the log.
 	cause error
-	// slot is the exchange's place in the concurrency guard, if it took one.
-	slot busy.Slot
+	// slots are the exchange's places in the concurrency guard, if it took
+	// any (one per key); needed is how many places the guard refused it.
+	slots  []busy.Slot
+	needed int
 	// pooled is the recycled buffer holding body, if any; forwarded: the
 	// request was handed to the next handler; frozen: the placeholders'
 	// values once the buffer is recycled.
@@ -50,11 +50,14 @@ type exchange struct {
 	reader bodyReader
 	watch  upstreamWatch
 	// taken are the tokens the exchange took, refunded if it does not run;
-	// reqBuf and ownerBuf back it, and one backs msgs, without allocating.
-	taken    []ratelimit.Request
-	reqBuf   [4]ratelimit.Request
-	ownerBuf [4]*limit
-	one      [1]message
+	// reqBuf and ownerBuf back it, one backs msgs, and demandBuf and slotBuf
+	// back the guard's demands and slots, without allocating.
+	taken     []ratelimit.Request
+	reqBuf    [4]ratelimit.Request
+	ownerBuf  [4]*limit
+	one       [1]message
+	demandBuf [1]demand
+	slotBuf   [1]busy.Slot
 }
 
 // placeholderPrefix starts every placeholder the handler provides.
@@ -125,112 +128,139 @@ func idText(id json.RawMessage) string {
 	return s
 }
 
-// bodyReader is a read body given back to the request, byte for byte. It
-// notes when the upstream's transport is done with it.
-type bodyReader struct {
-	bytes.Reader
-	closed atomic.Bool
-}
-
-func (b *bodyReader) Close() error {
-	b.closed.Store(true)
-	return nil
-}
-
-// errBodyTooLarge is a body over MaxRequestBody.
-var errBodyTooLarge = errors.New("request body too large")
-
-// Bodies from pooledBodyMin to pooledBodyMax bytes are read into recycled
-// buffers: at 64 KiB, a new zeroed buffer per request was most of the
-// handler's garbage. Smaller bodies are cheaper to allocate than to recycle
-// (recycling copies the placeholders' values out, see exchange.recycle).
+// Bounds on what a client chooses and the gateway keeps or repeats.
 const (
-	pooledBodyMin = 4 << 10
-	pooledBodyMax = 1 << 20
+	// maxIDBytes bounds a request id, as sent: ids are echoed in every
+	// answer and compared with every response of an event stream.
+	maxIDBytes = 256
+	// maxToolName bounds a tools/call's tool name, in characters, as the
+	// MCP specification (2025-11-25) recommends: 1 to 128.
+	maxToolName = 128
 )
 
-var bodyBuffers sync.Pool // of *[]byte
-
-// readBody reads the whole body, refusing one over max bytes without
-// reading past max+1. pooled is the recycled buffer holding body, or nil.
-func readBody(r *http.Request, max int64) (body []byte, pooled *[]byte, err error) {
-	if r.ContentLength > max {
-		return nil, nil, errBodyTooLarge
-	}
-	if r.ContentLength >= 0 {
-		n := int(r.ContentLength)
-		if n >= pooledBodyMin && n <= pooledBodyMax {
-			pooled, _ = bodyBuffers.Get().(*[]byte)
-			if pooled == nil {
-				pooled = new([]byte)
-			}
-			if cap(*pooled) < n {
-				*pooled = make([]byte, n)
-			}
-			body = (*pooled)[:n]
-		} else {
-			body = make([]byte, n)
-		}
-		if _, err = io.ReadFull(r.Body, body); err != nil && pooled != nil {
-			bodyBuffers.Put(pooled)
-			pooled = nil
-		}
-		return body, pooled, err
-	}
-	body, err = io.ReadAll(io.LimitReader(r.Body, max+1))
-	if err == nil && int64(len(body)) > max {
-		return nil, nil, errBodyTooLarge
-	}
-	return body, nil, err
-}
-
-// recycle gives the body's buffer back once nothing can read it: the
-// request was never forwarded, or the upstream's transport closed the body.
-// The placeholders, which log_append reads after the handler returns, keep
-// copies of their values.
-func (x *exchange) recycle() {
-	if x.pooled == nil || (x.forwarded && !x.reader.closed.Load()) {
-		return
-	}
-	var m message
-	if len(x.msgs) > 0 {
-		m = x.msgs[0]
-	}
-	x.frozen = &frozenPlaceholders{method: string(m.method), tool: string(m.tool), id: idText(m.id), batchSize: len(x.msgs)}
-	x.msgs = nil
-	bodyBuffers.Put(x.pooled)
-	x.pooled = nil
-}
-
-// frozenPlaceholders are the values of the {http.mcp.*} placeholders that
-// came from a body whose buffer was recycled.
-type frozenPlaceholders struct {
-	method, tool, id string
-	batchSize        int
-}
-
 // inspect reads and parses a POST body, and puts the body back for the
-// upstream exactly as the client sent it.
-func (h *Handler) inspect(x *exchange) error {
+// upstream exactly as the client sent it. Headers that could make the
+// upstream read another request than the gateway admits are checked first,
+// before anything is read.
+func (h *Handler) inspect(w http.ResponseWriter, x *exchange) error {
 	r := x.r
-	body, pooled, err := readBody(r, h.MaxRequestBody)
-	x.pooled = pooled
+	if err := h.checkSingleHeaders(r.Header); err != nil {
+		return err
+	}
+	body, err := h.readBody(w, x)
 	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return errBodyTooLarge
-		}
 		return err
 	}
 	x.reader.Reset(body)
 	r.Body = &x.reader
 	r.ContentLength = int64(len(body))
 	r.TransferEncoding = nil
-	x.msgs, x.batch, err = parseMessages(body, x.one[:0])
+	if !identityEncoded(r.Header) {
+		return errEncoded
+	}
+	x.msgs, x.batch, err = parseMessages(body, x.one[:0], h.MaxBatch)
 	if err != nil {
 		return err
 	}
+	if err := checkMessages(x.msgs); err != nil {
+		return err
+	}
 	return checkMirrorHeaders(r.Header, x)
+}
+
+// readBody reads the body within ReadBodyTimeout. The deadline is the
+// connection's (HTTP/1) or the stream's (HTTP/2); it is lifted once the body
+// is in, so that it cannot end the response, however long that streams.
+func (h *Handler) readBody(w http.ResponseWriter, x *exchange) ([]byte, error) {
+	rc := http.NewResponseController(w)
+	deadline := rc.SetReadDeadline(time.Now().Add(time.Duration(h.ReadBodyTimeout))) == nil
+	body, pooled, err := readBody(x.r, h.MaxRequestBody)
+	if deadline {
+		_ = rc.SetReadDeadline(time.Time{})
+	}
+	x.pooled = pooled
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return nil, errBodyTooLarge
+	case err != nil && deadline && isTimeout(err):
+		return nil, errBodyTimeout
+	}
+	return body, err
+}
+
+// errEncoded is a body sent with a Content-Encoding: the gateway would
+// inspect other bytes than a server that decodes them reads.
+var errEncoded = errors.New("request body is encoded")
+
+// identityEncoded reports whether a body can be read as it is: every
+// Content-Encoding it declares is identity, or it declares none.
+func identityEncoded(h http.Header) bool {
+	for _, v := range h["Content-Encoding"] {
+		for part := range strings.SplitSeq(v, ",") {
+			if p := strings.TrimSpace(part); p != "" && !strings.EqualFold(p, "identity") {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// singleHeaders are the MCP headers a request may carry once at most: with
+// two values, the gateway and the upstream may each read another.
+var singleHeaders = []string{"Mcp-Method", "Mcp-Name", "Mcp-Session-Id", "Mcp-Protocol-Version"}
+
+// checkSingleHeaders refuses a request giving twice an MCP header, or a
+// header a key template reads: routers and servers disagree on which value
+// counts (the first, the last, or all joined), so a limit could count one
+// request under a key the client varies at will.
+func (h *Handler) checkSingleHeaders(hdr http.Header) error {
+	for _, list := range [][]string{singleHeaders, h.keyHeaders} {
+		for _, name := range list {
+			if n := len(hdr[name]); n > 1 {
+				return &headerError{name: name, count: n}
+			}
+		}
+	}
+	return nil
+}
+
+// headerError is a header given more than once.
+type headerError struct {
+	name  string
+	count int
+}
+
+func (e *headerError) Error() string {
+	return fmt.Sprintf("the %s header is given %d times", e.name, e.count)
+}
+
+// messageError is a message whose id or tool name is beyond what the gateway
+// takes.
+type messageError struct {
+	msg string
+	// badID: the id itself is refused, so the answer cannot carry it.
+	badID bool
+}
+
+func (e *messageError) Error() string { return e.msg }
+
+// checkMessages refuses ids and tool names beyond their bounds: the gateway
+// repeats an id in every answer and keeps it while the response streams, and
+// keeps a tool name as a key.
+func checkMessages(msgs []message) error {
+	for i := range msgs {
+		m := &msgs[i]
+		switch {
+		case len(m.id) > maxIDBytes:
+			return &messageError{msg: fmt.Sprintf("an id is %d bytes long; this server takes ids of at most %d", len(m.id), maxIDBytes), badID: true}
+		case isNonFinite(m.id):
+			return &messageError{msg: "an id is " + string(m.id) + ", which is not a string or a number", badID: true}
+		case m.isCall() && utf8.RuneCount(m.tool) > maxToolName:
+			return &messageError{msg: fmt.Sprintf("a tool name is %d characters long; MCP tool names have at most %d", utf8.RuneCount(m.tool), maxToolName)}
+		}
+	}
+	return nil
 }
 
 // checkMirrorHeaders refuses a request whose Mcp-Method or Mcp-Name header
@@ -247,10 +277,10 @@ func checkMirrorHeaders(h http.Header, x *exchange) error {
 	}
 	m := &x.msgs[0]
 	if method != "" && method != string(m.method) {
-		return &mismatchError{fmt.Sprintf("the Mcp-Method header says %q but the body's method is %q", method, m.method)}
+		return &mismatchError{fmt.Sprintf("the Mcp-Method header says %q but the body's method is %q", clip(method), clip(string(m.method)))}
 	}
 	if name != "" && m.tool != nil && name != string(m.tool) {
-		return &mismatchError{fmt.Sprintf("the Mcp-Name header says %q but the body's name is %q", name, m.tool)}
+		return &mismatchError{fmt.Sprintf("the Mcp-Name header says %q but the body's name is %q", clip(name), clip(string(m.tool)))}
 	}
 	return nil
 }

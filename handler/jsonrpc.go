@@ -59,12 +59,35 @@ func (e *syntaxError) Error() string {
 // cannot make the scanner recurse without limit.
 const maxDepth = 1000
 
+// errTooManyMessages is a batch holding more messages than the caller takes.
+var errTooManyMessages = errors.New("too many messages in the batch")
+
 // parseMessages reads a JSON-RPC message or batch from body and appends what
-// it learns to msgs. The whole body is validated as JSON; arguments and
-// results are skipped, never decoded. batch reports whether body is an array.
+// it learns to msgs, at most max messages: a batch holding more is refused
+// with errTooManyMessages as soon as its message max+1 begins, before any
+// state is kept for it. The rest of it is then left unread. batch reports
+// whether body is an array. Errors are those of eachMessage.
+func parseMessages(body []byte, msgs []message, max int) (_ []message, batch bool, err error) {
+	batch, err = eachMessage(body, func(m message) error {
+		if len(msgs) >= max {
+			return errTooManyMessages
+		}
+		msgs = append(msgs, m)
+		return nil
+	})
+	return msgs, batch, err
+}
+
+// eachMessage reads a JSON-RPC message or batch from body and calls visit
+// with what it learns of each message, in order. (visit takes the message by
+// value: a pointer given to a func value would escape, and cost an
+// allocation per body.) The whole body is validated as JSON (see scanner);
+// arguments and results are skipped, never decoded. An error from visit ends
+// the scan and is returned. batch reports whether body is an array.
+//
 // A body that is not JSON is a *syntaxError even when it is also ambiguous:
 // errAmbiguous is reported only for valid JSON.
-func parseMessages(body []byte, msgs []message) (_ []message, batch bool, err error) {
+func eachMessage(body []byte, visit func(message) error) (batch bool, err error) {
 	s := scanner{b: body}
 	s.ws()
 	switch s.peek() {
@@ -85,43 +108,53 @@ func parseMessages(body []byte, msgs []message) (_ []message, batch bool, err er
 				err = s.value(1)
 			}
 			if err != nil {
-				return msgs, batch, err
+				return batch, err
 			}
-			msgs = append(msgs, m)
+			if err = visit(m); err != nil {
+				return batch, err
+			}
 			s.ws()
 			if s.peek() == ',' {
 				s.i++
 				continue
 			}
 			if err = s.expect(']'); err != nil {
-				return msgs, batch, err
+				return batch, err
 			}
 			break
 		}
 	case '{':
 		var m message
 		if err = s.message(&m, 1); err != nil {
-			return msgs, false, err
+			return false, err
 		}
-		msgs = append(msgs, m)
+		if err = visit(m); err != nil {
+			return false, err
+		}
 	default:
 		if err = s.value(0); err != nil {
-			return msgs, false, err
+			return false, err
 		}
-		msgs = append(msgs, message{})
+		if err = visit(message{}); err != nil {
+			return false, err
+		}
 	}
 	s.ws()
 	if s.i != len(s.b) {
-		return msgs, batch, s.errorf("unexpected data after the message")
+		return batch, s.errorf("unexpected data after the message")
 	}
 	if s.ambiguous {
-		return msgs, batch, errAmbiguous
+		return batch, errAmbiguous
 	}
-	return msgs, batch, nil
+	return batch, nil
 }
 
 // scanner is a validating JSON reader over one body, in the manner of
-// encoding/json's Valid: the same grammar, no decoding of what it skips.
+// encoding/json's Valid: the same grammar, no decoding of what it skips, with
+// one extension. It also takes the tokens NaN, Infinity and -Infinity as
+// numbers, as Python's JSON parsers do (json.loads, and pydantic_core, which
+// the official Python SDK server reads requests with): a body holding them is
+// then read as that server reads it, instead of being left uninspected.
 type scanner struct {
 	b []byte
 	i int
@@ -344,7 +377,15 @@ func (s *scanner) value(depth int) error {
 	case c == '"':
 		return s.skipStr()
 	case c == '-' || (c >= '0' && c <= '9'):
+		if bytes.HasPrefix(s.b[s.i:], minusInfinity) {
+			s.i += len(minusInfinity)
+			return nil
+		}
 		return s.number()
+	case c == 'N':
+		return s.literal("NaN")
+	case c == 'I':
+		return s.literal("Infinity")
 	case c == 't':
 		return s.literal("true")
 	case c == 'f':
@@ -380,6 +421,14 @@ func (s *scanner) array(depth int) error {
 		}
 		return s.expect(']')
 	}
+}
+
+var minusInfinity = []byte("-Infinity")
+
+// isNonFinite reports whether a value the scanner read is one of the tokens
+// NaN, Infinity or -Infinity, which are not JSON.
+func isNonFinite(v []byte) bool {
+	return len(v) > 0 && (v[0] == 'N' || v[0] == 'I' || bytes.HasPrefix(v, minusInfinity))
 }
 
 func (s *scanner) literal(lit string) error {

@@ -45,7 +45,7 @@ func benchmarkInspectToolsCall(b *testing.B, size int) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		msgs, _, err := parseMessages(body, buf[:0])
+		msgs, _, err := parseMessages(body, buf[:0], unlimited)
 		if err != nil || len(msgs) != 1 || string(msgs[0].tool) != "search_documents" {
 			b.Fatalf("parse: %v %v", msgs, err)
 		}
@@ -70,7 +70,7 @@ func BenchmarkInspectToolsCall64KiBText(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, _, err := parseMessages(body, buf[:0]); err != nil {
+		if _, _, err := parseMessages(body, buf[:0], unlimited); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,9 +1,11 @@
 package handler
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -190,7 +192,7 @@ func TestParseMessagesLearnsMethodIDAndTool(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			msgs, batch, err := parseMessages([]byte(tt.body), nil)
+			msgs, batch, err := parseMessages([]byte(tt.body), nil, unlimited)
 			require.NoError(t, err)
 			assert.Equal(t, tt.batch, batch, "batch")
 			assert.Equal(t, tt.want, learnedOf(msgs))
@@ -219,13 +221,13 @@ func TestParseMessagesKeepsIDsAsExactBytes(t *testing.T) {
 	for _, id := range ids {
 		t.Run(id, func(t *testing.T) {
 			body := `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"a"}}`
-			msgs, _, err := parseMessages([]byte(body), nil)
+			msgs, _, err := parseMessages([]byte(body), nil, unlimited)
 			require.NoError(t, err)
 			require.Len(t, msgs, 1)
 			assert.Equal(t, req("tools/call", id, "a"), learnedOf(msgs)[0])
 
 			spaced := "{ \"id\" :\n\t" + id + " \r\n, \"method\" : \"tools/call\" }"
-			msgs, _, err = parseMessages([]byte(spaced), nil)
+			msgs, _, err = parseMessages([]byte(spaced), nil, unlimited)
 			require.NoError(t, err)
 			assert.Equal(t, id, string(msgs[0].id), "an id holds no surrounding whitespace")
 		})
@@ -266,7 +268,7 @@ func TestParseMessagesUnescapesWhatItLearns(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			msgs, _, err := parseMessages([]byte(tt.body), nil)
+			msgs, _, err := parseMessages([]byte(tt.body), nil, unlimited)
 			require.NoError(t, err)
 			require.Len(t, msgs, 1)
 			assert.Equal(t, tt.want, learnedOf(msgs)[0])
@@ -277,7 +279,7 @@ func TestParseMessagesUnescapesWhatItLearns(t *testing.T) {
 func TestParseMessagesAcceptsWhitespaceEverywhere(t *testing.T) {
 	body := " \t\r\n[ \n{ \"jsonrpc\" \t: \"2.0\" , \"id\"\r:\n1 ,\"method\" : \"tools/call\" ,\n\"params\" : { \"name\" : \"a\" ," +
 		" \"arguments\" : { \"x\" : [ 1 , 2.5 , true , false , null , { } , [ ] ] } } } , \n{\"jsonrpc\":\"2.0\",\"method\":\"ping\"} \n] \r\n\t "
-	msgs, batch, err := parseMessages([]byte(body), nil)
+	msgs, batch, err := parseMessages([]byte(body), nil, unlimited)
 	require.NoError(t, err)
 	assert.True(t, batch)
 	assert.Equal(t, []learned{req("tools/call", `1`, "a"), note("ping")}, learnedOf(msgs))
@@ -285,7 +287,7 @@ func TestParseMessagesAcceptsWhitespaceEverywhere(t *testing.T) {
 
 func TestParseMessagesAppendsToTheGivenSlice(t *testing.T) {
 	var buf [1]message
-	msgs, _, err := parseMessages([]byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`), buf[:0])
+	msgs, _, err := parseMessages([]byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`), buf[:0], unlimited)
 	require.NoError(t, err)
 	require.Len(t, msgs, 1)
 	assert.Same(t, &buf[0], &msgs[0], "a single message fits the caller's buffer")
@@ -323,7 +325,7 @@ func TestParseMessagesRefusesAmbiguousMessages(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			require.True(t, json.Valid([]byte(tt.body)), "the case must be valid JSON")
-			_, _, err := parseMessages([]byte(tt.body), nil)
+			_, _, err := parseMessages([]byte(tt.body), nil, unlimited)
 			assert.ErrorIs(t, err, errAmbiguous)
 		})
 	}
@@ -359,7 +361,7 @@ func TestAmbiguousExactlyWhenEncodingJSONWouldMatch(t *testing.T) {
 			require.NoError(t, json.Unmarshal([]byte(decoded), &v))
 			matches := v.JSONRPC != nil || v.Method != nil || v.ID != nil || v.Params != nil || v.Result != nil || v.Error != nil
 			exact := key == "jsonrpc" || key == "method" || key == "id" || key == "params" || key == "result" || key == "error"
-			_, _, err = parseMessages([]byte(top), nil)
+			_, _, err = parseMessages([]byte(top), nil, unlimited)
 			if matches && !exact {
 				assert.ErrorIs(t, err, errAmbiguous, "top-level %q", key)
 			} else {
@@ -371,7 +373,7 @@ func TestAmbiguousExactlyWhenEncodingJSONWouldMatch(t *testing.T) {
 				Name *json.RawMessage `json:"name"`
 			}
 			require.NoError(t, json.Unmarshal([]byte(decoded), &p))
-			_, _, err = parseMessages([]byte(inParams), nil)
+			_, _, err = parseMessages([]byte(inParams), nil, unlimited)
 			if p.Name != nil && key != "name" {
 				assert.ErrorIs(t, err, errAmbiguous, "params %q", key)
 			} else {
@@ -412,7 +414,10 @@ func TestParseMessagesRefusesWhatIsNotJSON(t *testing.T) {
 		{"missing exponent after sign", `{"id":1e+}`, 9},
 		{"leading dot", `{"id":.5}`, 6},
 		{"hex number", `{"id":0x1}`, 7},
-		{"NaN", `{"id":NaN}`, 6},
+		{"lower-case nan", `{"id":nan}`, 6},
+		{"plus infinity", `{"a":+Infinity}`, 5},
+		{"truncated infinity", `{"a":Infin}`, 5},
+		{"minus NaN", `{"a":-NaN}`, 6},
 		{"bad escape", `{"method":"a\x"}`, 13},
 		{"short unicode escape", `{"method":"\u12"}`, 15},
 		{"non-hex unicode escape", `{"method":"\u12G4"}`, 15},
@@ -430,7 +435,7 @@ func TestParseMessagesRefusesWhatIsNotJSON(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			require.False(t, json.Valid([]byte(tt.body)), "the case must be invalid JSON")
-			_, _, err := parseMessages([]byte(tt.body), nil)
+			_, _, err := parseMessages([]byte(tt.body), nil, unlimited)
 			var syntax *syntaxError
 			require.ErrorAs(t, err, &syntax)
 			assert.Equal(t, tt.offset, syntax.offset, "offset: %v", err)
@@ -439,11 +444,51 @@ func TestParseMessagesRefusesWhatIsNotJSON(t *testing.T) {
 	}
 }
 
+func TestParseMessagesTakesNonFiniteNumbersAsPythonServersDo(t *testing.T) {
+	// The official Python SDK server reads bodies with pydantic_core, which
+	// takes NaN, Infinity and -Infinity as numbers: a body holding them is a
+	// message to that server, so the gateway reads it too, and limits it.
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{"x":NaN}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":[Infinity,-Infinity],"name":"slow"}}`,
+		`[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{"a":[NaN, {"b":-Infinity}]}}}]`,
+	} {
+		msgs, _, err := parseMessages([]byte(body), nil, unlimited)
+		require.NoError(t, err, body)
+		assert.Equal(t, []learned{req("tools/call", "1", "slow")}, learnedOf(msgs), body)
+	}
+	msgs, _, err := parseMessages([]byte(`{"jsonrpc":"2.0","id":NaN,"method":"ping"}`), nil, unlimited)
+	require.NoError(t, err)
+	assert.True(t, isNonFinite(msgs[0].id), "the id is learned as it is, for the handler to refuse")
+}
+
+func TestParseMessagesStopsAtMaxBeforeKeepingMore(t *testing.T) {
+	three := `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping"},{"jsonrpc":"2.0","id":3,"method":"ping"}]`
+	msgs, batch, err := parseMessages([]byte(three), nil, 3)
+	require.NoError(t, err)
+	assert.True(t, batch)
+	assert.Len(t, msgs, 3)
+
+	msgs, _, err = parseMessages([]byte(three), nil, 2)
+	assert.ErrorIs(t, err, errTooManyMessages)
+	assert.Len(t, msgs, 2, "nothing is kept for the message beyond max")
+
+	// A million elements: refused at the third, whatever follows (here,
+	// not even valid JSON), with nothing kept for the rest.
+	wide := []byte("[" + strings.Repeat("1,", 1_000_000) + "x")
+	allocs := testing.AllocsPerRun(5, func() {
+		var buf [2]message
+		_, _, err = parseMessages(wide, buf[:0], 2)
+	})
+	assert.ErrorIs(t, err, errTooManyMessages)
+	assert.Zero(t, allocs)
+}
+
 func TestParseMessagesReportsSyntaxBeforeAmbiguity(t *testing.T) {
 	// A body that is not JSON is not JSON, whatever else it repeats: the
 	// verdict on syntax is encoding/json's.
 	body := `{"jsonrpc":"2.0","id":1,"method":"ping","Method":"tools/call",`
-	_, _, err := parseMessages([]byte(body), nil)
+	_, _, err := parseMessages([]byte(body), nil, unlimited)
 	var syntax *syntaxError
 	assert.ErrorAs(t, err, &syntax)
 }
@@ -477,13 +522,13 @@ func TestParseMessagesBoundsNesting(t *testing.T) {
 			deepest := []byte(tt.body(maxDepth))
 			require.True(t, json.Valid(deepest))
 			require.Equal(t, maxDepth, depthOf(deepest))
-			_, _, err := parseMessages(deepest, nil)
+			_, _, err := parseMessages(deepest, nil, unlimited)
 			assert.NoError(t, err, "nesting of exactly maxDepth is accepted")
 
 			tooDeep := []byte(tt.body(maxDepth + 1))
 			require.True(t, json.Valid(tooDeep), "encoding/json accepts deeper nesting than the gateway")
 			require.Equal(t, maxDepth+1, depthOf(tooDeep))
-			_, _, err = parseMessages(tooDeep, nil)
+			_, _, err = parseMessages(tooDeep, nil, unlimited)
 			var syntax *syntaxError
 			require.ErrorAs(t, err, &syntax)
 			assert.Contains(t, syntax.msg, "nesting")
@@ -493,7 +538,7 @@ func TestParseMessagesBoundsNesting(t *testing.T) {
 
 func TestParseMessagesSurvivesHostileNesting(t *testing.T) {
 	body := []byte(strings.Repeat("[", 1<<20))
-	_, _, err := parseMessages(body, nil)
+	_, _, err := parseMessages(body, nil, unlimited)
 	var syntax *syntaxError
 	assert.ErrorAs(t, err, &syntax)
 }
@@ -506,7 +551,7 @@ func TestParseMessagesDoesNotDecodeArguments(t *testing.T) {
 		`"n\u0061me":"x","opts":[{"k\u0065y":"v\/w"},{"k\u0065y":"v\/w"}]}}}`)
 	var buf [1]message
 	allocs := testing.AllocsPerRun(100, func() {
-		if _, _, err := parseMessages(body, buf[:0]); err != nil {
+		if _, _, err := parseMessages(body, buf[:0], unlimited); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -554,12 +599,16 @@ func FuzzParseMessages(f *testing.F) {
 		``,
 		`{`,
 		`"\ud800"`,
+		`{"id":1,"method":"tools/call","params":{"name":"a","arguments":[NaN,Infinity,-Infinity]}}`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		msgs, batch, err := parseMessages(body, nil)
+		msgs, batch, err := parseMessages(body, nil, unlimited)
 		valid := json.Valid(body)
+		// The scanner also takes the tokens NaN, Infinity and -Infinity:
+		// where they appear, json.Valid is not its judge.
+		nonFinite := bytes.Contains(body, []byte("NaN")) || bytes.Contains(body, []byte("Infinity"))
 		var syntax *syntaxError
 		switch {
 		case errors.As(err, &syntax):
@@ -571,7 +620,7 @@ func FuzzParseMessages(f *testing.F) {
 			}
 			return
 		case errors.Is(err, errAmbiguous):
-			if !valid {
+			if !valid && !nonFinite {
 				t.Fatalf("json.Valid refuses %q, parseMessages says it is ambiguous", body)
 			}
 			return
@@ -579,7 +628,10 @@ func FuzzParseMessages(f *testing.F) {
 			t.Fatalf("unexpected error %v", err)
 		}
 		if !valid {
-			t.Fatalf("json.Valid refuses %q, parseMessages accepts it", body)
+			if !nonFinite {
+				t.Fatalf("json.Valid refuses %q, parseMessages accepts it", body)
+			}
+			return
 		}
 		elems := []json.RawMessage{body}
 		if batch {
@@ -699,3 +751,6 @@ func TestSkipPlainStopsWhereTheByteLoopStops(t *testing.T) {
 		check(b)
 	}
 }
+
+// unlimited takes batches of any size.
+const unlimited = math.MaxInt

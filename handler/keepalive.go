@@ -20,7 +20,7 @@ type keepalive struct {
 	mu sync.Mutex
 	// wrote: the upstream wrote since the last tick.
 	wrote bool
-	// midLine: the last byte written did not end a line.
+	// midLine: the last byte written did not end a line for certain.
 	midLine bool
 	stop    chan struct{}
 	done    chan struct{}
@@ -73,8 +73,10 @@ func (u *upstreamWatch) write(p []byte) (int, error) {
 	defer ka.mu.Unlock()
 	if len(p) > 0 {
 		ka.wrote = true
-		last := p[len(p)-1]
-		ka.midLine = last != '\n' && last != '\r'
+		// A CR at the end of a write is not yet a line boundary: its LF may
+		// start the next write, and a comment line between the two would
+		// turn that LF into a blank line, which ends the event.
+		ka.midLine = p[len(p)-1] != '\n'
 	}
 	return u.ResponseWriterWrapper.Write(p)
 }

@@ -20,14 +20,16 @@ func (h *Handler) record(x *exchange, env *envelope.Envelope) {
 	}
 	fields := make([]zap.Field, 0, 12)
 	fields = append(fields, zap.String("code", x.errorCode))
+	// Values the client chose are cut to maxEchoed bytes: a log line costs
+	// no more than a bounded part of what the client sent.
 	if len(x.msgs) > 0 {
 		m := &x.msgs[0]
-		fields = append(fields, zap.ByteString("method", m.method))
+		fields = append(fields, zap.String("method", clip(string(m.method))))
 		if m.tool != nil {
-			fields = append(fields, zap.ByteString("tool", m.tool))
+			fields = append(fields, zap.String("tool", clip(string(m.tool))))
 		}
 		if m.id != nil {
-			fields = append(fields, zap.String("id", idText(m.id)))
+			fields = append(fields, zap.String("id", clip(idText(m.id))))
 		}
 	}
 	if x.batch {
@@ -39,8 +41,12 @@ func (h *Handler) record(x *exchange, env *envelope.Envelope) {
 	if x.guard != "" {
 		fields = append(fields, zap.String("guard", x.guard))
 	}
-	if h.LogKey && (x.limit != "" || x.guard != "") {
-		fields = append(fields, zap.String("key", x.key))
+	if x.limit != "" || (x.guard != "" && h.concurrency.key != nil) {
+		key := shownKey(x.key)
+		if h.LogKey {
+			key = clip(x.key)
+		}
+		fields = append(fields, zap.String("key", key))
 	}
 	if env.HasRetryAfter() {
 		fields = append(fields, zap.Int64("retry_after", env.RetryAfterSeconds()))

@@ -15,7 +15,7 @@ import (
 // registry (Caddy makes a new one each time).
 //
 // Label values are bounded by construction: a method label is one of the
-// MCP methods (anything else is "other"), an outcome is "forwarded",
+// MCP methods (specMethods; anything else is "other"), an outcome is "forwarded",
 // "canceled" or one of the gateway's envelope codes, and limit and guard
 // names come from the configuration. Tool names and session ids are left
 // out: clients choose them freely, and each new value would be a new series.
@@ -41,6 +41,11 @@ var (
 		Buckets: []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30},
 	}, []string{"method"})
 
+	emptyKeys = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "caddy", Subsystem: "mcp", Name: "empty_keys_total",
+		Help: "Messages whose rate-limit or guard key template gave an empty value (they share one key), by kind (rate_limit or concurrency) and name.",
+	}, []string{"kind", "name"})
+
 	requestDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: "caddy", Subsystem: "mcp", Name: "request_duration_seconds",
 		Help:    "Time from the handler receiving a POST to its response being written, by method.",
@@ -61,7 +66,7 @@ func registerMetrics(ctx caddy.Context) error {
 	if reg == nil {
 		return nil
 	}
-	for _, c := range []prometheus.Collector{requestsTotal, envelopesTotal, rateLimitDecisions, queueWait, requestDuration, stateCollector} {
+	for _, c := range []prometheus.Collector{requestsTotal, envelopesTotal, rateLimitDecisions, emptyKeys, queueWait, requestDuration, stateCollector} {
 		if err := reg.Register(c); err != nil {
 			var already prometheus.AlreadyRegisteredError
 			if !errors.As(err, &already) {
@@ -109,19 +114,6 @@ func (c poolCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// mcpMethods are the methods of the MCP specification (2025-03-26 to
-// 2026-07-28) that get their own label value.
-var mcpMethods = []string{
-	"initialize", "ping", "server/discover",
-	"tools/list", "tools/call",
-	"resources/list", "resources/templates/list", "resources/read", "resources/subscribe", "resources/unsubscribe",
-	"prompts/list", "prompts/get",
-	"completion/complete", "logging/setLevel",
-	"tasks/get", "tasks/list", "tasks/result", "tasks/cancel",
-	"notifications/initialized", "notifications/cancelled", "notifications/progress",
-	"notifications/roots/list_changed", "notifications/message",
-}
-
 // Label values for exchanges that are not one message of a known method.
 const (
 	methodOther    = "other"
@@ -144,7 +136,7 @@ var (
 )
 
 func init() {
-	for _, m := range mcpMethods {
+	for _, m := range specMethods {
 		methodNames[m] = m
 	}
 }

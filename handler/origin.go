@@ -42,6 +42,13 @@ func newOriginPolicy(origins []string) (originPolicy, error) {
 	return p, nil
 }
 
+// CheckAllowedOrigins reports the first entry of allowed_origins that is not
+// an origin (scheme://host[:port]) or "*".
+func CheckAllowedOrigins(origins []string) error {
+	_, err := newOriginPolicy(origins)
+	return err
+}
+
 type originError struct{ origin string }
 
 func (e *originError) Error() string {
@@ -107,7 +114,7 @@ func isLoopbackOrigin(norm string) bool {
 
 // originRefused is the envelope for a request from an origin not allowed.
 func originRefused(r *http.Request) envelope.Envelope {
-	return envelope.New(envelope.Forbidden, "Requests from the web origin "+quote(r.Header.Get("Origin"))+" are not allowed by this MCP gateway").
+	return envelope.New(envelope.Forbidden, "Requests from the web origin "+quote(clip(r.Header.Get("Origin")))+" are not allowed by this MCP gateway").
 		Suggest("Call the MCP server from an MCP client, or ask its operator to add this origin to allowed_origins.").
 		Envelope()
 }

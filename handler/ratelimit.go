@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
-	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/caddymcp/caddy-mcp/envelope"
@@ -26,11 +24,13 @@ type RateLimit struct {
 	// {client_ip} in a Caddyfile), the client's address, which honours the
 	// server's trusted_proxies. Any placeholder works, including
 	// {http.mcp.tool}, {http.mcp.session_id} and header values; note that a
-	// session id alone is chosen by the client and so is spoofable.
+	// session id alone is chosen by the client and so is spoofable. An
+	// unknown placeholder is a configuration error; a request giving twice a
+	// header the key reads is refused.
 	Key string `json:"key,omitempty"`
 
 	// Rate is how fast tokens refill, as "<events>/<window>": "10/s",
-	// "600/1m", "5/30s". Required.
+	// "600/1m", "5/30s", "1000/1d". Required.
 	Rate string `json:"rate"`
 
 	// Burst is the size of the bucket: how many messages may pass at once
@@ -50,8 +50,10 @@ type RateLimit struct {
 	// bucket shares one overflow bucket with every other such key, so memory
 	// stays bounded and a client spraying keys gets the limit's rate in
 	// total, not per key. Buckets that have refilled are dropped, so only
-	// keys active within one refill period count. Default: 1000000 (about
-	// 200 MB at the cap).
+	// keys active within one refill period count. A key value keeps at most
+	// 128 bytes (a longer one is kept as its SHA-256 digest), so a bucket
+	// takes at most about 300 bytes. A reload applies a changed MaxKeys to
+	// the live buckets. Default: 1000000.
 	MaxKeys int `json:"max_keys,omitempty"`
 }
 
@@ -62,8 +64,8 @@ const DefaultKey = "{http.vars.client_ip}"
 const sweepEvery = 10 * time.Second
 
 // buckets holds each limit's buckets across config reloads, by name and key
-// template. Rate, burst and filters are not part of the identity: a reload
-// that changes them applies them to the existing buckets.
+// template. Rate, burst, filters and max_keys are not part of the identity:
+// a reload that changes them applies them to the existing buckets.
 var buckets = caddy.NewUsagePool()
 
 // zone is the reload-safe part of a limit: its buckets and their sweeper.
@@ -78,16 +80,39 @@ func (z *zone) Destruct() error {
 	return nil
 }
 
+// Validate checks the settings as Provision reads them, with the rules the
+// Caddyfile applies.
+func (cfg *RateLimit) Validate() error {
+	var errs []error
+	if _, err := ratelimit.ParseRate(cfg.Rate); err != nil {
+		errs = append(errs, err)
+	}
+	if cfg.Burst < 0 {
+		errs = append(errs, fmt.Errorf("burst %d: must not be negative (0 means the events of rate)", cfg.Burst))
+	}
+	if cfg.MaxKeys < 0 {
+		errs = append(errs, fmt.Errorf("max_keys %d: must not be negative (0 means %d)", cfg.MaxKeys, ratelimit.DefaultMaxKeys))
+	}
+	if err := checkKeyTemplate(expandShorthands(cmp.Or(cfg.Key, DefaultKey))); err != nil {
+		errs = append(errs, fmt.Errorf("key %q: %w", cfg.Key, err))
+	}
+	if err := checkMethods(cfg.Methods); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
 // limit is a provisioned RateLimit.
 type limit struct {
 	name    string
-	key     string
+	key     *keyTemplate
 	lim     ratelimit.Limit
 	methods []string
 	tools   []glob
 	// toolPatterns are the globs as configured, for the status view.
 	toolPatterns []string
-	store        ratelimit.Store
+	maxKeys      int
+	store        *zone
 	poolKey      string
 	// scope says whose bucket ran dry, for the message the model reads.
 	scope string
@@ -103,18 +128,21 @@ func newLimit(name string, cfg *RateLimit, now func() time.Time) (*limit, error)
 	if cfg == nil {
 		return nil, errors.New("no settings")
 	}
-	rate, err := ratelimit.ParseRate(cfg.Rate)
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	rate, _ := ratelimit.ParseRate(cfg.Rate)
+	key, err := newKeyTemplate("rate_limit", name, cmp.Or(cfg.Key, DefaultKey))
 	if err != nil {
 		return nil, err
 	}
 	l := &limit{
-		name:    name,
-		key:     expandShorthands(cmp.Or(cfg.Key, DefaultKey)),
-		lim:     ratelimit.Limit{Rate: rate, Burst: cmp.Or(cfg.Burst, rate.Events)},
-		methods: cfg.Methods,
-	}
-	if cfg.Burst < 0 {
-		return nil, fmt.Errorf("burst %d is negative", cfg.Burst)
+		name:         name,
+		key:          key,
+		lim:          ratelimit.Limit{Rate: rate, Burst: cmp.Or(cfg.Burst, rate.Events)},
+		methods:      cfg.Methods,
+		toolPatterns: cfg.Tools,
+		maxKeys:      cmp.Or(cfg.MaxKeys, ratelimit.DefaultMaxKeys),
 	}
 	if len(l.methods) == 0 {
 		l.methods = []string{"tools/call"}
@@ -122,8 +150,7 @@ func newLimit(name string, cfg *RateLimit, now func() time.Time) (*limit, error)
 	for _, t := range cfg.Tools {
 		l.tools = append(l.tools, compileGlob(t))
 	}
-	l.toolPatterns = cfg.Tools
-	l.scope = scopeOf(l.key)
+	l.scope = scopeOf(l.key.text)
 	l.deniedMessage = "Rate limit exceeded: " + l.describe() + " for " + l.scope
 	l.details = []envelope.Detail{
 		{Key: "limit", Value: l.name},
@@ -132,10 +159,10 @@ func newLimit(name string, cfg *RateLimit, now func() time.Time) (*limit, error)
 	}
 	l.allowed = rateLimitDecisions.WithLabelValues(name, "allowed")
 	l.denied = rateLimitDecisions.WithLabelValues(name, "denied")
-	l.poolKey = name + "\x00" + l.key
-	v, _, err := buckets.LoadOrNew(l.poolKey, func() (caddy.Destructor, error) {
+	l.poolKey = name + "\x00" + l.key.text
+	v, loaded, err := buckets.LoadOrNew(l.poolKey, func() (caddy.Destructor, error) {
 		ctx, stop := context.WithCancel(context.Background())
-		z := &zone{Memory: ratelimit.NewMemory(cfg.MaxKeys), name: name, stop: stop}
+		z := &zone{Memory: ratelimit.NewMemory(l.maxKeys), name: name, stop: stop}
 		go z.Run(ctx, sweepEvery, now)
 		return z, nil
 	})
@@ -143,7 +170,17 @@ func newLimit(name string, cfg *RateLimit, now func() time.Time) (*limit, error)
 		return nil, err
 	}
 	l.store = v.(*zone)
+	if loaded {
+		l.store.SetMaxKeys(l.maxKeys)
+	}
 	return l, nil
+}
+
+// settings is the limit's configuration in one line, to compare it with
+// another handler's use of the same name.
+func (l *limit) settings() string {
+	return fmt.Sprintf("key %s, rate %s, burst %d, methods %v, tools %v, max_keys %d",
+		l.key.text, l.lim.Rate, l.lim.Burst, l.methods, l.toolPatterns, l.maxKeys)
 }
 
 func (l *limit) release() { _, _ = buckets.Delete(l.poolKey) }
@@ -173,16 +210,6 @@ func (l *limit) applies(m *message) bool {
 // describe is the limit as the model reads it: "10 calls per 1s".
 func (l *limit) describe() string {
 	return countOf(l.lim.Rate.Events, l.methods) + " per " + formatWindow(l.lim.Rate.Window)
-}
-
-// expandShorthands expands the Caddyfile's placeholder shorthands, such as
-// {client_ip} for {http.vars.client_ip}, so that a key template means the
-// same in a JSON config as in a Caddyfile instead of silently expanding to
-// nothing.
-func expandShorthands(template string) string {
-	seg := caddyfile.Segment{{Text: template}}
-	httpcaddyfile.NewShorthandReplacer().ApplyToSegment(&seg)
-	return seg[0].Text
 }
 
 // formatWindow writes a window the way a person would: 1s, 30s, 1m, 2h, 1.5s.

@@ -2,8 +2,6 @@ package handler
 
 import (
 	"bytes"
-	"encoding/json"
-	"math/big"
 	"net/http"
 	"time"
 
@@ -20,8 +18,7 @@ const maxEventData = 1 << 20
 // whether the client could resume the stream. It never delays, buffers for
 // the client, or changes an event.
 type sseTracker struct {
-	// pending are the requests whose response has not been seen.
-	pending []*message
+	owed owedResponses
 	// resumable: an event carried an id, so the client can reconnect with
 	// Last-Event-ID and the server can replay; the gateway must not answer
 	// in its place.
@@ -40,14 +37,11 @@ type sseTracker struct {
 	lastCR bool
 }
 
+// newSSETracker returns a tracker for the answer to msgs, or nil when msgs
+// hold no request, which no answer can owe anything.
 func newSSETracker(msgs []message) *sseTracker {
 	t := &sseTracker{}
-	for i := range msgs {
-		if msgs[i].kind == request {
-			t.pending = append(t.pending, &msgs[i])
-		}
-	}
-	if len(t.pending) == 0 {
+	if !t.owed.init(msgs) {
 		return nil
 	}
 	return t
@@ -56,7 +50,7 @@ func newSSETracker(msgs []message) *sseTracker {
 // repairable reports whether the stream owes responses that only the gateway
 // can still give.
 func (t *sseTracker) repairable() bool {
-	return len(t.pending) > 0 && !t.resumable && !t.unreadable
+	return t.owed.left > 0 && !t.resumable && !t.unreadable
 }
 
 // observe follows the bytes the upstream wrote.
@@ -136,25 +130,12 @@ func (t *sseTracker) dispatch() {
 	if t.dataLines == 0 || (len(t.event) > 0 && string(t.event) != "message") {
 		return
 	}
-	var buf [1]message
-	msgs, _, err := parseMessages(t.data, buf[:0])
-	if err != nil {
-		return
-	}
-	for i := range msgs {
-		if msgs[i].kind == response {
-			t.settle(msgs[i].id)
+	_, _ = eachMessage(t.data, func(m message) error {
+		if m.kind == response {
+			t.owed.settle(m.id)
 		}
-	}
-}
-
-func (t *sseTracker) settle(id []byte) {
-	for i, m := range t.pending {
-		if sameID(m.id, id) {
-			t.pending = append(t.pending[:i], t.pending[i+1:]...)
-			return
-		}
-	}
+		return nil
+	})
 }
 
 // appendDiscard ends the event the upstream left unfinished so that clients
@@ -176,29 +157,6 @@ func (t *sseTracker) appendDiscard(out []byte) []byte {
 // discardedEvent names the unfinished event of a broken stream.
 const discardedEvent = "mcp-gateway-discarded"
 
-// sameID reports whether two JSON-RPC ids are the same value: servers may
-// write an id back in another spelling ("caf\u00e9" as "café", 1e2 as 100).
-func sameID(a, b []byte) bool {
-	if bytes.Equal(a, b) {
-		return true
-	}
-	if len(a) == 0 || len(b) == 0 {
-		return false
-	}
-	switch {
-	case a[0] == '"' && b[0] == '"':
-		var sa, sb string
-		return json.Unmarshal(a, &sa) == nil && json.Unmarshal(b, &sb) == nil && sa == sb
-	case isNumberStart(a[0]) && isNumberStart(b[0]):
-		ra, okA := new(big.Rat).SetString(string(a))
-		rb, okB := new(big.Rat).SetString(string(b))
-		return okA && okB && ra.Cmp(rb) == 0
-	}
-	return false
-}
-
-func isNumberStart(c byte) bool { return c == '-' || isDigit(c) }
-
 // repairStream ends a broken, non-resumable event stream with one message
 // event per request still owed a response, each carrying the envelope.
 func (h *Handler) repairStream(u *upstreamWatch, what string) error {
@@ -213,7 +171,7 @@ func (h *Handler) repairStream(u *upstreamWatch, what string) error {
 	if u.sse.midEvent || len(u.sse.partial) > 0 {
 		out = u.sse.appendDiscard(out)
 	}
-	for _, m := range u.sse.pending {
+	for m := range u.sse.owed.all() {
 		out = append(out, "event: message\ndata: "...)
 		if m.isCall() {
 			out = env.AppendToolResult(out, m.id)
@@ -222,7 +180,7 @@ func (h *Handler) repairStream(u *upstreamWatch, what string) error {
 		}
 		out = append(out, "\n\n"...)
 	}
-	u.sse.pending = nil
+	u.sse.owed.clear()
 	w := u.ResponseWriterWrapper.ResponseWriter
 	if _, err := w.Write(out); err != nil {
 		return err

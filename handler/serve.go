@@ -6,7 +6,6 @@ import (
 	"math"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -25,32 +24,46 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	defer h.finish(x)
 	if !h.origins.allows(r) {
 		env := originRefused(r)
+		closeAfterAnswer(w, r)
 		return h.answer(w, x, &env, http.StatusForbidden)
 	}
 	if r.Method == http.MethodPost {
-		if err := h.inspect(x); err != nil {
-			x.msgs = nil
-			var syntax *syntaxError
-			if errors.As(err, &syntax) && !claimsJSON(r) {
-				// Not JSON, and not claiming to be: the upstream refuses
-				// it in its own words (415 from the SDK servers).
+		if err := h.inspect(w, x); err != nil {
+			if h.passesUninspected(err, r) {
+				// Nothing here limits the request, and it is not JSON and
+				// does not claim to be: the upstream refuses it in its own
+				// words (415 from the SDK servers).
+				x.msgs = nil
 				x.forwarded = true
 				return next.ServeHTTP(w, r)
 			}
-			return h.refuseMalformed(w, x, err)
+			return h.refuseBody(w, x, err)
 		}
 		if d := h.admit(x, repl); d != nil {
 			return h.refuse(w, x, d)
 		}
-		slot, err := h.enter(x, repl)
-		if err != nil {
+		if err := h.enter(x, repl); err != nil {
 			h.refund(x)
 			return h.shed(w, x, err)
 		}
-		// Held until the response is completely written: finish releases it.
-		x.slot = slot
+		// The places are held until the response is completely written:
+		// finish releases them.
 	}
 	return h.forward(w, x, next)
+}
+
+// passesUninspected reports whether a body the handler could not inspect may
+// still go to the upstream: only when no rate limit or guard is configured,
+// since any of them could apply to a message the handler cannot read, and
+// only when the body does not claim to be JSON (a body that claims it and is
+// not is malformed). A body in a Content-Encoding counts as not inspected,
+// whatever its bytes: a server that decodes it reads other bytes.
+func (h *Handler) passesUninspected(err error, r *http.Request) bool {
+	if len(h.limits) > 0 || h.concurrency != nil {
+		return false
+	}
+	var syntax *syntaxError
+	return errors.Is(err, errEncoded) || (errors.As(err, &syntax) && !claimsJSON(r))
 }
 
 // shed answers a request the concurrency guard did not admit.
@@ -61,7 +74,7 @@ func (h *Handler) shed(w http.ResponseWriter, x *exchange, err error) error {
 		x.canceled = true
 		return caddyhttp.Error(statusClientClosed, err)
 	}
-	env := h.concurrency.shedEnvelope(s)
+	env := h.concurrency.shedEnvelope(s, x.needed)
 	x.guard, x.cause = h.concurrency.name, s
 	return h.answer(w, x, &env, http.StatusServiceUnavailable)
 }
@@ -70,11 +83,11 @@ func (h *Handler) shed(w http.ResponseWriter, x *exchange, err error) error {
 // away before its response.
 const statusClientClosed = 499
 
-// finish frees the exchange's place in the guard, counts the exchange and
+// finish frees the exchange's places in the guard, counts the exchange and
 // recycles its body, once it is over, whatever happened.
 func (h *Handler) finish(x *exchange) {
 	now := h.now()
-	x.slot.ReleaseAt(now)
+	x.releaseSlots(now)
 	h.observe(x, now)
 	x.recycle()
 }
@@ -83,6 +96,8 @@ func (h *Handler) finish(x *exchange) {
 type denial struct {
 	limit      *limit
 	retryAfter time.Duration
+	// cost is the tokens the request needed from the limit.
+	cost int
 }
 
 // admit takes tokens for every message from every limit that counts it, all
@@ -91,32 +106,29 @@ func (h *Handler) admit(x *exchange, repl *caddy.Replacer) *denial {
 	if len(h.limits) == 0 {
 		return nil
 	}
-	reqs, owners := x.reqBuf[:0], x.ownerBuf[:0]
+	c := costs{reqs: x.reqBuf[:0], owners: x.ownerBuf[:0]}
 	for i := range x.msgs {
-		x.cur = i
 		for _, l := range h.limits {
-			if !l.applies(&x.msgs[i]) {
-				continue
+			if l.applies(&x.msgs[i]) {
+				c.add(l, l.key.eval(h, x, repl, i))
 			}
-			key := repl.ReplaceAll(l.key, "")
-			reqs, owners = addCost(reqs, owners, l, key)
 		}
 	}
-	x.cur = 0
-	if len(reqs) == 0 {
+	if len(c.reqs) == 0 {
 		return nil
 	}
-	denied, d := ratelimit.TakeAll(x.start, reqs)
+	denied, d := ratelimit.TakeAll(x.start, c.reqs)
 	if denied < 0 {
-		for _, l := range owners {
+		for _, l := range c.owners {
 			l.allowed.Inc()
 		}
-		x.taken = reqs
+		x.taken = c.reqs
 		return nil
 	}
-	owners[denied].denied.Inc()
-	x.limit, x.key = owners[denied].name, reqs[denied].Key
-	return &denial{limit: owners[denied], retryAfter: d.RetryAfter}
+	l, r := c.owners[denied], c.reqs[denied]
+	l.denied.Inc()
+	x.limit, x.key = l.name, r.Key
+	return &denial{limit: l, retryAfter: d.RetryAfter, cost: r.Cost}
 }
 
 // refund gives back the tokens the exchange took, when it will not run.
@@ -128,20 +140,66 @@ func (h *Handler) refund(x *exchange) {
 	x.taken = nil
 }
 
-// addCost adds one token to the request for (l, key), so that a batch takes
-// one token per message it holds.
-func addCost(reqs []ratelimit.Request, owners []*limit, l *limit, key string) ([]ratelimit.Request, []*limit) {
-	for i := range reqs {
-		if owners[i] == l && reqs[i].Key == key {
-			reqs[i].Cost++
-			return reqs, owners
+// costs are the tokens an exchange takes: one request per limit and key,
+// costing one token per message counted, so that a batch takes one token per
+// message. A batch of many keys is indexed, so that adding stays constant
+// time.
+type costs struct {
+	reqs   []ratelimit.Request
+	owners []*limit
+	index  map[costKey]int
+}
+
+type costKey struct {
+	l   *limit
+	key string
+}
+
+// indexFrom is the number of requests from which costs are indexed.
+const indexFrom = 8
+
+func (c *costs) add(l *limit, key string) {
+	if c.index == nil && len(c.reqs) >= indexFrom {
+		c.index = make(map[costKey]int, 2*len(c.reqs))
+		for i := range c.reqs {
+			c.index[costKey{c.owners[i], c.reqs[i].Key}] = i
 		}
 	}
-	return append(reqs, ratelimit.Request{Store: l.store, Key: key, Cost: 1, Limit: l.lim}), append(owners, l)
+	i := -1
+	if c.index != nil {
+		if j, ok := c.index[costKey{l, key}]; ok {
+			i = j
+		}
+	} else {
+		for j := range c.reqs {
+			if c.owners[j] == l && c.reqs[j].Key == key {
+				i = j
+				break
+			}
+		}
+	}
+	if i >= 0 {
+		c.reqs[i].Cost++
+		return
+	}
+	if c.index != nil {
+		c.index[costKey{l, key}] = len(c.reqs)
+	}
+	c.reqs = append(c.reqs, ratelimit.Request{Store: l.store, Key: key, Cost: 1, Limit: l.lim})
+	c.owners = append(c.owners, l)
 }
 
 // envelope is what the model is told of a denial.
 func (d *denial) envelope() envelope.Envelope {
+	l := d.limit
+	if d.cost > l.lim.Burst {
+		// Waiting cannot help: the bucket never holds that many tokens.
+		return envelope.New(envelope.RateLimited, fmt.Sprintf("Rate limit exceeded: this batch counts %s against the limit %s, which allows at most %d at once (%s), so it can never pass as one request",
+			countOf(d.cost, l.methods), l.name, l.lim.Burst, l.describe())).
+			Suggest(fmt.Sprintf("Split the batch into requests of at most %s each, or send them one at a time.", countOf(l.lim.Burst, l.methods))).
+			Details(l.details...).
+			Envelope()
+	}
 	secs := wholeSeconds(d.retryAfter)
 	return envelope.Envelope{
 		Code:       envelope.RateLimited,
@@ -186,8 +244,20 @@ func (h *Handler) refuse(w http.ResponseWriter, x *exchange, d *denial) error {
 // JSON-RPC error with its id, both with HTTP 200. When nothing in the
 // exchange has an id (a notification, a response, a batch of those, a GET),
 // the answer is an id-less JSON-RPC error with the HTTP status given.
+//
+// A batch holding more than maxAnswered requests gets one id-less envelope
+// instead, so that a refusal never costs much more than the request.
 func (h *Handler) answer(w http.ResponseWriter, x *exchange, env *envelope.Envelope, status int) error {
 	h.record(x, env)
+	requests := 0
+	for i := range x.msgs {
+		if x.msgs[i].kind == request {
+			requests++
+		}
+	}
+	if requests > maxAnswered {
+		return writeJSON(w, status, env, env.AppendRPCError(nil, envelope.NullID, envelope.CodeServerError))
+	}
 	body := make([]byte, 0, 1024)
 	answered := 0
 	if x.batch {
@@ -219,6 +289,9 @@ func (h *Handler) answer(w http.ResponseWriter, x *exchange, env *envelope.Envel
 	return writeJSON(w, status, env, body)
 }
 
+// maxAnswered bounds the envelopes in one answer.
+const maxAnswered = 64
+
 var contentTypeJSON = []string{"application/json"}
 
 func writeJSON(w http.ResponseWriter, status int, env *envelope.Envelope, body []byte) error {
@@ -232,61 +305,4 @@ func writeJSON(w http.ResponseWriter, status int, env *envelope.Envelope, body [
 	w.WriteHeader(status)
 	_, err := w.Write(body)
 	return err
-}
-
-// refuseMalformed answers a body the handler could not read or parse.
-func (h *Handler) refuseMalformed(w http.ResponseWriter, x *exchange, err error) error {
-	var (
-		syntax   *syntaxError
-		mismatch *mismatchError
-		env      envelope.Envelope
-		status   int
-		rpcCode  = envelope.CodeInvalidRequest
-	)
-	switch {
-	case errors.Is(err, errBodyTooLarge):
-		status = http.StatusRequestEntityTooLarge
-		env = envelope.New(envelope.ValidationError,
-			fmt.Sprintf("Request body is larger than the %d bytes this server accepts", h.MaxRequestBody)).
-			Suggest("Send a smaller request: split the work into several calls, or pass large data by reference.").
-			Envelope()
-	case errors.As(err, &syntax):
-		status, rpcCode = http.StatusBadRequest, envelope.CodeParseError
-		env = envelope.New(envelope.ValidationError, "Request body is not valid JSON: "+syntax.Error()).
-			Suggest("Send one JSON-RPC 2.0 message, or a batch array of them, as the POST body.").
-			Envelope()
-	case errors.Is(err, errAmbiguous):
-		status = http.StatusBadRequest
-		env = envelope.New(envelope.ValidationError,
-			"Request is ambiguous: a JSON-RPC member (jsonrpc, method, id, params, result, error, params.name) appears twice or in another letter case").
-			Suggest("Send each member once, spelled in lower case as JSON-RPC defines it.").
-			Envelope()
-	case errors.As(err, &mismatch):
-		status = http.StatusBadRequest
-		env = envelope.New(envelope.ValidationError, "Request headers disagree with its body: "+mismatch.msg).
-			Suggest("Send Mcp-Method and Mcp-Name headers equal to the body's method and params.name, or leave them out.").
-			Envelope()
-	default:
-		// The body could not be read: the client went away or broke the
-		// framing. Nobody is left to read an envelope.
-		return caddyhttp.Error(http.StatusBadRequest, err)
-	}
-	h.record(x, &env)
-	// The id could not be read, so it is null, as JSON-RPC says; a body
-	// that was never read has no id at all.
-	id := envelope.NullID
-	if status == http.StatusRequestEntityTooLarge {
-		id = nil
-	}
-	return writeJSON(w, status, &env, env.AppendRPCError(nil, id, rpcCode))
-}
-
-// claimsJSON reports whether the request's Content-Type is JSON or absent.
-func claimsJSON(r *http.Request) bool {
-	ct := r.Header.Get("Content-Type")
-	if ct == "" {
-		return true
-	}
-	mt, _, _ := strings.Cut(ct, ";")
-	return strings.EqualFold(strings.TrimSpace(mt), "application/json")
 }

@@ -433,17 +433,41 @@ func TestBatchTakesOneTokenPerCountedMessage(t *testing.T) {
 
 func TestDeniedBatchOfNotificationsGets429WithoutID(t *testing.T) {
 	c := newClock()
-	h := limited(t, c, RateLimit{Rate: "1/10s", Methods: []string{"notifications/progress"}})
+	h := limited(t, c, RateLimit{Rate: "2/10s", Methods: []string{"notifications/progress"}})
 	u := &upstream{}
-	batch := `[{"jsonrpc":"2.0","method":"notifications/progress"},{"jsonrpc":"2.0","method":"notifications/progress"}]`
+	note := `{"jsonrpc":"2.0","method":"notifications/progress"}`
+	requireForwarded(t, u, 1, serve(t, h, post(note), u))
 
-	w := serve(t, h, post(batch), u)
-	assert.Equal(t, 0, u.calls, "two tokens can never come from a bucket of one")
+	w := serve(t, h, post("["+note+","+note+"]"), u)
+	assert.Equal(t, 1, u.calls, "one token is left, the batch needs two")
 	assert.Equal(t, http.StatusTooManyRequests, w.Code)
-	assert.Equal(t, "10", w.Header().Get("Retry-After"))
+	assert.Equal(t, "5", w.Header().Get("Retry-After"))
 	m := members(t, w.Body.Bytes())
 	assert.NotContains(t, m, "id")
 	assert.Equal(t, "RATE_LIMITED", decodeRPCError(t, m["error"]).Data.Code)
+}
+
+func TestBatchBeyondBurstIsToldItCanNeverPass(t *testing.T) {
+	// Waiting cannot help a batch that needs more tokens than the bucket
+	// holds: the model is told to split it, with no retry_after.
+	c := newClock()
+	h := limited(t, c, RateLimit{Rate: "2/10s"})
+	u := &upstream{}
+	batch := "[" + toolsCall(`1`, "a") + "," + toolsCall(`2`, "a") + "," + toolsCall(`3`, "a") + "]"
+
+	w := serve(t, h, post(batch), u)
+	assert.Zero(t, u.calls)
+	assert.Equal(t, http.StatusOK, w.Code)
+	assert.Empty(t, w.Header().Get("Retry-After"))
+	var answers []map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &answers))
+	require.Len(t, answers, 3)
+	env, isError := toolError(t, answers[0]["result"])
+	assert.True(t, isError)
+	assert.Equal(t, "Rate limit exceeded: this batch counts 3 calls against the limit per_client, which allows at most 2 at once (2 calls per 10s), so it can never pass as one request", env.Message)
+	assert.Equal(t, "Split the batch into requests of at most 2 calls each, or send them one at a time.", env.Recovery)
+	assert.False(t, env.HasRetryAfter())
+	requireForwarded(t, u, 1, serve(t, h, post(toolsCall(`4`, "a")), u))
 }
 
 func TestEmptyBatchPassesThrough(t *testing.T) {

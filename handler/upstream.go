@@ -101,16 +101,20 @@ func (u *upstreamWatch) WriteHeader(status int) {
 	}
 	u.status = status
 	hdr := u.Header()
-	eventStream := isEventStream(hdr)
-	if (status >= 500 || status == http.StatusTooManyRequests) && !eventStream && identityEncoded(hdr) {
+	eventStream, readable := isEventStream(hdr), identityEncoded(hdr)
+	if (status >= 500 || status == http.StatusTooManyRequests) && !eventStream && readable {
 		u.held = true
 		return
 	}
-	if eventStream && status == http.StatusOK {
+	// An event stream is followed, and kept alive, only when its bytes are
+	// the events themselves: the gateway cannot read a compressed stream,
+	// and anything it wrote into one would corrupt it.
+	followed := eventStream && readable && status == http.StatusOK
+	if followed {
 		u.sse = newSSETracker(u.x.msgs)
 	}
 	u.ResponseWriterWrapper.WriteHeader(status)
-	if eventStream && status == http.StatusOK && u.keepaliveEvery > 0 {
+	if followed && u.keepaliveEvery > 0 {
 		u.startKeepalive(u.keepaliveEvery)
 	}
 }
@@ -187,13 +191,6 @@ func isEventStream(h http.Header) bool {
 	return strings.EqualFold(strings.TrimSpace(ct), "text/event-stream")
 }
 
-// identityEncoded reports whether a body can be read as it is: a compressed
-// error body is passed through rather than guessed at.
-func identityEncoded(h http.Header) bool {
-	ce := h.Get("Content-Encoding")
-	return ce == "" || strings.EqualFold(ce, "identity")
-}
-
 // replaceHeld decides what a held error answer was. The upstream's own
 // JSON-RPC messages pass through untouched; anything else (an HTML error
 // page, a plain-text stack trace, nothing) becomes the envelope for its
@@ -208,19 +205,14 @@ func (h *Handler) replaceHeld(u *upstreamWatch) error {
 	return h.answer(u.ResponseWriterWrapper.ResponseWriter, u.x, &env, status)
 }
 
-// isJSONRPC reports whether body holds JSON-RPC messages.
+// isJSONRPC reports whether body is JSON holding JSON-RPC messages.
 func isJSONRPC(body []byte) bool {
-	var buf [1]message
-	msgs, _, err := parseMessages(body, buf[:0])
-	if err != nil {
-		return false
-	}
-	for i := range msgs {
-		if msgs[i].kind != invalid {
-			return true
-		}
-	}
-	return false
+	found := false
+	_, err := eachMessage(body, func(m message) error {
+		found = found || m.kind != invalid
+		return nil
+	})
+	return err == nil && found
 }
 
 // clearEntityHeaders removes what the upstream said about the body it sent,

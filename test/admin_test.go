@@ -89,7 +89,9 @@ reverse_proxy ` + upstream})
           "burst": 50,
           "methods": ["tools/call"],
           "tools": ["hold", "echo*"],
-          "buckets": 1
+          "max_keys": 1000000,
+          "buckets": 1,
+          "overflowing": false
         }
       ],
       "concurrency": {
@@ -102,7 +104,7 @@ reverse_proxy ` + upstream})
         "active": 1,
         "queued": 1,
         "keys": [
-          {"key": "hold", "active": 1, "queued": 1, "recent_service_ms": "(varies)"}
+          {"key": "sha256:e8b22d83b417e85b", "active": 1, "queued": 1, "recent_service_ms": "(varies)"}
         ]
       }
     }

@@ -108,8 +108,8 @@ func TestOneLogLinePerEnvelopeAtItsLevel(t *testing.T) {
 	assert.Equal(t, map[string]any{
 		"level": "info", "logger": handlerLogger, "msg": "answered with an envelope",
 		"code": "RATE_LIMITED", "method": "tools/call", "tool": "limited", "id": "limited",
-		"limit": "logs_limited", "retry_after": 3600.0,
-	}, without(byCode["RATE_LIMITED"][0]), "the key is left out without log_key")
+		"limit": "logs_limited", "retry_after": 3600.0, "key": "sha256:7b508dace774f8ad",
+	}, without(byCode["RATE_LIMITED"][0]), "without log_key, the key is a digest (printf %s limited | sha256sum | cut -c1-16)")
 	assert.Equal(t, map[string]any{
 		"level": "info", "logger": handlerLogger, "msg": "answered with an envelope",
 		"code": "RATE_LIMITED", "method": "tools/call", "tool": "limited", "id": "limited-key",

@@ -1,0 +1,49 @@
+package handler
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// specMethods are the methods of the MCP specification, 2025-03-26 to
+// 2026-07-28 (with the tasks extension). Each gets its own metric label
+// value, and a limit or guard may name any of them.
+var specMethods = []string{
+	"initialize", "ping", "server/discover", "subscriptions/listen",
+	"tools/list", "tools/call",
+	"resources/list", "resources/templates/list", "resources/read", "resources/subscribe", "resources/unsubscribe",
+	"prompts/list", "prompts/get",
+	"completion/complete", "logging/setLevel",
+	"tasks/get", "tasks/list", "tasks/result", "tasks/cancel", "tasks/update",
+	"roots/list", "sampling/createMessage", "elicitation/create",
+	"notifications/initialized", "notifications/cancelled", "notifications/progress",
+	"notifications/message", "notifications/roots/list_changed",
+	"notifications/resources/updated", "notifications/resources/list_changed",
+	"notifications/tools/list_changed", "notifications/prompts/list_changed",
+	"notifications/tasks/status", "notifications/elicitation/complete",
+}
+
+// checkMethods refuses, in a limit's or guard's methods, a name that is
+// neither a method of the specification nor an extension's: a typo such as
+// tools/calls would otherwise make the limit count nothing. An extension
+// method lives in a namespace of its own (vendor/method), not in one of the
+// specification's.
+func checkMethods(methods []string) error {
+	for _, m := range methods {
+		if slices.Contains(specMethods, m) {
+			continue
+		}
+		namespace, _, found := strings.Cut(m, "/")
+		if found && namespace != "" && !slices.ContainsFunc(specMethods, func(s string) bool {
+			return strings.HasPrefix(s, namespace+"/")
+		}) {
+			continue // an extension's method
+		}
+		if near := nearest(m, specMethods); near != "" {
+			return fmt.Errorf("methods: unknown method %q: did you mean %q?", m, near)
+		}
+		return fmt.Errorf("methods: unknown method %q: name a method of the MCP specification, or an extension's in a namespace of its own (vendor/method)", m)
+	}
+	return nil
+}

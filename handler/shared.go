@@ -1,0 +1,179 @@
+package handler
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+)
+
+// What handlers share, and what they must agree on.
+//
+// A rate limit's buckets are identified by its name (and key template), and
+// a named guard's places by its name (and key template and methods): every
+// handler that uses a name shares them, across sites and across config
+// reloads. So within one config, every handler that uses a name must give
+// it the same settings; otherwise whichever handler was provisioned last
+// would set the limit for all. Across a reload, the new config's settings
+// apply to the shared state at once.
+//
+// An unnamed guard belongs to its handler alone. It is identified by its
+// settings, and among handlers of one config with the same settings, by
+// their order, so that a reload that keeps a site's concurrency block keeps
+// its places (and capacity never doubles while the old config's requests
+// finish).
+
+// loads are the configs being provisioned or running, by identity.
+var loads = struct {
+	sync.Mutex
+	m map[any]*load
+}{m: make(map[any]*load)}
+
+// load is what one config's handlers declared.
+type load struct {
+	handlers int
+	// limits and guards are the settings given to each name.
+	limits, guards map[string]string
+	// unnamed counts the unnamed guards provisioned so far, by settings.
+	unnamed map[string]int
+	// routesChecked: the config's routes were checked for duplicate
+	// handlers.
+	routesChecked bool
+}
+
+// loadOf identifies the config a module is provisioned for: the app at the
+// root of its ancestry (the http app, a new one per config), or, for a
+// handler provisioned on its own, its context.
+func loadOf(ctx caddy.Context) any {
+	if mods := ctx.Modules(); len(mods) > 0 {
+		return mods[0]
+	}
+	return ctx.Context
+}
+
+// joinLoad registers a handler with its config's load.
+func joinLoad(id any) *load {
+	loads.Lock()
+	defer loads.Unlock()
+	l := loads.m[id]
+	if l == nil {
+		l = &load{limits: make(map[string]string), guards: make(map[string]string), unnamed: make(map[string]int)}
+		loads.m[id] = l
+	}
+	l.handlers++
+	return l
+}
+
+// leaveLoad undoes joinLoad, when the handler is cleaned up.
+func leaveLoad(id any) {
+	loads.Lock()
+	defer loads.Unlock()
+	if l := loads.m[id]; l != nil {
+		if l.handlers--; l.handlers <= 0 {
+			delete(loads.m, id)
+		}
+	}
+}
+
+// declare records that a handler gives name these settings, in the map of
+// its kind, and refuses settings that differ from another handler's.
+func (l *load) declare(kind, name, settings string) error {
+	loads.Lock()
+	defer loads.Unlock()
+	m := l.limits
+	if kind == "concurrency" {
+		m = l.guards
+	}
+	if prev, ok := m[name]; ok && prev != settings {
+		return fmt.Errorf("%s %q is configured differently by two mcp handlers of this config (%s, and %s): handlers that use one name share its state, so they must give it the same settings; rename one of them to keep them apart", kind, name, prev, settings)
+	}
+	m[name] = settings
+	return nil
+}
+
+// ordinal numbers the unnamed guards of one config with the same settings,
+// in provisioning order.
+func (l *load) ordinal(settings string) int {
+	loads.Lock()
+	defer loads.Unlock()
+	l.unnamed[settings]++
+	return l.unnamed[settings]
+}
+
+// checkRoutes refuses, once per config, two mcp handlers that handle the same
+// requests: both in one list of routes, in routes without matchers (as two
+// mcp directives in one Caddyfile site are). Each would read and count every
+// request, so a limit would count it twice.
+func (l *load) checkRoutes(ctx caddy.Context) error {
+	loads.Lock()
+	done := l.routesChecked
+	l.routesChecked = true
+	loads.Unlock()
+	if done {
+		return nil
+	}
+	mods := ctx.Modules()
+	if len(mods) == 0 {
+		return nil
+	}
+	app, ok := mods[0].(*caddyhttp.App)
+	if !ok {
+		return nil
+	}
+	for name, srv := range app.Servers {
+		routes := make([]rawRoute, len(srv.Routes))
+		for i, r := range srv.Routes {
+			routes[i] = rawRoute{Match: len(r.MatcherSetsRaw), Handle: r.HandlersRaw}
+		}
+		if err := checkDuplicateHandlers(routes); err != nil {
+			return fmt.Errorf("server %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// rawRoute is a route as configured: how many matcher sets it has, and its
+// handlers' JSON.
+type rawRoute struct {
+	Match  int
+	Handle []json.RawMessage
+}
+
+var errDuplicateMCP = errors.New("two mcp handlers handle the same requests (two mcp blocks in one site, say): each would read and count every request; merge them into one mcp block, or give them matchers that tell their requests apart")
+
+func checkDuplicateHandlers(routes []rawRoute) error {
+	unmatched := 0
+	for _, r := range routes {
+		for _, raw := range r.Handle {
+			var h struct {
+				Handler string `json:"handler"`
+				Routes  []struct {
+					Match  []json.RawMessage `json:"match"`
+					Handle []json.RawMessage `json:"handle"`
+				} `json:"routes"`
+			}
+			if json.Unmarshal(raw, &h) != nil {
+				continue
+			}
+			if h.Handler == "mcp" && r.Match == 0 {
+				unmatched++
+			}
+			if len(h.Routes) > 0 {
+				nested := make([]rawRoute, len(h.Routes))
+				for i, n := range h.Routes {
+					nested[i] = rawRoute{Match: len(n.Match), Handle: n.Handle}
+				}
+				if err := checkDuplicateHandlers(nested); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if unmatched > 1 {
+		return errDuplicateMCP
+	}
+	return nil
+}
