@@ -29,6 +29,9 @@ func (h *Handler) refuseBody(w http.ResponseWriter, x *exchange, err error) erro
 		// id is null when the body was read but its id cannot be echoed,
 		// and absent when the body was not read at all.
 		id = envelope.NullID
+		// parsed: the messages were read as they are, and the log line
+		// may say what they were.
+		parsed bool
 	)
 	switch {
 	case errors.Is(err, errBodyTooLarge):
@@ -69,15 +72,18 @@ func (h *Handler) refuseBody(w http.ResponseWriter, x *exchange, err error) erro
 			Suggest("Send each member once, spelled in lower case as JSON-RPC defines it.").
 			Envelope()
 	case errors.As(err, &mismatch):
+		parsed = true
 		env = envelope.New(envelope.ValidationError, "Request headers disagree with its body: "+mismatch.msg).
 			Suggest("Send Mcp-Method and Mcp-Name headers equal to the body's method and params.name, or leave them out.").
 			Envelope()
 	case errors.Is(err, errTooManyMessages):
+		parsed = true
 		env = envelope.New(envelope.ValidationError,
 			fmt.Sprintf("Request is a batch of more than %d messages, the most this server takes in one request", h.MaxBatch)).
 			Suggest(fmt.Sprintf("Send at most %d messages per batch, or send them one at a time.", h.MaxBatch)).
 			Envelope()
 	case errors.As(err, &bad) && bad.badID:
+		parsed = true
 		env = envelope.New(envelope.ValidationError, "Request refused: "+bad.msg).
 			Suggest(fmt.Sprintf("Use a string or a number of at most %d characters as the id.", maxIDBytes)).
 			Envelope()
@@ -93,11 +99,14 @@ func (h *Handler) refuseBody(w http.ResponseWriter, x *exchange, err error) erro
 		x.msgs = nil
 		return caddyhttp.Error(http.StatusBadRequest, err)
 	}
-	x.msgs = nil
+	if !parsed {
+		x.msgs = nil
+	}
 	if id == nil {
 		closeAfterAnswer(w, x.r)
 	}
 	h.record(x, &env)
+	x.msgs = nil
 	return writeJSON(w, status, &env, env.AppendRPCError(nil, id, rpcCode))
 }
 
