@@ -1,7 +1,6 @@
 package test
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -293,14 +292,12 @@ func jsonLines(t *testing.T, path string) []map[string]any {
 	}
 	require.NoError(t, err)
 	var out []map[string]any
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+	for line := range bytes.SplitSeq(data, []byte("\n")) {
+		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
 		var m map[string]any
-		require.NoError(t, json.Unmarshal(sc.Bytes(), &m), "%s", sc.Bytes())
+		require.NoError(t, json.Unmarshal(line, &m), "%.2000s", line)
 		out = append(out, m)
 	}
 	return out

@@ -1,0 +1,531 @@
+package test
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/test/mcptest"
+)
+
+// lenient is an upstream that takes requests as the official Python SDK
+// server does: any Content-Type with a comma-separated part equal to
+// application/json, any body (pydantic_core reads NaN and Infinity too). It
+// counts the POSTs it receives and how many it holds at once, and holds each
+// one until the test releases it, or answers at once when not gated.
+type lenient struct {
+	received atomic.Int64
+	inFlight atomic.Int64
+	most     atomic.Int64
+	gated    bool
+	arrived  chan struct{}
+	open     chan struct{}
+	once     sync.Once
+}
+
+func startLenient(t *testing.T, gated bool) (*lenient, string) {
+	t.Helper()
+	l := &lenient{gated: gated, arrived: make(chan struct{}, 1000), open: make(chan struct{})}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !pythonTakesContentType(r.Header.Get("Content-Type")) {
+			w.WriteHeader(http.StatusUnsupportedMediaType)
+			return
+		}
+		_, _ = io.Copy(io.Discard, r.Body)
+		l.received.Add(1)
+		n := l.inFlight.Add(1)
+		defer l.inFlight.Add(-1)
+		for m := l.most.Load(); n > m && !l.most.CompareAndSwap(m, n); m = l.most.Load() {
+		}
+		l.arrived <- struct{}{}
+		if l.gated {
+			select {
+			case <-l.open:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"ran"}]}}`)
+	}))
+	t.Cleanup(func() {
+		l.release()
+		srv.CloseClientConnections()
+		srv.Close()
+	})
+	return l, strings.TrimPrefix(srv.URL, "http://")
+}
+
+func (l *lenient) release() { l.once.Do(func() { close(l.open) }) }
+
+// pythonTakesContentType is the Python SDK server's check: some
+// comma-separated part of the media type is application/json.
+func pythonTakesContentType(ct string) bool {
+	mt, _, _ := strings.Cut(ct, ";")
+	for part := range strings.SplitSeq(mt, ",") {
+		if strings.TrimSpace(part) == "application/json" {
+			return true
+		}
+	}
+	return false
+}
+
+// rawPost sends body with exactly the headers given (name, value pairs; a
+// name may repeat), and returns the response (its body read) and the body.
+func rawPost(t *testing.T, endpoint string, body []byte, header ...string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, endpoint, bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Add(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp, b
+}
+
+// nanCall is a tools/call whose arguments hold NaN: not JSON, but a call to
+// a Python server.
+const nanCall = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{"x":NaN,"y":-Infinity}}}`
+
+// Finding 1: a body the gateway could not inspect used to be forwarded
+// uninspected when its Content-Type did not "claim JSON" exactly, and a
+// Python server ran it: the limit and the guard were walked around.
+func TestContentTypeGamesDoNotWalkAroundALimit(t *testing.T) {
+	up, addr := startLenient(t, false)
+	g := mcptest.StartGateway(t, `mcp {
+	rate_limit one {
+		rate 1/1h
+	}
+}
+reverse_proxy `+addr)
+	endpoint := g.URL + "/mcp"
+
+	resp, _ := rawPost(t, endpoint, []byte(toolCall("first", "slow")), "Content-Type", "application/json")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.EqualValues(t, 1, up.received.Load(), "the first call spends the only token")
+
+	for _, ct := range []string{"text/plain, application/json", "application/json, text/plain", "text/plain;x=1, application/json", ""} {
+		resp, body := rawPost(t, endpoint, []byte(nanCall), "Content-Type", ct)
+		assert.Equal(t, http.StatusOK, resp.StatusCode, "Content-Type %q", ct)
+		assert.Equal(t, "RATE_LIMITED", outcome(t, body), "Content-Type %q: a body with NaN is a call, and is limited", ct)
+	}
+	// Bodies the gateway cannot read at all are refused while a limit could
+	// apply to them, whatever they claim to be.
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	_, _ = zw.Write([]byte(toolCall("gz", "slow")))
+	require.NoError(t, zw.Close())
+	cases := []struct {
+		name   string
+		body   []byte
+		header []string
+		status int
+	}{
+		{"single quotes as text/plain", []byte(`{'jsonrpc':'2.0','id':1,'method':'tools/call'}`), []string{"Content-Type", "text/plain"}, http.StatusBadRequest},
+		{"gzip body", gz.Bytes(), []string{"Content-Type", "application/json", "Content-Encoding", "gzip"}, http.StatusUnsupportedMediaType},
+		{"JSON body declared gzip", []byte(toolCall("enc", "slow")), []string{"Content-Type", "application/json", "Content-Encoding", "identity", "Content-Encoding", "gzip"}, http.StatusUnsupportedMediaType},
+	}
+	for _, c := range cases {
+		resp, body := rawPost(t, endpoint, c.body, c.header...)
+		assert.Equal(t, c.status, resp.StatusCode, "%s: %s", c.name, body)
+		env, err := envelope.Parse(rpcErrorEnvelope(t, body))
+		require.NoError(t, err, c.name)
+		assert.Equal(t, envelope.ValidationError, env.Code, c.name)
+		assert.Contains(t, env.Message, "this server reads every request before it runs", c.name)
+	}
+	assert.EqualValues(t, 1, up.received.Load(), "nothing after the first call reached the upstream")
+}
+
+func TestContentTypeGamesDoNotWalkAroundTheGuard(t *testing.T) {
+	up, addr := startLenient(t, true)
+	g := mcptest.StartGateway(t, `mcp {
+	concurrency {
+		max 1
+	}
+}
+reverse_proxy `+addr)
+	endpoint := g.URL + "/mcp"
+
+	results := make(chan string, 6)
+	for i := range 6 {
+		go func() {
+			ct := []string{"text/plain, application/json", "application/json, text/plain"}[i%2]
+			req, _ := http.NewRequest(http.MethodPost, endpoint, strings.NewReader(nanCall))
+			req.Header.Set("Content-Type", ct)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				results <- err.Error()
+				return
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			results <- outcomeOf(b)
+		}()
+	}
+	<-up.arrived
+	for range 5 {
+		assert.Equal(t, "SERVER_BUSY", receive(t, results))
+	}
+	up.release()
+	assert.Equal(t, "done", receive(t, results))
+	assert.EqualValues(t, 1, up.most.Load(), "one call at a time reached the upstream")
+}
+
+func TestBodyNotJSONPassesToTheUpstreamWhenNothingLimitsIt(t *testing.T) {
+	up, addr := startLenient(t, false)
+	g := mcptest.StartGateway(t, "mcp\nreverse_proxy "+addr)
+	resp, _ := rawPost(t, g.URL+"/mcp", []byte("hello"), "Content-Type", "text/plain")
+	assert.Equal(t, http.StatusUnsupportedMediaType, resp.StatusCode, "the upstream answers in its own words")
+	assert.Zero(t, up.received.Load())
+}
+
+// rpcErrorEnvelope is the envelope of a JSON-RPC error answer.
+func rpcErrorEnvelope(t *testing.T, body []byte) string {
+	t.Helper()
+	var resp struct {
+		Error struct {
+			Data struct {
+				Envelope string `json:"envelope"`
+			} `json:"data"`
+		} `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal(body, &resp), "%s", body)
+	return resp.Error.Data.Envelope
+}
+
+// callBatch is a batch of n tools/call of tool, with ids from first.
+func callBatch(first, n int, tool string) string {
+	calls := make([]string, n)
+	for i := range calls {
+		calls[i] = fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q}}`, first+i, tool)
+	}
+	return "[" + strings.Join(calls, ",") + "]"
+}
+
+// batchCounter is an upstream that runs a batch's calls at once, as the SDK
+// servers do, holding them until released, and counts the calls in flight.
+type batchCounter struct {
+	inFlight, most atomic.Int64
+	arrived        chan int
+	open           chan struct{}
+	once           sync.Once
+}
+
+func startBatchCounter(t *testing.T) (*batchCounter, string) {
+	t.Helper()
+	b := &batchCounter{arrived: make(chan int, 100), open: make(chan struct{})}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var msgs []json.RawMessage
+		if json.Unmarshal(body, &msgs) != nil {
+			msgs = []json.RawMessage{body}
+		}
+		n := int64(len(msgs))
+		now := b.inFlight.Add(n)
+		defer b.inFlight.Add(-n)
+		for m := b.most.Load(); now > m && !b.most.CompareAndSwap(m, now); m = b.most.Load() {
+		}
+		b.arrived <- len(msgs)
+		select {
+		case <-b.open:
+		case <-r.Context().Done():
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"ran"}]}}`)
+	}))
+	t.Cleanup(func() {
+		b.once.Do(func() { close(b.open) })
+		srv.CloseClientConnections()
+		srv.Close()
+	})
+	return b, strings.TrimPrefix(srv.URL, "http://")
+}
+
+// Finding 2: a batch took one place in the guard while the upstream ran all
+// its calls at once.
+func TestBatchTakesOnePlacePerCall(t *testing.T) {
+	up, addr := startBatchCounter(t)
+	g := mcptest.StartGateway(t, `mcp {
+	max_batch 64
+	concurrency {
+		max 3
+	}
+}
+reverse_proxy `+addr)
+	endpoint := g.URL + "/mcp"
+
+	held := background(t, endpoint, callBatch(1, 2, "a"))
+	require.Equal(t, 2, <-up.arrived)
+	_, body := post(t, endpoint, callBatch(10, 2, "a"))
+	var answers []json.RawMessage
+	require.NoError(t, json.Unmarshal(body, &answers), "%s", body)
+	require.Len(t, answers, 2, "each request of the refused batch is answered")
+	assert.Equal(t, "SERVER_BUSY", outcome(t, answers[0]), "two places asked, one free: the batch waits for none and is shed")
+
+	single := background(t, endpoint, toolCall("single", "a"))
+	require.Equal(t, 1, <-up.arrived, "the one free place is taken by a single call")
+
+	_, body = post(t, endpoint, callBatch(20, 50, "a"))
+	require.NoError(t, json.Unmarshal(body, &answers), "%s", body)
+	env, err := envelope.ParseResult(firstResult(t, body))
+	require.NoError(t, err)
+	assert.Equal(t, envelope.ServerBusy, env.Code)
+	assert.Equal(t, "Server busy: this batch needs 50 calls at once, and at most 3 calls run at once here, so it can never be admitted", env.Message)
+	assert.Equal(t, "Send at most 3 calls per batch, or send them one at a time.", env.Recovery)
+	assert.False(t, env.HasRetryAfter(), "waiting cannot help")
+
+	up.once.Do(func() { close(up.open) })
+	assert.Equal(t, "done", receive(t, single))
+	<-held
+	assert.EqualValues(t, 3, up.most.Load(), "never more calls in flight than places")
+}
+
+// firstResult is the result of the first answer of a batch answer.
+func firstResult(t *testing.T, body []byte) json.RawMessage {
+	t.Helper()
+	var answers []struct {
+		Result json.RawMessage `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal(body, &answers), "%s", body)
+	require.NotEmpty(t, answers)
+	return answers[0].Result
+}
+
+// Finding 3: with a header given twice, the gateway compared only the first
+// value while a router or server may read the last.
+func TestHeadersGivenTwiceAreRefused(t *testing.T) {
+	rec, upstream := startRecorder(t)
+	g := mcptest.StartGateway(t, `mcp {
+	rate_limit per_key {
+		key {header.X-Api-Key}
+		rate 100/1h
+	}
+}
+reverse_proxy `+strings.TrimPrefix(upstream, "http://"))
+	endpoint := g.URL + "/mcp"
+	call := []byte(toolCall("1", "echo"))
+	for _, h := range [][]string{
+		{"Mcp-Method", "tools/call", "Mcp-Method", "ping"},
+		{"Mcp-Name", "echo", "Mcp-Name", "admin_delete"},
+		{"Mcp-Session-Id", "a", "Mcp-Session-Id", "b"},
+		{"X-Api-Key", "fresh-1", "X-Api-Key", "real-key"},
+	} {
+		resp, body := rawPost(t, endpoint, call, append([]string{"Content-Type", "application/json"}, h...)...)
+		assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%v: %s", h, body)
+		assert.True(t, resp.Close, "refused before the body is read: the connection is closed")
+		env, err := envelope.Parse(rpcErrorEnvelope(t, body))
+		require.NoError(t, err)
+		assert.Equal(t, "Request headers are ambiguous: the "+h[0]+" header is given 2 times", env.Message)
+	}
+	assert.Zero(t, rec.count(), "nothing reached the upstream")
+	resp, _ := rawPost(t, endpoint, call, "Content-Type", "application/json", "X-Api-Key", "k", "Mcp-Method", "tools/call")
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "once each is fine")
+}
+
+// Finding 7: ids are echoed in every answer and compared with every
+// response of a stream; one of 3,000,000 digits cost seconds of CPU.
+func TestIDsBeyondTheirBoundAreRefused(t *testing.T) {
+	rec, upstream := startRecorder(t)
+	g := mcptest.StartGateway(t, "mcp\nreverse_proxy "+strings.TrimPrefix(upstream, "http://"))
+	endpoint := g.URL + "/mcp"
+	for name, id := range map[string]string{
+		"long number": "1." + strings.Repeat("0", 300) + "1",
+		"long string": `"` + strings.Repeat("x", 300) + `"`,
+		"NaN":         "NaN",
+		"Infinity":    "-Infinity",
+	} {
+		body := `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"echo"}}`
+		resp, out := post(t, endpoint, body)
+		assert.Equal(t, http.StatusBadRequest, resp.StatusCode, name)
+		assert.Contains(t, string(out), `"id":null`, name)
+		assert.Contains(t, rpcErrorEnvelope(t, out), "Request refused: an id is", name)
+	}
+	resp, _ := post(t, endpoint, `{"jsonrpc":"2.0","id":"`+strings.Repeat("x", 254)+`","method":"ping"}`)
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "256 bytes is the bound")
+	assert.Equal(t, 1, rec.count())
+}
+
+// Finding 7: an id the upstream wrote back in another spelling (a JavaScript
+// server parses ids as floats) was taken as unanswered, and the gateway
+// appended a false HANDOFF_UPSTREAM_UNAVAILABLE after the real answer; and
+// matching answers to a batch's requests was quadratic.
+func TestStreamedAnswersInAnotherSpellingOrOrderAreMatched(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var msgs []struct {
+			ID json.Number `json:"id"`
+		}
+		if json.Unmarshal(body, &msgs) != nil {
+			var one struct {
+				ID json.Number `json:"id"`
+			}
+			_ = json.Unmarshal(body, &one)
+			msgs = append(msgs, one)
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := len(msgs) - 1; i >= 0; i-- {
+			f, _ := msgs[i].ID.Float64()
+			// As JSON.stringify writes a float64.
+			id, _ := json.Marshal(f)
+			fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[]}}\n\n", id)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	g := mcptest.StartGateway(t, "mcp {\n\tmax_batch 8000\n}\nreverse_proxy "+strings.TrimPrefix(srv.URL, "http://"))
+	endpoint := g.URL + "/mcp"
+
+	for name, body := range map[string]string{
+		"1.0 written back as 1":          `{"jsonrpc":"2.0","id":1.0,"method":"tools/call","params":{"name":"a"}}`,
+		"1e2 written back as 100":        `{"jsonrpc":"2.0","id":1e2,"method":"tools/call","params":{"name":"a"}}`,
+		"17 digits written back rounded": `{"jsonrpc":"2.0","id":12345678901234567890,"method":"tools/call","params":{"name":"a"}}`,
+		"8000 answers in reverse order":  callBatch(1, 8000, "a"),
+	} {
+		_, out := post(t, endpoint, body)
+		events := strings.Count(string(out), "event: message\n")
+		assert.NotContains(t, string(out), "HANDOFF_UPSTREAM_UNAVAILABLE", name)
+		assert.Equal(t, strings.Count(body, `"method"`), events, "%s: one event per request, none from the gateway", name)
+	}
+}
+
+// Finding 12: a batch of 50,000 refused calls got 24.5 MiB of envelopes
+// back, 6.8 times the request.
+func TestRefusedWideBatchGetsOneEnvelope(t *testing.T) {
+	rec, upstream := startRecorder(t)
+	g := mcptest.StartGateway(t, `mcp {
+	max_batch 100000
+	max_request_body 8MiB
+	rate_limit l {
+		rate 10/1h
+	}
+}
+reverse_proxy `+strings.TrimPrefix(upstream, "http://"))
+	batch := callBatch(1, 50_000, "a")
+	resp, out := post(t, g.URL+"/mcp", batch)
+	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+	assert.Less(t, len(out), 4096, "one envelope, not 50,000")
+	assert.Contains(t, string(out), `"id":null`)
+	assert.Contains(t, rpcErrorEnvelope(t, out), "can never pass as one request")
+	assert.Zero(t, rec.count())
+
+	resp, out = post(t, g.URL+"/mcp", callBatch(1, 17, "a"))
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "a batch within the bound gets an answer per request")
+	var answers []json.RawMessage
+	require.NoError(t, json.Unmarshal(out, &answers))
+	assert.Len(t, answers, 17)
+}
+
+// Finding 5: the default max_batch refuses a wide batch with one envelope.
+func TestBatchBeyondMaxBatchGetsOneEnvelope(t *testing.T) {
+	rec, upstream := startRecorder(t)
+	g := mcptest.StartGateway(t, "mcp\nreverse_proxy "+strings.TrimPrefix(upstream, "http://"))
+	resp, out := post(t, g.URL+"/mcp", callBatch(1, 17, "a"))
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	env, err := envelope.Parse(rpcErrorEnvelope(t, out))
+	require.NoError(t, err)
+	assert.Equal(t, "Request is a batch of more than 16 messages, the most this server takes in one request", env.Message)
+	assert.Equal(t, "Send at most 16 messages per batch, or send them one at a time.", env.Recovery)
+	assert.Zero(t, rec.count())
+	resp, _ = post(t, g.URL+"/mcp", callBatch(1, 16, "a"))
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+}
+
+// Finding 12: a request declaring a body over the limit, and sending none,
+// got its 413 only after net/http had tried to read 256 KiB of it.
+func TestOversizedDeclaredBodyIsAnsweredAtOnceAndTheConnectionClosed(t *testing.T) {
+	rec, upstream := startRecorder(t)
+	g := mcptest.StartGateway(t, "mcp\nreverse_proxy "+strings.TrimPrefix(upstream, "http://"))
+	addr := strings.TrimPrefix(g.URL, "http://")
+	conn, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", addr, 4<<20+1)
+	require.NoError(t, err)
+	// The client sends nothing more: the answer must not wait for it.
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err, "no answer while the body was pending")
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
+	assert.True(t, resp.Close, "the connection is closed after the answer")
+	assert.Contains(t, string(body), "Request body is larger than the 4194304 bytes")
+	_, err = conn.Read(make([]byte, 1))
+	assert.ErrorIs(t, err, io.EOF, "the server closed the connection")
+	assert.Zero(t, rec.count())
+}
+
+// Finding 4: a body arriving too slowly is cut after read_body_timeout and
+// answered, and the connection closed.
+func TestSlowBodyIsCutAfterReadBodyTimeout(t *testing.T) {
+	rec, upstream := startRecorder(t)
+	g := mcptest.StartGateway(t, "mcp {\n\tread_body_timeout 300ms\n}\nreverse_proxy "+strings.TrimPrefix(upstream, "http://"))
+	addr := strings.TrimPrefix(g.URL, "http://")
+	conn, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"jsonrpc\"", addr)
+	require.NoError(t, err)
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err, "the slow body was never cut")
+	body, _ := io.ReadAll(resp.Body)
+	assert.Equal(t, http.StatusRequestTimeout, resp.StatusCode)
+	assert.True(t, resp.Close)
+	assert.Contains(t, string(body), "Request body did not arrive within 300ms")
+	assert.Zero(t, rec.count())
+
+	// A body that arrives in time, in pieces, passes.
+	resp2, _ := post(t, g.URL+"/mcp", toolCall("1", "echo"))
+	assert.Equal(t, http.StatusOK, resp2.StatusCode)
+}
+
+// Finding 6: tool names of any size were kept as keys (100 names of 1 MiB
+// held 100 MiB for an hour); MCP tool names have at most 128 characters.
+func TestToolNameBeyondTheSpecIsRefusedWithItsID(t *testing.T) {
+	rec, upstream := startRecorder(t)
+	g := mcptest.StartGateway(t, `mcp {
+	rate_limit per_tool {
+		key {http.mcp.tool}
+		rate 1/1h
+	}
+}
+reverse_proxy `+strings.TrimPrefix(upstream, "http://"))
+	resp, out := post(t, g.URL+"/mcp", toolCall("long", strings.Repeat("t", 1<<20)))
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "the id is fine, so the call gets a result")
+	var answer struct {
+		ID     string          `json:"id"`
+		Result json.RawMessage `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal(out, &answer))
+	assert.Equal(t, "long", answer.ID)
+	env, err := envelope.ParseResult(answer.Result)
+	require.NoError(t, err)
+	assert.Equal(t, envelope.ValidationError, env.Code)
+	assert.Equal(t, "Request refused: a tool name is 1048576 characters long; MCP tool names have at most 128", env.Message)
+	assert.Less(t, len(out), 2048)
+	assert.Zero(t, rec.count())
+	resp, _ = post(t, g.URL+"/mcp", toolCall("ok", strings.Repeat("é", 128)))
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, 1, rec.count(), "128 characters is the bound, whatever their bytes")
+}

@@ -1,0 +1,210 @@
+package test
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"runtime"
+	"runtime/metrics"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/caddymcp/caddy-mcp/test/mcptest"
+)
+
+// Memory and CPU follow the bytes a client sends, never what it declares.
+// These tests measure the heap of the test process, where Caddy runs, with
+// runtime/metrics.
+
+// heapObjects is the bytes of live heap objects after a full collection.
+func heapObjects() uint64 {
+	runtime.GC()
+	runtime.GC()
+	return readMetric("/memory/classes/heap/objects:bytes")
+}
+
+// allocated is the bytes allocated on the heap since the process started.
+func allocated() uint64 { return readMetric("/gc/heap/allocs:bytes") }
+
+func readMetric(name string) uint64 {
+	s := []metrics.Sample{{Name: name}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+func goroutines() int {
+	s := []metrics.Sample{{Name: "/sched/goroutines:goroutines"}}
+	metrics.Read(s)
+	return int(s[0].Value.Uint64())
+}
+
+// Finding 4: 200 connections declaring 4 MiB bodies and sending a byte a
+// second cost 803 MiB of heap (the declared length, allocated up front).
+func TestSlowConnectionsDeclaringLargeBodiesCostLittleHeap(t *testing.T) {
+	rec, upstream := startRecorder(t)
+	g := mcptest.StartGateway(t, "mcp\nreverse_proxy "+strings.TrimPrefix(upstream, "http://"))
+	addr := strings.TrimPrefix(g.URL, "http://")
+	const conns = 500
+
+	// Warm up: the first requests allocate what every later one reuses.
+	for range 3 {
+		resp, _ := post(t, g.URL+"/mcp", toolCall("warm", "echo"))
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+	}
+	baseGoroutines := goroutines()
+	before := heapObjects()
+
+	open := make([]net.Conn, 0, conns)
+	t.Cleanup(func() {
+		for _, c := range open {
+			c.Close()
+		}
+	})
+	for range conns {
+		c, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		open = append(open, c)
+		_, err = fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{", addr, 4<<20)
+		require.NoError(t, err)
+	}
+	// Every connection has a goroutine serving it, blocked reading its body.
+	require.Eventually(t, func() bool { return goroutines() >= baseGoroutines+conns }, 30*time.Second, 20*time.Millisecond)
+	stable := func() uint64 {
+		last := heapObjects()
+		for range 20 {
+			time.Sleep(50 * time.Millisecond)
+			now := heapObjects()
+			if now <= last+64<<10 {
+				return now
+			}
+			last = now
+		}
+		return last
+	}
+	after := stable()
+
+	perConn := (int64(after) - int64(before)) / conns
+	t.Logf("heap: %d bytes before, %d with %d slow connections: %d bytes each", before, after, conns, perConn)
+	assert.Less(t, perConn, int64(64<<10), "heap per slow connection")
+	for _, c := range open {
+		_, err := c.Write([]byte(" "))
+		assert.NoError(t, err, "the connections are still open: the bound is not met by cutting them")
+	}
+	assert.Equal(t, 3, rec.count(), "only the warm-up calls reached the upstream")
+}
+
+// allocsPerByte posts each body from its own goroutine, all at once, and
+// returns the bytes the process allocated meanwhile per byte sent.
+func allocsPerByte(t *testing.T, endpoint string, bodies []string, wantStatus int, header ...string) float64 {
+	t.Helper()
+	sent := 0
+	for _, b := range bodies {
+		sent += len(b)
+	}
+	start := allocated()
+	var wg sync.WaitGroup
+	for _, b := range bodies {
+		wg.Go(func() {
+			req, err := http.NewRequest(http.MethodPost, endpoint, strings.NewReader(b))
+			if !assert.NoError(t, err) {
+				return
+			}
+			req.Header.Set("Content-Type", "application/json")
+			for i := 0; i+1 < len(header); i += 2 {
+				req.Header.Set(header[i], header[i+1])
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if !assert.NoError(t, err) {
+				return
+			}
+			defer resp.Body.Close()
+			_, _ = io.Copy(io.Discard, resp.Body)
+			assert.Equal(t, wantStatus, resp.StatusCode)
+		})
+	}
+	wg.Wait()
+	return float64(allocated()-start) / float64(sent)
+}
+
+// Finding 5: a 2 MiB batch of a million numbers cost 196 MiB of heap, and
+// eight at once 1.2 GB; 3.7 MiB of {} elements, 2 GB for eight. Whatever
+// the defaults let in costs less than 16 times its bytes, in everything the
+// process allocates for it (so at its peak too).
+func TestWideBatchesCostLessThanSixteenTimesTheirBytes(t *testing.T) {
+	rec, upstream := startRecorder(t)
+	g := mcptest.StartGateway(t, "mcp\nreverse_proxy "+strings.TrimPrefix(upstream, "http://"))
+	endpoint := g.URL + "/mcp"
+	eight := func(body string) []string {
+		out := make([]string, 8)
+		for i := range out {
+			out[i] = body
+		}
+		return out
+	}
+	numbers := "[" + strings.Repeat("1,", 1<<20-1) + "1]"
+	objects := "[" + strings.Repeat("{},", 1_290_000) + "{}]"
+	// Sixteen requests (the most a batch may hold) whose methods are long
+	// strings with an escape, which the scanner decodes, refused after the
+	// whole body is read and parsed: the costliest batch the defaults take.
+	method := `"` + strings.Repeat("m", 120<<10) + `\n"`
+	escaped := make([]string, 16)
+	for i := range escaped {
+		escaped[i] = fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%s,"params":{"name":%s}}`, i, method, method)
+	}
+	costly := "[" + strings.Join(escaped, ",") + "]"
+	require.Less(t, len(costly), 4<<20)
+
+	for name, c := range map[string]struct {
+		bodies []string
+		status int
+		header []string
+	}{
+		"2 MiB of numbers":                          {[]string{numbers}, http.StatusBadRequest, nil},
+		"2 MiB of numbers, eight at once":           {eight(numbers), http.StatusBadRequest, nil},
+		"3.7 MiB of {}, eight at once":              {eight(objects), http.StatusBadRequest, nil},
+		"32 escaped 120 KiB strings, eight at once": {eight(costly), http.StatusBadRequest, []string{"Mcp-Method", "x"}},
+	} {
+		ratio := allocsPerByte(t, endpoint, c.bodies, c.status, c.header...)
+		t.Logf("%s: %.2f bytes allocated per byte sent", name, ratio)
+		assert.Less(t, ratio, 16.0, name)
+	}
+	assert.Zero(t, rec.count())
+}
+
+// Finding 6: a limit keyed by a 15 KB header value kept the whole value per
+// bucket, for as long as the bucket took to refill.
+func TestLongKeysAreKeptAsDigests(t *testing.T) {
+	// An upstream that keeps nothing of what it receives.
+	up, addr := startLenient(t, false)
+	g := mcptest.StartGateway(t, `mcp {
+	rate_limit per_key {
+		key {header.X-Key}
+		rate 1/1h
+	}
+}
+reverse_proxy `+addr)
+	endpoint := g.URL + "/mcp"
+	resp, _ := post(t, endpoint, toolCall("warm", "echo"), "X-Key", "warm")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+
+	const keys = 100
+	before := heapObjects()
+	for i := range keys {
+		key := fmt.Sprintf("%03d", i) + strings.Repeat("k", 15_000)
+		resp, _ := post(t, endpoint, toolCall("1", "echo"), "X-Key", key)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		resp, out := post(t, endpoint, toolCall("2", "echo"), "X-Key", key)
+		require.Equal(t, "RATE_LIMITED", outcomeOf(out), "each long key has its own bucket (%d)", resp.StatusCode)
+	}
+	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+	retained := int64(heapObjects()) - int64(before)
+	t.Logf("%d buckets keyed by 15 KB values retain %d bytes of heap", keys, retained)
+	assert.Less(t, retained, int64(keys*1024), "a bucket keeps a digest of its key, not the key")
+	assert.EqualValues(t, keys+1, up.received.Load())
+}
