@@ -23,29 +23,37 @@ type owedResponses struct {
 	// the requests by key when there are more.
 	one   []byte
 	byKey map[string][]int
+	// oneBuf and keyBuf back owed and one for a single message, the usual
+	// case, without allocating.
+	oneBuf [1]bool
+	keyBuf [24]byte
 }
 
 // init sets up the requests of msgs as owed, and reports whether there is
 // any.
 func (o *owedResponses) init(msgs []message) bool {
 	o.msgs = msgs
-	o.owed = make([]bool, len(msgs))
-	var key []byte
+	o.owed = o.oneBuf[:0]
+	if len(msgs) > 1 {
+		o.owed = make([]bool, 0, len(msgs))
+	}
+	o.owed = o.owed[:len(msgs)]
+	var scratch []byte
 	for i := range msgs {
 		if msgs[i].kind != request {
 			continue
 		}
 		o.owed[i] = true
 		o.left++
-		key = appendIDKey(key[:0], msgs[i].id)
 		if o.left == 1 {
-			o.one = bytes.Clone(key)
+			o.one = appendIDKey(o.keyBuf[:0], msgs[i].id)
 			continue
 		}
 		if o.byKey == nil {
 			o.byKey = map[string][]int{string(o.one): {o.first()}}
 		}
-		o.byKey[string(key)] = append(o.byKey[string(key)], i)
+		scratch = appendIDKey(scratch[:0], msgs[i].id)
+		o.byKey[string(scratch)] = append(o.byKey[string(scratch)], i)
 	}
 	return o.left > 0
 }
