@@ -52,8 +52,9 @@ type RateLimit struct {
 	// total, not per key. Buckets that have refilled are dropped, so only
 	// keys active within one refill period count. A key value keeps at most
 	// 128 bytes (a longer one is kept as its SHA-256 digest), so a bucket
-	// takes at most about 300 bytes. A reload applies a changed MaxKeys to
-	// the live buckets. Default: 1000000.
+	// takes about 120 bytes with an address as key and at most about 200
+	// (ratelimit's BenchmarkMemoryPerBucket*). A reload applies a changed
+	// MaxKeys to the live buckets. Default: 1000000.
 	MaxKeys int `json:"max_keys,omitempty"`
 }
 
