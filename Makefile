@@ -1,6 +1,6 @@
 # The commands a developer and CI run. `make test` is the one the README gives.
 
-.PHONY: test demo release bench-micro bench
+.PHONY: test demo release bench-micro bench bench-hostile
 
 # Every test: unit, golden, integration through a real Caddy with the
 # official Go and TypeScript SDK clients, and the official MCP conformance
@@ -30,3 +30,10 @@ bench-micro:
 # run).
 bench:
 	go run ./bench
+
+# Hostile traffic (slow bodies, wide batches, long keys and ids, compressed
+# and reordered event streams, reloads) against the gateway and a plain
+# reverse_proxy, side by side: a Markdown report of what each costs (about
+# 3 minutes; -caddy PATH measures another build, -quick is a smoke run).
+bench-hostile:
+	go run ./bench/hostile
