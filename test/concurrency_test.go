@@ -183,8 +183,17 @@ func TestPlacesComeBackAfterCancelledCallsAndUpstreamFailures(t *testing.T) {
 	cancel()
 	wg.Wait()
 
-	// Calls to an upstream that is down fail, and give their place back.
+	// The server learns that the clients left, and gives their places back,
+	// a moment after they close their connections: until then a call finds
+	// both places held. (The reload keeps the guard: its settings are
+	// unchanged.)
 	g.Reload(t, "mcp {\n\tconcurrency {\n\t\tmax 2\n\t}\n}\nreverse_proxy "+mcptest.FreeLoopbackAddr(t))
+	require.Eventually(t, func() bool {
+		_, body := postAfterReload(t, g.URL+"/mcp", call)
+		return outcomeOf(body) != "SERVER_BUSY"
+	}, 10*time.Second, 10*time.Millisecond, "the cancelled calls' places never came back")
+
+	// Calls to an upstream that is down fail, and give their place back.
 	for range 3 {
 		_, body := post(t, g.URL+"/mcp", call)
 		assert.Equal(t, "HANDOFF_UPSTREAM_UNAVAILABLE", outcome(t, body))
