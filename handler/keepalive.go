@@ -65,9 +65,12 @@ func (u *upstreamWatch) stopKeepalive() {
 
 // write sends p to the client, noting it for the keepalive.
 func (u *upstreamWatch) write(p []byte) (int, error) {
+	if u.drain && u.left() {
+		return len(p), nil
+	}
 	ka := u.ka
 	if ka == nil {
-		return u.ResponseWriterWrapper.Write(p)
+		return u.drained(p, u.ResponseWriterWrapper.Write)
 	}
 	ka.mu.Lock()
 	defer ka.mu.Unlock()
@@ -78,14 +81,41 @@ func (u *upstreamWatch) write(p []byte) (int, error) {
 		// turn that LF into a blank line, which ends the event.
 		ka.midLine = p[len(p)-1] != '\n'
 	}
-	return u.ResponseWriterWrapper.Write(p)
+	return u.drained(p, u.ResponseWriterWrapper.Write)
+}
+
+// left reports whether the client is gone: its request ended, or a write to
+// it failed.
+func (u *upstreamWatch) left() bool {
+	u.gone = u.gone || u.x.r.Context().Err() != nil
+	return u.gone
+}
+
+// drained writes p with write, and reports the outcome as the proxy should
+// see it: when the answer is drained, a failed write means the client is
+// gone, and the proxy goes on reading the upstream as if it had succeeded.
+func (u *upstreamWatch) drained(p []byte, write func([]byte) (int, error)) (int, error) {
+	n, err := write(p)
+	if err != nil && u.drain {
+		u.gone = true
+		return len(p), nil
+	}
+	return n, err
 }
 
 // flush flushes to the client, after any keepalive write in progress.
 func (u *upstreamWatch) flush() error {
+	if u.drain && u.left() {
+		return nil
+	}
 	if ka := u.ka; ka != nil {
 		ka.mu.Lock()
 		defer ka.mu.Unlock()
 	}
-	return http.NewResponseController(u.ResponseWriterWrapper.ResponseWriter).Flush()
+	err := http.NewResponseController(u.ResponseWriterWrapper.ResponseWriter).Flush()
+	if err != nil && u.drain {
+		u.gone = true
+		return nil
+	}
+	return err
 }

@@ -1,6 +1,7 @@
 package handler
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -34,6 +35,17 @@ func (h *Handler) forward(w http.ResponseWriter, x *exchange, next caddyhttp.Han
 	x.forwarded = true
 	watch := &x.watch
 	*watch = upstreamWatch{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, x: x, keepaliveEvery: time.Duration(h.SSEKeepalive)}
+	up := x.r
+	if len(x.slots) > 0 && !closingCancels(x.r) {
+		// The request holds places in the guard, and its upstream goes on
+		// running it when the client leaves (before MCP 2026-07-28, closing
+		// the connection does not cancel a call). The places must then be
+		// held until the upstream has answered: the upstream request is cut
+		// loose from the client's, and its answer is read to its end, into
+		// nothing once the client is gone.
+		up = x.r.WithContext(context.WithoutCancel(x.r.Context()))
+		watch.drain = true
+	}
 	defer func() {
 		v := recover()
 		if v == nil {
@@ -56,7 +68,7 @@ func (h *Handler) forward(w http.ResponseWriter, x *exchange, next caddyhttp.Han
 		}
 		panic(v)
 	}()
-	err = next.ServeHTTP(watch, x.r)
+	err = next.ServeHTTP(watch, up)
 	watch.stopKeepalive()
 	switch {
 	case watch.held:
@@ -92,6 +104,17 @@ type upstreamWatch struct {
 	// comment line is sent; ka runs it (nil when off or not a stream).
 	keepaliveEvery time.Duration
 	ka             *keepalive
+	// drain: the answer is read to its end even when the client is gone;
+	// gone: it is, and what the upstream writes is dropped.
+	drain, gone bool
+}
+
+// closingCancels reports whether the request's protocol version (MCP
+// 2026-07-28 and later) makes closing its response stream the cancellation
+// of the call, so that the upstream stops working on it when the client
+// leaves.
+func closingCancels(r *http.Request) bool {
+	return r.Header.Get("Mcp-Protocol-Version") >= "2026-07-28"
 }
 
 func (u *upstreamWatch) WriteHeader(status int) {

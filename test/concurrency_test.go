@@ -165,7 +165,9 @@ func TestPlacesComeBackAfterCancelledCallsAndUpstreamFailures(t *testing.T) {
 	g := mcptest.StartGateway(t, "mcp {\n\tconcurrency {\n\t\tmax 2\n\t}\n}\nreverse_proxy "+upstream)
 	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"}}`
 
-	// Two calls whose clients give up while the upstream holds them.
+	// Two calls whose clients give up while the upstream holds them: the
+	// upstream goes on running them, so they keep their places until it
+	// answers.
 	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
 	for range 2 {
@@ -182,30 +184,27 @@ func TestPlacesComeBackAfterCancelledCallsAndUpstreamFailures(t *testing.T) {
 	gt.waitArrivals(t, 2)
 	cancel()
 	wg.Wait()
-
-	// The server learns that the clients left, and gives their places back,
-	// a moment after they close their connections: until then a call finds
-	// both places held. (The reload keeps the guard: its settings are
-	// unchanged.)
-	g.Reload(t, "mcp {\n\tconcurrency {\n\t\tmax 2\n\t}\n}\nreverse_proxy "+mcptest.FreeLoopbackAddr(t))
+	_, body := post(t, g.URL+"/mcp", call)
+	assert.Equal(t, "SERVER_BUSY", outcome(t, body))
+	gt.release()
 	require.Eventually(t, func() bool {
-		_, body := postAfterReload(t, g.URL+"/mcp", call)
-		return outcomeOf(body) != "SERVER_BUSY"
+		_, body := post(t, g.URL+"/mcp", call)
+		return outcomeOf(body) == "done"
 	}, 10*time.Second, 10*time.Millisecond, "the cancelled calls' places never came back")
 
 	// Calls to an upstream that is down fail, and give their place back.
+	g.Reload(t, "mcp {\n\tconcurrency {\n\t\tmax 2\n\t}\n}\nreverse_proxy "+mcptest.FreeLoopbackAddr(t))
 	for range 3 {
-		_, body := post(t, g.URL+"/mcp", call)
+		_, body := postAfterReload(t, g.URL+"/mcp", call)
 		assert.Equal(t, "HANDOFF_UPSTREAM_UNAVAILABLE", outcome(t, body))
 	}
 
 	// Both places are free again: two calls in flight at once are admitted.
 	g.Reload(t, "mcp {\n\tconcurrency {\n\t\tmax 2\n\t}\n}\nreverse_proxy "+upstream)
-	gt.release()
 	results := make(chan string, 2)
 	for range 2 {
 		go func() {
-			_, body := post(t, g.URL+"/mcp", call)
+			_, body := postAfterReload(t, g.URL+"/mcp", call)
 			results <- outcome(t, body)
 		}()
 	}
@@ -267,4 +266,111 @@ func TestQueuedCallThatWaitsTooLongGetsServerBusy(t *testing.T) {
 	assert.Equal(t, "Server busy: 1 call in progress and 0 waiting; this call waited 100ms in the queue without a free place", env.Message)
 	gt.release()
 	<-first
+}
+
+// A client that leaves while its call runs does not take its place with it:
+// before MCP 2026-07-28 the upstream goes on running the call (closing the
+// connection is not a cancellation, and the SDK servers do not stop), so the
+// place is held until the upstream has answered. Found by an attacker's
+// review: calls whose clients hung up at once all ran together on a guard of
+// max 1.
+func TestAClientThatLeavesKeepsItsPlaceUntilTheUpstreamAnswers(t *testing.T) {
+	gt, upstream := startGate(t)
+	g := mcptest.StartGateway(t, "mcp {\n\tconcurrency {\n\t\tmax 1\n\t}\n}\nreverse_proxy "+upstream)
+	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"}}`
+
+	ctx, cancel := context.WithCancel(t.Context())
+	left := make(chan struct{})
+	go func() {
+		defer close(left)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, g.URL+"/mcp", strings.NewReader(call))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	gt.waitArrivals(t, 1)
+	cancel()
+	<-left
+
+	for range 3 {
+		// Were the place free, the upstream would hold this call too: the
+		// outcome would never come.
+		select {
+		case got := <-backgroundWith(t, g.URL+"/mcp", call, "Mcp-Protocol-Version", "2025-06-18"):
+			assert.Equal(t, "SERVER_BUSY", got, "the upstream still runs the call of the client that left")
+		case <-gt.arrived:
+			t.Fatal("a second call reached the upstream while the first still ran there")
+		}
+	}
+	gt.release()
+	require.Eventually(t, func() bool {
+		_, body := post(t, g.URL+"/mcp", call, "Mcp-Protocol-Version", "2025-06-18")
+		return outcomeOf(body) == "done"
+	}, 10*time.Second, 10*time.Millisecond, "the place comes back once the upstream has answered")
+}
+
+// From MCP 2026-07-28, closing the response stream is the cancellation of
+// the call: the upstream stops, and the place is free again.
+func TestAClientThatLeavesUnder2026CancelsAndFreesItsPlace(t *testing.T) {
+	gt, upstream := startGate(t)
+	g := mcptest.StartGateway(t, "mcp {\n\tconcurrency {\n\t\tmax 1\n\t}\n}\nreverse_proxy "+upstream)
+	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"}}`
+
+	ctx, cancel := context.WithCancel(t.Context())
+	left := make(chan struct{})
+	go func() {
+		defer close(left)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, g.URL+"/mcp", strings.NewReader(call))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	gt.waitArrivals(t, 1)
+	cancel()
+	<-left
+	// The upstream was not released: the next call is admitted only if the
+	// first one's place came back when its client left.
+	var next <-chan string
+	require.Eventually(t, func() bool {
+		next = backgroundWith(t, g.URL+"/mcp", call, "Mcp-Protocol-Version", "2026-07-28")
+		select {
+		case <-gt.arrived:
+			return true
+		case got := <-next:
+			require.Equal(t, "SERVER_BUSY", got)
+			return false
+		}
+	}, 10*time.Second, 10*time.Millisecond)
+	gt.release()
+	assert.Equal(t, "done", receive(t, next))
+}
+
+// backgroundWith is background with request headers (name, value pairs).
+func backgroundWith(t *testing.T, endpoint, body string, header ...string) <-chan string {
+	t.Helper()
+	out := make(chan string, 1)
+	go func() {
+		req, err := http.NewRequest(http.MethodPost, endpoint, strings.NewReader(body))
+		if err != nil {
+			out <- err.Error()
+			return
+		}
+		req.Header.Set("Content-Type", "application/json")
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			out <- err.Error()
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		out <- outcomeOf(b)
+	}()
+	return out
 }
