@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -200,17 +201,10 @@ func (s *scanner) expect(c byte) error {
 // members.
 func (s *scanner) message(m *message, depth int) error {
 	var hasMethod, hasResult, methodIsString bool
-	var seen uint8
-	err := s.object(depth, func(key []byte) error {
-		bit := s.memberBit(key, jsonrpcMembers)
-		if seen&bit != 0 {
-			s.ambiguous = true // given twice
-			bit = 0
-		}
+	err := s.object(depth, jsonrpcMembers, func(bit uint8) error {
 		if bit == 0 {
 			return s.value(depth)
 		}
-		seen |= bit
 		switch bit {
 		case memberMethod:
 			hasMethod = true
@@ -255,17 +249,10 @@ func (s *scanner) message(m *message, depth int) error {
 // params reads the params object at the given depth, learning "name" and
 // skipping the rest (the arguments above all) without decoding it.
 func (s *scanner) params(m *message, depth int) error {
-	var seen uint8
-	return s.object(depth, func(key []byte) error {
-		bit := s.memberBit(key, paramsMembers)
-		if seen&bit != 0 {
-			s.ambiguous = true // given twice
-			bit = 0
-		}
+	return s.object(depth, paramsMembers, func(bit uint8) error {
 		if bit == 0 {
 			return s.value(depth)
 		}
-		seen |= bit
 		if s.peek() == '"' {
 			var err error
 			m.tool, err = s.str()
@@ -315,10 +302,13 @@ func (s *scanner) memberBit(key []byte, members []member) uint8 {
 	return 0
 }
 
-// object reads an object, calling member with each unescaped key and the
-// scanner positioned at its value; member must consume the value. A nil
-// member skips every member, keys included, without decoding them.
-func (s *scanner) object(depth int, member func(key []byte) error) error {
+// object reads an object, calling member for each of its members with the
+// scanner positioned at the value, which member must consume. member gets
+// the bit of the member the key names among members, or 0 when the key
+// names none of them, or one already seen (which makes the scan
+// ambiguous). A nil member skips every member, keys included, without
+// decoding them.
+func (s *scanner) object(depth int, members []member, member func(bit uint8) error) error {
 	if depth > maxDepth {
 		return s.errorf("nesting deeper than %d", maxDepth)
 	}
@@ -330,15 +320,26 @@ func (s *scanner) object(depth int, member func(key []byte) error) error {
 		s.i++
 		return nil
 	}
+	var seen uint8
+	// keyBuf holds a decoded key, on the stack, since a key goes no further
+	// than memberBit; a byte of invalid UTF-8 decodes to three.
+	var keyBuf [3 * maxMemberKey]byte
 	for {
 		s.ws()
 		if s.peek() != '"' {
 			return s.errorf("want an object key")
 		}
-		var key []byte
+		var bit uint8
 		var err error
 		if member != nil {
-			key, err = s.str()
+			var key []byte
+			key, err = s.memberKey(keyBuf[:0])
+			bit = s.memberBit(key, members)
+			if seen&bit != 0 {
+				s.ambiguous = true // given twice
+				bit = 0
+			}
+			seen |= bit
 		} else {
 			err = s.skipStr()
 		}
@@ -353,7 +354,7 @@ func (s *scanner) object(depth int, member func(key []byte) error) error {
 		if member == nil {
 			err = s.value(depth)
 		} else {
-			err = member(key)
+			err = member(bit)
 		}
 		if err != nil {
 			return err
@@ -371,7 +372,7 @@ func (s *scanner) object(depth int, member func(key []byte) error) error {
 func (s *scanner) value(depth int) error {
 	switch c := s.peek(); {
 	case c == '{':
-		return s.object(depth+1, nil)
+		return s.object(depth+1, nil, nil)
 	case c == '[':
 		return s.array(depth + 1)
 	case c == '"':
@@ -483,6 +484,101 @@ func (s *scanner) digits() {
 		i++
 	}
 	s.i = i
+}
+
+// maxMemberKey bounds the raw bytes of an object key that could name one of
+// our members: the longest name ("jsonrpc") has 7 characters, and a
+// character is at most 12 bytes when written as an escaped surrogate pair.
+const maxMemberKey = 7 * 12
+
+// memberKey reads an object key of a message or its params, decoded as
+// encoding/json decodes it (into buf when it must be) when it could name one
+// of our members, nil when it is too long to. It never allocates: a body of
+// millions of escaped keys costs what its bytes cost to scan.
+func (s *scanner) memberKey(buf []byte) ([]byte, error) {
+	start := s.i
+	escaped, err := s.scanStr()
+	if err != nil {
+		return nil, err
+	}
+	raw := s.b[start+1 : s.i-1]
+	switch {
+	case len(raw) > maxMemberKey:
+		return nil, nil
+	case !escaped && utf8.Valid(raw):
+		return raw, nil
+	}
+	return unquote(buf, raw), nil
+}
+
+// unquote appends the content of a valid JSON string, without its quotes,
+// decoded as encoding/json decodes it: escapes resolved, a surrogate pair
+// joined, and a lone surrogate or a byte of invalid UTF-8 turned into
+// U+FFFD.
+func unquote(dst, raw []byte) []byte {
+	for i := 0; i < len(raw); {
+		c := raw[i]
+		switch {
+		case c == '\\':
+			i++
+			switch raw[i] {
+			case 'b':
+				dst = append(dst, '\b')
+			case 'f':
+				dst = append(dst, '\f')
+			case 'n':
+				dst = append(dst, '\n')
+			case 'r':
+				dst = append(dst, '\r')
+			case 't':
+				dst = append(dst, '\t')
+			case 'u':
+				r := hex4(raw[i+1:])
+				i += 4
+				if utf16.IsSurrogate(r) {
+					r2 := utf8.RuneError
+					if i+6 < len(raw) && raw[i+1] == '\\' && raw[i+2] == 'u' {
+						r2 = hex4(raw[i+3:])
+					}
+					if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
+						r = dec
+						i += 6
+					} else {
+						r = utf8.RuneError
+					}
+				}
+				dst = utf8.AppendRune(dst, r)
+			default: // '"', '\\', '/'
+				dst = append(dst, raw[i])
+			}
+			i++
+		case c < utf8.RuneSelf:
+			dst = append(dst, c)
+			i++
+		default:
+			r, size := utf8.DecodeRune(raw[i:])
+			dst = utf8.AppendRune(dst, r) // RuneError for invalid UTF-8
+			i += size
+		}
+	}
+	return dst
+}
+
+// hex4 reads the four hex digits of a \u escape the scanner has validated.
+func hex4(b []byte) rune {
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case c <= '9':
+			c -= '0'
+		case c >= 'a':
+			c -= 'a' - 10
+		default:
+			c -= 'A' - 10
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
 }
 
 // str reads a string and returns its content as encoding/json decodes it.

@@ -754,3 +754,51 @@ func TestSkipPlainStopsWhereTheByteLoopStops(t *testing.T) {
 
 // unlimited takes batches of any size.
 const unlimited = math.MaxInt
+
+// TestUnquoteDecodesAsEncodingJSON holds the key decoder to encoding/json,
+// on which the ambiguity check depends: a key encoding/json would read as
+// one of our members must be read so here too.
+func TestUnquoteDecodesAsEncodingJSON(t *testing.T) {
+	for _, raw := range []string{
+		`plain`, `m\u0065thod`, `\"\\\/\b\f\n\r\t`, `\u0000`, `para\u006Ds`, `\u017f`, `paramſ`,
+		`\ud83d\ude00`, `\ud83d`, `\ud83dx`, `\ud83d\u0041`, `\ude00\ud83d`, `a\ud83d\ud83d\ude00`,
+		"\xff", "a\xc3", "\xe2\x82", "\xed\xa0\x80", `\uFFFD`, `\u212a`,
+	} {
+		checkUnquote(t, []byte(raw))
+	}
+}
+
+func FuzzUnquote(f *testing.F) {
+	for _, s := range []string{`m\u0065thod`, `\ud83d\ude00`, "\xff", `\ud83dx`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		quoted := append(append([]byte{'"'}, raw...), '"')
+		s := scanner{b: quoted}
+		if _, err := s.scanStr(); err != nil || s.i != len(quoted) {
+			return // not a JSON string: the scanner refuses it before decoding
+		}
+		checkUnquote(t, raw)
+	})
+}
+
+func checkUnquote(t *testing.T, raw []byte) {
+	t.Helper()
+	var want string
+	require.NoError(t, json.Unmarshal(append(append([]byte{'"'}, raw...), '"'), &want), "%q", raw)
+	assert.Equal(t, want, string(unquote(nil, raw)), "%q", raw)
+}
+
+func TestEscapedKeysCostNoAllocation(t *testing.T) {
+	// Millions of short escaped or invalid keys: decoded on the stack.
+	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"` +
+		strings.Repeat(`,"\u0061":0`, 10000) + strings.Repeat(",\"\xff\":0", 10000) + `}}`)
+	var buf [1]message
+	allocs := testing.AllocsPerRun(10, func() {
+		_, _, err := parseMessages(body, buf[:0], unlimited)
+		require.NoError(t, err)
+	})
+	assert.Zero(t, allocs)
+	_, _, err := parseMessages([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","name":"y"}}`), nil, unlimited)
+	assert.ErrorIs(t, err, errAmbiguous, "an escaped member is still seen twice")
+}
