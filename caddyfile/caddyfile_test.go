@@ -443,6 +443,12 @@ func TestUnmarshalRejectsBadInputAtItsLine(t *testing.T) {
 			line:    2,
 		},
 		{
+			name:    "key reading the request body",
+			input:   "mcp {\n\trate_limit a {\n\t\trate 1/s\n\t\tkey {http.request.body}\n\t}\n}",
+			wantErr: `{http.request.body} copies the whole request body for every message a limit counts`,
+			line:    2,
+		},
+		{
 			name:    "concurrency key with an unknown shorthand",
 			input:   "mcp {\n\tconcurrency {\n\t\tmax 1\n\t\tkey {tool}\n\t}\n}",
 			wantErr: `concurrency: key "{tool}": unknown placeholder {tool}`,

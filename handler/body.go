@@ -156,14 +156,32 @@ func isTimeout(err error) bool {
 }
 
 // bodyReader is a read body given back to the request, byte for byte. It
-// notes when the upstream's transport is done with it.
+// notes when the upstream's transport is done with it: once Close has
+// returned, no Read is under way, and none will read the buffer again, so
+// the buffer may be recycled. (A transport may close a body from another
+// goroutine than the one reading it. Reads copy under the lock, and it has
+// no WriteTo, which would hold the lock while writing to the network.)
 type bodyReader struct {
-	bytes.Reader
+	mu     sync.Mutex
+	r      bytes.Reader
 	closed atomic.Bool
 }
 
+func (b *bodyReader) Reset(body []byte) { b.r.Reset(body) }
+
+func (b *bodyReader) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed.Load() {
+		return 0, io.EOF
+	}
+	return b.r.Read(p)
+}
+
 func (b *bodyReader) Close() error {
+	b.mu.Lock()
 	b.closed.Store(true)
+	b.mu.Unlock()
 	return nil
 }
 

@@ -9,7 +9,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -94,10 +93,10 @@ type Handler struct {
 	origins     originPolicy
 	limits      []*limit
 	concurrency *concurrencyGuard
-	// keyHeaders are the request headers key templates read, which a
+	// keyInputs are the parts of a request key templates read, which a
 	// request may give once at most.
-	keyHeaders []string
-	logger     *zap.Logger
+	keyInputs keyInputs
+	logger    *zap.Logger
 	// load is the config this handler belongs to.
 	load   any
 	joined *load
@@ -147,18 +146,16 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		if err := h.joined.declare("rate_limit", name, l.settings()); err != nil {
 			return err
 		}
-		h.keyHeaders = append(h.keyHeaders, l.key.headers...)
+		h.keyInputs.add(l.key.inputs)
 	}
 	if h.Concurrency != nil {
 		if h.concurrency, err = newConcurrencyGuard(h.Concurrency, h.joined); err != nil {
 			return fmt.Errorf("concurrency: %w", err)
 		}
 		if h.concurrency.key != nil {
-			h.keyHeaders = append(h.keyHeaders, h.concurrency.key.headers...)
+			h.keyInputs.add(h.concurrency.key.inputs)
 		}
 	}
-	slices.Sort(h.keyHeaders)
-	h.keyHeaders = slices.Compact(h.keyHeaders)
 	addLive(h)
 	return nil
 }

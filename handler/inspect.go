@@ -98,9 +98,11 @@ func (x *exchange) placeholder(key string) (any, bool) {
 	case "id":
 		return idText(m.id), true
 	case "session_id":
-		return x.r.Header.Get("Mcp-Session-Id"), true
+		return clip(x.r.Header.Get("Mcp-Session-Id")), true
 	case "protocol_version":
-		return x.r.Header.Get("Mcp-Protocol-Version"), true
+		return clip(x.r.Header.Get("Mcp-Protocol-Version")), true
+	case "authorization":
+		return normalizedAuthorization(x.r.Header.Get("Authorization")), true
 	case "batch_size":
 		if !x.batch {
 			return "", true
@@ -133,9 +135,13 @@ const (
 	// maxIDBytes bounds a request id, as sent: ids are echoed in every
 	// answer and compared with every response of an event stream.
 	maxIDBytes = 256
-	// maxToolName bounds a tools/call's tool name, in characters, as the
-	// MCP specification (2025-11-25) recommends: 1 to 128.
-	maxToolName = 128
+	// maxName bounds params.name (a tool's or a prompt's name), in
+	// characters, as the MCP specification (2025-11-25) recommends for tool
+	// names: 1 to 128.
+	maxName = 128
+	// maxMethod bounds a method name, in bytes: the specification's longest
+	// is 35.
+	maxMethod = 128
 )
 
 // inspect reads and parses a POST body, and puts the body back for the
@@ -144,7 +150,7 @@ const (
 // before anything is read.
 func (h *Handler) inspect(w http.ResponseWriter, x *exchange) error {
 	r := x.r
-	if err := h.checkSingleHeaders(r.Header); err != nil {
+	if err := h.checkSingleInputs(r); err != nil {
 		return err
 	}
 	body, err := h.readBody(w, x)
@@ -235,54 +241,57 @@ func identityEncoded(h http.Header) bool {
 // two values, the gateway and the upstream may each read another.
 var singleHeaders = []string{"Mcp-Method", "Mcp-Name", "Mcp-Session-Id", "Mcp-Protocol-Version"}
 
-// checkSingleHeaders refuses a request giving twice an MCP header, or a
-// header a key template reads: routers and servers disagree on which value
-// counts (the first, the last, or all joined), so a limit could count one
-// request under a key the client varies at will.
-func (h *Handler) checkSingleHeaders(hdr http.Header) error {
-	for _, list := range [][]string{singleHeaders, h.keyHeaders} {
-		for _, name := range list {
-			if n := len(hdr[name]); n > 1 {
-				return &headerError{name: name, count: n}
-			}
+// checkSingleInputs refuses a request giving twice an MCP header, or a
+// header, cookie or query parameter a key template reads (see keyInputs).
+func (h *Handler) checkSingleInputs(r *http.Request) error {
+	for _, name := range singleHeaders {
+		if n := len(r.Header[name]); n > 1 {
+			return &repeatError{what: "the " + name + " header", count: n}
 		}
 	}
-	return nil
+	return h.keyInputs.repeated(r)
 }
 
-// headerError is a header given more than once.
-type headerError struct {
-	name  string
-	count int
-}
-
-func (e *headerError) Error() string {
-	return fmt.Sprintf("the %s header is given %d times", e.name, e.count)
-}
-
-// messageError is a message whose id or tool name is beyond what the gateway
-// takes.
+// messageError is a message whose id, method or name is beyond what the
+// gateway takes.
 type messageError struct {
 	msg string
+	// recovery is what the model is told to do instead.
+	recovery string
 	// badID: the id itself is refused, so the answer cannot carry it.
 	badID bool
 }
 
 func (e *messageError) Error() string { return e.msg }
 
-// checkMessages refuses ids and tool names beyond their bounds: the gateway
-// repeats an id in every answer and keeps it while the response streams, and
-// keeps a tool name as a key.
+// checkMessages refuses ids, methods and names beyond their bounds: the
+// gateway repeats an id in every answer and keeps it while the response
+// streams, and keeps methods and names as keys and placeholders (which logs
+// show).
 func checkMessages(msgs []message) error {
 	for i := range msgs {
 		m := &msgs[i]
-		switch {
+		switch name := utf8.RuneCount(m.tool); {
 		case len(m.id) > maxIDBytes:
-			return &messageError{msg: fmt.Sprintf("an id is %d bytes long; this server takes ids of at most %d", len(m.id), maxIDBytes), badID: true}
+			return &messageError{badID: true,
+				msg:      fmt.Sprintf("an id is %d bytes long; this server takes ids of at most %d", len(m.id), maxIDBytes),
+				recovery: fmt.Sprintf("Use a string or a number of at most %d characters as the id.", maxIDBytes)}
 		case isNonFinite(m.id):
-			return &messageError{msg: "an id is " + string(m.id) + ", which is not a string or a number", badID: true}
-		case m.isCall() && utf8.RuneCount(m.tool) > maxToolName:
-			return &messageError{msg: fmt.Sprintf("a tool name is %d characters long; MCP tool names have at most %d", utf8.RuneCount(m.tool), maxToolName)}
+			return &messageError{badID: true,
+				msg:      "an id is " + string(m.id) + ", which is not a string or a number",
+				recovery: fmt.Sprintf("Use a string or a number of at most %d characters as the id.", maxIDBytes)}
+		case len(m.method) > maxMethod:
+			return &messageError{
+				msg:      fmt.Sprintf("a method name is %d bytes long; this server takes method names of at most %d", len(m.method), maxMethod),
+				recovery: "Use a method the MCP specification or the server defines."}
+		case name > maxName && m.isCall():
+			return &messageError{
+				msg:      fmt.Sprintf("a tool name is %d characters long; MCP tool names have at most %d", name, maxName),
+				recovery: "Call a tool by the exact name tools/list gives."}
+		case name > maxName:
+			return &messageError{
+				msg:      fmt.Sprintf("a name (params.name) is %d characters long; this server takes names of at most %d", name, maxName),
+				recovery: "Use a name exactly as the server lists it (tools/list, prompts/list)."}
 		}
 	}
 	return nil

@@ -90,6 +90,11 @@ func parseMessages(body []byte, msgs []message, max int) (_ []message, batch boo
 // errAmbiguous is reported only for valid JSON.
 func eachMessage(body []byte, visit func(message) error) (batch bool, err error) {
 	s := scanner{b: body}
+	if bytes.HasPrefix(body, byteOrderMark) {
+		// Servers that decode the body as text first (the TypeScript SDK's,
+		// Python's json) drop a leading byte order mark.
+		s.i = len(byteOrderMark)
+	}
 	s.ws()
 	switch s.peek() {
 	case '[':
@@ -424,7 +429,10 @@ func (s *scanner) array(depth int) error {
 	}
 }
 
-var minusInfinity = []byte("-Infinity")
+var (
+	minusInfinity = []byte("-Infinity")
+	byteOrderMark = []byte("\xef\xbb\xbf")
+)
 
 // isNonFinite reports whether a value the scanner read is one of the tokens
 // NaN, Infinity or -Infinity, which are not JSON.

@@ -426,7 +426,7 @@ func TestParseMessagesRefusesWhatIsNotJSON(t *testing.T) {
 		{"tab in string", "{\"method\":\"a\tb\"}", 12},
 		{"NUL in key", "{\"a\x00\":1}", 3},
 		{"unterminated string", `{"method":"abc`, 14},
-		{"byte order mark", "\xef\xbb\xbf{}", 0},
+		{"byte order mark after whitespace", " \xef\xbb\xbf{}", 1},
 		{"bad literal", `{"id":nul}`, 6},
 		{"capital literal", `{"id":True}`, 6},
 		{"closing bracket mismatch", `{"a":[1}`, 7},
@@ -460,6 +460,12 @@ func TestParseMessagesTakesNonFiniteNumbersAsPythonServersDo(t *testing.T) {
 	msgs, _, err := parseMessages([]byte(`{"jsonrpc":"2.0","id":NaN,"method":"ping"}`), nil, unlimited)
 	require.NoError(t, err)
 	assert.True(t, isNonFinite(msgs[0].id), "the id is learned as it is, for the handler to refuse")
+}
+
+func TestParseMessagesSkipsALeadingByteOrderMark(t *testing.T) {
+	msgs, _, err := parseMessages([]byte("\xef\xbb\xbf"+`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}}`), nil, unlimited)
+	require.NoError(t, err)
+	assert.Equal(t, []learned{req("tools/call", "1", "a")}, learnedOf(msgs))
 }
 
 func TestParseMessagesStopsAtMaxBeforeKeepingMore(t *testing.T) {
@@ -606,9 +612,11 @@ func FuzzParseMessages(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		msgs, batch, err := parseMessages(body, nil, unlimited)
 		valid := json.Valid(body)
-		// The scanner also takes the tokens NaN, Infinity and -Infinity:
-		// where they appear, json.Valid is not its judge.
-		nonFinite := bytes.Contains(body, []byte("NaN")) || bytes.Contains(body, []byte("Infinity"))
+		// The scanner also takes the tokens NaN, Infinity and -Infinity, and
+		// a leading byte order mark: where they appear, json.Valid is not its
+		// judge.
+		extended := bytes.Contains(body, []byte("NaN")) || bytes.Contains(body, []byte("Infinity")) ||
+			bytes.HasPrefix(body, byteOrderMark)
 		var syntax *syntaxError
 		switch {
 		case errors.As(err, &syntax):
@@ -620,7 +628,7 @@ func FuzzParseMessages(f *testing.F) {
 			}
 			return
 		case errors.Is(err, errAmbiguous):
-			if !valid && !nonFinite {
+			if !valid && !extended {
 				t.Fatalf("json.Valid refuses %q, parseMessages says it is ambiguous", body)
 			}
 			return
@@ -628,7 +636,7 @@ func FuzzParseMessages(f *testing.F) {
 			t.Fatalf("unexpected error %v", err)
 		}
 		if !valid {
-			if !nonFinite {
+			if !extended {
 				t.Fatalf("json.Valid refuses %q, parseMessages accepts it", body)
 			}
 			return

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"net/http"
 	"net/textproto"
 	"slices"
 	"strings"
@@ -62,8 +63,11 @@ type keyTemplate struct {
 	// kind and name say whose template it is: "rate_limit" or
 	// "concurrency", and the name.
 	kind, name string
-	// headers are the request headers the template reads, canonical.
-	headers []string
+	// expr is text as the key is evaluated: with the Authorization header
+	// read as servers read it.
+	expr string
+	// inputs are the parts of the request the template reads.
+	inputs keyInputs
 	// empty counts values that came out empty; warned is when that was
 	// last logged (Unix nanoseconds).
 	empty  prometheus.Counter
@@ -76,13 +80,103 @@ func newKeyTemplate(kind, name, template string) (*keyTemplate, error) {
 	if err := checkKeyTemplate(text); err != nil {
 		return nil, fmt.Errorf("key %q: %w", template, err)
 	}
-	k := &keyTemplate{text: text, kind: kind, name: name, empty: emptyKeys.WithLabelValues(kind, name)}
+	k := &keyTemplate{text: text, expr: text, kind: kind, name: name, empty: emptyKeys.WithLabelValues(kind, name)}
 	for _, p := range placeholdersOf(text) {
-		if field, ok := strings.CutPrefix(p, "http.request.header."); ok {
-			k.headers = append(k.headers, textproto.CanonicalMIMEHeaderKey(field))
+		switch {
+		case strings.HasPrefix(p, "http.request.header."):
+			field := textproto.CanonicalMIMEHeaderKey(strings.TrimPrefix(p, "http.request.header."))
+			k.inputs.headers = append(k.inputs.headers, field)
+			if field == "Authorization" {
+				k.expr = strings.ReplaceAll(k.expr, "{"+p+"}", "{"+authorizationPlaceholder+"}")
+			}
+		case strings.HasPrefix(p, "http.request.cookie."):
+			k.inputs.cookies = append(k.inputs.cookies, strings.TrimPrefix(p, "http.request.cookie."))
+		case strings.HasPrefix(p, "http.request.uri.query."):
+			k.inputs.queries = append(k.inputs.queries, strings.TrimPrefix(p, "http.request.uri.query."))
 		}
 	}
 	return k, nil
+}
+
+// authorizationPlaceholder is the Authorization header as servers read it,
+// which a key reads in its place: "Bearer  secret", "BEARER secret" and
+// "bearer\tsecret" are one token to the SDK servers, and so one key.
+const authorizationPlaceholder = "http.mcp.authorization"
+
+// normalizedAuthorization is an Authorization header value with its scheme
+// in lower case and its runs of whitespace made one space.
+func normalizedAuthorization(v string) string {
+	fields := strings.Fields(v)
+	if len(fields) == 0 {
+		return ""
+	}
+	fields[0] = strings.ToLower(fields[0])
+	return strings.Join(fields, " ")
+}
+
+// keyInputs are the parts of a request key templates read (the body aside):
+// headers (canonical names), cookies and query parameters. A request may
+// give each of them once at most: servers disagree on which of two values
+// counts (the first, the last, or all joined), so a client could otherwise
+// vary its key at will while the server reads the same credentials.
+type keyInputs struct {
+	headers, cookies, queries []string
+}
+
+func (in *keyInputs) add(o keyInputs) {
+	in.headers = sortedUnion(in.headers, o.headers)
+	in.cookies = sortedUnion(in.cookies, o.cookies)
+	in.queries = sortedUnion(in.queries, o.queries)
+}
+
+func sortedUnion(a, b []string) []string {
+	out := append(slices.Clone(a), b...)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// repeated reports the first input r gives more than once.
+func (in *keyInputs) repeated(r *http.Request) error {
+	for _, name := range in.headers {
+		if n := len(r.Header[name]); n > 1 {
+			return &repeatError{what: "the " + name + " header", count: n}
+		}
+	}
+	if len(in.cookies) > 0 {
+		cookies := r.Cookies()
+		for _, name := range in.cookies {
+			// Caddy's cookie placeholder takes the first cookie of the name
+			// in any letter case.
+			n := 0
+			for _, c := range cookies {
+				if strings.EqualFold(c.Name, name) {
+					n++
+				}
+			}
+			if n > 1 {
+				return &repeatError{what: "the cookie " + clip(name), count: n}
+			}
+		}
+	}
+	if len(in.queries) > 0 {
+		query := r.URL.Query()
+		for _, name := range in.queries {
+			if n := len(query[name]); n > 1 {
+				return &repeatError{what: "the query parameter " + clip(name), count: n}
+			}
+		}
+	}
+	return nil
+}
+
+// repeatError is a part of a request given more than once.
+type repeatError struct {
+	what  string
+	count int
+}
+
+func (e *repeatError) Error() string {
+	return fmt.Sprintf("%s is given %d times", e.what, e.count)
 }
 
 // emptyKeyWarnEvery is the least time between two log lines about a
@@ -94,7 +188,7 @@ const emptyKeyWarnEvery = time.Minute
 // every such request under one shared key.
 func (k *keyTemplate) eval(h *Handler, x *exchange, repl *caddy.Replacer, i int) string {
 	x.cur = i
-	v := repl.ReplaceAll(k.text, "")
+	v := repl.ReplaceAll(k.expr, "")
 	x.cur = 0
 	if v == "" {
 		k.empty.Inc()
@@ -138,7 +232,8 @@ func placeholdersOf(text string) []string {
 
 // checkKeyTemplate refuses placeholders that would expand to nothing on every
 // request: an unknown shorthand ({clientip}), an unknown namespace, or an
-// unknown name under http.request or http.mcp. Placeholders of other
+// unknown name under http.request or http.mcp; and the request body, which
+// would cost a copy of the body per message. Placeholders of other
 // http.* namespaces (http.vars, http.auth, http.regexp, ...) are set by
 // other handlers, and are taken as written.
 func checkKeyTemplate(text string) error {
@@ -154,6 +249,8 @@ func checkKeyTemplate(text string) error {
 			if !slices.Contains(mcpPlaceholders, p) {
 				return unknownPlaceholder(p, mcpPlaceholders)
 			}
+		case p == "http.request.body" || p == "http.request.body_base64":
+			return fmt.Errorf("{%s} copies the whole request body for every message a limit counts, and differs with every id: key on who calls or on what, such as {client_ip}, a header or {http.mcp.tool}", p)
 		case strings.HasPrefix(rest, "request."):
 			if !knownRequestPlaceholder(p) {
 				return unknownPlaceholder(p, requestCandidates(p))
@@ -174,6 +271,7 @@ func unknownPlaceholder(p string, known []string) error {
 var mcpPlaceholders = []string{
 	"http.mcp.method", "http.mcp.tool", "http.mcp.id", "http.mcp.session_id",
 	"http.mcp.protocol_version", "http.mcp.batch_size", "http.mcp.error_code",
+	authorizationPlaceholder,
 }
 
 // shorthandNames are the Caddyfile shorthands most used in keys, for

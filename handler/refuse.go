@@ -21,7 +21,7 @@ func (h *Handler) refuseBody(w http.ResponseWriter, x *exchange, err error) erro
 	var (
 		syntax   *syntaxError
 		mismatch *mismatchError
-		header   *headerError
+		repeat   *repeatError
 		bad      *messageError
 		env      envelope.Envelope
 		status   = http.StatusBadRequest
@@ -46,10 +46,10 @@ func (h *Handler) refuseBody(w http.ResponseWriter, x *exchange, err error) erro
 			fmt.Sprintf("Request body did not arrive within %s", formatWindow(time.Duration(h.ReadBodyTimeout)))).
 			Suggest("Send the whole request at once, and retry it on a faster connection or with a smaller body.").
 			Envelope()
-	case errors.As(err, &header):
+	case errors.As(err, &repeat):
 		id = nil
-		env = envelope.New(envelope.ValidationError, "Request headers are ambiguous: "+header.Error()).
-			Suggest("Send the " + header.name + " header once.").
+		env = envelope.New(envelope.ValidationError, "Request is ambiguous: "+repeat.Error()).
+			Suggest("Send " + repeat.what + " once.").
 			Envelope()
 	case errors.Is(err, errEncoded):
 		status = http.StatusUnsupportedMediaType
@@ -82,17 +82,13 @@ func (h *Handler) refuseBody(w http.ResponseWriter, x *exchange, err error) erro
 			fmt.Sprintf("Request is a batch of more than %d messages, the most this server takes in one request", h.MaxBatch)).
 			Suggest(fmt.Sprintf("Send at most %d messages per batch, or send them one at a time.", h.MaxBatch)).
 			Envelope()
-	case errors.As(err, &bad) && bad.badID:
-		parsed = true
-		env = envelope.New(envelope.ValidationError, "Request refused: "+bad.msg).
-			Suggest(fmt.Sprintf("Use a string or a number of at most %d characters as the id.", maxIDBytes)).
-			Envelope()
 	case errors.As(err, &bad):
-		// The ids are fine: each request gets its answer.
-		env = envelope.New(envelope.ValidationError, "Request refused: "+bad.msg).
-			Suggest("Call a tool by the exact name tools/list gives.").
-			Envelope()
-		return h.answer(w, x, &env, http.StatusBadRequest)
+		env = envelope.New(envelope.ValidationError, "Request refused: "+bad.msg).Suggest(bad.recovery).Envelope()
+		if !bad.badID {
+			// The ids are fine: each request gets its answer.
+			return h.answer(w, x, &env, http.StatusBadRequest)
+		}
+		parsed = true
 	default:
 		// The body could not be read: the client went away or broke the
 		// framing. Nobody is left to read an envelope.

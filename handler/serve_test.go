@@ -789,3 +789,31 @@ func TestUpstreamReceivesTheBodyByteForByte(t *testing.T) {
 		}
 	}
 }
+
+func TestMethodsAndNamesBeyondTheirBoundsAreRefusedWithTheirIDs(t *testing.T) {
+	h := provision(t, newClock(), &Handler{})
+	u := &upstream{}
+	for _, tt := range []struct {
+		body, message, recovery string
+	}{
+		{
+			`{"jsonrpc":"2.0","id":"m","method":"x/` + strings.Repeat("m", 127) + `"}`,
+			"Request refused: a method name is 129 bytes long; this server takes method names of at most 128",
+			"Use a method the MCP specification or the server defines.",
+		},
+		{
+			`{"jsonrpc":"2.0","id":"p","method":"prompts/get","params":{"name":"` + strings.Repeat("p", 129) + `"}}`,
+			"Request refused: a name (params.name) is 129 characters long; this server takes names of at most 128",
+			"Use a name exactly as the server lists it (tools/list, prompts/list).",
+		},
+	} {
+		w := serve(t, h, post(tt.body), u)
+		assert.Equal(t, http.StatusOK, w.Code, "the id is fine: the request gets its answer")
+		m := members(t, w.Body.Bytes())
+		e := decodeRPCError(t, m["error"])
+		assert.Equal(t, tt.message, e.Message)
+		assert.Equal(t, tt.recovery, e.Data.Recovery)
+	}
+	assert.Zero(t, u.calls)
+	requireForwarded(t, u, 1, serve(t, h, post(`{"jsonrpc":"2.0","id":1,"method":"x/`+strings.Repeat("m", 126)+`"}`), u))
+}

@@ -104,9 +104,12 @@ func (l *load) ordinal(settings string) int {
 }
 
 // checkRoutes refuses, once per config, two mcp handlers that handle the same
-// requests: both in one list of routes, in routes without matchers (as two
-// mcp directives in one Caddyfile site are). Each would read and count every
-// request, so a limit would count it twice.
+// requests (see unconditionalMCP). Each would read and count every request,
+// so a limit would count it twice.
+//
+// The config is read as it is being provisioned: Caddy drops a module's raw
+// JSON once it has loaded it, so a route is read from its provisioned
+// matchers and handlers when it has them, and from its JSON otherwise.
 func (l *load) checkRoutes(ctx caddy.Context) error {
 	loads.Lock()
 	done := l.routesChecked
@@ -124,56 +127,69 @@ func (l *load) checkRoutes(ctx caddy.Context) error {
 		return nil
 	}
 	for name, srv := range app.Servers {
-		routes := make([]rawRoute, len(srv.Routes))
-		for i, r := range srv.Routes {
-			routes[i] = rawRoute{Match: len(r.MatcherSetsRaw), Handle: r.HandlersRaw}
-		}
-		if err := checkDuplicateHandlers(routes); err != nil {
+		if _, err := unconditionalMCP(srv.Routes); err != nil {
 			return fmt.Errorf("server %s: %w", name, err)
 		}
 	}
 	return nil
 }
 
-// rawRoute is a route as configured: how many matcher sets it has, and its
-// handlers' JSON.
-type rawRoute struct {
-	Match  int
-	Handle []json.RawMessage
-}
-
 var errDuplicateMCP = errors.New("two mcp handlers handle the same requests (two mcp blocks in one site, say): each would read and count every request; merge them into one mcp block, or give them matchers that tell their requests apart")
 
-func checkDuplicateHandlers(routes []rawRoute) error {
-	unmatched := 0
+// unconditionalMCP counts the mcp handlers one request through routes can
+// meet, and refuses two. Every request meets those in routes without
+// matchers, and in the routes of their subroutes (a route block, say); a
+// request a route's matchers select meets that route's too, so the most any
+// one matched route adds is counted as well. (Matched routes are counted
+// one at a time: handle blocks select one of them.)
+func unconditionalMCP(routes caddyhttp.RouteList) (int, error) {
+	every, most := 0, 0
 	for _, r := range routes {
-		for _, raw := range r.Handle {
-			var h struct {
-				Handler string `json:"handler"`
-				Routes  []struct {
-					Match  []json.RawMessage `json:"match"`
-					Handle []json.RawMessage `json:"handle"`
-				} `json:"routes"`
+		n, nested := handlersOf(r)
+		for _, list := range nested {
+			inner, err := unconditionalMCP(list)
+			if err != nil {
+				return 0, err
 			}
-			if json.Unmarshal(raw, &h) != nil {
-				continue
-			}
-			if h.Handler == "mcp" && r.Match == 0 {
-				unmatched++
-			}
-			if len(h.Routes) > 0 {
-				nested := make([]rawRoute, len(h.Routes))
-				for i, n := range h.Routes {
-					nested[i] = rawRoute{Match: len(n.Match), Handle: n.Handle}
-				}
-				if err := checkDuplicateHandlers(nested); err != nil {
-					return err
-				}
-			}
+			n += inner
+		}
+		if len(r.MatcherSets) == 0 && len(r.MatcherSetsRaw) == 0 {
+			every += n
+		} else {
+			most = max(most, n)
 		}
 	}
-	if unmatched > 1 {
-		return errDuplicateMCP
+	if every+most > 1 {
+		return every + most, errDuplicateMCP
 	}
-	return nil
+	return every + most, nil
+}
+
+// handlersOf counts the mcp handlers of a route and lists the routes of its
+// subroutes, from its provisioned handlers or from its JSON.
+func handlersOf(r caddyhttp.Route) (mcp int, nested []caddyhttp.RouteList) {
+	for _, h := range r.Handlers {
+		switch v := h.(type) {
+		case *Handler:
+			mcp++
+		case *caddyhttp.Subroute:
+			nested = append(nested, v.Routes)
+		}
+	}
+	for _, raw := range r.HandlersRaw {
+		var h struct {
+			Handler string              `json:"handler"`
+			Routes  caddyhttp.RouteList `json:"routes"`
+		}
+		if json.Unmarshal(raw, &h) != nil {
+			continue
+		}
+		if h.Handler == "mcp" {
+			mcp++
+		}
+		if len(h.Routes) > 0 {
+			nested = append(nested, h.Routes)
+		}
+	}
+	return mcp, nested
 }

@@ -336,11 +336,70 @@ reverse_proxy `+strings.TrimPrefix(upstream, "http://"))
 		assert.True(t, resp.Close, "refused before the body is read: the connection is closed")
 		env, err := envelope.Parse(rpcErrorEnvelope(t, body))
 		require.NoError(t, err)
-		assert.Equal(t, "Request headers are ambiguous: the "+h[0]+" header is given 2 times", env.Message)
+		assert.Equal(t, "Request is ambiguous: the "+h[0]+" header is given 2 times", env.Message)
 	}
 	assert.Zero(t, rec.count(), "nothing reached the upstream")
 	resp, _ := rawPost(t, endpoint, call, "Content-Type", "application/json", "X-Api-Key", "k", "Mcp-Method", "tools/call")
 	assert.Equal(t, http.StatusOK, resp.StatusCode, "once each is fine")
+}
+
+// The same for the other parts of a request a key can read: Caddy's cookie
+// placeholder takes the first cookie of a name in any letter case, and the
+// query placeholder joins every value, while servers read another.
+func TestCookiesAndQueryParametersAKeyReadsAreTakenOnce(t *testing.T) {
+	up, addr := startLenient(t, false)
+	g := mcptest.StartGateway(t, `mcp {
+	rate_limit per_session {
+		key {http.request.cookie.session}:{http.request.uri.query.api_key}
+		rate 100/1h
+	}
+}
+reverse_proxy `+addr)
+	call := []byte(toolCall("1", "echo"))
+	for name, c := range map[string]struct {
+		query  string
+		header []string
+		what   string
+	}{
+		"cookie twice":             {"?api_key=k", []string{"Cookie", "Session=fresh; session=victim"}, "the cookie session is given 2 times"},
+		"cookie in two headers":    {"?api_key=k", []string{"Cookie", "session=a", "Cookie", "session=b"}, "the cookie session is given 2 times"},
+		"query parameter repeated": {"?api_key=real&api_key=fresh", []string{"Cookie", "session=s"}, "the query parameter api_key is given 2 times"},
+	} {
+		resp, body := rawPost(t, g.URL+"/mcp"+c.query, call, append([]string{"Content-Type", "application/json"}, c.header...)...)
+		assert.Equal(t, http.StatusBadRequest, resp.StatusCode, name)
+		env, err := envelope.Parse(rpcErrorEnvelope(t, body))
+		require.NoError(t, err, name)
+		assert.Equal(t, "Request is ambiguous: "+c.what, env.Message, name)
+	}
+	assert.Zero(t, up.received.Load())
+	resp, _ := rawPost(t, g.URL+"/mcp?api_key=k&other=1&other=2", call, "Content-Type", "application/json", "Cookie", "session=s; theme=dark; theme=light")
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "parts the key does not read may repeat")
+}
+
+// The SDK servers read an Authorization header's scheme in any letter case
+// and its token across any run of whitespace: a limit keyed on the header
+// reads it as they do, so "BEARER  secret" is the token of "Bearer secret".
+func TestAuthorizationKeyIsReadAsServersReadIt(t *testing.T) {
+	up, addr := startLenient(t, false)
+	g := mcptest.StartGateway(t, `mcp {
+	rate_limit per_token {
+		key {header.Authorization}
+		rate 2/1h
+	}
+}
+reverse_proxy `+addr)
+	endpoint := g.URL + "/mcp"
+	for range 2 {
+		_, body := post(t, endpoint, toolCall("1", "echo"), "Authorization", "Bearer secret")
+		require.Equal(t, "done", outcomeOf(body))
+	}
+	for _, v := range []string{"bearer secret", "BEARER secret", "Bearer  secret", "Bearer\tsecret", "bEaReR    secret"} {
+		_, body := post(t, endpoint, toolCall("1", "echo"), "Authorization", v)
+		assert.Equal(t, "RATE_LIMITED", outcomeOf(body), "%q is the same token", v)
+	}
+	_, body := post(t, endpoint, toolCall("1", "echo"), "Authorization", "Bearer other")
+	assert.Equal(t, "done", outcomeOf(body), "another token has its own bucket")
+	assert.EqualValues(t, 3, up.received.Load())
 }
 
 // Finding 7: ids are echoed in every answer and compared with every
