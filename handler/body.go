@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 )
 
 // Reading a POST body. Memory follows the bytes received, never the length
@@ -193,11 +195,11 @@ func (x *exchange) recycle() {
 	if x.pooled == nil || (x.forwarded && !x.reader.closed.Load()) {
 		return
 	}
-	var m message
+	var m jsonrpc.Message
 	if len(x.msgs) > 0 {
 		m = x.msgs[0]
 	}
-	x.frozen = &frozenPlaceholders{method: string(m.method), tool: string(m.tool), id: idText(m.id), batchSize: len(x.msgs)}
+	x.frozen = &frozenPlaceholders{method: string(m.Method), tool: string(m.Name), id: idText(m.ID), batchSize: len(x.msgs)}
 	x.msgs = nil
 	putBuffer(x.pooled)
 	x.pooled = nil

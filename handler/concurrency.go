@@ -13,6 +13,7 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/busy"
 	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 )
 
 // Concurrency bounds the requests in flight to the upstream, with a queue.
@@ -149,8 +150,8 @@ func (g *concurrencyGuard) keyText() string {
 func (g *concurrencyGuard) release() { _, _ = guards.Delete(g.poolKey) }
 
 // counts reports whether m takes a place.
-func (g *concurrencyGuard) counts(m *message) bool {
-	return (m.kind == request || m.kind == notification) && slices.Contains(g.methods, string(m.method))
+func (g *concurrencyGuard) counts(m *jsonrpc.Message) bool {
+	return (m.Kind == jsonrpc.Request || m.Kind == jsonrpc.Notification) && slices.Contains(g.methods, string(m.Method))
 }
 
 // demand is the places an exchange needs under one key.

@@ -12,13 +12,14 @@ import (
 	"unicode/utf8"
 
 	"github.com/caddymcp/caddy-mcp/busy"
+	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 	"github.com/caddymcp/caddy-mcp/ratelimit"
 )
 
 // exchange is what the handler knows of one HTTP request.
 type exchange struct {
 	r     *http.Request
-	msgs  []message
+	msgs  []jsonrpc.Message
 	batch bool
 	// cur is the message whose values the {http.mcp.*} placeholders show:
 	// while rate-limit keys are evaluated, each message of a batch in turn;
@@ -55,7 +56,7 @@ type exchange struct {
 	taken     []ratelimit.Request
 	reqBuf    [4]ratelimit.Request
 	ownerBuf  [4]*limit
-	one       [1]message
+	one       [1]jsonrpc.Message
 	demandBuf [1]demand
 	slotBuf   [1]busy.Slot
 }
@@ -86,17 +87,17 @@ func (x *exchange) placeholder(key string) (any, bool) {
 			return strconv.Itoa(f.batchSize), true
 		}
 	}
-	var m message
+	var m jsonrpc.Message
 	if x.cur < len(x.msgs) {
 		m = x.msgs[x.cur]
 	}
 	switch name {
 	case "method":
-		return string(m.method), true
+		return string(m.Method), true
 	case "tool":
-		return string(m.tool), true
+		return string(m.Name), true
 	case "id":
-		return idText(m.id), true
+		return idText(m.ID), true
 	case "session_id":
 		return clip(x.r.Header.Get("Mcp-Session-Id")), true
 	case "protocol_version":
@@ -164,7 +165,7 @@ func (h *Handler) inspect(w http.ResponseWriter, x *exchange) error {
 	if !identityEncoded(r.Header) {
 		return errEncoded
 	}
-	x.msgs, x.batch, err = parseMessages(body, x.one[:0], h.MaxBatch)
+	x.msgs, x.batch, err = jsonrpc.Parse(body, x.one[:0], h.MaxBatch)
 	if err != nil {
 		return err
 	}
@@ -268,23 +269,23 @@ func (e *messageError) Error() string { return e.msg }
 // gateway repeats an id in every answer and keeps it while the response
 // streams, and keeps methods and names as keys and placeholders (which logs
 // show).
-func checkMessages(msgs []message) error {
+func checkMessages(msgs []jsonrpc.Message) error {
 	for i := range msgs {
 		m := &msgs[i]
-		switch name := utf8.RuneCount(m.tool); {
-		case len(m.id) > maxIDBytes:
+		switch name := utf8.RuneCount(m.Name); {
+		case len(m.ID) > maxIDBytes:
 			return &messageError{badID: true,
-				msg:      fmt.Sprintf("an id is %d bytes long; this server takes ids of at most %d", len(m.id), maxIDBytes),
+				msg:      fmt.Sprintf("an id is %d bytes long; this server takes ids of at most %d", len(m.ID), maxIDBytes),
 				recovery: fmt.Sprintf("Use a string or a number of at most %d characters as the id.", maxIDBytes)}
-		case isNonFinite(m.id):
+		case jsonrpc.IsNonFinite(m.ID):
 			return &messageError{badID: true,
-				msg:      "an id is " + string(m.id) + ", which is not a string or a number",
+				msg:      "an id is " + string(m.ID) + ", which is not a string or a number",
 				recovery: fmt.Sprintf("Use a string or a number of at most %d characters as the id.", maxIDBytes)}
-		case len(m.method) > maxMethod:
+		case len(m.Method) > maxMethod:
 			return &messageError{
-				msg:      fmt.Sprintf("a method name is %d bytes long; this server takes method names of at most %d", len(m.method), maxMethod),
+				msg:      fmt.Sprintf("a method name is %d bytes long; this server takes method names of at most %d", len(m.Method), maxMethod),
 				recovery: "Use a method the MCP specification or the server defines."}
-		case name > maxName && m.isCall():
+		case name > maxName && isCall(m):
 			return &messageError{
 				msg:      fmt.Sprintf("a tool name is %d characters long; MCP tool names have at most %d", name, maxName),
 				recovery: "Call a tool by the exact name tools/list gives."}
@@ -310,11 +311,11 @@ func checkMirrorHeaders(h http.Header, x *exchange) error {
 		return &mismatchError{"a batch cannot carry Mcp-Method or Mcp-Name headers"}
 	}
 	m := &x.msgs[0]
-	if method != "" && method != string(m.method) {
-		return &mismatchError{fmt.Sprintf("the Mcp-Method header says %q but the body's method is %q", clip(method), clip(string(m.method)))}
+	if method != "" && method != string(m.Method) {
+		return &mismatchError{fmt.Sprintf("the Mcp-Method header says %q but the body's method is %q", clip(method), clip(string(m.Method)))}
 	}
-	if name != "" && m.tool != nil && name != string(m.tool) {
-		return &mismatchError{fmt.Sprintf("the Mcp-Name header says %q but the body's name is %q", clip(name), clip(string(m.tool)))}
+	if name != "" && m.Name != nil && name != string(m.Name) {
+		return &mismatchError{fmt.Sprintf("the Mcp-Name header says %q but the body's name is %q", clip(name), clip(string(m.Name)))}
 	}
 	return nil
 }
@@ -323,3 +324,9 @@ func checkMirrorHeaders(h http.Header, x *exchange) error {
 type mismatchError struct{ msg string }
 
 func (e *mismatchError) Error() string { return e.msg }
+
+// isCall reports whether m is a tools/call request, answered with a
+// CallToolResult rather than a JSON-RPC error.
+func isCall(m *jsonrpc.Message) bool {
+	return m.Kind == jsonrpc.Request && string(m.Method) == "tools/call"
+}

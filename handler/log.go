@@ -24,12 +24,12 @@ func (h *Handler) record(x *exchange, env *envelope.Envelope) {
 	// no more than a bounded part of what the client sent.
 	if len(x.msgs) > 0 {
 		m := &x.msgs[0]
-		fields = append(fields, zap.String("method", clip(string(m.method))))
-		if m.tool != nil {
-			fields = append(fields, zap.String("tool", clip(string(m.tool))))
+		fields = append(fields, zap.String("method", clip(string(m.Method))))
+		if m.Name != nil {
+			fields = append(fields, zap.String("tool", clip(string(m.Name))))
 		}
-		if m.id != nil {
-			fields = append(fields, zap.String("id", clip(idText(m.id))))
+		if m.ID != nil {
+			fields = append(fields, zap.String("id", clip(idText(m.ID))))
 		}
 	}
 	if x.batch {

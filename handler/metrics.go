@@ -8,6 +8,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 )
 
 // The handler's metrics, in Caddy's registry: namespace caddy, subsystem mcp.
@@ -189,12 +191,12 @@ func (x *exchange) methodLabel() string {
 	switch {
 	case x.batch:
 		return methodBatch
-	case len(x.msgs) == 0 || x.msgs[0].kind == invalid:
+	case len(x.msgs) == 0 || x.msgs[0].Kind == jsonrpc.Invalid:
 		return methodInvalid
-	case x.msgs[0].kind == response:
+	case x.msgs[0].Kind == jsonrpc.Response:
 		return methodResponse
 	}
-	if name, ok := methodNames[string(x.msgs[0].method)]; ok {
+	if name, ok := methodNames[string(x.msgs[0].Method)]; ok {
 		return name
 	}
 	return methodOther

@@ -7,6 +7,8 @@ import (
 	"iter"
 	"math"
 	"strconv"
+
+	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 )
 
 // owedResponses are the requests of an exchange whose responses an event
@@ -14,7 +16,7 @@ import (
 // id in constant time, whatever the size of the batch and the order of the
 // answers.
 type owedResponses struct {
-	msgs []message
+	msgs []jsonrpc.Message
 	// owed[i] reports whether msgs[i] still awaits its response; left
 	// counts them.
 	owed []bool
@@ -31,7 +33,7 @@ type owedResponses struct {
 
 // init sets up the requests of msgs as owed, and reports whether there is
 // any.
-func (o *owedResponses) init(msgs []message) bool {
+func (o *owedResponses) init(msgs []jsonrpc.Message) bool {
 	o.msgs = msgs
 	o.owed = o.oneBuf[:0]
 	if len(msgs) > 1 {
@@ -40,19 +42,19 @@ func (o *owedResponses) init(msgs []message) bool {
 	o.owed = o.owed[:len(msgs)]
 	var scratch []byte
 	for i := range msgs {
-		if msgs[i].kind != request {
+		if msgs[i].Kind != jsonrpc.Request {
 			continue
 		}
 		o.owed[i] = true
 		o.left++
 		if o.left == 1 {
-			o.one = appendIDKey(o.keyBuf[:0], msgs[i].id)
+			o.one = appendIDKey(o.keyBuf[:0], msgs[i].ID)
 			continue
 		}
 		if o.byKey == nil {
 			o.byKey = map[string][]int{string(o.one): {o.first()}}
 		}
-		scratch = appendIDKey(scratch[:0], msgs[i].id)
+		scratch = appendIDKey(scratch[:0], msgs[i].ID)
 		o.byKey[string(scratch)] = append(o.byKey[string(scratch)], i)
 	}
 	return o.left > 0
@@ -92,7 +94,7 @@ func (o *owedResponses) settle(id []byte) {
 	}
 	pick := 0
 	for j, i := range idx {
-		if bytes.Equal(o.msgs[i].id, id) {
+		if bytes.Equal(o.msgs[i].ID, id) {
 			pick = j
 			break
 		}
@@ -103,8 +105,8 @@ func (o *owedResponses) settle(id []byte) {
 }
 
 // all yields the requests still owed, in the order they were sent.
-func (o *owedResponses) all() iter.Seq[*message] {
-	return func(yield func(*message) bool) {
+func (o *owedResponses) all() iter.Seq[*jsonrpc.Message] {
+	return func(yield func(*jsonrpc.Message) bool) {
 		for i, owed := range o.owed {
 			if owed && !yield(&o.msgs[i]) {
 				return
@@ -143,7 +145,7 @@ func appendIDKey(dst, id []byte) []byte {
 			return append(append(dst, 'r'), id...)
 		}
 		return append(append(dst, 's'), s...)
-	case id[0] == '-' || isDigit(id[0]):
+	case id[0] == '-' || (id[0] >= '0' && id[0] <= '9'):
 		f, err := strconv.ParseFloat(string(id), 64)
 		if err != nil && f == 0 {
 			return append(append(dst, 'r'), id...)

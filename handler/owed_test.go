@@ -8,13 +8,15 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 )
 
 // requests are tools/call messages with these ids, as a batch holds them.
-func requests(ids ...string) []message {
-	msgs := make([]message, len(ids))
+func requests(ids ...string) []jsonrpc.Message {
+	msgs := make([]jsonrpc.Message, len(ids))
 	for i, id := range ids {
-		msgs[i] = message{kind: request, method: []byte("tools/call"), id: []byte(id)}
+		msgs[i] = jsonrpc.Message{Kind: jsonrpc.Request, Method: []byte("tools/call"), ID: []byte(id)}
 	}
 	return msgs
 }
@@ -22,7 +24,7 @@ func requests(ids ...string) []message {
 func owedIDs(o *owedResponses) []string {
 	var ids []string
 	for m := range o.all() {
-		ids = append(ids, string(m.id))
+		ids = append(ids, string(m.ID))
 	}
 	return ids
 }
@@ -61,7 +63,7 @@ func TestAResponseSettlesTheRequestWithTheSameIDValue(t *testing.T) {
 
 func TestResponsesSettleABatchInAnyOrder(t *testing.T) {
 	msgs := requests(`1`, `"two"`, `3`, `4`)
-	msgs = slices.Insert(msgs, 1, message{kind: notification, method: []byte("notifications/progress")})
+	msgs = slices.Insert(msgs, 1, jsonrpc.Message{Kind: jsonrpc.Notification, Method: []byte("notifications/progress")})
 	var o owedResponses
 	require.True(t, o.init(msgs))
 	o.settle([]byte(`4`))
@@ -89,7 +91,7 @@ func TestRequestsWithOneIDValueAreSettledOneByOne(t *testing.T) {
 
 func TestNothingIsOwedWithoutRequests(t *testing.T) {
 	var o owedResponses
-	assert.False(t, o.init([]message{{kind: notification}, {kind: response, id: []byte(`1`)}}))
+	assert.False(t, o.init([]jsonrpc.Message{{Kind: jsonrpc.Notification}, {Kind: jsonrpc.Response, ID: []byte(`1`)}}))
 }
 
 func TestLongResponseIDsAreNotCompared(t *testing.T) {

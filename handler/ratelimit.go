@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 	"github.com/caddymcp/caddy-mcp/ratelimit"
 )
 
@@ -187,21 +188,21 @@ func (l *limit) settings() string {
 func (l *limit) release() { _, _ = buckets.Delete(l.poolKey) }
 
 // applies reports whether the limit counts m.
-func (l *limit) applies(m *message) bool {
-	if m.kind != request && m.kind != notification {
+func (l *limit) applies(m *jsonrpc.Message) bool {
+	if m.Kind != jsonrpc.Request && m.Kind != jsonrpc.Notification {
 		return false
 	}
-	if !slices.Contains(l.methods, string(m.method)) {
+	if !slices.Contains(l.methods, string(m.Method)) {
 		return false
 	}
-	if len(l.tools) == 0 || string(m.method) != "tools/call" {
+	if len(l.tools) == 0 || string(m.Method) != "tools/call" {
 		return true
 	}
-	if m.tool == nil {
+	if m.Name == nil {
 		return false
 	}
 	for _, g := range l.tools {
-		if g.match(string(m.tool)) {
+		if g.match(string(m.Name)) {
 			return true
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 )
 
 // refuseBody answers a POST the handler could not read, parse or take: the
@@ -19,7 +20,7 @@ import (
 // carried headers that disagree with it.
 func (h *Handler) refuseBody(w http.ResponseWriter, x *exchange, err error) error {
 	var (
-		syntax   *syntaxError
+		syntax   *jsonrpc.SyntaxError
 		mismatch *mismatchError
 		repeat   *repeatError
 		bad      *messageError
@@ -66,7 +67,7 @@ func (h *Handler) refuseBody(w http.ResponseWriter, x *exchange, err error) erro
 		env = envelope.New(envelope.ValidationError, message).
 			Suggest("Send one JSON-RPC 2.0 message, or a batch array of them, as the POST body, with Content-Type: application/json.").
 			Envelope()
-	case errors.Is(err, errAmbiguous):
+	case errors.Is(err, jsonrpc.ErrAmbiguous):
 		env = envelope.New(envelope.ValidationError,
 			"Request is ambiguous: a JSON-RPC member (jsonrpc, method, id, params, result, error, params.name) appears twice or in another letter case").
 			Suggest("Send each member once, spelled in lower case as JSON-RPC defines it.").
@@ -76,7 +77,7 @@ func (h *Handler) refuseBody(w http.ResponseWriter, x *exchange, err error) erro
 		env = envelope.New(envelope.ValidationError, "Request headers disagree with its body: "+mismatch.msg).
 			Suggest("Send Mcp-Method and Mcp-Name headers equal to the body's method and params.name, or leave them out.").
 			Envelope()
-	case errors.Is(err, errTooManyMessages):
+	case errors.Is(err, jsonrpc.ErrTooManyMessages):
 		parsed = true
 		env = envelope.New(envelope.ValidationError,
 			fmt.Sprintf("Request is a batch of more than %d messages, the most this server takes in one request", h.MaxBatch)).

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 )
 
 // maxEventData bounds what the tracker keeps of one SSE event to learn
@@ -39,7 +40,7 @@ type sseTracker struct {
 
 // newSSETracker returns a tracker for the answer to msgs, or nil when msgs
 // hold no request, which no answer can owe anything.
-func newSSETracker(msgs []message) *sseTracker {
+func newSSETracker(msgs []jsonrpc.Message) *sseTracker {
 	t := &sseTracker{}
 	if !t.owed.init(msgs) {
 		return nil
@@ -130,9 +131,9 @@ func (t *sseTracker) dispatch() {
 	if t.dataLines == 0 || (len(t.event) > 0 && string(t.event) != "message") {
 		return
 	}
-	_, _ = eachMessage(t.data, func(m message) error {
-		if m.kind == response {
-			t.owed.settle(m.id)
+	_, _ = jsonrpc.Each(t.data, func(m jsonrpc.Message) error {
+		if m.Kind == jsonrpc.Response {
+			t.owed.settle(m.ID)
 		}
 		return nil
 	})
@@ -173,10 +174,10 @@ func (h *Handler) repairStream(u *upstreamWatch, what string) error {
 	}
 	for m := range u.sse.owed.all() {
 		out = append(out, "event: message\ndata: "...)
-		if m.isCall() {
-			out = env.AppendToolResult(out, m.id)
+		if isCall(m) {
+			out = env.AppendToolResult(out, m.ID)
 		} else {
-			out = env.AppendRPCError(out, m.id, envelope.CodeServerError)
+			out = env.AppendRPCError(out, m.ID, envelope.CodeServerError)
 		}
 		out = append(out, "\n\n"...)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 	"github.com/caddymcp/caddy-mcp/ratelimit"
 )
 
@@ -62,7 +63,7 @@ func (h *Handler) passesUninspected(err error, r *http.Request) bool {
 	if len(h.limits) > 0 || h.concurrency != nil {
 		return false
 	}
-	var syntax *syntaxError
+	var syntax *jsonrpc.SyntaxError
 	return errors.Is(err, errEncoded) || (errors.As(err, &syntax) && !claimsJSON(r))
 }
 
@@ -251,7 +252,7 @@ func (h *Handler) answer(w http.ResponseWriter, x *exchange, env *envelope.Envel
 	h.record(x, env)
 	requests := 0
 	for i := range x.msgs {
-		if x.msgs[i].kind == request {
+		if x.msgs[i].Kind == jsonrpc.Request {
 			requests++
 		}
 	}
@@ -265,17 +266,17 @@ func (h *Handler) answer(w http.ResponseWriter, x *exchange, env *envelope.Envel
 	}
 	for i := range x.msgs {
 		m := &x.msgs[i]
-		if m.kind != request {
+		if m.Kind != jsonrpc.Request {
 			continue
 		}
 		if answered > 0 {
 			body = append(body, ',')
 		}
 		answered++
-		if m.isCall() {
-			body = env.AppendToolResult(body, m.id)
+		if isCall(m) {
+			body = env.AppendToolResult(body, m.ID)
 		} else {
-			body = env.AppendRPCError(body, m.id, envelope.CodeServerError)
+			body = env.AppendRPCError(body, m.ID, envelope.CodeServerError)
 		}
 	}
 	if x.batch {

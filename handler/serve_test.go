@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/test/wire"
 )
 
 // clock is a fake clock that moves only when told to.
@@ -769,7 +770,7 @@ func TestUpstreamReceivesTheBodyByteForByte(t *testing.T) {
 		"batch":                       "[\n" + toolsCall(`1`, "a") + " ,\n" + `{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n]",
 		"response from the client":    `{"jsonrpc":"2.0","id":"srv-1","result":{"roots":[{"uri":"file:///x"}]}}`,
 		"valid JSON but not JSON-RPC": `{"hello":["world",1,true,null]}`,
-		"large":                       string(toolsCallBody(64 << 10)),
+		"large":                       string(wire.ToolsCallOfSize(64 << 10)),
 	}
 	for name, body := range bodies {
 		for _, length := range []string{"known", "chunked"} {

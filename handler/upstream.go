@@ -16,6 +16,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
 
 	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 )
 
 // DefaultUpstreamRetryAfter is the default of Handler.UpstreamRetryAfter.
@@ -231,8 +232,8 @@ func (h *Handler) replaceHeld(u *upstreamWatch) error {
 // isJSONRPC reports whether body is JSON holding JSON-RPC messages.
 func isJSONRPC(body []byte) bool {
 	found := false
-	_, err := eachMessage(body, func(m message) error {
-		found = found || m.kind != invalid
+	_, err := jsonrpc.Each(body, func(m jsonrpc.Message) error {
+		found = found || m.Kind != jsonrpc.Invalid
 		return nil
 	})
 	return err == nil && found

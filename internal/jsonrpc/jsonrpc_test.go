@@ -1,4 +1,4 @@
-package handler
+package jsonrpc
 
 import (
 	"bytes"
@@ -18,10 +18,10 @@ import (
 // tell it from an empty string.
 const none = "<none>"
 
-// learned is what parseMessages learned of one message, in a form a table
+// learned is what Parse learned of one message, in a form a table
 // can spell.
 type learned struct {
-	kind   kind
+	kind   Kind
 	method string
 	id     string
 	tool   string
@@ -34,20 +34,20 @@ func orNone(b []byte) string {
 	return string(b)
 }
 
-func learnedOf(msgs []message) []learned {
+func learnedOf(msgs []Message) []learned {
 	out := make([]learned, len(msgs))
 	for i, m := range msgs {
-		out[i] = learned{kind: m.kind, method: orNone(m.method), id: orNone(m.id), tool: orNone(m.tool)}
+		out[i] = learned{kind: m.Kind, method: orNone(m.Method), id: orNone(m.ID), tool: orNone(m.Name)}
 	}
 	return out
 }
 
-func req(method, id, tool string) learned { return learned{request, method, id, tool} }
-func note(method string) learned          { return learned{notification, method, none, none} }
-func resp(id string) learned              { return learned{response, none, id, none} }
+func req(method, id, tool string) learned { return learned{Request, method, id, tool} }
+func note(method string) learned          { return learned{Notification, method, none, none} }
+func resp(id string) learned              { return learned{Response, none, id, none} }
 
 // notRPC is valid JSON that is not a JSON-RPC message the gateway knows.
-var notRPC = learned{invalid, none, none, none}
+var notRPC = learned{Invalid, none, none, none}
 
 func TestParseMessagesLearnsMethodIDAndTool(t *testing.T) {
 	tests := []struct {
@@ -99,12 +99,12 @@ func TestParseMessagesLearnsMethodIDAndTool(t *testing.T) {
 		{
 			name: "method that is not a string",
 			body: `{"jsonrpc":"2.0","id":1,"method":42}`,
-			want: []learned{{invalid, none, `1`, none}},
+			want: []learned{{Invalid, none, `1`, none}},
 		},
 		{
 			name: "method null",
 			body: `{"jsonrpc":"2.0","id":1,"method":null}`,
-			want: []learned{{invalid, none, `1`, none}},
+			want: []learned{{Invalid, none, `1`, none}},
 		},
 		{
 			name: "result without id",
@@ -192,7 +192,7 @@ func TestParseMessagesLearnsMethodIDAndTool(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			msgs, batch, err := parseMessages([]byte(tt.body), nil, unlimited)
+			msgs, batch, err := Parse([]byte(tt.body), nil, unlimited)
 			require.NoError(t, err)
 			assert.Equal(t, tt.batch, batch, "batch")
 			assert.Equal(t, tt.want, learnedOf(msgs))
@@ -221,15 +221,15 @@ func TestParseMessagesKeepsIDsAsExactBytes(t *testing.T) {
 	for _, id := range ids {
 		t.Run(id, func(t *testing.T) {
 			body := `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"a"}}`
-			msgs, _, err := parseMessages([]byte(body), nil, unlimited)
+			msgs, _, err := Parse([]byte(body), nil, unlimited)
 			require.NoError(t, err)
 			require.Len(t, msgs, 1)
 			assert.Equal(t, req("tools/call", id, "a"), learnedOf(msgs)[0])
 
 			spaced := "{ \"id\" :\n\t" + id + " \r\n, \"method\" : \"tools/call\" }"
-			msgs, _, err = parseMessages([]byte(spaced), nil, unlimited)
+			msgs, _, err = Parse([]byte(spaced), nil, unlimited)
 			require.NoError(t, err)
-			assert.Equal(t, id, string(msgs[0].id), "an id holds no surrounding whitespace")
+			assert.Equal(t, id, string(msgs[0].ID), "an id holds no surrounding whitespace")
 		})
 	}
 }
@@ -268,7 +268,7 @@ func TestParseMessagesUnescapesWhatItLearns(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			msgs, _, err := parseMessages([]byte(tt.body), nil, unlimited)
+			msgs, _, err := Parse([]byte(tt.body), nil, unlimited)
 			require.NoError(t, err)
 			require.Len(t, msgs, 1)
 			assert.Equal(t, tt.want, learnedOf(msgs)[0])
@@ -279,15 +279,15 @@ func TestParseMessagesUnescapesWhatItLearns(t *testing.T) {
 func TestParseMessagesAcceptsWhitespaceEverywhere(t *testing.T) {
 	body := " \t\r\n[ \n{ \"jsonrpc\" \t: \"2.0\" , \"id\"\r:\n1 ,\"method\" : \"tools/call\" ,\n\"params\" : { \"name\" : \"a\" ," +
 		" \"arguments\" : { \"x\" : [ 1 , 2.5 , true , false , null , { } , [ ] ] } } } , \n{\"jsonrpc\":\"2.0\",\"method\":\"ping\"} \n] \r\n\t "
-	msgs, batch, err := parseMessages([]byte(body), nil, unlimited)
+	msgs, batch, err := Parse([]byte(body), nil, unlimited)
 	require.NoError(t, err)
 	assert.True(t, batch)
 	assert.Equal(t, []learned{req("tools/call", `1`, "a"), note("ping")}, learnedOf(msgs))
 }
 
 func TestParseMessagesAppendsToTheGivenSlice(t *testing.T) {
-	var buf [1]message
-	msgs, _, err := parseMessages([]byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`), buf[:0], unlimited)
+	var buf [1]Message
+	msgs, _, err := Parse([]byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`), buf[:0], unlimited)
 	require.NoError(t, err)
 	require.Len(t, msgs, 1)
 	assert.Same(t, &buf[0], &msgs[0], "a single message fits the caller's buffer")
@@ -325,8 +325,8 @@ func TestParseMessagesRefusesAmbiguousMessages(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			require.True(t, json.Valid([]byte(tt.body)), "the case must be valid JSON")
-			_, _, err := parseMessages([]byte(tt.body), nil, unlimited)
-			assert.ErrorIs(t, err, errAmbiguous)
+			_, _, err := Parse([]byte(tt.body), nil, unlimited)
+			assert.ErrorIs(t, err, ErrAmbiguous)
 		})
 	}
 }
@@ -361,9 +361,9 @@ func TestAmbiguousExactlyWhenEncodingJSONWouldMatch(t *testing.T) {
 			require.NoError(t, json.Unmarshal([]byte(decoded), &v))
 			matches := v.JSONRPC != nil || v.Method != nil || v.ID != nil || v.Params != nil || v.Result != nil || v.Error != nil
 			exact := key == "jsonrpc" || key == "method" || key == "id" || key == "params" || key == "result" || key == "error"
-			_, _, err = parseMessages([]byte(top), nil, unlimited)
+			_, _, err = Parse([]byte(top), nil, unlimited)
 			if matches && !exact {
-				assert.ErrorIs(t, err, errAmbiguous, "top-level %q", key)
+				assert.ErrorIs(t, err, ErrAmbiguous, "top-level %q", key)
 			} else {
 				assert.NoError(t, err, "top-level %q", key)
 			}
@@ -373,9 +373,9 @@ func TestAmbiguousExactlyWhenEncodingJSONWouldMatch(t *testing.T) {
 				Name *json.RawMessage `json:"name"`
 			}
 			require.NoError(t, json.Unmarshal([]byte(decoded), &p))
-			_, _, err = parseMessages([]byte(inParams), nil, unlimited)
+			_, _, err = Parse([]byte(inParams), nil, unlimited)
 			if p.Name != nil && key != "name" {
-				assert.ErrorIs(t, err, errAmbiguous, "params %q", key)
+				assert.ErrorIs(t, err, ErrAmbiguous, "params %q", key)
 			} else {
 				assert.NoError(t, err, "params %q", key)
 			}
@@ -435,10 +435,10 @@ func TestParseMessagesRefusesWhatIsNotJSON(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			require.False(t, json.Valid([]byte(tt.body)), "the case must be invalid JSON")
-			_, _, err := parseMessages([]byte(tt.body), nil, unlimited)
-			var syntax *syntaxError
+			_, _, err := Parse([]byte(tt.body), nil, unlimited)
+			var syntax *SyntaxError
 			require.ErrorAs(t, err, &syntax)
-			assert.Equal(t, tt.offset, syntax.offset, "offset: %v", err)
+			assert.Equal(t, tt.offset, syntax.Offset, "offset: %v", err)
 			assert.Contains(t, err.Error(), fmt.Sprintf("offset %d", tt.offset))
 		})
 	}
@@ -453,40 +453,40 @@ func TestParseMessagesTakesNonFiniteNumbersAsPythonServersDo(t *testing.T) {
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":[Infinity,-Infinity],"name":"slow"}}`,
 		`[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{"a":[NaN, {"b":-Infinity}]}}}]`,
 	} {
-		msgs, _, err := parseMessages([]byte(body), nil, unlimited)
+		msgs, _, err := Parse([]byte(body), nil, unlimited)
 		require.NoError(t, err, body)
 		assert.Equal(t, []learned{req("tools/call", "1", "slow")}, learnedOf(msgs), body)
 	}
-	msgs, _, err := parseMessages([]byte(`{"jsonrpc":"2.0","id":NaN,"method":"ping"}`), nil, unlimited)
+	msgs, _, err := Parse([]byte(`{"jsonrpc":"2.0","id":NaN,"method":"ping"}`), nil, unlimited)
 	require.NoError(t, err)
-	assert.True(t, isNonFinite(msgs[0].id), "the id is learned as it is, for the handler to refuse")
+	assert.True(t, IsNonFinite(msgs[0].ID), "the id is learned as it is, for the handler to refuse")
 }
 
 func TestParseMessagesSkipsALeadingByteOrderMark(t *testing.T) {
-	msgs, _, err := parseMessages([]byte("\xef\xbb\xbf"+`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}}`), nil, unlimited)
+	msgs, _, err := Parse([]byte("\xef\xbb\xbf"+`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}}`), nil, unlimited)
 	require.NoError(t, err)
 	assert.Equal(t, []learned{req("tools/call", "1", "a")}, learnedOf(msgs))
 }
 
 func TestParseMessagesStopsAtMaxBeforeKeepingMore(t *testing.T) {
 	three := `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping"},{"jsonrpc":"2.0","id":3,"method":"ping"}]`
-	msgs, batch, err := parseMessages([]byte(three), nil, 3)
+	msgs, batch, err := Parse([]byte(three), nil, 3)
 	require.NoError(t, err)
 	assert.True(t, batch)
 	assert.Len(t, msgs, 3)
 
-	msgs, _, err = parseMessages([]byte(three), nil, 2)
-	assert.ErrorIs(t, err, errTooManyMessages)
+	msgs, _, err = Parse([]byte(three), nil, 2)
+	assert.ErrorIs(t, err, ErrTooManyMessages)
 	assert.Len(t, msgs, 2, "nothing is kept for the message beyond max")
 
 	// A million elements: refused at the third, whatever follows (here,
 	// not even valid JSON), with nothing kept for the rest.
 	wide := []byte("[" + strings.Repeat("1,", 1_000_000) + "x")
 	allocs := testing.AllocsPerRun(5, func() {
-		var buf [2]message
-		_, _, err = parseMessages(wide, buf[:0], 2)
+		var buf [2]Message
+		_, _, err = Parse(wide, buf[:0], 2)
 	})
-	assert.ErrorIs(t, err, errTooManyMessages)
+	assert.ErrorIs(t, err, ErrTooManyMessages)
 	assert.Zero(t, allocs)
 }
 
@@ -494,8 +494,8 @@ func TestParseMessagesReportsSyntaxBeforeAmbiguity(t *testing.T) {
 	// A body that is not JSON is not JSON, whatever else it repeats: the
 	// verdict on syntax is encoding/json's.
 	body := `{"jsonrpc":"2.0","id":1,"method":"ping","Method":"tools/call",`
-	_, _, err := parseMessages([]byte(body), nil, unlimited)
-	var syntax *syntaxError
+	_, _, err := Parse([]byte(body), nil, unlimited)
+	var syntax *SyntaxError
 	assert.ErrorAs(t, err, &syntax)
 }
 
@@ -525,17 +525,17 @@ func TestParseMessagesBoundsNesting(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			deepest := []byte(tt.body(maxDepth))
+			deepest := []byte(tt.body(MaxDepth))
 			require.True(t, json.Valid(deepest))
-			require.Equal(t, maxDepth, depthOf(deepest))
-			_, _, err := parseMessages(deepest, nil, unlimited)
+			require.Equal(t, MaxDepth, depthOf(deepest))
+			_, _, err := Parse(deepest, nil, unlimited)
 			assert.NoError(t, err, "nesting of exactly maxDepth is accepted")
 
-			tooDeep := []byte(tt.body(maxDepth + 1))
+			tooDeep := []byte(tt.body(MaxDepth + 1))
 			require.True(t, json.Valid(tooDeep), "encoding/json accepts deeper nesting than the gateway")
-			require.Equal(t, maxDepth+1, depthOf(tooDeep))
-			_, _, err = parseMessages(tooDeep, nil, unlimited)
-			var syntax *syntaxError
+			require.Equal(t, MaxDepth+1, depthOf(tooDeep))
+			_, _, err = Parse(tooDeep, nil, unlimited)
+			var syntax *SyntaxError
 			require.ErrorAs(t, err, &syntax)
 			assert.Contains(t, syntax.msg, "nesting")
 		})
@@ -544,8 +544,8 @@ func TestParseMessagesBoundsNesting(t *testing.T) {
 
 func TestParseMessagesSurvivesHostileNesting(t *testing.T) {
 	body := []byte(strings.Repeat("[", 1<<20))
-	_, _, err := parseMessages(body, nil, unlimited)
-	var syntax *syntaxError
+	_, _, err := Parse(body, nil, unlimited)
+	var syntax *SyntaxError
 	assert.ErrorAs(t, err, &syntax)
 }
 
@@ -555,9 +555,9 @@ func TestParseMessagesDoesNotDecodeArguments(t *testing.T) {
 	body := []byte(`{"jsonrpc":"2.0","id":"c\u0031","method":"tools/call","params":{"name":"write_file","arguments":` +
 		`{"path":"C:\\tmp\\a.txt","content":"line 1\nline 2\t\"quoted\" \u00e9\ud83d\ude00",` +
 		`"n\u0061me":"x","opts":[{"k\u0065y":"v\/w"},{"k\u0065y":"v\/w"}]}}}`)
-	var buf [1]message
+	var buf [1]Message
 	allocs := testing.AllocsPerRun(100, func() {
-		if _, _, err := parseMessages(body, buf[:0], unlimited); err != nil {
+		if _, _, err := Parse(body, buf[:0], unlimited); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -610,24 +610,24 @@ func FuzzParseMessages(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		msgs, batch, err := parseMessages(body, nil, unlimited)
+		msgs, batch, err := Parse(body, nil, unlimited)
 		valid := json.Valid(body)
 		// The scanner also takes the tokens NaN, Infinity and -Infinity, and
 		// a leading byte order mark: where they appear, json.Valid is not its
 		// judge.
 		extended := bytes.Contains(body, []byte("NaN")) || bytes.Contains(body, []byte("Infinity")) ||
 			bytes.HasPrefix(body, byteOrderMark)
-		var syntax *syntaxError
+		var syntax *SyntaxError
 		switch {
 		case errors.As(err, &syntax):
-			if syntax.offset < 0 || syntax.offset > len(body) {
-				t.Fatalf("offset %d outside a body of %d bytes", syntax.offset, len(body))
+			if syntax.Offset < 0 || syntax.Offset > len(body) {
+				t.Fatalf("offset %d outside a body of %d bytes", syntax.Offset, len(body))
 			}
-			if valid && depthOf(body) <= maxDepth {
+			if valid && depthOf(body) <= MaxDepth {
 				t.Fatalf("json.Valid accepts %q, parseMessages says %v", body, err)
 			}
 			return
-		case errors.Is(err, errAmbiguous):
+		case errors.Is(err, ErrAmbiguous):
 			if !valid && !extended {
 				t.Fatalf("json.Valid refuses %q, parseMessages says it is ambiguous", body)
 			}
@@ -659,7 +659,7 @@ func FuzzParseMessages(f *testing.F) {
 
 // checkAgainstEncodingJSON checks what the scanner learned of one message
 // against what encoding/json decodes from it.
-func checkAgainstEncodingJSON(t *testing.T, elem json.RawMessage, m message) {
+func checkAgainstEncodingJSON(t *testing.T, elem json.RawMessage, m Message) {
 	var v struct {
 		Method json.RawMessage `json:"method"`
 		ID     json.RawMessage `json:"id"`
@@ -669,7 +669,7 @@ func checkAgainstEncodingJSON(t *testing.T, elem json.RawMessage, m message) {
 	}
 	if json.Unmarshal(elem, &v) != nil {
 		// Not an object: nothing is learned.
-		if m.kind != invalid || m.method != nil || m.id != nil || m.tool != nil {
+		if m.Kind != Invalid || m.Method != nil || m.ID != nil || m.Name != nil {
 			t.Fatalf("learned %+v from %s, which is not an object", m, elem)
 		}
 		return
@@ -682,14 +682,14 @@ func checkAgainstEncodingJSON(t *testing.T, elem json.RawMessage, m message) {
 		}
 	}
 	if method != nil {
-		if string(m.method) != *method {
-			t.Fatalf("method %q, encoding/json decodes %q from %s", m.method, *method, elem)
+		if string(m.Method) != *method {
+			t.Fatalf("method %q, encoding/json decodes %q from %s", m.Method, *method, elem)
 		}
-	} else if m.method != nil {
-		t.Fatalf("method %q, encoding/json finds no string method in %s", m.method, elem)
+	} else if m.Method != nil {
+		t.Fatalf("method %q, encoding/json finds no string method in %s", m.Method, elem)
 	}
-	if string(m.id) != string(v.ID) || (m.id == nil) != (v.ID == nil) {
-		t.Fatalf("id %q, encoding/json decodes %q from %s", m.id, v.ID, elem)
+	if string(m.ID) != string(v.ID) || (m.ID == nil) != (v.ID == nil) {
+		t.Fatalf("id %q, encoding/json decodes %q from %s", m.ID, v.ID, elem)
 	}
 	var tool *string
 	if len(v.Params) > 0 && v.Params[0] == '{' {
@@ -707,24 +707,24 @@ func checkAgainstEncodingJSON(t *testing.T, elem json.RawMessage, m message) {
 		}
 	}
 	if tool != nil {
-		if m.tool == nil || string(m.tool) != *tool {
-			t.Fatalf("tool %q, encoding/json decodes %q from %s", m.tool, *tool, elem)
+		if m.Name == nil || string(m.Name) != *tool {
+			t.Fatalf("tool %q, encoding/json decodes %q from %s", m.Name, *tool, elem)
 		}
-	} else if m.tool != nil {
-		t.Fatalf("tool %q, encoding/json finds no string name in %s", m.tool, elem)
+	} else if m.Name != nil {
+		t.Fatalf("tool %q, encoding/json finds no string name in %s", m.Name, elem)
 	}
-	want := invalid
+	want := Invalid
 	switch {
 	case v.Method != nil && method == nil:
 	case method != nil && v.ID != nil:
-		want = request
+		want = Request
 	case method != nil:
-		want = notification
+		want = Notification
 	case (v.Result != nil || v.Error != nil) && v.ID != nil:
-		want = response
+		want = Response
 	}
-	if m.kind != want {
-		t.Fatalf("kind %d, want %d for %s", m.kind, want, elem)
+	if m.Kind != want {
+		t.Fatalf("kind %d, want %d for %s", m.Kind, want, elem)
 	}
 }
 
@@ -801,12 +801,12 @@ func TestEscapedKeysCostNoAllocation(t *testing.T) {
 	// Millions of short escaped or invalid keys: decoded on the stack.
 	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"` +
 		strings.Repeat(`,"\u0061":0`, 10000) + strings.Repeat(",\"\xff\":0", 10000) + `}}`)
-	var buf [1]message
+	var buf [1]Message
 	allocs := testing.AllocsPerRun(10, func() {
-		_, _, err := parseMessages(body, buf[:0], unlimited)
+		_, _, err := Parse(body, buf[:0], unlimited)
 		require.NoError(t, err)
 	})
 	assert.Zero(t, allocs)
-	_, _, err := parseMessages([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","name":"y"}}`), nil, unlimited)
-	assert.ErrorIs(t, err, errAmbiguous, "an escaped member is still seen twice")
+	_, _, err := Parse([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","name":"y"}}`), nil, unlimited)
+	assert.ErrorIs(t, err, ErrAmbiguous, "an escaped member is still seen twice")
 }

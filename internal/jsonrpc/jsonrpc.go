@@ -1,4 +1,14 @@
-package handler
+// Package jsonrpc reads JSON-RPC 2.0 messages, and batches of them, from a
+// body without decoding what it does not need: it validates the whole body
+// as JSON (json.Valid's grammar, plus the NaN and Infinity tokens and the
+// leading byte order mark that lenient servers take), learns each message's
+// kind, method, id and params.name, and skips everything else, arguments and
+// results above all, a word at a time. It refuses what different servers
+// could read differently: a member given twice or in another letter case.
+//
+// It knows nothing of HTTP or MCP beyond the member params.name, which MCP
+// uses for the tool or prompt a request names.
+package jsonrpc
 
 import (
 	"bytes"
@@ -11,67 +21,66 @@ import (
 	"unicode/utf8"
 )
 
-// kind is what a JSON-RPC message is, as far as the gateway cares.
-type kind uint8
+// Kind is what a JSON-RPC message is.
+type Kind uint8
 
 const (
-	// invalid: valid JSON that is not a JSON-RPC message the gateway
-	// understands. It is the upstream's to answer.
-	invalid kind = iota
-	request
-	notification
-	// response: a client's answer to a server-to-client request.
-	response
+	// Invalid: valid JSON that is not a JSON-RPC message: a value that is
+	// not an object, or an object whose method is not a string, or without
+	// a method and a result or error with an id.
+	Invalid Kind = iota
+	Request
+	Notification
+	// Response: a client's answer to a server-to-client request.
+	Response
 )
 
-// message is what inspection learns of one JSON-RPC message. Its byte slices
-// point into the request body, which is never modified.
-type message struct {
-	kind kind
-	// method is the unescaped method name.
-	method []byte
-	// id is the id exactly as sent (a JSON string, number or null); nil when
+// Message is what is learned of one JSON-RPC message. Its byte slices point
+// into the body, which is never modified, or hold a decoded copy.
+type Message struct {
+	Kind Kind
+	// Method is the method, unescaped.
+	Method []byte
+	// ID is the id exactly as sent (a JSON string, number or null); nil when
 	// the message has none.
-	id json.RawMessage
-	// tool is params.name, unescaped; nil when absent or not a string.
-	tool []byte
+	ID json.RawMessage
+	// Name is params.name, unescaped; nil when absent or not a string.
+	Name []byte
 }
 
-func (m *message) isCall() bool { return m.kind == request && string(m.method) == "tools/call" }
-
-// errAmbiguous marks a message that different JSON-RPC servers could read
+// ErrAmbiguous marks a message that different JSON-RPC servers could read
 // differently: a member of ours given twice, or given again under another
 // letter case (which case-insensitive decoders such as Go's encoding/json
-// would accept). The gateway cannot be sure which method the upstream will
-// run, so it refuses the message instead of guessing.
-var errAmbiguous = errors.New("ambiguous message")
+// would accept). A proxy cannot be sure which method the server behind it
+// will run, and should refuse the message instead of guessing.
+var ErrAmbiguous = errors.New("ambiguous message")
 
-// syntaxError is a body that is not JSON.
-type syntaxError struct {
-	offset int
+// SyntaxError is a body that is not JSON.
+type SyntaxError struct {
+	Offset int
 	msg    string
 }
 
-func (e *syntaxError) Error() string {
-	return fmt.Sprintf("invalid JSON at offset %d: %s", e.offset, e.msg)
+func (e *SyntaxError) Error() string {
+	return fmt.Sprintf("invalid JSON at offset %d: %s", e.Offset, e.msg)
 }
 
-// maxDepth bounds the nesting of arrays and objects, so that a hostile body
+// MaxDepth bounds the nesting of arrays and objects, so that a hostile body
 // cannot make the scanner recurse without limit.
-const maxDepth = 1000
+const MaxDepth = 1000
 
-// errTooManyMessages is a batch holding more messages than the caller takes.
-var errTooManyMessages = errors.New("too many messages in the batch")
+// ErrTooManyMessages is a batch holding more messages than the caller takes.
+var ErrTooManyMessages = errors.New("too many messages in the batch")
 
-// parseMessages reads a JSON-RPC message or batch from body and appends what
+// Parse reads a JSON-RPC message or batch from body and appends what
 // it learns to msgs, at most max messages: a batch holding more is refused
-// with errTooManyMessages as soon as its message max+1 begins, before any
+// with ErrTooManyMessages as soon as its message max+1 begins, before any
 // state is kept for it. The rest of it is then left unread. batch reports
-// whether body is an array. Errors are those of eachMessage.
-func parseMessages(body []byte, msgs []message, max int) (_ []message, batch bool, err error) {
-	batch, err = eachMessage(body, func(m message) error {
+// whether body is an array. Errors are those of Each.
+func Parse(body []byte, msgs []Message, max int) (_ []Message, batch bool, err error) {
+	batch, err = Each(body, func(m Message) error {
 		if len(msgs) >= max {
-			return errTooManyMessages
+			return ErrTooManyMessages
 		}
 		msgs = append(msgs, m)
 		return nil
@@ -79,16 +88,16 @@ func parseMessages(body []byte, msgs []message, max int) (_ []message, batch boo
 	return msgs, batch, err
 }
 
-// eachMessage reads a JSON-RPC message or batch from body and calls visit
+// Each reads a JSON-RPC message or batch from body and calls visit
 // with what it learns of each message, in order. (visit takes the message by
 // value: a pointer given to a func value would escape, and cost an
 // allocation per body.) The whole body is validated as JSON (see scanner);
 // arguments and results are skipped, never decoded. An error from visit ends
 // the scan and is returned. batch reports whether body is an array.
 //
-// A body that is not JSON is a *syntaxError even when it is also ambiguous:
-// errAmbiguous is reported only for valid JSON.
-func eachMessage(body []byte, visit func(message) error) (batch bool, err error) {
+// A body that is not JSON is a *SyntaxError even when it is also ambiguous:
+// ErrAmbiguous is reported only for valid JSON.
+func Each(body []byte, visit func(Message) error) (batch bool, err error) {
 	s := scanner{b: body}
 	if bytes.HasPrefix(body, byteOrderMark) {
 		// Servers that decode the body as text first (the TypeScript SDK's,
@@ -107,7 +116,7 @@ func eachMessage(body []byte, visit func(message) error) (batch bool, err error)
 		}
 		for {
 			s.ws()
-			var m message
+			var m Message
 			if s.peek() == '{' {
 				err = s.message(&m, 2)
 			} else {
@@ -130,7 +139,7 @@ func eachMessage(body []byte, visit func(message) error) (batch bool, err error)
 			break
 		}
 	case '{':
-		var m message
+		var m Message
 		if err = s.message(&m, 1); err != nil {
 			return false, err
 		}
@@ -141,7 +150,7 @@ func eachMessage(body []byte, visit func(message) error) (batch bool, err error)
 		if err = s.value(0); err != nil {
 			return false, err
 		}
-		if err = visit(message{}); err != nil {
+		if err = visit(Message{}); err != nil {
 			return false, err
 		}
 	}
@@ -150,7 +159,7 @@ func eachMessage(body []byte, visit func(message) error) (batch bool, err error)
 		return batch, s.errorf("unexpected data after the message")
 	}
 	if s.ambiguous {
-		return batch, errAmbiguous
+		return batch, ErrAmbiguous
 	}
 	return batch, nil
 }
@@ -170,7 +179,7 @@ type scanner struct {
 }
 
 func (s *scanner) errorf(format string, args ...any) error {
-	return &syntaxError{offset: s.i, msg: fmt.Sprintf(format, args...)}
+	return &SyntaxError{Offset: s.i, msg: fmt.Sprintf(format, args...)}
 }
 
 func (s *scanner) peek() byte {
@@ -204,7 +213,7 @@ func (s *scanner) expect(c byte) error {
 
 // message reads one object at the given depth, learning its JSON-RPC
 // members.
-func (s *scanner) message(m *message, depth int) error {
+func (s *scanner) message(m *Message, depth int) error {
 	var hasMethod, hasResult, methodIsString bool
 	err := s.object(depth, jsonrpcMembers, func(bit uint8) error {
 		if bit == 0 {
@@ -216,7 +225,7 @@ func (s *scanner) message(m *message, depth int) error {
 			if s.peek() == '"' {
 				methodIsString = true
 				var err error
-				m.method, err = s.str()
+				m.Method, err = s.str()
 				return err
 			}
 		case memberID:
@@ -224,7 +233,7 @@ func (s *scanner) message(m *message, depth int) error {
 			if err := s.value(depth); err != nil {
 				return err
 			}
-			m.id = s.b[start:s.i]
+			m.ID = s.b[start:s.i]
 			return nil
 		case memberParams:
 			if s.peek() == '{' {
@@ -240,27 +249,27 @@ func (s *scanner) message(m *message, depth int) error {
 	}
 	switch {
 	case hasMethod && !methodIsString:
-		m.kind = invalid
-	case hasMethod && m.id != nil:
-		m.kind = request
+		m.Kind = Invalid
+	case hasMethod && m.ID != nil:
+		m.Kind = Request
 	case hasMethod:
-		m.kind = notification
-	case hasResult && m.id != nil:
-		m.kind = response
+		m.Kind = Notification
+	case hasResult && m.ID != nil:
+		m.Kind = Response
 	}
 	return nil
 }
 
 // params reads the params object at the given depth, learning "name" and
 // skipping the rest (the arguments above all) without decoding it.
-func (s *scanner) params(m *message, depth int) error {
+func (s *scanner) params(m *Message, depth int) error {
 	return s.object(depth, paramsMembers, func(bit uint8) error {
 		if bit == 0 {
 			return s.value(depth)
 		}
 		if s.peek() == '"' {
 			var err error
-			m.tool, err = s.str()
+			m.Name, err = s.str()
 			return err
 		}
 		return s.value(depth)
@@ -314,8 +323,8 @@ func (s *scanner) memberBit(key []byte, members []member) uint8 {
 // ambiguous). A nil member skips every member, keys included, without
 // decoding them.
 func (s *scanner) object(depth int, members []member, member func(bit uint8) error) error {
-	if depth > maxDepth {
-		return s.errorf("nesting deeper than %d", maxDepth)
+	if depth > MaxDepth {
+		return s.errorf("nesting deeper than %d", MaxDepth)
 	}
 	if err := s.expect('{'); err != nil {
 		return err
@@ -406,8 +415,8 @@ func (s *scanner) value(depth int) error {
 }
 
 func (s *scanner) array(depth int) error {
-	if depth > maxDepth {
-		return s.errorf("nesting deeper than %d", maxDepth)
+	if depth > MaxDepth {
+		return s.errorf("nesting deeper than %d", MaxDepth)
 	}
 	s.i++ // '['
 	s.ws()
@@ -434,9 +443,9 @@ var (
 	byteOrderMark = []byte("\xef\xbb\xbf")
 )
 
-// isNonFinite reports whether a value the scanner read is one of the tokens
+// IsNonFinite reports whether a value the scanner read is one of the tokens
 // NaN, Infinity or -Infinity, which are not JSON.
-func isNonFinite(v []byte) bool {
+func IsNonFinite(v []byte) bool {
 	return len(v) > 0 && (v[0] == 'N' || v[0] == 'I' || bytes.HasPrefix(v, minusInfinity))
 }
 
