@@ -40,7 +40,13 @@
 // Guard built from the new configuration would admit Max more holders while
 // the old one's are still being served.
 //
-// As in golang.org/x/time/rate, time comes from outside: a Guard reads its
-// Clock, which tests replace with busytest.Clock to make timeouts happen
-// without sleeping.
+// As in golang.org/x/time/rate, whose AllowN takes the time from its caller
+// and Allow reads time.Now, time has one seam: AcquireAt, AcquireNAt and
+// ReleaseAt take now, the time a place is taken or given back, from a caller
+// that has read the clock already; Acquire and Release read time.Now. Queue
+// timeouts are timers of package time (time.AfterFunc). There is no clock to
+// inject: inside a testing/synctest bubble, time.Now and those timers run on
+// the bubble's fake clock, so a test makes a waiter time out by sleeping
+// past QueueTimeout, which takes no real time, and knows that a caller waits
+// in the queue once synctest.Wait returns.
 package busy

@@ -14,7 +14,6 @@ type Guard struct {
 	// holds the guard, so that a keyed guard can drop itself when idle.
 	mu     *sync.Mutex
 	own    sync.Mutex
-	clock  Clock
 	limits Limits
 	// active is the places held.
 	active  int
@@ -39,10 +38,9 @@ type Stats struct {
 	RecentService time.Duration
 }
 
-// NewGuard returns a Guard with no holders, under l, which must be valid,
-// reading time from c.
-func NewGuard(l Limits, c Clock) *Guard {
-	g := &Guard{clock: c, limits: l}
+// NewGuard returns a Guard with no holders, under l, which must be valid.
+func NewGuard(l Limits) *Guard {
+	g := &Guard{limits: l}
 	g.mu = &g.own
 	return g
 }
@@ -61,14 +59,16 @@ func (g *Guard) SetLimits(l Limits) {
 // the queue comes. It returns a *Shed when the queue is full or the wait
 // exceeds QueueTimeout, and ctx.Err() when ctx ends first; the caller then
 // leaves the queue at once. An ended ctx still gets a place that is free
-// without waiting.
+// without waiting. A place free at once is taken at time.Now.
 func (g *Guard) Acquire(ctx context.Context) (Slot, error) {
-	return g.AcquireNAt(ctx, g.clock.Now(), 1)
+	return g.AcquireNAt(ctx, time.Now(), 1)
 }
 
 // AcquireAt is Acquire for a caller that has just read the clock: now is
 // when a place free at once is taken. A place that comes from the queue is
-// taken when it is handed over, at the clock's time.
+// taken when it is handed over: at the time of the Release that frees it
+// (the time passed to ReleaseAt, or time.Now), or at time.Now when SetLimits
+// or a waiter giving up passes it on.
 func (g *Guard) AcquireAt(ctx context.Context, now time.Time) (Slot, error) {
 	return g.AcquireNAt(ctx, now, 1)
 }
@@ -103,11 +103,11 @@ type Slot struct {
 // queue, when it was handed over; zero for the zero Slot.
 func (s *Slot) Start() time.Time { return s.start }
 
-// Release frees the places and records their service time. Later calls, and
-// a call on the zero Slot, do nothing.
+// Release frees the places and records their service time, up to
+// time.Now. Later calls, and a call on the zero Slot, do nothing.
 func (s *Slot) Release() {
 	if s.g != nil {
-		s.ReleaseAt(s.g.clock.Now())
+		s.ReleaseAt(time.Now())
 	}
 }
 
@@ -149,16 +149,17 @@ func (g *Guard) acquire(ctx context.Context, now time.Time, n int) (Slot, error)
 	}
 	w := &waiter{ready: make(chan struct{}), n: n}
 	g.queue.push(w)
-	// Registered before unlocking, so that a waiter seen in Stats has its
-	// timeout running.
-	stop := g.clock.AfterFunc(g.limits.QueueTimeout, func() { g.expire(w) })
+	// Started before unlocking, so that a waiter seen in Stats has its
+	// timeout running. The timer calls expire in a goroutine of its own,
+	// which waits for the lock.
+	timer := time.AfterFunc(g.limits.QueueTimeout, func() { g.expire(w) })
 	g.mu.Unlock()
-	return g.wait(ctx, w, stop)
+	return g.wait(ctx, w, timer)
 }
 
 // wait blocks until w is granted a place or shed, or ctx ends.
-func (g *Guard) wait(ctx context.Context, w *waiter, stop func() bool) (Slot, error) {
-	defer stop()
+func (g *Guard) wait(ctx context.Context, w *waiter, timer *time.Timer) (Slot, error) {
+	defer timer.Stop()
 	select {
 	case <-w.ready:
 		return w.outcome(g)
@@ -174,7 +175,7 @@ func (g *Guard) wait(ctx context.Context, w *waiter, stop func() bool) (Slot, er
 		g.settle()
 	case granted:
 		// The places came as the caller gave up: pass them on.
-		g.free(g.clock.Now(), w.n)
+		g.free(time.Now(), w.n)
 	case expired:
 		return w.outcome(g)
 	}
@@ -237,7 +238,7 @@ func (g *Guard) setLimits(l Limits) {
 		}
 		w = next
 	}
-	g.admit(g.clock.Now())
+	g.admit(time.Now())
 	g.settle()
 }
 

@@ -1,20 +1,22 @@
 package busy_test
 
+// Tests that queue callers or let time pass run in a testing/synctest bubble
+// (synctest.Test): there time.Now, time.Sleep and the guard's timers run on
+// the bubble's fake clock, which moves only when every goroutine of the
+// bubble is blocked. A caller is known to be queued once synctest.Wait has
+// returned, and a test makes a waiter time out by sleeping past
+// QueueTimeout, which returns at once in real time.
+
 import (
 	"context"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/caddymcp/caddy-mcp/busy"
-	"github.com/caddymcp/caddy-mcp/busy/busytest"
 )
-
-var _ busy.Clock = (*busytest.Clock)(nil)
-
-// start is the fake clocks' time zero.
-var start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 const timeout = 10 * time.Second
 
@@ -31,7 +33,12 @@ type result struct {
 }
 
 // enqueue starts acquire in a goroutine and returns once the caller is
-// queued, as queued (a count of waiters) shows.
+// queued: after synctest.Wait, the goroutine is blocked until another
+// goroutine of the bubble wakes it, so it is in the queue, which queued (a
+// count of waiters) must show, or it has returned, which fails the test. It
+// must be called in a bubble. Callers acquire with t.Context(), or a context
+// derived from it, so that a test that fails while they wait ends them
+// rather than leaving them blocked for synctest to report as a deadlock.
 func enqueue(t *testing.T, queued func() int, acquire func() (busy.Slot, error)) <-chan result {
 	t.Helper()
 	before := queued()
@@ -40,8 +47,9 @@ func enqueue(t *testing.T, queued func() int, acquire func() (busy.Slot, error))
 		slot, err := acquire()
 		done <- result{slot, err}
 	}()
-	require.Eventually(t, func() bool { return queued() == before+1 }, 2*time.Second, 50*time.Microsecond,
-		"the caller should be queued")
+	synctest.Wait()
+	require.Empty(t, done, "the caller should be queued, not done")
+	require.Equal(t, before+1, queued(), "the caller should be queued")
 	return done
 }
 
@@ -51,14 +59,18 @@ func enqueueOn(t *testing.T, g *busy.Guard, ctx context.Context) <-chan result {
 	return enqueue(t, func() int { return g.Stats().Queued }, func() (busy.Slot, error) { return g.Acquire(ctx) })
 }
 
-// receive returns the result of an enqueued Acquire; it fails the test if
-// none comes, which means a waiter was wrongly left waiting.
+// receive returns the result of an enqueued Acquire once every goroutine of
+// the bubble is blocked; it fails the test if there is none then, which
+// means a waiter was wrongly left waiting. Time does not pass in
+// synctest.Wait, so a result it finds did not wait for a timer. It must be
+// called in a bubble.
 func receive(t *testing.T, done <-chan result) result {
 	t.Helper()
+	synctest.Wait()
 	select {
 	case r := <-done:
 		return r
-	case <-time.After(5 * time.Second):
+	default:
 		t.Fatal("the queued Acquire did not return")
 		return result{}
 	}
@@ -72,14 +84,12 @@ func admitted(t *testing.T, done <-chan result) busy.Slot {
 	return r.slot
 }
 
-// still reports whether an enqueued Acquire has yet to return.
+// still reports whether an enqueued Acquire has yet to return, once every
+// goroutine of the bubble is blocked: it will not return unless something
+// else happens. It must be called in a bubble.
 func still(done <-chan result) bool {
-	select {
-	case <-done:
-		return false
-	default:
-		return true
-	}
+	synctest.Wait()
+	return len(done) == 0
 }
 
 // hold acquires n places on g, which must be free.

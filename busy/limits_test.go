@@ -41,20 +41,3 @@ func TestShedErrorGivesReasonCountsAndRetryAfter(t *testing.T) {
 	assert.Equal(t, "queue full", busy.QueueFull.String())
 	assert.Equal(t, "Reason(0)", busy.Reason(0).String())
 }
-
-func TestSystemClockRunsAndStopsTimers(t *testing.T) {
-	c := busy.SystemClock()
-	before := time.Now()
-	assert.False(t, c.Now().Before(before))
-
-	stop := c.AfterFunc(time.Hour, func() { t.Error("a stopped timer fired") })
-	assert.True(t, stop())
-
-	fired := make(chan struct{})
-	c.AfterFunc(0, func() { close(fired) })
-	select {
-	case <-fired:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the timer did not fire")
-	}
-}

@@ -23,8 +23,7 @@ const sparesPerShard = 8
 // nor waiters, so memory follows the keys that are busy. It is safe for
 // concurrent use.
 type Set struct {
-	clock Clock
-	seed  maphash.Seed
+	seed maphash.Seed
 	// mu serializes SetLimits, so that all shards end under the same Limits.
 	mu     sync.Mutex
 	limits Limits
@@ -37,10 +36,9 @@ type KeyStats struct {
 	Stats
 }
 
-// NewSet returns a Set with no guards, under l, which must be valid, reading
-// time from c.
-func NewSet(l Limits, c Clock) *Set {
-	s := &Set{clock: c, seed: maphash.MakeSeed(), limits: l}
+// NewSet returns a Set with no guards, under l, which must be valid.
+func NewSet(l Limits) *Set {
+	s := &Set{seed: maphash.MakeSeed(), limits: l}
 	for i := range s.shards {
 		s.shards[i].limits = l
 		s.shards[i].guards = make(map[string]*Guard)
@@ -67,7 +65,7 @@ func (s *Set) SetLimits(l Limits) {
 
 // Acquire is Guard.Acquire on key's guard.
 func (s *Set) Acquire(ctx context.Context, key string) (Slot, error) {
-	return s.AcquireAt(ctx, key, s.clock.Now())
+	return s.AcquireAt(ctx, key, time.Now())
 }
 
 // AcquireAt is Acquire for a caller that has just read the clock (see
@@ -82,7 +80,7 @@ func (s *Set) AcquireNAt(ctx context.Context, key string, now time.Time, n int) 
 	sh.mu.Lock()
 	g := sh.guards[key]
 	if g == nil {
-		g = sh.open(key, s.clock)
+		g = sh.open(key)
 	}
 	return g.acquire(ctx, now, max(n, 1))
 }
@@ -134,10 +132,10 @@ type shard struct {
 }
 
 // open returns a new guard for key, in the map.
-func (sh *shard) open(key string, c Clock) *Guard {
+func (sh *shard) open(key string) *Guard {
 	g := sh.spare(key)
 	if g == nil {
-		g = &Guard{mu: &sh.mu, clock: c, shard: sh}
+		g = &Guard{mu: &sh.mu, shard: sh}
 	}
 	if g.key != key {
 		// The key may be part of a larger string, such as a request body;

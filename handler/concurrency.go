@@ -122,7 +122,7 @@ func newConcurrencyGuard(cfg *Concurrency, ld *load) (*concurrencyGuard, error) 
 		g.poolKey = "unnamed\x00" + settings + "\x00" + strconv.Itoa(ld.ordinal(settings))
 	}
 	v, loaded, err := guards.LoadOrNew(g.poolKey, func() (caddy.Destructor, error) {
-		return guardSet{busy.NewSet(g.limits, busy.SystemClock()), g.name}, nil
+		return guardSet{busy.NewSet(g.limits), g.name}, nil
 	})
 	if err != nil {
 		return nil, err
