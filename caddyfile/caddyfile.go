@@ -112,97 +112,78 @@ func unmarshal(d *caddyfile.Dispenser, cfg *handler.Handler, names map[string]pl
 	if d.NextArg() {
 		return d.ArgErr()
 	}
+	seen := make(map[string]bool)
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		switch d.Val() {
-		case "rate_limit":
-			if err := unmarshalRateLimit(d, cfg, names); err != nil {
-				return err
-			}
-		case "concurrency":
-			if cfg.Concurrency != nil {
-				return d.Errf("concurrency given twice")
-			}
-			c, err := unmarshalConcurrency(d, names)
-			if err != nil {
-				return err
-			}
-			cfg.Concurrency = c
-		case "allowed_origins":
-			if cfg.AllowedOrigins != nil {
-				return d.Errf("allowed_origins given twice")
-			}
-			origins, err := manyArgs(d)
-			if err != nil {
-				return err
-			}
-			if err := handler.CheckAllowedOrigins(origins); err != nil {
-				return d.WrapErr(err)
-			}
-			cfg.AllowedOrigins = origins
-		case "sse_keepalive":
-			if cfg.SSEKeepalive != 0 {
-				return d.Errf("sse_keepalive given twice")
-			}
-			v, err := oneArg(d)
-			if err != nil {
-				return err
-			}
-			if v == "off" {
-				cfg.SSEKeepalive = -1
-				break
-			}
-			dur, err := caddy.ParseDuration(v)
-			if err != nil || dur <= 0 {
-				return d.Errf("sse_keepalive %q: want a positive duration such as 25s, or off", v)
-			}
-			cfg.SSEKeepalive = caddy.Duration(dur)
-		case "log_key":
-			if cfg.LogKey {
-				return d.Errf("log_key given twice")
-			}
-			if d.NextArg() {
-				return d.ArgErr()
-			}
-			cfg.LogKey = true
-		case "upstream_retry_after":
-			if cfg.UpstreamRetryAfter != 0 {
-				return d.Errf("upstream_retry_after given twice")
-			}
-			dur, err := positiveDuration(d)
-			if err != nil {
-				return err
-			}
-			cfg.UpstreamRetryAfter = dur
-		case "max_request_body":
-			if cfg.MaxRequestBody != 0 {
-				return d.Errf("max_request_body given twice")
-			}
-			size, err := oneSize(d)
-			if err != nil {
-				return err
-			}
-			cfg.MaxRequestBody = size
-		case "read_body_timeout":
-			if cfg.ReadBodyTimeout != 0 {
-				return d.Errf("read_body_timeout given twice")
-			}
-			dur, err := positiveDuration(d)
-			if err != nil {
-				return err
-			}
-			cfg.ReadBodyTimeout = dur
-		case "max_batch":
-			if cfg.MaxBatch != 0 {
-				return d.Errf("max_batch given twice")
-			}
-			n, err := positiveInt(d)
-			if err != nil {
-				return err
-			}
-			cfg.MaxBatch = n
-		default:
-			return d.Errf("unrecognized subdirective %q", d.Val())
+		sub := d.Val()
+		if seen[sub] && sub != "rate_limit" {
+			return d.Errf("%s given twice", sub)
 		}
+		seen[sub] = true
+		if err := unmarshalOption(d, cfg, names, sub); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// unmarshalOption reads one subdirective of the mcp block into cfg.
+func unmarshalOption(d *caddyfile.Dispenser, cfg *handler.Handler, names map[string]place, sub string) error {
+	var err error
+	switch sub {
+	case "rate_limit":
+		err = unmarshalRateLimit(d, cfg, names)
+	case "concurrency":
+		cfg.Concurrency, err = unmarshalConcurrency(d, names)
+	case "allowed_origins":
+		cfg.AllowedOrigins, err = origins(d)
+	case "sse_keepalive":
+		cfg.SSEKeepalive, err = keepalive(d)
+	case "log_key":
+		cfg.LogKey, err = true, noArgs(d)
+	case "upstream_retry_after":
+		cfg.UpstreamRetryAfter, err = positiveDuration(d)
+	case "max_request_body":
+		cfg.MaxRequestBody, err = oneSize(d)
+	case "read_body_timeout":
+		cfg.ReadBodyTimeout, err = positiveDuration(d)
+	case "max_batch":
+		cfg.MaxBatch, err = positiveInt(d)
+	default:
+		return d.Errf("unrecognized subdirective %q", sub)
+	}
+	return err
+}
+
+func origins(d *caddyfile.Dispenser) ([]string, error) {
+	origins, err := manyArgs(d)
+	if err != nil {
+		return nil, err
+	}
+	if err := handler.CheckAllowedOrigins(origins); err != nil {
+		return nil, d.WrapErr(err)
+	}
+	return origins, nil
+}
+
+// keepalive reads sse_keepalive: a positive duration, or off (-1).
+func keepalive(d *caddyfile.Dispenser) (caddy.Duration, error) {
+	v, err := oneArg(d)
+	if err != nil {
+		return 0, err
+	}
+	if v == "off" {
+		return -1, nil
+	}
+	dur, err := caddy.ParseDuration(v)
+	if err != nil || dur <= 0 {
+		return 0, d.Errf("sse_keepalive %q: want a positive duration such as 25s, or off", v)
+	}
+	return caddy.Duration(dur), nil
+}
+
+func noArgs(d *caddyfile.Dispenser) error {
+	if d.NextArg() {
+		return d.ArgErr()
 	}
 	return nil
 }

@@ -10,8 +10,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 )
 
 // Reading a POST body. Memory follows the bytes received, never the length
@@ -185,29 +183,4 @@ func (b *bodyReader) Close() error {
 	b.closed.Store(true)
 	b.mu.Unlock()
 	return nil
-}
-
-// recycle gives the body's buffer back once nothing can read it: the
-// request was never forwarded, or the upstream's transport closed the body.
-// The placeholders, which log_append reads after the handler returns, keep
-// copies of their values.
-func (x *exchange) recycle() {
-	if x.pooled == nil || (x.forwarded && !x.reader.closed.Load()) {
-		return
-	}
-	var m jsonrpc.Message
-	if len(x.msgs) > 0 {
-		m = x.msgs[0]
-	}
-	x.frozen = &frozenPlaceholders{method: string(m.Method), tool: string(m.Name), id: idText(m.ID), batchSize: len(x.msgs)}
-	x.msgs = nil
-	putBuffer(x.pooled)
-	x.pooled = nil
-}
-
-// frozenPlaceholders are the values of the {http.mcp.*} placeholders that
-// came from a body whose buffer was recycled.
-type frozenPlaceholders struct {
-	method, tool, id string
-	batchSize        int
 }

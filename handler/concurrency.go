@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
 
 	"github.com/caddymcp/caddy-mcp/busy"
-	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 )
 
@@ -90,7 +90,7 @@ type concurrencyGuard struct {
 	poolKey string
 }
 
-func newConcurrencyGuard(cfg *Concurrency, ld *load) (*concurrencyGuard, error) {
+func newConcurrencyGuard(cfg *Concurrency, ld *load, logger *zap.Logger) (*concurrencyGuard, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -108,7 +108,7 @@ func newConcurrencyGuard(cfg *Concurrency, ld *load) (*concurrencyGuard, error) 
 	}
 	if cfg.Key != "" {
 		var err error
-		if g.key, err = newKeyTemplate("concurrency", g.name, cfg.Key); err != nil {
+		if g.key, err = newKeyTemplate("concurrency", g.name, cfg.Key, logger); err != nil {
 			return nil, err
 		}
 	}
@@ -152,108 +152,4 @@ func (g *concurrencyGuard) release() { _, _ = guards.Delete(g.poolKey) }
 // counts reports whether m takes a place.
 func (g *concurrencyGuard) counts(m *jsonrpc.Message) bool {
 	return (m.Kind == jsonrpc.Request || m.Kind == jsonrpc.Notification) && slices.Contains(g.methods, string(m.Method))
-}
-
-// demand is the places an exchange needs under one key.
-type demand struct {
-	key string
-	n   int
-}
-
-// enter takes the exchange's places: one per message the guard counts, all
-// or nothing, waiting in the queue if it must. Messages of a batch under
-// different keys take places in each key's guard, in the order of the keys,
-// so that two batches can never each hold what the other waits for; a
-// refusal under one key gives back what the others gave.
-func (h *Handler) enter(x *exchange, repl *caddy.Replacer) error {
-	g := h.concurrency
-	if g == nil {
-		return nil
-	}
-	demands := x.demandBuf[:0]
-	for i := range x.msgs {
-		if !g.counts(&x.msgs[i]) {
-			continue
-		}
-		key := ""
-		if g.key != nil {
-			key = g.key.eval(h, x, repl, i)
-		}
-		if j := slices.IndexFunc(demands, func(d demand) bool { return d.key == key }); j >= 0 {
-			demands[j].n++
-		} else {
-			demands = append(demands, demand{key: key, n: 1})
-		}
-	}
-	if len(demands) == 0 {
-		return nil
-	}
-	slices.SortFunc(demands, func(a, b demand) int { return strings.Compare(a.key, b.key) })
-	x.slots = x.slotBuf[:0]
-	now := x.start
-	var err error
-	for _, d := range demands {
-		var slot busy.Slot
-		if slot, err = g.set.AcquireNAt(x.r.Context(), d.key, now, d.n); err != nil {
-			x.key, x.needed = d.key, d.n
-			break
-		}
-		x.slots = append(x.slots, slot)
-		now = slot.Start()
-	}
-	// An admitted request took its places at its start, or when the queue
-	// handed them over: its wait needs no clock reading of its own. A
-	// refused one waited until now.
-	end := now
-	if err != nil {
-		end = h.now()
-		x.releaseSlots(end)
-	}
-	queueWaitObservers.get(x.methodLabel()).Observe(end.Sub(x.start).Seconds())
-	return err
-}
-
-// releaseSlots frees the exchange's places.
-func (x *exchange) releaseSlots(now time.Time) {
-	for i := range x.slots {
-		x.slots[i].ReleaseAt(now)
-	}
-	x.slots = nil
-}
-
-// shedEnvelope is what the model is told when the guard refused a request
-// that needed places for this many messages.
-func (g *concurrencyGuard) shedEnvelope(s *busy.Shed, needed int) envelope.Envelope {
-	if s.Reason == busy.TooMany {
-		most := countOf(g.limits.Max, g.methods)
-		return envelope.New(envelope.ServerBusy, fmt.Sprintf("Server busy: this batch needs %s at once, and at most %s run at once here, so it can never be admitted", countOf(needed, g.methods), most)).
-			Suggest(fmt.Sprintf("Send at most %s per batch, or send them one at a time.", most)).
-			Details(envelope.Detail{Key: "guard", Value: g.name}, envelope.Detail{Key: "max", Value: strconv.Itoa(g.limits.Max)}).
-			Envelope()
-	}
-	counts := fmt.Sprintf("%s in progress and %d waiting", countOf(s.Active, g.methods), s.Queued)
-	message := fmt.Sprintf("Server busy: %s, the most it takes (%d in progress, %d waiting)", counts, g.limits.Max, g.limits.Queue)
-	if s.Reason == busy.WaitExceeded {
-		message = fmt.Sprintf("Server busy: %s; this call waited %s in the queue without a free place", counts, formatWindow(g.limits.QueueTimeout))
-	}
-	secs := wholeSeconds(s.RetryAfter)
-	return envelope.New(envelope.ServerBusy, message).
-		Suggest(fmt.Sprintf("Reduce concurrent calls: send them one at a time, and retry this one in %s.", plural(secs, "second"))).
-		Details(
-			envelope.Detail{Key: "guard", Value: g.name},
-			envelope.Detail{Key: "active", Value: strconv.Itoa(s.Active)},
-			envelope.Detail{Key: "queued", Value: strconv.Itoa(s.Queued)},
-		).
-		RetryAfter(float64(secs)).
-		Envelope()
-}
-
-// isShed reports whether err is the guard's refusal, as opposed to the
-// client going away while it waited.
-func isShed(err error) (*busy.Shed, bool) {
-	var s *busy.Shed
-	if errors.As(err, &s) {
-		return s, true
-	}
-	return nil, false
 }

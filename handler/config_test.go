@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -47,30 +48,30 @@ func emptyKeysCounted(t *testing.T, name string) float64 {
 // at most once a minute: three requests without the header the key reads
 // count 3 and write one line; a minute later, one more writes a second.
 func TestEmptyKeyIsCountedAndWarnedOnceAMinute(t *testing.T) {
-	const name = "empty_key_warned"
-	c := newClock()
-	h := provision(t, c, &Handler{RateLimits: map[string]*RateLimit{name: {Rate: "100/1h", Key: "{header.X-Client}"}}})
-	core, logs := observer.New(zapcore.WarnLevel)
-	h.logger = zap.New(core)
-	u := &upstream{}
-	before := emptyKeysCounted(t, name)
+	synctest.Test(t, func(t *testing.T) {
+		const name = "empty_key_warned"
+		core, logs := observer.New(zapcore.WarnLevel)
+		h := provision(t, &Handler{RateLimits: map[string]*RateLimit{name: {Rate: "100/1h", Key: "{header.X-Client}"}}, logger: zap.New(core)})
+		u := &upstream{}
+		before := emptyKeysCounted(t, name)
 
-	for i := range 3 {
-		requireForwarded(t, u, i+1, serve(t, h, post(toolsCall(`1`, "search")), u))
-		c.advance(time.Second)
-	}
-	assert.Equal(t, 3.0, emptyKeysCounted(t, name)-before, "every request whose key is empty is counted")
-	warned := logs.FilterLevelExact(zapcore.WarnLevel).All()
-	require.Len(t, warned, 1, "one warning for the three requests")
-	assert.Equal(t, name, warned[0].ContextMap()["rate_limit"], "the warning names the limit")
+		for i := range 3 {
+			requireForwarded(t, u, i+1, serve(t, h, post(toolsCall(`1`, "search")), u))
+			time.Sleep(time.Second)
+		}
+		assert.Equal(t, 3.0, emptyKeysCounted(t, name)-before, "every request whose key is empty is counted")
+		warned := logs.FilterLevelExact(zapcore.WarnLevel).All()
+		require.Len(t, warned, 1, "one warning for the three requests")
+		assert.Equal(t, name, warned[0].ContextMap()["rate_limit"], "the warning names the limit")
 
-	c.advance(time.Minute)
-	requireForwarded(t, u, 4, serve(t, h, post(toolsCall(`2`, "search")), u))
-	assert.Equal(t, 4.0, emptyKeysCounted(t, name)-before)
-	assert.Len(t, logs.FilterLevelExact(zapcore.WarnLevel).All(), 2, "a minute later, the next empty key is logged again")
+		time.Sleep(time.Minute)
+		requireForwarded(t, u, 4, serve(t, h, post(toolsCall(`2`, "search")), u))
+		assert.Equal(t, 4.0, emptyKeysCounted(t, name)-before)
+		assert.Len(t, logs.FilterLevelExact(zapcore.WarnLevel).All(), 2, "a minute later, the next empty key is logged again")
 
-	requireForwarded(t, u, 5, serve(t, h, post(toolsCall(`3`, "search"), header("X-Client", "a")), u))
-	assert.Equal(t, 4.0, emptyKeysCounted(t, name)-before, "a request giving the header has a key")
+		requireForwarded(t, u, 5, serve(t, h, post(toolsCall(`3`, "search"), header("X-Client", "a")), u))
+		assert.Equal(t, 4.0, emptyKeysCounted(t, name)-before, "a request giving the header has a key")
+	})
 }
 
 // limitStatusJSON is the admin status of h's only rate limit, as /mcp/status
@@ -95,8 +96,7 @@ func limitStatusJSON(t *testing.T, h *Handler) map[string]any {
 // the overflow bucket is in use.
 func TestReloadThatChangesMaxKeysAppliesIt(t *testing.T) {
 	const name = "max_keys_reloaded"
-	c := newClock()
-	old := provision(t, c, &Handler{RateLimits: map[string]*RateLimit{name: {Rate: "1/1h", MaxKeys: 1}}})
+	old := provision(t, &Handler{RateLimits: map[string]*RateLimit{name: {Rate: "1/1h", MaxKeys: 1}}})
 	u := &upstream{}
 	call := toolsCall(`1`, "search")
 	requireForwarded(t, u, 1, serve(t, old, post(call, fromClient("192.0.2.1")), u))
@@ -108,7 +108,7 @@ func TestReloadThatChangesMaxKeysAppliesIt(t *testing.T) {
 	assert.Equal(t, true, st["overflowing"], "%v", st)
 
 	// A reload provisions the new config before it cleans up the old one.
-	updated := provision(t, c, &Handler{RateLimits: map[string]*RateLimit{name: {Rate: "1/1h", MaxKeys: 3}}})
+	updated := provision(t, &Handler{RateLimits: map[string]*RateLimit{name: {Rate: "1/1h", MaxKeys: 3}}})
 	require.NoError(t, old.Cleanup())
 
 	requireForwarded(t, u, 3, serve(t, updated, post(call, fromClient("192.0.2.4")), u))

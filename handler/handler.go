@@ -100,8 +100,6 @@ type Handler struct {
 	// load is the config this handler belongs to.
 	load   any
 	joined *load
-	// now is the clock; tests replace it.
-	now func() time.Time
 }
 
 // CaddyModule returns the Caddy module information.
@@ -116,12 +114,11 @@ func (Handler) CaddyModule() caddy.ModuleInfo {
 // survive config reloads. What it takes, Cleanup gives back, also after a
 // failed Provision or Validate (Caddy calls Cleanup then).
 func (h *Handler) Provision(ctx caddy.Context) error {
-	h.logger = ctx.Logger()
+	if h.logger == nil {
+		h.logger = ctx.Logger()
+	}
 	if err := registerMetrics(ctx); err != nil {
 		return err
-	}
-	if h.now == nil {
-		h.now = time.Now
 	}
 	h.MaxRequestBody = cmp.Or(h.MaxRequestBody, DefaultMaxRequestBody)
 	h.MaxBatch = cmp.Or(h.MaxBatch, DefaultMaxBatch)
@@ -138,7 +135,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return err
 	}
 	for _, name := range sortedNames(h.RateLimits) {
-		l, err := newLimit(name, h.RateLimits[name], h.now)
+		l, err := newLimit(name, h.RateLimits[name], h.logger)
 		if err != nil {
 			return fmt.Errorf("rate_limit %q: %w", name, err)
 		}
@@ -149,7 +146,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		h.keyInputs.add(l.key.inputs)
 	}
 	if h.Concurrency != nil {
-		if h.concurrency, err = newConcurrencyGuard(h.Concurrency, h.joined); err != nil {
+		if h.concurrency, err = newConcurrencyGuard(h.Concurrency, h.joined, h.logger); err != nil {
 			return fmt.Errorf("concurrency: %w", err)
 		}
 		if h.concurrency.key != nil {

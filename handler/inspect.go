@@ -1,135 +1,15 @@
 package handler
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
-	"github.com/caddymcp/caddy-mcp/busy"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
-	"github.com/caddymcp/caddy-mcp/ratelimit"
 )
-
-// exchange is what the handler knows of one HTTP request.
-type exchange struct {
-	r     *http.Request
-	msgs  []jsonrpc.Message
-	batch bool
-	// cur is the message whose values the {http.mcp.*} placeholders show:
-	// while rate-limit keys are evaluated, each message of a batch in turn;
-	// afterwards, the first.
-	cur int
-	// start is when the handler received the request.
-	start time.Time
-	// errorCode is the envelope code the handler answered with, if any.
-	errorCode string
-	// canceled: the client went away while the request waited in a queue.
-	canceled bool
-	// limit and guard name the rate limit or concurrency guard that refused
-	// the request, and key the key value it was refused for.
-	limit, guard, key string
-	// cause is the error behind an envelope, for the log.
-	cause error
-	// slots are the exchange's places in the concurrency guard, if it took
-	// any (one per key); needed is how many places the guard refused it.
-	slots  []busy.Slot
-	needed int
-	// pooled is the recycled buffer holding body, if any; forwarded: the
-	// request was handed to the next handler; frozen: the placeholders'
-	// values once the buffer is recycled.
-	pooled    *[]byte
-	forwarded bool
-	frozen    *frozenPlaceholders
-	// reader hands the body on to the upstream, and watch follows what it
-	// answers; both live here to save allocations per request.
-	reader bodyReader
-	watch  upstreamWatch
-	// taken are the tokens the exchange took, refunded if it does not run;
-	// reqBuf and ownerBuf back it, one backs msgs, and demandBuf and slotBuf
-	// back the guard's demands and slots, without allocating.
-	taken     []ratelimit.Request
-	reqBuf    [4]ratelimit.Request
-	ownerBuf  [4]*limit
-	one       [1]jsonrpc.Message
-	demandBuf [1]demand
-	slotBuf   [1]busy.Slot
-}
-
-// placeholderPrefix starts every placeholder the handler provides.
-const placeholderPrefix = "http.mcp."
-
-// placeholder resolves the {http.mcp.*} placeholders. It is registered with
-// the request's replacer, so values are computed only when something (a key
-// template, a log field, a matcher) asks for them.
-func (x *exchange) placeholder(key string) (any, bool) {
-	name, ok := strings.CutPrefix(key, placeholderPrefix)
-	if !ok {
-		return nil, false
-	}
-	if f := x.frozen; f != nil {
-		switch name {
-		case "method":
-			return f.method, true
-		case "tool":
-			return f.tool, true
-		case "id":
-			return f.id, true
-		case "batch_size":
-			if !x.batch {
-				return "", true
-			}
-			return strconv.Itoa(f.batchSize), true
-		}
-	}
-	var m jsonrpc.Message
-	if x.cur < len(x.msgs) {
-		m = x.msgs[x.cur]
-	}
-	switch name {
-	case "method":
-		return string(m.Method), true
-	case "tool":
-		return string(m.Name), true
-	case "id":
-		return idText(m.ID), true
-	case "session_id":
-		return clip(x.r.Header.Get("Mcp-Session-Id")), true
-	case "protocol_version":
-		return clip(x.r.Header.Get("Mcp-Protocol-Version")), true
-	case "authorization":
-		return normalizedAuthorization(x.r.Header.Get("Authorization")), true
-	case "batch_size":
-		if !x.batch {
-			return "", true
-		}
-		return strconv.Itoa(len(x.msgs)), true
-	case "error_code":
-		return x.errorCode, true
-	}
-	return nil, false
-}
-
-// idText is an id as a log reads it: a string id without its quotes, a
-// number as written, "" when absent.
-func idText(id json.RawMessage) string {
-	if len(id) == 0 || id[0] != '"' {
-		return string(id)
-	}
-	if bytes.IndexByte(id, '\\') < 0 {
-		return string(id[1 : len(id)-1])
-	}
-	var s string
-	if json.Unmarshal(id, &s) != nil {
-		return string(id)
-	}
-	return s
-}
 
 // Bounds on what a client chooses and the gateway keeps or repeats.
 const (
@@ -325,8 +205,22 @@ type mismatchError struct{ msg string }
 
 func (e *mismatchError) Error() string { return e.msg }
 
-// isCall reports whether m is a tools/call request, answered with a
-// CallToolResult rather than a JSON-RPC error.
-func isCall(m *jsonrpc.Message) bool {
-	return m.Kind == jsonrpc.Request && string(m.Method) == "tools/call"
+// claimsJSON reports whether the request's Content-Type is JSON or absent.
+// It is read as leniently as the most lenient official server reads it (the
+// Python SDK's): any comma-separated part of any Content-Type header whose
+// media type is application/json.
+func claimsJSON(r *http.Request) bool {
+	values := r.Header.Values("Content-Type")
+	if len(values) == 0 {
+		return true
+	}
+	for _, v := range values {
+		for part := range strings.SplitSeq(v, ",") {
+			mt, _, _ := strings.Cut(part, ";")
+			if strings.EqualFold(strings.TrimSpace(mt), "application/json") {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -12,9 +12,10 @@ const DefaultSSEKeepalive = 25 * time.Second
 // keepalive sends an SSE comment line (":\n") on an event stream the
 // upstream leaves idle, so that load balancers and clients that cut idle
 // connections keep a standalone GET stream, or a long tool call's stream,
-// open. Clients ignore comment lines. It only ever writes at a line
-// boundary, and never a blank line, so it can neither end an event early nor
-// split one.
+// open. Clients ignore comment lines. It only ever writes after a line
+// feed, and never a blank line, so it can neither end an event early nor
+// split one. A nil keepalive does nothing: its writes and flushes go
+// straight through.
 type keepalive struct {
 	// mu serialises writes to the client between the proxy and the ticker.
 	mu sync.Mutex
@@ -22,55 +23,54 @@ type keepalive struct {
 	wrote bool
 	// midLine: the last byte written did not end a line for certain.
 	midLine bool
-	stop    chan struct{}
 	done    chan struct{}
+	stopped chan struct{}
 }
 
-// startKeepalive begins the ticker for an event stream.
-func (u *upstreamWatch) startKeepalive(every time.Duration) {
-	ka := &keepalive{stop: make(chan struct{}), done: make(chan struct{})}
-	u.ka = ka
-	w := u.ResponseWriterWrapper.ResponseWriter
-	go func() {
-		defer close(ka.done)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-ka.stop:
-				return
-			case <-t.C:
-			}
-			ka.mu.Lock()
-			if !ka.wrote && !ka.midLine {
-				if _, err := w.Write([]byte(":\n")); err == nil {
-					_ = http.NewResponseController(w).Flush()
-				}
-			}
-			ka.wrote = false
-			ka.mu.Unlock()
+// startKeepalive begins writing to w every time it has been idle for a
+// tick.
+func startKeepalive(w http.ResponseWriter, every time.Duration) *keepalive {
+	ka := &keepalive{done: make(chan struct{}), stopped: make(chan struct{})}
+	go ka.run(w, every)
+	return ka
+}
+
+func (ka *keepalive) run(w http.ResponseWriter, every time.Duration) {
+	defer close(ka.stopped)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ka.done:
+			return
+		case <-t.C:
 		}
-	}()
-}
-
-// stopKeepalive ends the ticker and waits for it, so that nothing is written
-// to the client once the handler writes its own bytes or returns.
-func (u *upstreamWatch) stopKeepalive() {
-	if ka := u.ka; ka != nil {
-		u.ka = nil
-		close(ka.stop)
-		<-ka.done
+		ka.mu.Lock()
+		if !ka.wrote && !ka.midLine {
+			if _, err := w.Write([]byte(":\n")); err == nil {
+				_ = http.NewResponseController(w).Flush()
+			}
+		}
+		ka.wrote = false
+		ka.mu.Unlock()
 	}
 }
 
-// write sends p to the client, noting it for the keepalive.
-func (u *upstreamWatch) write(p []byte) (int, error) {
-	if u.drain && u.left() {
-		return len(p), nil
-	}
-	ka := u.ka
+// stop ends the ticker and waits for it, so that nothing is written to the
+// client once the handler writes its own bytes or returns.
+func (ka *keepalive) stop() {
 	if ka == nil {
-		return u.drained(p, u.ResponseWriterWrapper.Write)
+		return
+	}
+	close(ka.done)
+	<-ka.stopped
+}
+
+// write writes p with write, in step with the ticker, noting where the
+// stream stands.
+func (ka *keepalive) write(p []byte, write func([]byte) (int, error)) (int, error) {
+	if ka == nil {
+		return write(p)
 	}
 	ka.mu.Lock()
 	defer ka.mu.Unlock()
@@ -81,41 +81,14 @@ func (u *upstreamWatch) write(p []byte) (int, error) {
 		// turn that LF into a blank line, which ends the event.
 		ka.midLine = p[len(p)-1] != '\n'
 	}
-	return u.drained(p, u.ResponseWriterWrapper.Write)
+	return write(p)
 }
 
-// left reports whether the client is gone: its request ended, or a write to
-// it failed.
-func (u *upstreamWatch) left() bool {
-	u.gone = u.gone || u.x.r.Context().Err() != nil
-	return u.gone
-}
-
-// drained writes p with write, and reports the outcome as the proxy should
-// see it: when the answer is drained, a failed write means the client is
-// gone, and the proxy goes on reading the upstream as if it had succeeded.
-func (u *upstreamWatch) drained(p []byte, write func([]byte) (int, error)) (int, error) {
-	n, err := write(p)
-	if err != nil && u.drain {
-		u.gone = true
-		return len(p), nil
-	}
-	return n, err
-}
-
-// flush flushes to the client, after any keepalive write in progress.
-func (u *upstreamWatch) flush() error {
-	if u.drain && u.left() {
-		return nil
-	}
-	if ka := u.ka; ka != nil {
+// flush flushes with flush, after any write of the ticker in progress.
+func (ka *keepalive) flush(flush func() error) error {
+	if ka != nil {
 		ka.mu.Lock()
 		defer ka.mu.Unlock()
 	}
-	err := http.NewResponseController(u.ResponseWriterWrapper.ResponseWriter).Flush()
-	if err != nil && u.drain {
-		u.gone = true
-		return nil
-	}
-	return err
+	return flush()
 }

@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
-	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+
+	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 )
 
 // Keys: the placeholder templates of rate limits and guards, and the values
@@ -60,48 +60,115 @@ func shownKey(k string) string {
 type keyTemplate struct {
 	// text is the template with the Caddyfile's shorthands expanded.
 	text string
+	// parts are text split for evaluation.
+	parts []keyPart
 	// kind and name say whose template it is: "rate_limit" or
 	// "concurrency", and the name.
 	kind, name string
-	// expr is text as the key is evaluated: with the Authorization header
-	// read as servers read it.
-	expr string
 	// inputs are the parts of the request the template reads.
 	inputs keyInputs
 	// empty counts values that came out empty; warned is when that was
 	// last logged (Unix nanoseconds).
 	empty  prometheus.Counter
 	warned atomic.Int64
+	logger *zap.Logger
+}
+
+// keyPart is a piece of a key template: a {http.mcp.*} placeholder, read
+// from the message the key is evaluated for, or text for the request's
+// replacer to expand (literal text and any other placeholder).
+type keyPart struct {
+	mcp  string
+	text string
 }
 
 // newKeyTemplate checks and provisions a key template.
-func newKeyTemplate(kind, name, template string) (*keyTemplate, error) {
+func newKeyTemplate(kind, name, template string, logger *zap.Logger) (*keyTemplate, error) {
 	text := expandShorthands(template)
 	if err := checkKeyTemplate(text); err != nil {
 		return nil, fmt.Errorf("key %q: %w", template, err)
 	}
-	k := &keyTemplate{text: text, expr: text, kind: kind, name: name, empty: emptyKeys.WithLabelValues(kind, name)}
-	for _, p := range placeholdersOf(text) {
-		switch {
+	k := &keyTemplate{text: text, kind: kind, name: name, empty: emptyKeys.WithLabelValues(kind, name), logger: logger}
+	var literal strings.Builder
+	flush := func() {
+		if literal.Len() > 0 {
+			k.parts = append(k.parts, keyPart{text: literal.String()})
+			literal.Reset()
+		}
+	}
+	for piece, p := range piecesOf(text) {
+		switch mcp, ours := strings.CutPrefix(p, placeholderPrefix); {
+		case p == "":
+			literal.WriteString(piece)
+		case ours:
+			flush()
+			k.parts = append(k.parts, keyPart{mcp: mcp})
 		case strings.HasPrefix(p, "http.request.header."):
 			field := textproto.CanonicalMIMEHeaderKey(strings.TrimPrefix(p, "http.request.header."))
 			k.inputs.headers = append(k.inputs.headers, field)
-			if field == "Authorization" {
-				k.expr = strings.ReplaceAll(k.expr, "{"+p+"}", "{"+authorizationPlaceholder+"}")
+			if field != "Authorization" {
+				literal.WriteString(piece)
+				break
 			}
+			// Read as servers read it.
+			flush()
+			k.parts = append(k.parts, keyPart{mcp: authorization})
 		case strings.HasPrefix(p, "http.request.cookie."):
 			k.inputs.cookies = append(k.inputs.cookies, strings.TrimPrefix(p, "http.request.cookie."))
+			literal.WriteString(piece)
 		case strings.HasPrefix(p, "http.request.uri.query."):
 			k.inputs.queries = append(k.inputs.queries, strings.TrimPrefix(p, "http.request.uri.query."))
+			literal.WriteString(piece)
+		default:
+			literal.WriteString(piece)
 		}
 	}
+	flush()
 	return k, nil
 }
 
-// authorizationPlaceholder is the Authorization header as servers read it,
-// which a key reads in its place: "Bearer  secret", "BEARER secret" and
-// "bearer\tsecret" are one token to the SDK servers, and so one key.
-const authorizationPlaceholder = "http.mcp.authorization"
+// emptyKeyWarnEvery is the least time between two log lines about a
+// template's empty values.
+const emptyKeyWarnEvery = time.Minute
+
+// eval returns the key of message m of x: the template's value, bounded.
+// An empty value is counted, and logged once a minute at most: it puts
+// every such request under one shared key.
+func (k *keyTemplate) eval(x *exchange, repl *caddy.Replacer, m *jsonrpc.Message) string {
+	var v string
+	if len(k.parts) == 1 {
+		v = k.parts[0].expand(x, repl, m)
+	} else {
+		var b strings.Builder
+		for _, p := range k.parts {
+			b.WriteString(p.expand(x, repl, m))
+		}
+		v = b.String()
+	}
+	if v == "" {
+		k.empty.Inc()
+		now := x.start.UnixNano()
+		if last := k.warned.Load(); now-last >= int64(emptyKeyWarnEvery) && k.warned.CompareAndSwap(last, now) {
+			k.logger.Warn("a key template gave an empty value: requests without one share a single key",
+				zap.String(k.kind, k.name), zap.String("key", k.text))
+		}
+	}
+	return boundKey(v)
+}
+
+func (p keyPart) expand(x *exchange, repl *caddy.Replacer, m *jsonrpc.Message) string {
+	if p.mcp != "" {
+		v, _ := x.value(p.mcp, m)
+		return v
+	}
+	return repl.ReplaceAll(p.text, "")
+}
+
+// authorization is the {http.mcp.*} placeholder of the Authorization header
+// as servers read it, which a key reads in the header's place: "Bearer
+// secret", "BEARER  secret" and "bearer\tsecret" are one token to the SDK
+// servers, and so one key.
+const authorization = "authorization"
 
 // normalizedAuthorization is an Authorization header value with its scheme
 // in lower case and its runs of whitespace made one space.
@@ -177,199 +244,4 @@ type repeatError struct {
 
 func (e *repeatError) Error() string {
 	return fmt.Sprintf("%s is given %d times", e.what, e.count)
-}
-
-// emptyKeyWarnEvery is the least time between two log lines about a
-// template's empty values.
-const emptyKeyWarnEvery = time.Minute
-
-// eval returns the key of message i of x: the template's value, bounded.
-// An empty value is counted, and logged once a minute at most: it puts
-// every such request under one shared key.
-func (k *keyTemplate) eval(h *Handler, x *exchange, repl *caddy.Replacer, i int) string {
-	x.cur = i
-	v := repl.ReplaceAll(k.expr, "")
-	x.cur = 0
-	if v == "" {
-		k.empty.Inc()
-		now := x.start.UnixNano()
-		if last := k.warned.Load(); now-last >= int64(emptyKeyWarnEvery) && k.warned.CompareAndSwap(last, now) {
-			h.logger.Warn("a key template gave an empty value: requests without one share a single key",
-				zap.String(k.kind, k.name), zap.String("key", k.text))
-		}
-	}
-	return boundKey(v)
-}
-
-// expandShorthands expands the Caddyfile's placeholder shorthands, such as
-// {client_ip} for {http.vars.client_ip}, so that a key template means the
-// same in a JSON config as in a Caddyfile.
-func expandShorthands(template string) string {
-	seg := caddyfile.Segment{{Text: template}}
-	httpcaddyfile.NewShorthandReplacer().ApplyToSegment(&seg)
-	return seg[0].Text
-}
-
-// placeholdersOf lists the placeholders of a template, without braces, as
-// Caddy's replacer finds them (a backslash escapes a brace).
-func placeholdersOf(text string) []string {
-	var names []string
-	for i := 0; i < len(text); i++ {
-		switch text[i] {
-		case '\\':
-			i++
-		case '{':
-			end := strings.IndexByte(text[i+1:], '}')
-			if end < 0 {
-				return names
-			}
-			names = append(names, text[i+1:i+1+end])
-			i += end + 1
-		}
-	}
-	return names
-}
-
-// checkKeyTemplate refuses placeholders that would expand to nothing on every
-// request: an unknown shorthand ({clientip}), an unknown namespace, or an
-// unknown name under http.request or http.mcp; and the request body, which
-// would cost a copy of the body per message. Placeholders of other
-// http.* namespaces (http.vars, http.auth, http.regexp, ...) are set by
-// other handlers, and are taken as written.
-func checkKeyTemplate(text string) error {
-	for _, p := range placeholdersOf(text) {
-		namespace, rest, dotted := strings.Cut(p, ".")
-		switch {
-		case !dotted:
-			return unknownPlaceholder(p, shorthandNames)
-		case namespace == "env" || namespace == "system" || namespace == "time" || namespace == "file":
-		case namespace != "http":
-			return fmt.Errorf("unknown placeholder {%s}: placeholders are {http.*}, {env.*}, {system.*}, {time.*} or a shorthand such as {client_ip}", p)
-		case strings.HasPrefix(rest, "mcp."):
-			if !slices.Contains(mcpPlaceholders, p) {
-				return unknownPlaceholder(p, mcpPlaceholders)
-			}
-		case p == "http.request.body" || p == "http.request.body_base64":
-			return fmt.Errorf("{%s} copies the whole request body for every message a limit counts, and differs with every id: key on who calls or on what, such as {client_ip}, a header or {http.mcp.tool}", p)
-		case strings.HasPrefix(rest, "request."):
-			if !knownRequestPlaceholder(p) {
-				return unknownPlaceholder(p, requestCandidates(p))
-			}
-		}
-	}
-	return nil
-}
-
-func unknownPlaceholder(p string, known []string) error {
-	if near := nearest(p, known); near != "" {
-		return fmt.Errorf("unknown placeholder {%s}: did you mean {%s}?", p, near)
-	}
-	return fmt.Errorf("unknown placeholder {%s}", p)
-}
-
-// mcpPlaceholders are the placeholders the handler provides.
-var mcpPlaceholders = []string{
-	"http.mcp.method", "http.mcp.tool", "http.mcp.id", "http.mcp.session_id",
-	"http.mcp.protocol_version", "http.mcp.batch_size", "http.mcp.error_code",
-	authorizationPlaceholder,
-}
-
-// shorthandNames are the Caddyfile shorthands most used in keys, for
-// suggestions.
-var shorthandNames = []string{
-	"client_ip", "remote_host", "remote", "host", "method", "path", "uri",
-	"header.Authorization", "vars.client_ip",
-}
-
-// requestPlaceholders are the fixed {http.request.*} placeholders of Caddy
-// v2.11, and requestPrefixes those that end in a name or an index.
-var (
-	requestPlaceholders = []string{
-		"http.request.method", "http.request.scheme", "http.request.proto", "http.request.proto_name",
-		"http.request.host", "http.request.port", "http.request.hostport", "http.request.local",
-		"http.request.local.host", "http.request.local.port", "http.request.remote",
-		"http.request.remote.host", "http.request.remote.port", "http.request.uri",
-		"http.request.uri_escaped", "http.request.uri.path", "http.request.uri.path_escaped",
-		"http.request.uri.path.file", "http.request.uri.path.dir", "http.request.uri.path.file.base",
-		"http.request.uri.path.file.ext", "http.request.uri.query", "http.request.uri.query_escaped",
-		"http.request.uri.prefixed_query", "http.request.duration", "http.request.duration_ms",
-		"http.request.uuid", "http.request.body", "http.request.body_base64", "http.request.orig_method",
-		"http.request.orig_uri", "http.request.orig_uri.path", "http.request.orig_uri.path.file",
-		"http.request.orig_uri.path.file_escaped", "http.request.orig_uri.path.dir",
-		"http.request.orig_uri.query", "http.request.orig_uri.prefixed_query",
-	}
-	requestPrefixes = []string{
-		"http.request.header.", "http.request.cookie.", "http.request.host.labels.",
-		"http.request.tls.", "http.request.uri.path.", "http.request.uri.query.",
-		"http.request.orig_uri.path.", "http.request.remote.host/",
-	}
-)
-
-// requestCandidates are what an unknown {http.request.*} placeholder may
-// have meant: the fixed ones, and each prefix with the name p ends in
-// ({http.request.headers.X-Key} for {http.request.header.X-Key}).
-func requestCandidates(p string) []string {
-	candidates := slices.Clone(requestPlaceholders)
-	if parts := strings.SplitN(p, ".", 4); len(parts) == 4 {
-		for _, prefix := range requestPrefixes {
-			if strings.Count(prefix, ".") == 3 {
-				candidates = append(candidates, prefix+parts[3])
-			}
-		}
-	}
-	return candidates
-}
-
-func knownRequestPlaceholder(p string) bool {
-	if slices.Contains(requestPlaceholders, p) {
-		return true
-	}
-	for _, prefix := range requestPrefixes {
-		if len(p) > len(prefix) && strings.HasPrefix(p, prefix) {
-			return true
-		}
-	}
-	return false
-}
-
-// nearest returns the candidate closest to s, if it is close enough to be
-// what was meant: at most a third of s's length in edits, and at most 3.
-func nearest(s string, candidates []string) string {
-	best, bestDist := "", min(3, len(s)/3)+1
-	for _, c := range candidates {
-		if d := editDistance(s, c, bestDist); d < bestDist {
-			best, bestDist = c, d
-		}
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance between a and b, or bound when
-// it is bound or more.
-func editDistance(a, b string, bound int) int {
-	if d := len(a) - len(b); d >= bound || -d >= bound {
-		return bound
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		rowMin := cur[0]
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			rowMin = min(rowMin, cur[j])
-		}
-		if rowMin >= bound {
-			return bound
-		}
-		prev, cur = cur, prev
-	}
-	return min(prev[len(b)], bound)
 }

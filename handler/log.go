@@ -1,6 +1,8 @@
 package handler
 
 import (
+	"time"
+
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -8,18 +10,15 @@ import (
 	"github.com/caddymcp/caddy-mcp/envelope"
 )
 
-// record notes an envelope the gateway answered with: the {http.mcp.error_code}
-// placeholder, the envelopes metric, and one log line.
-func (h *Handler) record(x *exchange, env *envelope.Envelope) {
-	x.errorCode = string(env.Code)
-	envelopesTotal.WithLabelValues(x.errorCode).Inc()
-
+// logEnvelope writes the one log line of an envelope the gateway answered
+// with.
+func (h *Handler) logEnvelope(x *exchange, env *envelope.Envelope) {
 	ce := h.logger.Check(logLevel(x, env), "answered with an envelope")
 	if ce == nil {
 		return
 	}
 	fields := make([]zap.Field, 0, 12)
-	fields = append(fields, zap.String("code", x.errorCode))
+	fields = append(fields, zap.String("code", string(env.Code)))
 	// Values the client chose are cut to maxEchoed bytes: a log line costs
 	// no more than a bounded part of what the client sent.
 	if len(x.msgs) > 0 {
@@ -35,16 +34,16 @@ func (h *Handler) record(x *exchange, env *envelope.Envelope) {
 	if x.batch {
 		fields = append(fields, zap.Int("batch_size", len(x.msgs)))
 	}
-	if x.limit != "" {
-		fields = append(fields, zap.String("limit", x.limit))
+	if x.refusal.limit != "" {
+		fields = append(fields, zap.String("limit", x.refusal.limit))
 	}
-	if x.guard != "" {
-		fields = append(fields, zap.String("guard", x.guard))
+	if x.refusal.guard != "" {
+		fields = append(fields, zap.String("guard", x.refusal.guard))
 	}
-	if x.limit != "" || (x.guard != "" && h.concurrency.key != nil) {
-		key := shownKey(x.key)
+	if x.refusal.limit != "" || (x.refusal.guard != "" && h.concurrency.key != nil) {
+		key := shownKey(x.refusal.key)
 		if h.LogKey {
-			key = clip(x.key)
+			key = clip(x.refusal.key)
 		}
 		fields = append(fields, zap.String("key", key))
 	}
@@ -56,7 +55,7 @@ func (h *Handler) record(x *exchange, env *envelope.Envelope) {
 			fields = append(fields, zap.String("upstream", up))
 		}
 	}
-	fields = append(fields, zap.Duration("duration", h.now().Sub(x.start)))
+	fields = append(fields, zap.Duration("duration", time.Since(x.start)))
 	if x.cause != nil {
 		fields = append(fields, zap.Error(x.cause))
 	}
@@ -69,7 +68,7 @@ func (h *Handler) record(x *exchange, env *envelope.Envelope) {
 // failing or overloaded is a warning.
 func logLevel(x *exchange, env *envelope.Envelope) zapcore.Level {
 	switch {
-	case x.limit != "" || x.guard != "":
+	case x.refusal.limit != "" || x.refusal.guard != "":
 		return zapcore.InfoLevel
 	case env.Code == envelope.ValidationError || env.Code == envelope.Forbidden:
 		return zapcore.InfoLevel

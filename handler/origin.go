@@ -5,8 +5,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-
-	"github.com/caddymcp/caddy-mcp/envelope"
 )
 
 // originPolicy decides which browser origins may reach the MCP server.
@@ -54,8 +52,6 @@ type originError struct{ origin string }
 func (e *originError) Error() string {
 	return "allowed_origins: " + quote(e.origin) + " is not an origin such as https://app.example.com"
 }
-
-func quote(s string) string { return `"` + s + `"` }
 
 func (p originPolicy) allows(r *http.Request) bool {
 	values := r.Header.Values("Origin")
@@ -110,11 +106,4 @@ func isLoopbackOrigin(norm string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-// originRefused is the envelope for a request from an origin not allowed.
-func originRefused(r *http.Request) envelope.Envelope {
-	return envelope.New(envelope.Forbidden, "Requests from the web origin "+quote(clip(r.Header.Get("Origin")))+" are not allowed by this MCP gateway").
-		Suggest("Call the MCP server from an MCP client, or ask its operator to add this origin to allowed_origins.").
-		Envelope()
 }

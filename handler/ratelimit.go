@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
 
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
@@ -126,7 +126,7 @@ type limit struct {
 	details       []envelope.Detail
 }
 
-func newLimit(name string, cfg *RateLimit, now func() time.Time) (*limit, error) {
+func newLimit(name string, cfg *RateLimit, logger *zap.Logger) (*limit, error) {
 	if cfg == nil {
 		return nil, errors.New("no settings")
 	}
@@ -134,7 +134,7 @@ func newLimit(name string, cfg *RateLimit, now func() time.Time) (*limit, error)
 		return nil, err
 	}
 	rate, _ := ratelimit.ParseRate(cfg.Rate)
-	key, err := newKeyTemplate("rate_limit", name, cmp.Or(cfg.Key, DefaultKey))
+	key, err := newKeyTemplate("rate_limit", name, cmp.Or(cfg.Key, DefaultKey), logger)
 	if err != nil {
 		return nil, err
 	}
@@ -153,19 +153,14 @@ func newLimit(name string, cfg *RateLimit, now func() time.Time) (*limit, error)
 		l.tools = append(l.tools, compileGlob(t))
 	}
 	l.scope = scopeOf(l.key.text)
-	l.deniedMessage = "Rate limit exceeded: " + l.describe() + " for " + l.scope
-	l.details = []envelope.Detail{
-		{Key: "limit", Value: l.name},
-		{Key: "rate", Value: l.describe()},
-		{Key: "burst", Value: strconv.Itoa(l.lim.Burst)},
-	}
+	l.deniedMessage, l.details = rateLimitWords(l)
 	l.allowed = rateLimitDecisions.WithLabelValues(name, "allowed")
 	l.denied = rateLimitDecisions.WithLabelValues(name, "denied")
 	l.poolKey = name + "\x00" + l.key.text
 	v, loaded, err := buckets.LoadOrNew(l.poolKey, func() (caddy.Destructor, error) {
 		ctx, stop := context.WithCancel(context.Background())
 		z := &zone{Memory: ratelimit.NewMemory(l.maxKeys), name: name, stop: stop}
-		go z.Run(ctx, sweepEvery, now)
+		go z.Run(ctx, sweepEvery, nil)
 		return z, nil
 	})
 	if err != nil {
@@ -212,19 +207,6 @@ func (l *limit) applies(m *jsonrpc.Message) bool {
 // describe is the limit as the model reads it: "10 calls per 1s".
 func (l *limit) describe() string {
 	return countOf(l.lim.Rate.Events, l.methods) + " per " + formatWindow(l.lim.Rate.Window)
-}
-
-// formatWindow writes a window the way a person would: 1s, 30s, 1m, 2h, 1.5s.
-func formatWindow(d time.Duration) string {
-	switch {
-	case d%time.Hour == 0:
-		return fmt.Sprintf("%dh", d/time.Hour)
-	case d%time.Minute == 0:
-		return fmt.Sprintf("%dm", d/time.Minute)
-	case d%time.Second == 0:
-		return fmt.Sprintf("%ds", d/time.Second)
-	}
-	return d.String()
 }
 
 func scopeOf(key string) string {

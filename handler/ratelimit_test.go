@@ -4,10 +4,12 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
 )
 
 func TestToolGlobsSelectWhichCallsCount(t *testing.T) {
@@ -38,8 +40,7 @@ func TestToolGlobsSelectWhichCallsCount(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.tools, ",")+"/"+tt.tool, func(t *testing.T) {
-			c := newClock()
-			h := limited(t, c, RateLimit{Rate: "1/1h", Tools: tt.tools})
+			h := limited(t, RateLimit{Rate: "1/1h", Tools: tt.tools})
 			u := &upstream{}
 			requireForwarded(t, u, 1, serve(t, h, post(toolsCall(`1`, tt.tool)), u))
 			w := serve(t, h, post(toolsCall(`2`, tt.tool)), u)
@@ -54,19 +55,20 @@ func TestToolGlobsSelectWhichCallsCount(t *testing.T) {
 }
 
 func TestToolsNarrowOnlyToolsCallNotOtherMethods(t *testing.T) {
-	c := newClock()
-	h := limited(t, c, RateLimit{Rate: "1/1h", Methods: []string{"tools/call", "prompts/get"}, Tools: []string{"search_*"}})
-	u := &upstream{}
-	// prompts/get has a params.name too, but tools does not apply to it:
-	// every prompts/get counts.
-	prompt := `{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"other"}}`
-	requireForwarded(t, u, 1, serve(t, h, post(prompt), u))
-	w := serve(t, h, post(prompt), u)
-	assert.Equal(t, 1, u.calls, "the second prompts/get is refused: %s", w.Body)
-	// A tools/call of a tool outside the globs is not counted.
-	c.advance(time.Hour)
-	requireForwarded(t, u, 2, serve(t, h, post(toolsCall(`2`, "delete")), u))
-	requireForwarded(t, u, 3, serve(t, h, post(toolsCall(`3`, "delete")), u))
+	synctest.Test(t, func(t *testing.T) {
+		h := limited(t, RateLimit{Rate: "1/1h", Methods: []string{"tools/call", "prompts/get"}, Tools: []string{"search_*"}})
+		u := &upstream{}
+		// prompts/get has a params.name too, but tools does not apply to it:
+		// every prompts/get counts.
+		prompt := `{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"other"}}`
+		requireForwarded(t, u, 1, serve(t, h, post(prompt), u))
+		w := serve(t, h, post(prompt), u)
+		assert.Equal(t, 1, u.calls, "the second prompts/get is refused: %s", w.Body)
+		// A tools/call of a tool outside the globs is not counted.
+		time.Sleep(time.Hour)
+		requireForwarded(t, u, 2, serve(t, h, post(toolsCall(`2`, "delete")), u))
+		requireForwarded(t, u, 3, serve(t, h, post(toolsCall(`3`, "delete")), u))
+	})
 }
 
 func TestMethodsSelectWhichMessagesCount(t *testing.T) {
@@ -88,8 +90,7 @@ func TestMethodsSelectWhichMessagesCount(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := newClock()
-			h := limited(t, c, RateLimit{Rate: "1/1h", Methods: tt.methods})
+			h := limited(t, RateLimit{Rate: "1/1h", Methods: tt.methods})
 			u := &upstream{}
 			requireForwarded(t, u, 1, serve(t, h, post(tt.body), u))
 			w := serve(t, h, post(tt.body), u)
@@ -103,8 +104,7 @@ func TestMethodsSelectWhichMessagesCount(t *testing.T) {
 }
 
 func TestOneBucketPerKeyAcrossMethods(t *testing.T) {
-	c := newClock()
-	h := limited(t, c, RateLimit{Rate: "1/1h", Methods: []string{"tools/list", "resources/list"}})
+	h := limited(t, RateLimit{Rate: "1/1h", Methods: []string{"tools/list", "resources/list"}})
 	u := &upstream{}
 	requireForwarded(t, u, 1, serve(t, h, post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`), u))
 	w := serve(t, h, post(`{"jsonrpc":"2.0","id":2,"method":"resources/list"}`), u)
@@ -113,40 +113,40 @@ func TestOneBucketPerKeyAcrossMethods(t *testing.T) {
 }
 
 func TestReloadKeepsBucketsAndAppliesTheNewRate(t *testing.T) {
-	const name = "reload_shared"
-	c := newClock()
-	old := provision(t, c, &Handler{RateLimits: map[string]*RateLimit{name: {Rate: "1/1h"}}})
-	u := &upstream{}
-	requireForwarded(t, u, 1, serve(t, old, post(toolsCall(`1`, "search")), u))
+	synctest.Test(t, func(t *testing.T) {
+		const name = "reload_shared"
+		old := provision(t, &Handler{RateLimits: map[string]*RateLimit{name: {Rate: "1/1h"}}})
+		u := &upstream{}
+		requireForwarded(t, u, 1, serve(t, old, post(toolsCall(`1`, "search")), u))
 
-	// A reload provisions the new config before it cleans up the old one.
-	updated := provision(t, c, &Handler{RateLimits: map[string]*RateLimit{name: {Rate: "1/10s"}}})
-	poolKey := name + "\x00" + DefaultKey
-	refs, ok := buckets.References(poolKey)
-	require.True(t, ok)
-	assert.Equal(t, 2, refs, "both configs hold the buckets")
-	require.NoError(t, old.Cleanup())
+		// A reload provisions the new config before it cleans up the old one.
+		updated := provision(t, &Handler{RateLimits: map[string]*RateLimit{name: {Rate: "1/10s"}}})
+		poolKey := name + "\x00" + DefaultKey
+		refs, ok := buckets.References(poolKey)
+		require.True(t, ok)
+		assert.Equal(t, 2, refs, "both configs hold the buckets")
+		require.NoError(t, old.Cleanup())
 
-	w := serve(t, updated, post(toolsCall(`2`, "search")), u)
-	assert.Equal(t, 1, u.calls, "the bucket emptied before the reload is still empty")
-	assert.Equal(t, "10", w.Header().Get("Retry-After"), "and it refills at the new rate")
+		w := serve(t, updated, post(toolsCall(`2`, "search")), u)
+		assert.Equal(t, 1, u.calls, "the bucket emptied before the reload is still empty")
+		assert.Equal(t, "10", w.Header().Get("Retry-After"), "and it refills at the new rate")
 
-	c.advance(10 * time.Second)
-	requireForwarded(t, u, 2, serve(t, updated, post(toolsCall(`3`, "search")), u))
+		time.Sleep(10 * time.Second)
+		requireForwarded(t, u, 2, serve(t, updated, post(toolsCall(`3`, "search")), u))
 
-	require.NoError(t, updated.Cleanup())
-	_, ok = buckets.References(poolKey)
-	assert.False(t, ok, "the buckets go with the last config that used them")
+		require.NoError(t, updated.Cleanup())
+		_, ok = buckets.References(poolKey)
+		assert.False(t, ok, "the buckets go with the last config that used them")
+	})
 }
 
 func TestReloadWithAnotherKeyStartsAfresh(t *testing.T) {
 	const name = "reload_rekeyed"
-	c := newClock()
-	old := provision(t, c, &Handler{RateLimits: map[string]*RateLimit{name: {Rate: "1/1h"}}})
+	old := provision(t, &Handler{RateLimits: map[string]*RateLimit{name: {Rate: "1/1h"}}})
 	u := &upstream{}
 	requireForwarded(t, u, 1, serve(t, old, post(toolsCall(`1`, "search")), u))
 
-	rekeyed := provision(t, c, &Handler{RateLimits: map[string]*RateLimit{name: {Rate: "1/1h", Key: "{http.mcp.tool}"}}})
+	rekeyed := provision(t, &Handler{RateLimits: map[string]*RateLimit{name: {Rate: "1/1h", Key: "{http.mcp.tool}"}}})
 	require.NoError(t, old.Cleanup())
 	requireForwarded(t, u, 2, serve(t, rekeyed, post(toolsCall(`2`, "search")), u))
 }
@@ -162,7 +162,6 @@ func TestProvisionRefusesABadLimitAndReleasesTheOthers(t *testing.T) {
 	for name, bad := range tests {
 		t.Run(name, func(t *testing.T) {
 			h := &Handler{RateLimits: map[string]*RateLimit{"a_good": {Rate: "1/s"}, "b_bad": bad}}
-			h.now = newClock().now
 			ctx, cancel := newCaddyContext()
 			defer cancel()
 			err := h.Provision(ctx)
@@ -194,7 +193,7 @@ func TestLimitDescribesItselfAsTheModelReadsIt(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.describe+"/"+tt.scope, func(t *testing.T) {
-			l, err := newLimit("describe", &tt.cfg, newClock().now)
+			l, err := newLimit("describe", &tt.cfg, zap.NewNop())
 			require.NoError(t, err)
 			defer l.release()
 			assert.Equal(t, tt.describe, l.describe())
@@ -204,14 +203,13 @@ func TestLimitDescribesItselfAsTheModelReadsIt(t *testing.T) {
 }
 
 func TestCaddyfileShorthandsInAJSONKeyMeanTheSame(t *testing.T) {
-	h := limited(t, newClock(), RateLimit{Rate: "1/1h", Key: "{client_ip}:{header.Authorization}"})
+	h := limited(t, RateLimit{Rate: "1/1h", Key: "{client_ip}:{header.Authorization}"})
 	require.Len(t, h.limits, 1)
 	assert.Equal(t, "{http.vars.client_ip}:{http.request.header.Authorization}", h.limits[0].key.text)
 }
 
 func TestKeysBeyondMaxKeysShareOneOverflowBucket(t *testing.T) {
-	c := newClock()
-	h := limited(t, c, RateLimit{Rate: "1/1h", MaxKeys: 1})
+	h := limited(t, RateLimit{Rate: "1/1h", MaxKeys: 1})
 	u := &upstream{}
 	call := toolsCall(`1`, "search")
 	requireForwarded(t, u, 1, serve(t, h, post(call, fromClient("192.0.2.1")), u))

@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -21,50 +21,33 @@ import (
 	"github.com/caddymcp/caddy-mcp/test/wire"
 )
 
-// clock is a fake clock that moves only when told to.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock { return &clock{t: time.Date(2026, 7, 28, 12, 0, 0, 0, time.UTC)} }
-
-func (c *clock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 // newCaddyContext is a context like the one Caddy provisions modules with,
 // without a running server, as Caddy's own handler tests make it.
 func newCaddyContext() (caddy.Context, context.CancelFunc) {
 	return caddy.NewContext(caddy.Context{Context: context.Background()})
 }
 
-// provision provisions h as Caddy would, on the fake clock, and cleans it up
-// when the test ends.
-func provision(t *testing.T, c *clock, h *Handler) *Handler {
+// provision provisions h as Caddy would, logging nowhere unless h has a
+// logger, and cleans it up when the test ends. Tests whose buckets or
+// queues must see time pass run in a synctest bubble, where time.Sleep moves
+// the clock the handler reads.
+func provision(t *testing.T, h *Handler) *Handler {
 	t.Helper()
 	ctx, cancel := newCaddyContext()
 	t.Cleanup(cancel)
-	h.now = c.now
+	if h.logger == nil {
+		h.logger = zap.NewNop()
+	}
 	require.NoError(t, h.Provision(ctx))
 	require.NoError(t, h.Validate())
-	h.logger = zap.NewNop()
 	t.Cleanup(func() { _ = h.Cleanup() })
 	return h
 }
 
 // limited returns a handler with one limit, named perClient.
-func limited(t *testing.T, c *clock, rl RateLimit) *Handler {
+func limited(t *testing.T, rl RateLimit) *Handler {
 	t.Helper()
-	return provision(t, c, &Handler{RateLimits: map[string]*RateLimit{perClient: &rl}})
+	return provision(t, &Handler{RateLimits: map[string]*RateLimit{perClient: &rl}})
 }
 
 const (
@@ -218,35 +201,36 @@ func TestRateLimitedCallGetsEnvelopeWithRetryAfter(t *testing.T) {
 	ids := []string{`"call-1"`, `"a\"b\\c\u00e9/"`, `""`, `7`, `0`, `-3`, `12345678901234567890123`, `1.5e3`, `null`}
 	for _, id := range ids {
 		t.Run(id, func(t *testing.T) {
-			c := newClock()
-			h := limited(t, c, RateLimit{Rate: "1/10s", Burst: 1})
-			u := &upstream{}
-			requireForwarded(t, u, 1, serve(t, h, post(toolsCall(id, "search")), u))
+			synctest.Test(t, func(t *testing.T) {
+				h := limited(t, RateLimit{Rate: "1/10s", Burst: 1})
+				u := &upstream{}
+				requireForwarded(t, u, 1, serve(t, h, post(toolsCall(id, "search")), u))
 
-			c.advance(time.Second)
-			w := serve(t, h, post(toolsCall(id, "search")), u)
+				time.Sleep(time.Second)
+				w := serve(t, h, post(toolsCall(id, "search")), u)
 
-			assert.Equal(t, 1, u.calls, "a refused call never reaches the upstream")
-			assert.Equal(t, http.StatusOK, w.Code, "a tools/call is answered with a result, which every client reads")
-			assert.Equal(t, "application/json", w.Header().Get("Content-Type"))
-			assert.Equal(t, "9", w.Header().Get("Retry-After"))
-			assert.Contains(t, w.Body.String(), `<tool_error code=\"RATE_LIMITED\"`, "JSON is written without HTML escaping")
+				assert.Equal(t, 1, u.calls, "a refused call never reaches the upstream")
+				assert.Equal(t, http.StatusOK, w.Code, "a tools/call is answered with a result, which every client reads")
+				assert.Equal(t, "application/json", w.Header().Get("Content-Type"))
+				assert.Equal(t, "9", w.Header().Get("Retry-After"))
+				assert.Contains(t, w.Body.String(), `<tool_error code=\"RATE_LIMITED\"`, "JSON is written without HTML escaping")
 
-			m := members(t, w.Body.Bytes())
-			assert.Equal(t, id, string(m["id"]), "the id is echoed byte for byte")
-			assert.NotContains(t, m, "error")
-			env, isError := toolError(t, m["result"])
-			assert.True(t, isError)
-			assert.Equal(t, envelope.RateLimited, env.Code)
-			assert.Equal(t, envelope.SeverityError, env.Severity)
-			assert.Equal(t, "Rate limit exceeded: 1 call per 10s for this client", env.Message)
-			assert.Equal(t, "Wait 9 seconds, then retry the same call. Calls made sooner are refused too.", env.Recovery)
-			assert.Equal(t, 9.0, env.RetryAfter)
-			assert.Equal(t, []envelope.Detail{
-				{Key: "limit", Value: perClient},
-				{Key: "rate", Value: "1 call per 10s"},
-				{Key: "burst", Value: "1"},
-			}, env.Details)
+				m := members(t, w.Body.Bytes())
+				assert.Equal(t, id, string(m["id"]), "the id is echoed byte for byte")
+				assert.NotContains(t, m, "error")
+				env, isError := toolError(t, m["result"])
+				assert.True(t, isError)
+				assert.Equal(t, envelope.RateLimited, env.Code)
+				assert.Equal(t, envelope.SeverityError, env.Severity)
+				assert.Equal(t, "Rate limit exceeded: 1 call per 10s for this client", env.Message)
+				assert.Equal(t, "Wait 9 seconds, then retry the same call. Calls made sooner are refused too.", env.Recovery)
+				assert.Equal(t, 9.0, env.RetryAfter)
+				assert.Equal(t, []envelope.Detail{
+					{Key: "limit", Value: perClient},
+					{Key: "rate", Value: "1 call per 10s"},
+					{Key: "burst", Value: "1"},
+				}, env.Details)
+			})
 		})
 	}
 }
@@ -266,54 +250,55 @@ func TestRetryAfterIsWholeSecondsRoundedUp(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.after.String(), func(t *testing.T) {
-			c := newClock()
-			h := limited(t, c, RateLimit{Rate: "1/10s"})
-			u := &upstream{}
-			requireForwarded(t, u, 1, serve(t, h, post(toolsCall(`1`, "search")), u))
+			synctest.Test(t, func(t *testing.T) {
+				h := limited(t, RateLimit{Rate: "1/10s"})
+				u := &upstream{}
+				requireForwarded(t, u, 1, serve(t, h, post(toolsCall(`1`, "search")), u))
 
-			c.advance(tt.after)
-			w := serve(t, h, post(toolsCall(`2`, "search")), u)
-			require.Equal(t, 1, u.calls)
-			assert.Equal(t, tt.want, w.Header().Get("Retry-After"))
-			env, _ := toolError(t, members(t, w.Body.Bytes())["result"])
-			assert.Contains(t, env.Raw, "<retry_after>"+tt.want+" seconds</retry_after>")
-			secs := "seconds"
-			if tt.want == "1" {
-				secs = "second"
-			}
-			assert.Equal(t, "Wait "+tt.want+" "+secs+", then retry the same call. Calls made sooner are refused too.", env.Recovery)
+				time.Sleep(tt.after)
+				w := serve(t, h, post(toolsCall(`2`, "search")), u)
+				require.Equal(t, 1, u.calls)
+				assert.Equal(t, tt.want, w.Header().Get("Retry-After"))
+				env, _ := toolError(t, members(t, w.Body.Bytes())["result"])
+				assert.Contains(t, env.Raw, "<retry_after>"+tt.want+" seconds</retry_after>")
+				secs := "seconds"
+				if tt.want == "1" {
+					secs = "second"
+				}
+				assert.Equal(t, "Wait "+tt.want+" "+secs+", then retry the same call. Calls made sooner are refused too.", env.Recovery)
+			})
 		})
 	}
 }
 
 func TestBucketRefillsAsTheClockAdvances(t *testing.T) {
-	c := newClock()
-	h := limited(t, c, RateLimit{Rate: "2/10s"})
-	u := &upstream{}
-	call := func() *httptest.ResponseRecorder { return serve(t, h, post(toolsCall(`1`, "search")), u) }
+	synctest.Test(t, func(t *testing.T) {
+		h := limited(t, RateLimit{Rate: "2/10s"})
+		u := &upstream{}
+		call := func() *httptest.ResponseRecorder { return serve(t, h, post(toolsCall(`1`, "search")), u) }
 
-	requireForwarded(t, u, 1, call())
-	requireForwarded(t, u, 2, call())
-	assert.Equal(t, "5", call().Header().Get("Retry-After"), "burst defaults to the rate's events")
+		requireForwarded(t, u, 1, call())
+		requireForwarded(t, u, 2, call())
+		assert.Equal(t, "5", call().Header().Get("Retry-After"), "burst defaults to the rate's events")
 
-	c.advance(4 * time.Second)
-	assert.Equal(t, "1", call().Header().Get("Retry-After"))
+		time.Sleep(4 * time.Second)
+		assert.Equal(t, "1", call().Header().Get("Retry-After"))
 
-	c.advance(time.Second)
-	requireForwarded(t, u, 3, call())
-	assert.Equal(t, "5", call().Header().Get("Retry-After"))
+		time.Sleep(time.Second)
+		requireForwarded(t, u, 3, call())
+		assert.Equal(t, "5", call().Header().Get("Retry-After"))
 
-	c.advance(time.Hour)
-	requireForwarded(t, u, 4, call())
-	requireForwarded(t, u, 5, call())
-	assert.Equal(t, "5", call().Header().Get("Retry-After"), "a quiet hour refills the burst, not more")
+		time.Sleep(time.Hour)
+		requireForwarded(t, u, 4, call())
+		requireForwarded(t, u, 5, call())
+		assert.Equal(t, "5", call().Header().Get("Retry-After"), "a quiet hour refills the burst, not more")
+	})
 }
 
 func TestRateLimitedRequestOtherThanCallGetsRPCError(t *testing.T) {
 	for _, id := range []string{`"list-1"`, `42`} {
 		t.Run(id, func(t *testing.T) {
-			c := newClock()
-			h := limited(t, c, RateLimit{Rate: "1/10s", Methods: []string{"tools/list"}})
+			h := limited(t, RateLimit{Rate: "1/10s", Methods: []string{"tools/list"}})
 			u := &upstream{}
 			list := `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/list"}`
 			requireForwarded(t, u, 1, serve(t, h, post(list), u))
@@ -344,8 +329,7 @@ func TestRateLimitedRequestOtherThanCallGetsRPCError(t *testing.T) {
 }
 
 func TestRateLimitedNotificationGets429WithoutID(t *testing.T) {
-	c := newClock()
-	h := limited(t, c, RateLimit{Rate: "1/10s", Methods: []string{"notifications/progress"}})
+	h := limited(t, RateLimit{Rate: "1/10s", Methods: []string{"notifications/progress"}})
 	u := &upstream{}
 	progress := `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":5}}`
 	requireForwarded(t, u, 1, serve(t, h, post(progress), u))
@@ -363,8 +347,7 @@ func TestRateLimitedNotificationGets429WithoutID(t *testing.T) {
 }
 
 func TestDeniedMessageSpendsNoTokenOfAnotherLimit(t *testing.T) {
-	c := newClock()
-	h := provision(t, c, &Handler{RateLimits: map[string]*RateLimit{
+	h := provision(t, &Handler{RateLimits: map[string]*RateLimit{
 		// Limits are applied in name order: "a_all" takes before "b_search"
 		// denies.
 		"a_all":    {Rate: "2/1h"},
@@ -390,8 +373,7 @@ func TestDeniedMessageSpendsNoTokenOfAnotherLimit(t *testing.T) {
 }
 
 func TestBatchTakesOneTokenPerCountedMessage(t *testing.T) {
-	c := newClock()
-	h := limited(t, c, RateLimit{Rate: "3/1h"})
+	h := limited(t, RateLimit{Rate: "3/1h"})
 	u := &upstream{}
 
 	first := `[` + toolsCall(`1`, "a") + `,{"jsonrpc":"2.0","method":"notifications/progress"},` +
@@ -433,8 +415,7 @@ func TestBatchTakesOneTokenPerCountedMessage(t *testing.T) {
 }
 
 func TestDeniedBatchOfNotificationsGets429WithoutID(t *testing.T) {
-	c := newClock()
-	h := limited(t, c, RateLimit{Rate: "2/10s", Methods: []string{"notifications/progress"}})
+	h := limited(t, RateLimit{Rate: "2/10s", Methods: []string{"notifications/progress"}})
 	u := &upstream{}
 	note := `{"jsonrpc":"2.0","method":"notifications/progress"}`
 	requireForwarded(t, u, 1, serve(t, h, post(note), u))
@@ -451,8 +432,7 @@ func TestDeniedBatchOfNotificationsGets429WithoutID(t *testing.T) {
 func TestBatchBeyondBurstIsToldItCanNeverPass(t *testing.T) {
 	// Waiting cannot help a batch that needs more tokens than the bucket
 	// holds: the model is told to split it, with no retry_after.
-	c := newClock()
-	h := limited(t, c, RateLimit{Rate: "2/10s"})
+	h := limited(t, RateLimit{Rate: "2/10s"})
 	u := &upstream{}
 	batch := "[" + toolsCall(`1`, "a") + "," + toolsCall(`2`, "a") + "," + toolsCall(`3`, "a") + "]"
 
@@ -472,16 +452,14 @@ func TestBatchBeyondBurstIsToldItCanNeverPass(t *testing.T) {
 }
 
 func TestEmptyBatchPassesThrough(t *testing.T) {
-	c := newClock()
-	h := limited(t, c, RateLimit{Rate: "1/10s"})
+	h := limited(t, RateLimit{Rate: "1/10s"})
 	u := &upstream{}
 	requireForwarded(t, u, 1, serve(t, h, post(`[]`), u))
 	assert.Equal(t, `[]`, string(u.body), "an empty batch is the upstream's to refuse")
 }
 
 func TestToolKeyGivesEachToolItsOwnBucket(t *testing.T) {
-	c := newClock()
-	h := limited(t, c, RateLimit{Rate: "1/1m", Key: "{http.mcp.tool}"})
+	h := limited(t, RateLimit{Rate: "1/1m", Key: "{http.mcp.tool}"})
 	u := &upstream{}
 
 	requireForwarded(t, u, 1, serve(t, h, post(toolsCall(`1`, "search")), u))
@@ -493,8 +471,7 @@ func TestToolKeyGivesEachToolItsOwnBucket(t *testing.T) {
 }
 
 func TestDefaultKeyGivesEachClientItsOwnBucket(t *testing.T) {
-	c := newClock()
-	h := limited(t, c, RateLimit{Rate: "1/1m"})
+	h := limited(t, RateLimit{Rate: "1/1m"})
 	u := &upstream{}
 
 	requireForwarded(t, u, 1, serve(t, h, post(toolsCall(`1`, "search")), u))
@@ -541,8 +518,7 @@ func TestPlaceholdersDescribeTheMessageInsideNext(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := newClock()
-			h := limited(t, c, RateLimit{Rate: "10/1s"})
+			h := limited(t, RateLimit{Rate: "10/1s"})
 			u := &upstream{ask: ask}
 			requireForwarded(t, u, 1, serve(t, h, post(tt.body, tt.opts...), u))
 			for i, p := range ask {
@@ -553,7 +529,7 @@ func TestPlaceholdersDescribeTheMessageInsideNext(t *testing.T) {
 }
 
 func TestPlaceholdersResolveWithoutLimits(t *testing.T) {
-	h := provision(t, newClock(), &Handler{})
+	h := provision(t, &Handler{})
 	u := &upstream{ask: []string{"{http.mcp.method}", "{http.mcp.tool}"}}
 	requireForwarded(t, u, 1, serve(t, h, post(toolsCall(`1`, "search")), u))
 	assert.Equal(t, map[string]string{"{http.mcp.method}": "tools/call", "{http.mcp.tool}": "search"}, u.resolved)
@@ -570,7 +546,7 @@ func TestBodyOverMaxRequestBodyGets413(t *testing.T) {
 			if length == "chunked" {
 				opts = append(opts, chunked)
 			}
-			h := provision(t, newClock(), &Handler{MaxRequestBody: max})
+			h := provision(t, &Handler{MaxRequestBody: max})
 			u := &upstream{}
 
 			requireForwarded(t, u, 1, serve(t, h, post(fits, opts...), u))
@@ -603,7 +579,7 @@ func (e *endless) Read(p []byte) (int, error) {
 
 func TestOversizedChunkedBodyIsReadNoFurtherThanTheLimit(t *testing.T) {
 	const max = 1 << 10
-	h := provision(t, newClock(), &Handler{MaxRequestBody: max})
+	h := provision(t, &Handler{MaxRequestBody: max})
 	body := &endless{}
 	r := post("", chunked, func(r *http.Request) { r.Body = io.NopCloser(body) })
 	u := &upstream{}
@@ -614,7 +590,7 @@ func TestOversizedChunkedBodyIsReadNoFurtherThanTheLimit(t *testing.T) {
 }
 
 func TestDefaultMaxRequestBodyIs4MiB(t *testing.T) {
-	h := provision(t, newClock(), &Handler{})
+	h := provision(t, &Handler{})
 	assert.Equal(t, int64(4<<20), h.MaxRequestBody)
 	assert.Error(t, (&Handler{MaxRequestBody: -1}).Validate())
 }
@@ -633,7 +609,7 @@ func TestMalformedJSONGets400ParseErrorWithNullID(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := provision(t, newClock(), &Handler{})
+			h := provision(t, &Handler{})
 			u := &upstream{}
 			w := serve(t, h, post(tt.body, tt.opts...), u)
 			assert.Equal(t, 0, u.calls)
@@ -652,7 +628,7 @@ func TestMalformedJSONGets400ParseErrorWithNullID(t *testing.T) {
 func TestBodyThatIsNotJSONAndDoesNotClaimToBePassesUntouched(t *testing.T) {
 	for _, ct := range []string{"text/plain", "application/x-www-form-urlencoded", "application/jsonl"} {
 		t.Run(ct, func(t *testing.T) {
-			h := provision(t, newClock(), &Handler{})
+			h := provision(t, &Handler{})
 			u := &upstream{}
 			body := "hello, \xffworld\n{"
 			requireForwarded(t, u, 1, serve(t, h, post(body, header("Content-Type", ct)), u))
@@ -669,8 +645,7 @@ func TestAmbiguousMessageGets400(t *testing.T) {
 	}
 	for _, body := range bodies {
 		t.Run(body, func(t *testing.T) {
-			c := newClock()
-			h := limited(t, c, RateLimit{Rate: "100/1s"})
+			h := limited(t, RateLimit{Rate: "100/1s"})
 			u := &upstream{}
 			w := serve(t, h, post(body, header("Content-Type", "text/plain")), u)
 			assert.Equal(t, 0, u.calls, "whatever the content type")
@@ -701,7 +676,7 @@ func TestMirrorHeadersMustAgreeWithTheBody(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := provision(t, newClock(), &Handler{})
+			h := provision(t, &Handler{})
 			u := &upstream{}
 			var opts []func(*http.Request)
 			if tt.method != "" {
@@ -740,8 +715,7 @@ func (b *countingBody) Close() error { return nil }
 func TestGetAndDeletePassThroughUnread(t *testing.T) {
 	for _, method := range []string{http.MethodGet, http.MethodDelete} {
 		t.Run(method, func(t *testing.T) {
-			c := newClock()
-			h := limited(t, c, RateLimit{Rate: "1/1h"})
+			h := limited(t, RateLimit{Rate: "1/1h"})
 			u := &upstream{}
 			for i := range 2 {
 				body := &countingBody{Reader: strings.NewReader(toolsCall(`1`, "search"))}
@@ -775,8 +749,7 @@ func TestUpstreamReceivesTheBodyByteForByte(t *testing.T) {
 	for name, body := range bodies {
 		for _, length := range []string{"known", "chunked"} {
 			t.Run(name+"/"+length, func(t *testing.T) {
-				c := newClock()
-				h := limited(t, c, RateLimit{Rate: "100/1s"})
+				h := limited(t, RateLimit{Rate: "100/1s"})
 				var opts []func(*http.Request)
 				if length == "chunked" {
 					opts = append(opts, chunked)
@@ -792,7 +765,7 @@ func TestUpstreamReceivesTheBodyByteForByte(t *testing.T) {
 }
 
 func TestMethodsAndNamesBeyondTheirBoundsAreRefusedWithTheirIDs(t *testing.T) {
-	h := provision(t, newClock(), &Handler{})
+	h := provision(t, &Handler{})
 	u := &upstream{}
 	for _, tt := range []struct {
 		body, message, recovery string

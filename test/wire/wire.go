@@ -32,4 +32,3 @@ func ToolsCallOfSize(size int) []byte {
 	b.WriteString(tail)
 	return []byte(b.String())
 }
-

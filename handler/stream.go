@@ -161,18 +161,24 @@ const discardedEvent = "mcp-gateway-discarded"
 // repairStream ends a broken, non-resumable event stream with one message
 // event per request still owed a response, each carrying the envelope.
 func (h *Handler) repairStream(u *upstreamWatch, what string) error {
-	secs := wholeSeconds(time.Duration(h.UpstreamRetryAfter))
-	env := envelope.New(envelope.HandoffUpstreamUnavailable, "The MCP server did not finish answering: "+what+" before the response to this request").
-		Suggest("The call may have run: check its effect before retrying, so that it does not run twice.").
-		RetryAfter(float64(secs)).
-		Envelope()
-	h.record(u.x, &env)
-
-	var out []byte
-	if u.sse.midEvent || len(u.sse.partial) > 0 {
-		out = u.sse.appendDiscard(out)
+	env := streamBroken(what, time.Duration(h.UpstreamRetryAfter))
+	h.answered(u.x, &env)
+	out := u.sse.appendRepair(nil, &env)
+	w := u.ResponseWriterWrapper.ResponseWriter
+	if _, err := w.Write(out); err != nil {
+		return err
 	}
-	for m := range u.sse.owed.all() {
+	return http.NewResponseController(w).Flush()
+}
+
+// appendRepair appends the end of the stream: the unfinished event
+// discarded, then one message event per request still owed a response,
+// carrying env in the form its request needs. Nothing is owed afterwards.
+func (t *sseTracker) appendRepair(out []byte, env *envelope.Envelope) []byte {
+	if t.midEvent || len(t.partial) > 0 {
+		out = t.appendDiscard(out)
+	}
+	for m := range t.owed.all() {
 		out = append(out, "event: message\ndata: "...)
 		if isCall(m) {
 			out = env.AppendToolResult(out, m.ID)
@@ -181,10 +187,6 @@ func (h *Handler) repairStream(u *upstreamWatch, what string) error {
 		}
 		out = append(out, "\n\n"...)
 	}
-	u.sse.owed.clear()
-	w := u.ResponseWriterWrapper.ResponseWriter
-	if _, err := w.Write(out); err != nil {
-		return err
-	}
-	return http.NewResponseController(w).Flush()
+	t.owed.clear()
+	return out
 }

@@ -1,0 +1,206 @@
+package handler
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/caddymcp/caddy-mcp/busy"
+	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+)
+
+// Writing the gateway's answers. Every envelope reaches the client through
+// answer or writeRefusal, which record the outcome (the error_code
+// placeholder, the metric) and log it, once.
+
+// answer answers every request of the exchange with env, in the wire form
+// each one needs: a tools/call gets a CallToolResult, another request a
+// JSON-RPC error with its id, both with HTTP 200. When nothing in the
+// exchange has an id (a notification, a response, a batch of those, a GET),
+// the answer is an id-less JSON-RPC error with the HTTP status given.
+//
+// A batch holding more than maxAnswered requests gets one id-less envelope
+// instead, so that a refusal never costs much more than the request.
+func (h *Handler) answer(w http.ResponseWriter, x *exchange, env *envelope.Envelope, status int) error {
+	h.answered(x, env)
+	requests := 0
+	for i := range x.msgs {
+		if x.msgs[i].Kind == jsonrpc.Request {
+			requests++
+		}
+	}
+	if requests == 0 || requests > maxAnswered {
+		id := json.RawMessage(nil)
+		if requests > 0 {
+			id = envelope.NullID
+		}
+		return writeJSON(w, status, env, env.AppendRPCError(nil, id, envelope.CodeServerError))
+	}
+	body := make([]byte, 0, 1024)
+	if x.batch {
+		body = append(body, '[')
+	}
+	for i := range x.msgs {
+		m := &x.msgs[i]
+		if m.Kind != jsonrpc.Request {
+			continue
+		}
+		if len(body) > 1 {
+			body = append(body, ',')
+		}
+		if isCall(m) {
+			body = env.AppendToolResult(body, m.ID)
+		} else {
+			body = env.AppendRPCError(body, m.ID, envelope.CodeServerError)
+		}
+	}
+	if x.batch {
+		body = append(body, ']')
+	}
+	return writeJSON(w, http.StatusOK, env, body)
+}
+
+// maxAnswered bounds the envelopes in one answer.
+const maxAnswered = 64
+
+// answered records that the exchange was answered with env: the outcome the
+// {http.mcp.error_code} placeholder and the metrics show, and one log line.
+func (h *Handler) answered(x *exchange, env *envelope.Envelope) {
+	x.errorCode = string(env.Code)
+	envelopesTotal.WithLabelValues(x.errorCode).Inc()
+	h.logEnvelope(x, env)
+}
+
+var contentTypeJSON = []string{"application/json"}
+
+func writeJSON(w http.ResponseWriter, status int, env *envelope.Envelope, body []byte) error {
+	hdr := w.Header()
+	// Canonical keys, set directly: this is the path of every refusal.
+	hdr["Content-Type"] = contentTypeJSON
+	hdr["Content-Length"] = []string{strconv.Itoa(len(body))}
+	if s := env.RetryAfterSeconds(); s > 0 {
+		hdr["Retry-After"] = []string{strconv.FormatInt(s, 10)}
+	}
+	w.WriteHeader(status)
+	_, err := w.Write(body)
+	return err
+}
+
+// refuse answers a request the rate limits did not admit.
+func (h *Handler) refuse(w http.ResponseWriter, x *exchange, d *denial) error {
+	env := rateLimited(d.limit, d.retryAfter)
+	if d.cost > d.limit.lim.Burst {
+		env = batchOverBurst(d.limit, d.cost)
+	}
+	return h.answer(w, x, &env, http.StatusTooManyRequests)
+}
+
+// shed answers a request the concurrency guard did not admit.
+func (h *Handler) shed(w http.ResponseWriter, x *exchange, err error) error {
+	s, ok := isShed(err)
+	if !ok {
+		// The client went away while it waited: nobody is left to answer.
+		x.canceled = true
+		return caddyhttp.Error(statusClientClosed, err)
+	}
+	g := h.concurrency
+	env := guardFull(g, s)
+	if s.Reason == busy.TooMany {
+		env = batchOverMax(g, x.refusal.needed)
+	}
+	x.refusal.guard, x.cause = g.name, s
+	return h.answer(w, x, &env, http.StatusServiceUnavailable)
+}
+
+// statusClientClosed is the status Caddy records for a client that went
+// away before its response.
+const statusClientClosed = 499
+
+// bodyRefusal is how the gateway answers a POST it could not read, parse or
+// take.
+type bodyRefusal struct {
+	env envelope.Envelope
+	// status and code are the HTTP status and JSON-RPC code of the id-less
+	// answer; id is null when the body was read but its id cannot be
+	// echoed, and absent when the body was not read at all.
+	status int
+	code   int
+	id     json.RawMessage
+	// parsed: the messages are as they were read, and the log line may say
+	// what they were; perRequest: each request gets its own answer, its id
+	// being fine.
+	parsed, perRequest bool
+}
+
+// refuseBody answers a POST the handler could not read, parse or take; a
+// body that could not be read at all is nobody's to answer.
+func (h *Handler) refuseBody(w http.ResponseWriter, x *exchange, err error) error {
+	ref, ok := h.refusalOf(x.r, err)
+	if !ok {
+		// The client went away or broke the framing.
+		x.msgs = nil
+		return caddyhttp.Error(http.StatusBadRequest, err)
+	}
+	if ref.perRequest {
+		return h.answer(w, x, &ref.env, ref.status)
+	}
+	if !ref.parsed {
+		x.msgs = nil
+	}
+	if ref.id == nil {
+		closeAfterAnswer(w, x.r)
+	}
+	h.answered(x, &ref.env)
+	x.msgs = nil
+	return writeJSON(w, ref.status, &ref.env, ref.env.AppendRPCError(nil, ref.id, ref.code))
+}
+
+// refusalOf is the answer to a body refused for err.
+func (h *Handler) refusalOf(r *http.Request, err error) (bodyRefusal, bool) {
+	var (
+		syntax   *jsonrpc.SyntaxError
+		mismatch *mismatchError
+		repeat   *repeatError
+		bad      *messageError
+	)
+	ref := bodyRefusal{status: http.StatusBadRequest, code: envelope.CodeInvalidRequest, id: envelope.NullID}
+	switch {
+	case errors.Is(err, errBodyTooLarge):
+		ref.env, ref.status, ref.id = bodyTooLarge(h.MaxRequestBody), http.StatusRequestEntityTooLarge, nil
+	case errors.Is(err, errBodyTimeout):
+		ref.env, ref.status, ref.id = bodyTooSlow(time.Duration(h.ReadBodyTimeout)), http.StatusRequestTimeout, nil
+	case errors.As(err, &repeat):
+		ref.env, ref.id = inputRepeated(repeat), nil
+	case errors.Is(err, errEncoded):
+		ref.env, ref.status = bodyEncoded(strings.Join(r.Header.Values("Content-Encoding"), ", ")), http.StatusUnsupportedMediaType
+	case errors.As(err, &syntax):
+		ref.env, ref.code = bodyNotJSON(syntax, r.Header.Get("Content-Type"), claimsJSON(r)), envelope.CodeParseError
+	case errors.Is(err, jsonrpc.ErrAmbiguous):
+		ref.env = messageAmbiguous()
+	case errors.As(err, &mismatch):
+		ref.env, ref.parsed = headersDisagree(mismatch), true
+	case errors.Is(err, jsonrpc.ErrTooManyMessages):
+		ref.env, ref.parsed = batchTooLarge(h.MaxBatch), true
+	case errors.As(err, &bad):
+		ref.env, ref.parsed, ref.perRequest = messageRefused(bad), true, !bad.badID
+	default:
+		return ref, false
+	}
+	return ref, true
+}
+
+// closeAfterAnswer closes an HTTP/1 connection once the answer is written,
+// for an answer given before the body was read: net/http would otherwise
+// read up to 256 KiB of the unread body first, and wait as long as the
+// client takes to send it.
+func closeAfterAnswer(w http.ResponseWriter, r *http.Request) {
+	if r.ProtoMajor == 1 {
+		w.Header().Set("Connection", "close")
+	}
+}

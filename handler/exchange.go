@@ -1,0 +1,167 @@
+package handler
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/caddymcp/caddy-mcp/busy"
+	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+	"github.com/caddymcp/caddy-mcp/ratelimit"
+)
+
+// exchange is what the handler knows of one HTTP request, and what it did
+// with it. Each step of ServeHTTP writes its own fields, and only those.
+type exchange struct {
+	r *http.Request
+	// start is when the handler received the request.
+	start time.Time
+
+	// Written by inspect: the messages of the body, the recycled buffer
+	// holding it (nil when allocated), and the body handed on to the
+	// upstream. one backs msgs without allocating.
+	msgs   []jsonrpc.Message
+	batch  bool
+	pooled *[]byte
+	reader bodyReader
+	one    [1]jsonrpc.Message
+
+	// Written by admission: the tokens taken (given back if the request
+	// does not run), the places held in the guard, and who refused the
+	// request. The buffers back them without allocating.
+	taken     []ratelimit.Request
+	slots     []busy.Slot
+	refusal   refusal
+	reqBuf    [4]ratelimit.Request
+	ownerBuf  [4]*limit
+	demandBuf [1]demand
+	slotBuf   [1]busy.Slot
+
+	// Written by forward: the request went to the upstream, and watch
+	// follows its answer.
+	forwarded bool
+	watch     upstreamWatch
+
+	// Written where an answer is written: the envelope code the gateway
+	// answered with, and the error behind it; canceled: the client left
+	// while the request waited for a place.
+	errorCode string
+	cause     error
+	canceled  bool
+
+	// frozen holds the messages' placeholder values once the body's buffer
+	// has been recycled.
+	frozen *snapshot
+}
+
+// refusal is who refused a request, for the log: a rate limit or the
+// guard, the key it was refused under, and how many places the guard was
+// asked for.
+type refusal struct {
+	limit, guard, key string
+	needed            int
+}
+
+// placeholderPrefix starts every placeholder the handler provides.
+const placeholderPrefix = "http.mcp."
+
+// placeholder resolves the {http.mcp.*} placeholders. It is registered with
+// the request's replacer, so values are computed only when something (a log
+// field, a matcher, header_up) asks for them. Those that describe a message
+// describe the first of the body.
+func (x *exchange) placeholder(key string) (any, bool) {
+	name, ok := strings.CutPrefix(key, placeholderPrefix)
+	if !ok {
+		return nil, false
+	}
+	if x.frozen != nil {
+		return x.value(name, &x.frozen.first)
+	}
+	var first jsonrpc.Message
+	if len(x.msgs) > 0 {
+		first = x.msgs[0]
+	}
+	return x.value(name, &first)
+}
+
+// value is the {http.mcp.name} placeholder for message m of the exchange.
+// Values a client chose in a header are cut to maxEchoed bytes.
+func (x *exchange) value(name string, m *jsonrpc.Message) (string, bool) {
+	switch name {
+	case "method":
+		return string(m.Method), true
+	case "tool":
+		return string(m.Name), true
+	case "id":
+		return idText(m.ID), true
+	case "batch_size":
+		if !x.batch {
+			return "", true
+		}
+		if x.frozen != nil {
+			return strconv.Itoa(x.frozen.size), true
+		}
+		return strconv.Itoa(len(x.msgs)), true
+	case "session_id":
+		return clip(x.r.Header.Get("Mcp-Session-Id")), true
+	case "protocol_version":
+		return clip(x.r.Header.Get("Mcp-Protocol-Version")), true
+	case "authorization":
+		return normalizedAuthorization(x.r.Header.Get("Authorization")), true
+	case "error_code":
+		return x.errorCode, true
+	}
+	return "", false
+}
+
+// snapshot is what the placeholders need of the messages once the buffer
+// they point into is recycled: copies of the first message's values, and
+// the number of messages.
+type snapshot struct {
+	first jsonrpc.Message
+	size  int
+}
+
+// recycle gives the body's buffer back once nothing can read it: the
+// request was never forwarded, or the upstream's transport closed the body.
+// The placeholders, which log_append reads after the handler returns, keep
+// copies of their values.
+func (x *exchange) recycle() {
+	if x.pooled == nil || (x.forwarded && !x.reader.closed.Load()) {
+		return
+	}
+	s := &snapshot{size: len(x.msgs)}
+	if len(x.msgs) > 0 {
+		m := x.msgs[0]
+		s.first = jsonrpc.Message{Kind: m.Kind, Method: bytes.Clone(m.Method), ID: bytes.Clone(m.ID), Name: bytes.Clone(m.Name)}
+	}
+	x.frozen = s
+	x.msgs = nil
+	putBuffer(x.pooled)
+	x.pooled = nil
+}
+
+// idText is an id as a log reads it: a string id without its quotes, a
+// number as written, "" when absent.
+func idText(id json.RawMessage) string {
+	if len(id) == 0 || id[0] != '"' {
+		return string(id)
+	}
+	if bytes.IndexByte(id, '\\') < 0 {
+		return string(id[1 : len(id)-1])
+	}
+	var s string
+	if json.Unmarshal(id, &s) != nil {
+		return string(id)
+	}
+	return s
+}
+
+// isCall reports whether m is a tools/call request, answered with a
+// CallToolResult rather than a JSON-RPC error.
+func isCall(m *jsonrpc.Message) bool {
+	return m.Kind == jsonrpc.Request && string(m.Method) == "tools/call"
+}

@@ -1,0 +1,297 @@
+package handler
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+)
+
+// Forwarding: the request goes to the next handler (reverse_proxy), and its
+// answer comes back through an upstreamWatch, which passes everything
+// through as it is written, except what the gateway must answer for the
+// upstream: an error status whose body is not JSON-RPC, a proxy error
+// returned before anything was written, and an event stream that ended
+// before the response it owed.
+
+// maxHeldBody bounds the error body held back from the client while the
+// handler decides whether it is the upstream's own JSON-RPC answer (passed
+// through) or an error page (replaced by an envelope). A longer body is
+// passed through as it is.
+const maxHeldBody = 64 << 10
+
+// forward hands the request to the next handler and settles what the
+// upstream could not say for itself.
+func (h *Handler) forward(w http.ResponseWriter, x *exchange, next caddyhttp.Handler) (err error) {
+	x.forwarded = true
+	u := &x.watch
+	*u = upstreamWatch{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, x: x, keepaliveEvery: time.Duration(h.SSEKeepalive)}
+	up := x.r
+	if len(x.slots) > 0 && !closingCancels(x.r) {
+		// The request holds places in the guard, and its upstream goes on
+		// running it when the client leaves (before MCP 2026-07-28, closing
+		// the connection does not cancel a call). The places must then be
+		// held until the upstream has answered: the upstream request is cut
+		// loose from the client's, and its answer is read to its end, into
+		// nothing once the client is gone.
+		up = x.r.WithContext(context.WithoutCancel(x.r.Context()))
+		u.drain = true
+	}
+	defer func() {
+		v := recover()
+		if v == nil {
+			return
+		}
+		u.stopKeepalive()
+		// reverse_proxy panics with ErrAbortHandler when the upstream
+		// breaks an answer it has started.
+		var settled bool
+		if v == http.ErrAbortHandler {
+			err, settled = h.settle(x, u, nil, true)
+		}
+		if !settled {
+			panic(v)
+		}
+	}()
+	err = next.ServeHTTP(u, up)
+	u.stopKeepalive()
+	err, _ = h.settle(x, u, err, false)
+	return err
+}
+
+// settle decides what the client is owed once the proxy is done, err being
+// what it returned, or broke that the upstream broke its answer: nothing
+// more, when the answer reached the client as the upstream wrote it or the
+// client is gone; the upstream's held answer, or an envelope in its place;
+// the envelope for a proxy error; or the end of an event stream that owes
+// responses. settled reports whether it answered.
+func (h *Handler) settle(x *exchange, u *upstreamWatch, err error, broke bool) (_ error, settled bool) {
+	switch {
+	case x.r.Context().Err() != nil:
+		return err, false
+	case u.held:
+		return h.replaceHeld(u), true
+	case broke || err == nil:
+		if u.sse != nil && u.sse.repairable() {
+			what := "the MCP server ended its answer without responding"
+			if broke {
+				what = "the connection to the MCP server broke"
+			}
+			return h.repairStream(u, what), true
+		}
+	case u.status == 0:
+		if env, status, ok := h.proxyFailure(err); ok {
+			x.cause = err
+			return h.answer(u.ResponseWriterWrapper.ResponseWriter, x, &env, status), true
+		}
+	}
+	return err, false
+}
+
+// closingCancels reports whether the request's protocol version (MCP
+// 2026-07-28 and later) makes closing its response stream the cancellation
+// of the call, so that the upstream stops working on it when the client
+// leaves.
+func closingCancels(r *http.Request) bool {
+	return r.Header.Get("Mcp-Protocol-Version") >= "2026-07-28"
+}
+
+// upstreamWatch stands between reverse_proxy and the client for one request.
+// Everything passes through as it is written, and flushes as they happen,
+// except a 5xx or 429 answer that does not declare itself an event stream:
+// that is held back (at most maxHeldBody) until the handler knows whether the
+// upstream spoke JSON-RPC.
+type upstreamWatch struct {
+	caddyhttp.ResponseWriterWrapper
+	x *exchange
+	// status is the final status written, 0 until then.
+	status   int
+	held     bool
+	heldBody []byte
+	// overflow: a held error page outgrew maxHeldBody; its rest is dropped.
+	overflow bool
+	// sse follows an event-stream answer to a POST that holds requests.
+	sse *sseTracker
+	// keepaliveEvery is how long an event stream may stay idle before a
+	// comment line is sent; ka sends them (nil when off or not a stream).
+	keepaliveEvery time.Duration
+	ka             *keepalive
+	// drain: the answer is read to its end even when the client is gone;
+	// gone: it is, and what the upstream writes is dropped.
+	drain, gone bool
+}
+
+func (u *upstreamWatch) WriteHeader(status int) {
+	if status < 200 || u.status != 0 {
+		u.ResponseWriterWrapper.WriteHeader(status)
+		return
+	}
+	u.status = status
+	hdr := u.Header()
+	eventStream, readable := isEventStream(hdr), identityEncoded(hdr)
+	if (status >= 500 || status == http.StatusTooManyRequests) && !eventStream && readable {
+		u.held = true
+		return
+	}
+	// An event stream is followed, and kept alive, only when its bytes are
+	// the events themselves: the gateway cannot read a compressed stream,
+	// and anything it wrote into one would corrupt it.
+	followed := eventStream && readable && status == http.StatusOK
+	if followed {
+		u.sse = newSSETracker(u.x.msgs)
+	}
+	u.ResponseWriterWrapper.WriteHeader(status)
+	if followed && u.keepaliveEvery > 0 {
+		u.ka = startKeepalive(u.ResponseWriterWrapper.ResponseWriter, u.keepaliveEvery)
+	}
+}
+
+func (u *upstreamWatch) Write(p []byte) (int, error) {
+	if u.status == 0 {
+		u.WriteHeader(http.StatusOK)
+	}
+	if u.held {
+		if u.overflow || len(u.heldBody)+len(p) <= maxHeldBody {
+			if !u.overflow {
+				u.heldBody = append(u.heldBody, p...)
+			}
+			return len(p), nil
+		}
+		if !startsLikeJSON(u.heldBody) {
+			// An error page, not the upstream speaking JSON-RPC: what is
+			// held is enough for the excerpt, and the rest is dropped.
+			u.overflow = true
+			return len(p), nil
+		}
+		if err := u.release(); err != nil {
+			return 0, err
+		}
+	}
+	if u.sse != nil {
+		u.sse.observe(p)
+	}
+	return u.toClient(p)
+}
+
+// ReadFrom keeps bytes flowing through Write, where they are watched.
+func (u *upstreamWatch) ReadFrom(r io.Reader) (int64, error) {
+	return io.Copy(writerOnly{u}, r)
+}
+
+type writerOnly struct{ io.Writer }
+
+// FlushError flushes, except while an answer is held back: flushing then
+// would send a 200 header before the handler has decided.
+func (u *upstreamWatch) FlushError() error {
+	if u.held || (u.drain && u.left()) {
+		return nil
+	}
+	err := u.ka.flush(http.NewResponseController(u.ResponseWriterWrapper.ResponseWriter).Flush)
+	return u.drained(err)
+}
+
+// toClient sends p to the client, in step with the keepalive.
+func (u *upstreamWatch) toClient(p []byte) (int, error) {
+	if u.drain && u.left() {
+		return len(p), nil
+	}
+	n, err := u.ka.write(p, u.ResponseWriterWrapper.Write)
+	if err = u.drained(err); err == nil {
+		n = len(p)
+	}
+	return n, err
+}
+
+// left reports whether the client is gone: its request ended, or a write to
+// it failed.
+func (u *upstreamWatch) left() bool {
+	u.gone = u.gone || u.x.r.Context().Err() != nil
+	return u.gone
+}
+
+// drained is the outcome of a write or flush to the client as the proxy
+// should see it: when the answer is drained, a failure means the client is
+// gone, and the proxy goes on reading the upstream as if nothing failed.
+func (u *upstreamWatch) drained(err error) error {
+	if err != nil && u.drain {
+		u.gone = true
+		return nil
+	}
+	return err
+}
+
+func (u *upstreamWatch) stopKeepalive() {
+	u.ka.stop()
+	u.ka = nil
+}
+
+// release sends a held answer as the upstream wrote it.
+func (u *upstreamWatch) release() error {
+	u.held = false
+	u.ResponseWriterWrapper.WriteHeader(u.status)
+	_, err := u.ResponseWriterWrapper.Write(u.heldBody)
+	u.heldBody = nil
+	return err
+}
+
+// replaceHeld decides what a held error answer was. The upstream's own
+// JSON-RPC messages pass through untouched; anything else (an HTML error
+// page, a plain-text stack trace, nothing) becomes the envelope for its
+// status.
+func (h *Handler) replaceHeld(u *upstreamWatch) error {
+	if isJSONRPC(u.heldBody) {
+		return u.release()
+	}
+	env, status := h.upstreamStatus(u.status, u.Header(), u.heldBody)
+	u.held = false
+	clearEntityHeaders(u.Header())
+	return h.answer(u.ResponseWriterWrapper.ResponseWriter, u.x, &env, status)
+}
+
+// startsLikeJSON reports whether body could begin a JSON-RPC message or
+// batch, which is then passed through however long it is.
+func startsLikeJSON(body []byte) bool {
+	for _, c := range body {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		case '{', '[':
+			return true
+		}
+		return false
+	}
+	return true
+}
+
+func isEventStream(h http.Header) bool {
+	ct, _, _ := strings.Cut(h.Get("Content-Type"), ";")
+	return strings.EqualFold(strings.TrimSpace(ct), "text/event-stream")
+}
+
+// isJSONRPC reports whether body is JSON holding JSON-RPC messages.
+func isJSONRPC(body []byte) bool {
+	found := false
+	_, err := jsonrpc.Each(body, func(m jsonrpc.Message) error {
+		found = found || m.Kind != jsonrpc.Invalid
+		return nil
+	})
+	return err == nil && found
+}
+
+// clearEntityHeaders removes what the upstream said about the body it sent,
+// before the handler sends another. Other headers (Mcp-Session-Id above all)
+// stay.
+func clearEntityHeaders(h http.Header) {
+	for _, k := range []string{
+		"Content-Type", "Content-Length", "Content-Encoding", "Content-Language",
+		"Content-Range", "Content-Disposition", "Content-Location", "Etag",
+		"Last-Modified", "Transfer-Encoding", "Retry-After", "Trailer",
+	} {
+		h.Del(k)
+	}
+}

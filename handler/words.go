@@ -1,0 +1,292 @@
+package handler
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/caddymcp/caddy-mcp/busy"
+	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+)
+
+// The words the model reads: every envelope the gateway writes is made here,
+// one constructor per situation, so that their wording can be reviewed, and
+// kept consistent, in one place. Each message says what happened; each
+// recovery says what to do next; a retry_after is given in whole seconds,
+// rounded up, whenever a delay is known.
+
+// Rate limits.
+
+// rateLimitWords are the fixed parts of a limit's RATE_LIMITED envelope,
+// made once when the limit is provisioned.
+func rateLimitWords(l *limit) (message string, details []envelope.Detail) {
+	return "Rate limit exceeded: " + l.describe() + " for " + l.scope, []envelope.Detail{
+		{Key: "limit", Value: l.name},
+		{Key: "rate", Value: l.describe()},
+		{Key: "burst", Value: strconv.Itoa(l.lim.Burst)},
+	}
+}
+
+// rateLimited: the limit's bucket holds too few tokens until retry.
+func rateLimited(l *limit, retry time.Duration) envelope.Envelope {
+	secs, in := inSeconds(retry)
+	return envelope.Envelope{
+		Code:       envelope.RateLimited,
+		Severity:   envelope.SeverityError,
+		Message:    l.deniedMessage,
+		Recovery:   "Wait " + in + ", then retry the same call. Calls made sooner are refused too.",
+		Details:    l.details,
+		RetryAfter: float64(secs),
+	}
+}
+
+// batchOverBurst: a batch needs more tokens than the bucket ever holds, so
+// waiting cannot help.
+func batchOverBurst(l *limit, cost int) envelope.Envelope {
+	return envelope.New(envelope.RateLimited, fmt.Sprintf("Rate limit exceeded: this batch counts %s against the limit %s, which allows at most %d at once (%s), so it can never pass as one request",
+		countOf(cost, l.methods), l.name, l.lim.Burst, l.describe())).
+		Suggest(fmt.Sprintf("Split the batch into requests of at most %s each, or send them one at a time.", countOf(l.lim.Burst, l.methods))).
+		Details(l.details...).
+		Envelope()
+}
+
+// The concurrency guard.
+
+// guardFull: the guard's places and queue are taken, or the wait in the
+// queue was too long.
+func guardFull(g *concurrencyGuard, s *busy.Shed) envelope.Envelope {
+	counts := fmt.Sprintf("%s in progress and %d waiting", countOf(s.Active, g.methods), s.Queued)
+	message := fmt.Sprintf("Server busy: %s, the most it takes (%d in progress, %d waiting)", counts, g.limits.Max, g.limits.Queue)
+	if s.Reason == busy.WaitExceeded {
+		message = fmt.Sprintf("Server busy: %s; this call waited %s in the queue without a free place", counts, formatWindow(g.limits.QueueTimeout))
+	}
+	secs, in := inSeconds(s.RetryAfter)
+	return envelope.New(envelope.ServerBusy, message).
+		Suggest(reduceConcurrency("in "+in)).
+		Details(
+			envelope.Detail{Key: "guard", Value: g.name},
+			envelope.Detail{Key: "active", Value: strconv.Itoa(s.Active)},
+			envelope.Detail{Key: "queued", Value: strconv.Itoa(s.Queued)},
+		).
+		RetryAfter(float64(secs)).
+		Envelope()
+}
+
+// batchOverMax: a batch needs more places than the guard has, so it can
+// never be admitted.
+func batchOverMax(g *concurrencyGuard, needed int) envelope.Envelope {
+	most := countOf(g.limits.Max, g.methods)
+	return envelope.New(envelope.ServerBusy, fmt.Sprintf("Server busy: this batch needs %s at once, and at most %s run at once here, so it can never be admitted", countOf(needed, g.methods), most)).
+		Suggest(fmt.Sprintf("Send at most %s per batch, or send them one at a time.", most)).
+		Details(envelope.Detail{Key: "guard", Value: g.name}, envelope.Detail{Key: "max", Value: strconv.Itoa(g.limits.Max)}).
+		Envelope()
+}
+
+// reduceConcurrency is the recovery of every "busy" envelope; when is "in
+// 12 seconds" or "later".
+func reduceConcurrency(when string) string {
+	return "Reduce concurrent calls: send them one at a time, and retry this one " + when + "."
+}
+
+// The upstream.
+
+// upstreamUnavailable: the MCP server cannot be reached, or said so (502).
+func upstreamUnavailable(why string, retry time.Duration) envelope.Envelope {
+	message := "The MCP server behind this gateway is unavailable"
+	if why != "" {
+		message += ": " + why
+	}
+	secs, in := inSeconds(retry)
+	return envelope.New(envelope.HandoffUpstreamUnavailable, message).
+		Suggest("Tell the user the tool server is unavailable, and retry in " + in + ".").
+		RetryAfter(float64(secs)).
+		Envelope()
+}
+
+// upstreamTimedOut: the MCP server did not answer in time; the call may
+// still complete.
+func upstreamTimedOut(why string) envelope.Envelope {
+	message := "The MCP server did not answer in time"
+	if why != "" {
+		message += ": " + why
+	}
+	return envelope.New(envelope.Timeout, message).
+		Suggest("The call may still complete on the server: check its effect before retrying, so that it does not run twice.").
+		Envelope()
+}
+
+// upstreamBusy: the MCP server answered 503, with a Retry-After if known.
+func upstreamBusy(answered string, retry time.Duration, known bool) envelope.Envelope {
+	b := envelope.New(envelope.ServerBusy, "The MCP server is busy: "+answered)
+	if known {
+		secs, in := inSeconds(retry)
+		b.Suggest(reduceConcurrency("in " + in)).RetryAfter(float64(secs))
+	} else {
+		b.Suggest(reduceConcurrency("later"))
+	}
+	return b.Details(envelope.Detail{Key: "upstream_status", Value: "503"}).Envelope()
+}
+
+// upstreamRateLimited: the MCP server answered 429, with a Retry-After if
+// known.
+func upstreamRateLimited(answered string, retry time.Duration, known bool) envelope.Envelope {
+	b := envelope.New(envelope.RateLimited, "The MCP server refused the call: too many requests ("+answered+")")
+	if known {
+		secs, in := inSeconds(retry)
+		b.Suggest("Wait " + in + ", then retry the same call.").RetryAfter(float64(secs))
+	} else {
+		b.Suggest("Wait before retrying the same call; the server did not say how long.")
+	}
+	return b.Details(envelope.Detail{Key: "upstream_status", Value: "429"}).Envelope()
+}
+
+// upstreamFailed: the MCP server answered 500 or another 5xx with a body
+// that is not JSON-RPC, of which excerpt is the start.
+func upstreamFailed(status int, answered, excerpt string) envelope.Envelope {
+	b := envelope.New(envelope.InternalError, "The tool failed inside the MCP server: "+answered).
+		Suggest("Do not blindly retry: the same call is likely to fail the same way. Tell the user what failed, or try another approach.").
+		Details(envelope.Detail{Key: "upstream_status", Value: strconv.Itoa(status)})
+	if excerpt != "" {
+		b.Details(envelope.Detail{Key: "upstream_body", Value: excerpt})
+	}
+	return b.Envelope()
+}
+
+// streamBroken: an event stream ended (what says how) before the response
+// it owed, and cannot be resumed.
+func streamBroken(what string, retry time.Duration) envelope.Envelope {
+	secs, _ := inSeconds(retry)
+	return envelope.New(envelope.HandoffUpstreamUnavailable, "The MCP server did not finish answering: "+what+" before the response to this request").
+		Suggest("The call may have run: check its effect before retrying, so that it does not run twice.").
+		RetryAfter(float64(secs)).
+		Envelope()
+}
+
+// Requests the gateway refuses as they are.
+
+// originRefused: a web page from an origin not allowed.
+func originRefused(origin string) envelope.Envelope {
+	return envelope.New(envelope.Forbidden, "Requests from the web origin "+quote(clip(origin))+" are not allowed by this MCP gateway").
+		Suggest("Call the MCP server from an MCP client, or ask its operator to add this origin to allowed_origins.").
+		Envelope()
+}
+
+func bodyTooLarge(max int64) envelope.Envelope {
+	return envelope.New(envelope.ValidationError, fmt.Sprintf("Request body is larger than the %d bytes this server accepts", max)).
+		Suggest("Send a smaller request: split the work into several calls, or pass large data by reference.").
+		Envelope()
+}
+
+func bodyTooSlow(timeout time.Duration) envelope.Envelope {
+	return envelope.New(envelope.ValidationError, "Request body did not arrive within "+formatWindow(timeout)).
+		Suggest("Send the whole request at once, and retry it on a faster connection or with a smaller body.").
+		Envelope()
+}
+
+func inputRepeated(e *repeatError) envelope.Envelope {
+	return envelope.New(envelope.ValidationError, "Request is ambiguous: "+e.Error()).
+		Suggest("Send " + e.what + " once.").
+		Envelope()
+}
+
+func bodyEncoded(encodings string) envelope.Envelope {
+	return envelope.New(envelope.ValidationError, "Request body is sent with Content-Encoding "+clip(encodings)+": this server reads every request before it runs, and takes them uncompressed only").
+		Suggest("Send the request body uncompressed, without a Content-Encoding header.").
+		Envelope()
+}
+
+// bodyNotJSON: the body is not JSON; when it does not claim to be (its
+// Content-Type), the message says why it was read at all.
+func bodyNotJSON(err *jsonrpc.SyntaxError, contentType string, claimsJSON bool) envelope.Envelope {
+	message := "Request body is not valid JSON: " + err.Error()
+	if !claimsJSON {
+		message = "Request body is not JSON (Content-Type " + clip(contentType) + "): this server reads every request before it runs, and could not read it: " + err.Error()
+	}
+	return envelope.New(envelope.ValidationError, message).
+		Suggest("Send one JSON-RPC 2.0 message, or a batch array of them, as the POST body, with Content-Type: application/json.").
+		Envelope()
+}
+
+func messageAmbiguous() envelope.Envelope {
+	return envelope.New(envelope.ValidationError,
+		"Request is ambiguous: a JSON-RPC member (jsonrpc, method, id, params, result, error, params.name) appears twice or in another letter case").
+		Suggest("Send each member once, spelled in lower case as JSON-RPC defines it.").
+		Envelope()
+}
+
+func headersDisagree(e *mismatchError) envelope.Envelope {
+	return envelope.New(envelope.ValidationError, "Request headers disagree with its body: "+e.msg).
+		Suggest("Send Mcp-Method and Mcp-Name headers equal to the body's method and params.name, or leave them out.").
+		Envelope()
+}
+
+func batchTooLarge(max int) envelope.Envelope {
+	return envelope.New(envelope.ValidationError, fmt.Sprintf("Request is a batch of more than %d messages, the most this server takes in one request", max)).
+		Suggest(fmt.Sprintf("Send at most %d messages per batch, or send them one at a time.", max)).
+		Envelope()
+}
+
+func messageRefused(e *messageError) envelope.Envelope {
+	return envelope.New(envelope.ValidationError, "Request refused: "+e.msg).Suggest(e.recovery).Envelope()
+}
+
+// Writing numbers and values the way a person would.
+
+// inSeconds rounds a delay up to whole seconds, at least 1, and writes it:
+// 20 and "20 seconds".
+func inSeconds(d time.Duration) (int64, string) {
+	secs := max(1, int64(math.Ceil(d.Seconds())))
+	return secs, plural(secs, "second")
+}
+
+// countOf counts what a limit or guard with these methods counts: "1 call",
+// "3 calls" when it counts only tools/call, else "1 request", "3 requests".
+func countOf(n int, methods []string) string {
+	unit := "request"
+	if len(methods) == 1 && methods[0] == "tools/call" {
+		unit = "call"
+	}
+	return plural(int64(n), unit)
+}
+
+func plural(n int64, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return strconv.FormatInt(n, 10) + " " + unit + "s"
+}
+
+// formatWindow writes a window the way a person would: 1s, 30s, 1m, 2h, 1.5s.
+func formatWindow(d time.Duration) string {
+	switch {
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	case d%time.Minute == 0:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	case d%time.Second == 0:
+		return fmt.Sprintf("%ds", d/time.Second)
+	}
+	return d.String()
+}
+
+func quote(s string) string { return `"` + s + `"` }
+
+// maxEchoed bounds, in bytes, a client-chosen value (a method, a tool name,
+// an id, a header, a key) written into a log line or an envelope.
+const maxEchoed = 256
+
+// clip returns s cut to maxEchoed bytes at a character boundary, saying how
+// long it was.
+func clip(s string) string {
+	if len(s) <= maxEchoed {
+		return s
+	}
+	cut := maxEchoed
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "... (" + strconv.Itoa(len(s)) + " bytes)"
+}

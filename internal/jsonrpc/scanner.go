@@ -1,0 +1,377 @@
+package jsonrpc
+
+import (
+	"bytes"
+	"fmt"
+)
+
+// scanner is a validating JSON reader over one body, in the manner of
+// encoding/json's Valid: the same grammar, no decoding of what it skips, with
+// one extension. It also takes the tokens NaN, Infinity and -Infinity as
+// numbers, as Python's JSON parsers do (json.loads, and pydantic_core, which
+// the official Python SDK server reads requests with): a body holding them is
+// then read as that server reads it, instead of being left uninspected.
+type scanner struct {
+	b []byte
+	i int
+	// ambiguous records that a message was found ambiguous; the scan goes
+	// on, so that a body that is not JSON is reported as such.
+	ambiguous bool
+}
+
+func (s *scanner) errorf(format string, args ...any) error {
+	return &SyntaxError{Offset: s.i, msg: fmt.Sprintf(format, args...)}
+}
+
+func (s *scanner) peek() byte {
+	if s.i < len(s.b) {
+		return s.b[s.i]
+	}
+	return 0
+}
+
+func (s *scanner) ws() {
+	i := s.i
+	for i < len(s.b) && space[s.b[i]] {
+		i++
+	}
+	s.i = i
+}
+
+// space marks JSON's whitespace.
+var space = [256]bool{' ': true, '\t': true, '\n': true, '\r': true}
+
+func (s *scanner) expect(c byte) error {
+	if s.peek() != c {
+		if s.i >= len(s.b) {
+			return s.errorf("unexpected end of input, want %q", c)
+		}
+		return s.errorf("unexpected %q, want %q", s.b[s.i], c)
+	}
+	s.i++
+	return nil
+}
+
+// message reads one object at the given depth, learning its JSON-RPC
+// members.
+func (s *scanner) message(m *Message, depth int) error {
+	var hasMethod, hasResult, methodIsString bool
+	err := s.object(depth, jsonrpcMembers, func(bit uint8) error {
+		if bit == 0 {
+			return s.value(depth)
+		}
+		switch bit {
+		case memberMethod:
+			hasMethod = true
+			if s.peek() == '"' {
+				methodIsString = true
+				var err error
+				m.Method, err = s.str()
+				return err
+			}
+		case memberID:
+			start := s.i
+			if err := s.value(depth); err != nil {
+				return err
+			}
+			m.ID = s.b[start:s.i]
+			return nil
+		case memberParams:
+			if s.peek() == '{' {
+				return s.params(m, depth+1)
+			}
+		case memberResult, memberError:
+			hasResult = true
+		}
+		return s.value(depth)
+	})
+	if err != nil {
+		return err
+	}
+	switch {
+	case hasMethod && !methodIsString:
+		m.Kind = Invalid
+	case hasMethod && m.ID != nil:
+		m.Kind = Request
+	case hasMethod:
+		m.Kind = Notification
+	case hasResult && m.ID != nil:
+		m.Kind = Response
+	}
+	return nil
+}
+
+// params reads the params object at the given depth, learning "name" and
+// skipping the rest (the arguments above all) without decoding it.
+func (s *scanner) params(m *Message, depth int) error {
+	return s.object(depth, paramsMembers, func(bit uint8) error {
+		if bit == 0 {
+			return s.value(depth)
+		}
+		if s.peek() == '"' {
+			var err error
+			m.Name, err = s.str()
+			return err
+		}
+		return s.value(depth)
+	})
+}
+
+const (
+	memberJSONRPC uint8 = 1 << iota
+	memberMethod
+	memberID
+	memberParams
+	memberResult
+	memberError
+	memberName
+)
+
+type member struct {
+	name string
+	bit  uint8
+}
+
+var (
+	jsonrpcMembers = []member{
+		{"jsonrpc", memberJSONRPC}, {"method", memberMethod}, {"id", memberID},
+		{"params", memberParams}, {"result", memberResult}, {"error", memberError},
+	}
+	paramsMembers = []member{{"name", memberName}}
+)
+
+// memberBit names the member key is, or 0 when it is none of ours. A key
+// that is one of ours in another letter case is none of ours, and makes the
+// scan ambiguous. Case is folded as encoding/json folds it, Unicode included:
+// "paramſ" (with a long s) is params to Go's decoder, though longer in bytes.
+func (s *scanner) memberBit(key []byte, members []member) uint8 {
+	for _, mb := range members {
+		if string(key) == mb.name {
+			return mb.bit
+		}
+		if bytes.EqualFold(key, []byte(mb.name)) {
+			s.ambiguous = true
+			return 0
+		}
+	}
+	return 0
+}
+
+// object reads an object, calling member for each of its members with the
+// scanner positioned at the value, which member must consume. member gets
+// the bit of the member the key names among members, or 0 when the key
+// names none of them, or one already seen (which makes the scan
+// ambiguous). A nil member skips every member, keys included, without
+// decoding them.
+func (s *scanner) object(depth int, members []member, member func(bit uint8) error) error {
+	if depth > MaxDepth {
+		return s.errorf("nesting deeper than %d", MaxDepth)
+	}
+	if err := s.expect('{'); err != nil {
+		return err
+	}
+	s.ws()
+	if s.peek() == '}' {
+		s.i++
+		return nil
+	}
+	var seen uint8
+	// keyBuf holds a decoded key, on the stack, since a key goes no further
+	// than memberBit; a byte of invalid UTF-8 decodes to three.
+	var keyBuf [3 * maxMemberKey]byte
+	for {
+		s.ws()
+		if s.peek() != '"' {
+			return s.errorf("want an object key")
+		}
+		var bit uint8
+		var err error
+		if member != nil {
+			var key []byte
+			key, err = s.memberKey(keyBuf[:0])
+			bit = s.memberBit(key, members)
+			if seen&bit != 0 {
+				s.ambiguous = true // given twice
+				bit = 0
+			}
+			seen |= bit
+		} else {
+			err = s.skipStr()
+		}
+		if err != nil {
+			return err
+		}
+		s.ws()
+		if err := s.expect(':'); err != nil {
+			return err
+		}
+		s.ws()
+		if member == nil {
+			err = s.value(depth)
+		} else {
+			err = member(bit)
+		}
+		if err != nil {
+			return err
+		}
+		s.ws()
+		if s.peek() == ',' {
+			s.i++
+			continue
+		}
+		return s.expect('}')
+	}
+}
+
+// value skips any JSON value, validating it.
+func (s *scanner) value(depth int) error {
+	switch c := s.peek(); {
+	case c == '{':
+		return s.object(depth+1, nil, nil)
+	case c == '[':
+		return s.array(depth + 1)
+	case c == '"':
+		return s.skipStr()
+	case c == '-' || (c >= '0' && c <= '9'):
+		if bytes.HasPrefix(s.b[s.i:], minusInfinity) {
+			s.i += len(minusInfinity)
+			return nil
+		}
+		return s.number()
+	case c == 'N':
+		return s.literal("NaN")
+	case c == 'I':
+		return s.literal("Infinity")
+	case c == 't':
+		return s.literal("true")
+	case c == 'f':
+		return s.literal("false")
+	case c == 'n':
+		return s.literal("null")
+	case s.i >= len(s.b):
+		return s.errorf("unexpected end of input")
+	default:
+		return s.errorf("unexpected %q", c)
+	}
+}
+
+// batch reads the elements of a batch, the scanner at its '[': each object
+// as a message, anything else as a value that is no message.
+func (s *scanner) batch(visit func(Message) error) error {
+	s.i++ // '['
+	s.ws()
+	if s.peek() == ']' {
+		s.i++
+		return nil
+	}
+	for {
+		s.ws()
+		var m Message
+		var err error
+		if s.peek() == '{' {
+			err = s.message(&m, 2)
+		} else {
+			err = s.value(1)
+		}
+		if err == nil {
+			err = visit(m)
+		}
+		if err != nil {
+			return err
+		}
+		s.ws()
+		if s.peek() != ',' {
+			return s.expect(']')
+		}
+		s.i++
+	}
+}
+
+func (s *scanner) array(depth int) error {
+	if depth > MaxDepth {
+		return s.errorf("nesting deeper than %d", MaxDepth)
+	}
+	s.i++ // '['
+	s.ws()
+	if s.peek() == ']' {
+		s.i++
+		return nil
+	}
+	for {
+		s.ws()
+		if err := s.value(depth); err != nil {
+			return err
+		}
+		s.ws()
+		if s.peek() == ',' {
+			s.i++
+			continue
+		}
+		return s.expect(']')
+	}
+}
+
+var (
+	minusInfinity = []byte("-Infinity")
+	byteOrderMark = []byte("\xef\xbb\xbf")
+)
+
+// IsNonFinite reports whether a value the scanner read is one of the tokens
+// NaN, Infinity or -Infinity, which are not JSON.
+func IsNonFinite(v []byte) bool {
+	return len(v) > 0 && (v[0] == 'N' || v[0] == 'I' || bytes.HasPrefix(v, minusInfinity))
+}
+
+func (s *scanner) literal(lit string) error {
+	if !bytes.HasPrefix(s.b[s.i:], []byte(lit)) {
+		return s.errorf("invalid literal")
+	}
+	s.i += len(lit)
+	return nil
+}
+
+func (s *scanner) number() error {
+	start := s.i
+	if s.peek() == '-' {
+		s.i++
+	}
+	switch c := s.peek(); {
+	case c == '0':
+		s.i++
+	case c >= '1' && c <= '9':
+		s.digits()
+	default:
+		return s.errorf("invalid number")
+	}
+	if s.peek() == '.' {
+		s.i++
+		if !isDigit(s.peek()) {
+			return s.errorf("invalid number")
+		}
+		s.digits()
+	}
+	if c := s.peek(); c == 'e' || c == 'E' {
+		s.i++
+		if c := s.peek(); c == '+' || c == '-' {
+			s.i++
+		}
+		if !isDigit(s.peek()) {
+			return s.errorf("invalid number")
+		}
+		s.digits()
+	}
+	if s.i == start {
+		return s.errorf("invalid number")
+	}
+	return nil
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+func (s *scanner) digits() {
+	i := s.i
+	for i < len(s.b) && isDigit(s.b[i]) {
+		i++
+	}
+	s.i = i
+}
