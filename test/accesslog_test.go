@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/caddymcp/caddy-mcp/test/mcptest"
+	"github.com/caddymcp/caddy-mcp/test/wire"
 )
 
 func TestAccessLogCarriesTheMCPPlaceholders(t *testing.T) {
@@ -35,10 +36,10 @@ mcp {
 }
 reverse_proxy %s`, accessLog, strings.TrimPrefix(upstream, "http://")))
 	endpoint := g.URL + "/mcp"
-	session := []string{"Mcp-Session-Id", "sess-7", "MCP-Protocol-Version", "2025-11-25"}
-	post(t, endpoint, toolCall("forwarded", "limited"), session...)
-	_, body := post(t, endpoint, toolCall("refused", "limited"), session...)
-	require.Equal(t, "RATE_LIMITED", outcome(t, body))
+	session := withHeader("Mcp-Session-Id", "sess-7", "MCP-Protocol-Version", "2025-11-25")
+	post(t, endpoint, wire.ToolCall("forwarded", "limited"), session)
+	_, body := post(t, endpoint, wire.ToolCall("refused", "limited"), session)
+	require.Equal(t, "RATE_LIMITED", wire.Outcome(body))
 
 	// The access log is written once the response is, after the client
 	// may already have read it.
@@ -92,11 +93,11 @@ reverse_proxy %s`,
 				strings.TrimPrefix(upstreamB, "http://"), strings.TrimPrefix(upstreamA, "http://")))
 			endpoint := g.URL + "/mcp"
 			for _, body := range []string{
-				toolCall("1", "slow"),
-				toolCall("2", "echo"),
+				wire.ToolCall("1", "slow"),
+				wire.ToolCall("2", "echo"),
 				`{"jsonrpc":"2.0","id":"3","method":"tools/list"}`,
-				toolCall("4", "slow"),
-				toolCall("5", "slower"),
+				wire.ToolCall("4", "slow"),
+				wire.ToolCall("5", "slower"),
 			} {
 				resp, _ := post(t, endpoint, body)
 				require.Equal(t, http.StatusOK, resp.StatusCode)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/handler"
 	"github.com/caddymcp/caddy-mcp/test/mcptest"
+	"github.com/caddymcp/caddy-mcp/test/wire"
 )
 
 // getStatus reads GET /mcp/status from the admin API.
@@ -41,7 +42,7 @@ type statusError struct{ msg string }
 func (e *statusError) Error() string { return e.msg }
 
 func TestAdminStatusShowsLimitsAndGuardsWhileCallsAreHeld(t *testing.T) {
-	h, upstream := startHolder(t)
+	h := startUpstream(t, holdCallsOf("hold"))
 	g := mcptest.StartGatewayWith(t, mcptest.GatewayConfig{Admin: true, Site: `mcp {
 	rate_limit admin_per_tool {
 		key {http.mcp.tool}
@@ -56,20 +57,20 @@ func TestAdminStatusShowsLimitsAndGuardsWhileCallsAreHeld(t *testing.T) {
 		key {http.mcp.tool}
 	}
 }
-reverse_proxy ` + upstream})
+reverse_proxy ` + h.addr})
 	endpoint := g.URL + "/mcp"
 
 	// The first call holds the guard of "hold" and the second waits; once
 	// the first is done, the second holds it (so the guard has a service
 	// time) and a third waits.
-	first := background(t, endpoint, toolCall("1", "hold"))
+	first := postAsync(t, endpoint, wire.ToolCall("1", "hold"))
 	h.waitHeld(t, 1)
-	second := background(t, endpoint, toolCall("2", "hold"))
+	second := postAsync(t, endpoint, wire.ToolCall("2", "hold"))
 	waitStatus(t, g.AdminURL, func(s handler.Status) bool { return s.Handlers[0].Concurrency.Queued == 1 })
 	h.release(1)
 	assert.Equal(t, "done", receive(t, first))
 	h.waitHeld(t, 1)
-	third := background(t, endpoint, toolCall("3", "hold"))
+	third := postAsync(t, endpoint, wire.ToolCall("3", "hold"))
 	raw := waitStatus(t, g.AdminURL, func(s handler.Status) bool { return s.Handlers[0].Concurrency.Queued == 1 })
 	t.Logf("GET /mcp/status:\n%s", raw)
 

@@ -3,23 +3,18 @@ package test
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
-	"net/http/httptest"
+	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/test/mcptest"
+	"github.com/caddymcp/caddy-mcp/test/wire"
 )
 
 // Configuration tests: what a config says is what each site gets, and a
@@ -29,91 +24,24 @@ import (
 // admin API off. Like every gateway test of this package, they must not run
 // in parallel with another (Caddy runs one config per process).
 
-// countingGate is an upstream that holds every POST until the test opens
-// it, and counts the calls it holds at once: inFlight now, peak the most
-// ever. A call stops counting before its answer is written, so that the
-// gateway cannot admit the next one while this one still counts.
-type countingGate struct {
-	addr           string
-	inFlight, peak atomic.Int64
-	open           chan struct{}
-	once           sync.Once
-}
-
-func startCountingGate(t *testing.T) *countingGate {
-	t.Helper()
-	g := &countingGate{open: make(chan struct{})}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		var msg struct {
-			ID json.RawMessage `json:"id"`
-		}
-		_ = json.Unmarshal(body, &msg)
-		n := g.inFlight.Add(1)
-		for {
-			p := g.peak.Load()
-			if n <= p || g.peak.CompareAndSwap(p, n) {
-				break
-			}
-		}
-		select {
-		case <-g.open:
-		case <-r.Context().Done():
-		}
-		g.inFlight.Add(-1)
-		if r.Context().Err() != nil {
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"done"}]}}`, msg.ID)
-	}))
-	t.Cleanup(func() {
-		g.release()
-		srv.CloseClientConnections()
-		srv.Close()
-	})
-	g.addr = strings.TrimPrefix(srv.URL, "http://")
-	return g
-}
-
-func (g *countingGate) release() { g.once.Do(func() { close(g.open) }) }
-
-// multiSite is a whole Caddyfile: the global options the mcptest gateway
-// uses (admin off, no redirects, no trust store, grace_period 1ns, errors
-// only in the log) and one http://127.0.0.1:PORT site per body, each on a
-// free port. It returns the Caddyfile and each site's URL.
+// multiSite is a whole Caddyfile: the global options of mcptest's
+// Caddyfile, and one http://127.0.0.1:PORT site per body, each on a free
+// port. It returns the Caddyfile and each site's URL.
 func multiSite(t *testing.T, bodies ...string) (string, []string) {
 	t.Helper()
-	var b strings.Builder
-	fmt.Fprintf(&b, "{\n\tadmin off\n\tskip_install_trust\n\tauto_https off\n\tgrace_period 1ns\n\tstorage file_system %q\n\tlog {\n\t\tlevel ERROR\n\t}\n}\n", t.TempDir())
+	c := mcptest.Caddyfile{Storage: t.TempDir()}
 	urls := make([]string, len(bodies))
-	addrs := freeAddrs(t, len(bodies))
 	for i, body := range bodies {
-		urls[i] = "http://" + addrs[i]
-		fmt.Fprintf(&b, "\n%s {\n\t%s\n}\n", urls[i], strings.ReplaceAll(body, "\n", "\n\t"))
+		urls[i] = "http://" + mcptest.FreeLoopbackAddr(t)
+		c.Sites = append(c.Sites, mcptest.Site{Address: urls[i], Body: body})
 	}
-	return b.String(), urls
-}
-
-// freeAddrs returns n distinct "127.0.0.1:PORT" addresses that were free:
-// mcptest.FreeLoopbackAddr, called n times, may give one port twice, since
-// it closes its listener before returning.
-func freeAddrs(t *testing.T, n int) []string {
-	t.Helper()
-	addrs := make([]string, n)
-	for i := range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		defer ln.Close()
-		addrs[i] = ln.Addr().String()
-	}
-	return addrs
+	return c.String(), urls
 }
 
 // adaptCaddyfile adapts a whole Caddyfile to JSON, as `caddy run` does; the
 // file is called "Caddyfile" in errors.
 func adaptCaddyfile(cfg string) ([]byte, error) {
-	adapted, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(cfg), nil)
+	adapted, _, err := mcptest.Adapt(cfg)
 	return adapted, err
 }
 
@@ -131,13 +59,10 @@ func caddyLoader(t *testing.T) func(cfg []byte) error {
 		}
 	})
 	return func(cfg []byte) error {
-		err := caddy.Load(cfg, true)
+		err := mcptest.Load(cfg)
 		if err == nil {
 			loaded = true
 		}
-		// The old config's server closed its idle keep-alive connections;
-		// a POST sent on one of them would meet EOF (see Gateway.Reload).
-		http.DefaultTransport.(*http.Transport).CloseIdleConnections()
 		return err
 	}
 }
@@ -155,17 +80,16 @@ func loadCaddyfile(t *testing.T, load func([]byte) error, cfg string) error {
 // static response.
 func twoServersJSON(t *testing.T, mcpA, mcpB string) []byte {
 	t.Helper()
-	addrs := freeAddrs(t, 2)
-	server := func(addr, mcp string) string {
+	server := func(mcp string) string {
 		return fmt.Sprintf(`{"listen":[%q],"automatic_https":{"disable":true},"routes":[{"handle":[%s,{"handler":"static_response","body":"ok"}]}]}`,
-			addr, mcp)
+			mcptest.FreeLoopbackAddr(t), mcp)
 	}
 	return []byte(fmt.Sprintf(`{
 	"admin": {"disabled": true},
 	"logging": {"logs": {"default": {"level": "ERROR"}}},
 	"storage": {"module": "file_system", "root": %q},
 	"apps": {"http": {"grace_period": 1, "servers": {"a": %s, "b": %s}}}
-}`, t.TempDir(), server(addrs[0], mcpA), server(addrs[1], mcpB)))
+}`, t.TempDir(), server(mcpA), server(mcpB)))
 }
 
 // lineOf is the 1-based line of the nth (from 1) line of text holding s.
@@ -182,37 +106,12 @@ func lineOf(t *testing.T, text, s string, nth int) int {
 	return 0
 }
 
-// postAfterReload is post for a request that may follow a reload: it
-// resends a request that got no response byte at all, as a client does when
-// the old server, still stopping, takes its connection and closes it
-// unanswered (see reconnecting).
-func postAfterReload(t *testing.T, endpoint, body string, header ...string) (*http.Response, []byte) {
-	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, endpoint, strings.NewReader(body))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := (&http.Client{Transport: newReconnecting(t)}).Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp, b
-}
-
 // busyEnvelope sends one tools/call that the site's guard must refuse at
 // once, and returns its SERVER_BUSY envelope.
 func busyEnvelope(t *testing.T, siteURL, id string) envelope.Parsed {
 	t.Helper()
-	_, body := postAfterReload(t, siteURL+"/mcp", toolCall(id, "slow"))
-	var resp struct {
-		Result json.RawMessage `json:"result"`
-	}
-	require.NoError(t, json.Unmarshal(body, &resp), "%s", body)
-	env, err := envelope.ParseResult(resp.Result)
+	_, body := post(t, siteURL+"/mcp", wire.ToolCall(id, "slow"), afterReload(t))
+	env, err := wire.ResultEnvelope(body)
 	require.NoError(t, err, "the call should be refused with an envelope: %s", body)
 	require.Equal(t, envelope.ServerBusy, env.Code, "%s", body)
 	return env
@@ -222,7 +121,7 @@ func busyEnvelope(t *testing.T, siteURL, id string) envelope.Parsed {
 // gated upstream.
 type guardSite struct {
 	max, queue int
-	gate       *countingGate
+	gate       *upstreamDouble
 	url        string
 }
 
@@ -234,7 +133,7 @@ func threeGuardedSites(t *testing.T) (string, []*guardSite) {
 	sites := []*guardSite{{max: 2, queue: 1}, {max: 1}, {max: 5}}
 	bodies := make([]string, len(sites))
 	for i, s := range sites {
-		s.gate = startCountingGate(t)
+		s.gate = startUpstream(t, holdAll)
 		block := fmt.Sprintf("max %d", s.max)
 		if s.queue > 0 {
 			block += fmt.Sprintf("\n\t\tqueue %d", s.queue)
@@ -258,34 +157,23 @@ func busyMessage(max, queue int) string {
 	return fmt.Sprintf("Server busy: %d %s in progress and %d waiting, the most it takes (%d in progress, %d waiting)", max, unit, queue, max, queue)
 }
 
-// send makes n concurrent tools/call to the site with client, and waits
-// until its upstream holds max of them. The returned channel yields each
+// sendCalls makes n concurrent tools/call to the site, sent as opts say,
+// and waits until its upstream holds max of them. The returned channel yields each
 // call's outcome ("done" or an envelope code) once it is answered.
-func (s *guardSite) send(t *testing.T, client *http.Client, n int, idPrefix string) chan string {
+func (s *guardSite) sendCalls(t *testing.T, n int, idPrefix string, opts ...sendOption) chan string {
 	t.Helper()
 	outcomes := make(chan string, n)
+	opts = append(slices.Clip(opts), into(outcomes))
 	for c := range n {
-		req, err := http.NewRequest(http.MethodPost, s.url+"/mcp", strings.NewReader(toolCall(fmt.Sprintf("%s-%d", idPrefix, c), "slow")))
-		require.NoError(t, err)
-		req.Header.Set("Content-Type", "application/json")
-		go func() {
-			resp, err := client.Do(req)
-			if err != nil {
-				outcomes <- err.Error()
-				return
-			}
-			defer resp.Body.Close()
-			b, _ := io.ReadAll(resp.Body)
-			outcomes <- outcomeOf(b)
-		}()
+		postAsync(t, s.url+"/mcp", wire.ToolCall(fmt.Sprintf("%s-%d", idPrefix, c), "slow"), opts...)
 	}
-	if !assert.Eventually(t, func() bool { return s.gate.inFlight.Load() == int64(s.max) }, 10*time.Second, time.Millisecond) {
+	if !assert.Eventually(t, func() bool { return s.gate.calls.now.Load() == int64(s.max) }, 10*time.Second, time.Millisecond) {
 		var answered []string
 		for len(outcomes) > 0 {
 			answered = append(answered, <-outcomes)
 		}
 		t.Fatalf("site with max %d, queue %d: its upstream holds %d of %d calls; answered meanwhile: %v",
-			s.max, s.queue, s.gate.inFlight.Load(), n, answered)
+			s.max, s.queue, s.gate.calls.now.Load(), n, answered)
 	}
 	return outcomes
 }
@@ -311,7 +199,7 @@ func TestUnnamedGuardsOfThreeSitesKeepTheirOwnLimitsThroughReloads(t *testing.T)
 		calls := s.max + s.queue + 2
 		// Sent after reloads: a call the old server, still stopping, took
 		// and closed unanswered is sent again (see reconnecting).
-		outcomes := s.send(t, &http.Client{Transport: newReconnecting(t)}, calls, fmt.Sprintf("site%d", i))
+		outcomes := s.sendCalls(t, calls, fmt.Sprintf("site%d", i), afterReload(t))
 
 		// max in flight, queue waiting: the two calls beyond are shed at
 		// once, and so is one more, whose envelope gives this site's numbers.
@@ -320,14 +208,14 @@ func TestUnnamedGuardsOfThreeSitesKeepTheirOwnLimitsThroughReloads(t *testing.T)
 		}
 		env := busyEnvelope(t, s.url, fmt.Sprintf("site%d-busy", i))
 		assert.Equal(t, busyMessage(s.max, s.queue), env.Message, "site %d", i)
-		assert.Equal(t, int64(s.max), s.gate.inFlight.Load(), "site %d: exactly max calls reach the upstream at once", i)
+		assert.Equal(t, int64(s.max), s.gate.calls.now.Load(), "site %d: exactly max calls reach the upstream at once", i)
 		assert.Empty(t, outcomes, "site %d: the calls in flight and queued are not answered yet", i)
 
-		s.gate.release()
+		s.gate.releaseAll()
 		for range calls - 2 {
 			assert.Equal(t, "done", receive(t, outcomes), "site %d: the calls in flight and queued are served", i)
 		}
-		assert.Equal(t, int64(s.max), s.gate.peak.Load(), "site %d: never more than max calls at once, and max were reached", i)
+		assert.Equal(t, int64(s.max), s.gate.calls.peak.Load(), "site %d: never more than max calls at once, and max were reached", i)
 	}
 }
 
@@ -347,18 +235,18 @@ func TestReloadKeepsTheHeldPlacesOfUnnamedGuards(t *testing.T) {
 	one, five := sites[1], sites[2]
 	// Sent before the reload, by a client that never sends a call twice: a
 	// held call the reload cut would show.
-	heldOne := one.send(t, http.DefaultClient, one.max, "held-one")
-	heldFive := five.send(t, http.DefaultClient, five.max, "held-five")
+	heldOne := one.sendCalls(t, one.max, "held-one")
+	heldFive := five.sendCalls(t, five.max, "held-five")
 
 	require.NoError(t, load(adapted), "reloading the same config")
 	for _, s := range []*guardSite{one, five} {
 		env := busyEnvelope(t, s.url, fmt.Sprintf("after-reload-%d", s.max))
 		assert.Equal(t, busyMessage(s.max, 0), env.Message, "the places held before the reload are still held")
-		assert.Equal(t, int64(s.max), s.gate.peak.Load(), "no call beyond max reached the upstream")
+		assert.Equal(t, int64(s.max), s.gate.calls.peak.Load(), "no call beyond max reached the upstream")
 	}
 
-	one.gate.release()
-	five.gate.release()
+	one.gate.releaseAll()
+	five.gate.releaseAll()
 	for range one.max {
 		assert.Equal(t, "done", receive(t, heldOne), "a call held through the reload is answered")
 	}
@@ -449,15 +337,15 @@ func TestUnknownPlaceholderInAKeyIsRefusedAtLoad(t *testing.T) {
 // A reload that raises max_keys shows, and applies, the new cap: a third
 // client gets a bucket of its own.
 func TestAdminStatusShowsMaxKeysAndOverflow(t *testing.T) {
-	_, upstream := startHolder(t)
+	upstream := startUpstream(t).addr
 	site := func(maxKeys int) string {
 		return fmt.Sprintf("mcp {\n\trate_limit status_keys {\n\t\tkey {header.X-Client}\n\t\trate 10/1h\n\t\tmax_keys %d\n\t}\n}\nreverse_proxy %s", maxKeys, upstream)
 	}
 	g := mcptest.StartGatewayWith(t, mcptest.GatewayConfig{Admin: true, Site: site(1)})
 	call := func(client string) {
 		t.Helper()
-		_, body := postAfterReload(t, g.URL+"/mcp", toolCall(client, "echo"), "X-Client", client)
-		require.Equal(t, "done", outcomeOf(body))
+		_, body := post(t, g.URL+"/mcp", wire.ToolCall(client, "echo"), afterReload(t), withHeader("X-Client", client))
+		require.Equal(t, "done", wire.Outcome(body))
 	}
 	limitStatus := func() map[string]any {
 		t.Helper()
@@ -516,13 +404,13 @@ func TestUnknownMethodFailsToAdaptButAnExtensionMethodIsCounted(t *testing.T) {
 	assert.Contains(t, err.Error(), `unknown method "tools/calls": did you mean "tools/call"?`)
 	assert.Contains(t, err.Error(), fmt.Sprintf("Caddyfile:%d", lineOf(t, cfg, "rate_limit calls", 1)))
 
-	_, upstream := startHolder(t)
+	upstream := startUpstream(t).addr
 	g := mcptest.StartGateway(t, "mcp {\n\trate_limit vendor {\n\t\trate 1/1h\n\t\tmethods vendor/run\n\t}\n}\nreverse_proxy "+upstream)
 	run := `{"jsonrpc":"2.0","id":1,"method":"vendor/run","params":{"name":"x"}}`
 	_, body := post(t, g.URL+"/mcp", run)
-	assert.Equal(t, "done", outcomeOf(body))
+	assert.Equal(t, "done", wire.Outcome(body))
 	_, body = post(t, g.URL+"/mcp", run)
-	assert.Equal(t, "RATE_LIMITED", outcomeOf(body), "the limit counts vendor/run")
+	assert.Equal(t, "RATE_LIMITED", wire.Outcome(body), "the limit counts vendor/run")
 }
 
 // Finding 17: two mcp directives in one site would each read and count
@@ -538,7 +426,7 @@ func TestTwoMCPHandlersOnTheSameRequestsAreRefused(t *testing.T) {
 	t.Logf("loading: %v", err)
 	assert.Contains(t, err.Error(), "two mcp handlers")
 
-	_, upstream := startHolder(t)
+	upstream := startUpstream(t).addr
 	g := mcptest.StartGateway(t, fmt.Sprintf(`handle /a/* {
 	mcp {
 		rate_limit path_a {
@@ -555,12 +443,12 @@ handle /b/* {
 	}
 	reverse_proxy %s
 }`, upstream, upstream))
-	_, body := post(t, g.URL+"/a/mcp", toolCall("a1", "echo"))
-	assert.Equal(t, "done", outcomeOf(body))
-	_, body = post(t, g.URL+"/a/mcp", toolCall("a2", "echo"))
-	assert.Equal(t, "RATE_LIMITED", outcomeOf(body))
-	_, body = post(t, g.URL+"/b/mcp", toolCall("b1", "echo"))
-	assert.Equal(t, "done", outcomeOf(body), "the other handle block's limit has its own bucket")
+	_, body := post(t, g.URL+"/a/mcp", wire.ToolCall("a1", "echo"))
+	assert.Equal(t, "done", wire.Outcome(body))
+	_, body = post(t, g.URL+"/a/mcp", wire.ToolCall("a2", "echo"))
+	assert.Equal(t, "RATE_LIMITED", wire.Outcome(body))
+	_, body = post(t, g.URL+"/b/mcp", wire.ToolCall("b1", "echo"))
+	assert.Equal(t, "done", wire.Outcome(body), "the other handle block's limit has its own bucket")
 }
 
 // Finding 17: rates take days. rate 1000/1d (burst 1) works end to end: the
@@ -568,17 +456,13 @@ handle /b/* {
 // after 86.4 s rounded up. (ratelimit.ParseRate learned days in 69268b6, so
 // this holds from that commit on; before it, the Caddyfile failed to adapt.)
 func TestRateInDaysWorksEndToEnd(t *testing.T) {
-	_, upstream := startHolder(t)
+	upstream := startUpstream(t).addr
 	g := mcptest.StartGateway(t, "mcp {\n\trate_limit daily {\n\t\trate 1000/1d\n\t\tburst 1\n\t}\n}\nreverse_proxy "+upstream)
-	_, body := post(t, g.URL+"/mcp", toolCall("1", "echo"))
-	require.Equal(t, "done", outcomeOf(body))
+	_, body := post(t, g.URL+"/mcp", wire.ToolCall("1", "echo"))
+	require.Equal(t, "done", wire.Outcome(body))
 
-	resp, body := post(t, g.URL+"/mcp", toolCall("2", "echo"))
-	var r struct {
-		Result json.RawMessage `json:"result"`
-	}
-	require.NoError(t, json.Unmarshal(body, &r), "%s", body)
-	env, err := envelope.ParseResult(r.Result)
+	resp, body := post(t, g.URL+"/mcp", wire.ToolCall("2", "echo"))
+	env, err := wire.ResultEnvelope(body)
 	require.NoError(t, err, "%s", body)
 	assert.Equal(t, envelope.RateLimited, env.Code)
 	assert.Equal(t, "Rate limit exceeded: 1000 calls per 24h for this client", env.Message)

@@ -1,7 +1,6 @@
 package test
 
 import (
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/test/mcptest"
+	"github.com/caddymcp/caddy-mcp/test/wire"
 )
 
 // recorder is an upstream that answers every request with a fixed JSON-RPC
@@ -64,7 +64,7 @@ reverse_proxy `+strings.TrimPrefix(upstream, "http://")+` {
 	header_up X-Batch {http.mcp.batch_size}
 }`)
 	body := `{"jsonrpc":"2.0","id":"call-9","method":"tools/call","params":{"name":"search_docs","arguments":{"q":"\u00e9  x"}}}`
-	post(t, g.URL+"/mcp", body, "Mcp-Session-Id", "sess-1", "MCP-Protocol-Version", "2025-11-25")
+	post(t, g.URL+"/mcp", body, withHeader("Mcp-Session-Id", "sess-1", "MCP-Protocol-Version", "2025-11-25"))
 
 	got := rec.last(t)
 	assert.Equal(t, body, string(got.body), "the upstream receives the body byte for byte")
@@ -95,14 +95,10 @@ func TestEachClientAddressHasItsOwnBucket(t *testing.T) {
 reverse_proxy ` + strings.TrimPrefix(upstream, "http://"),
 	})
 
-	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`
+	call := wire.NumberedCall(1, "echo")
 	codeFor := func(client string) string {
-		_, body := post(t, g.URL+"/mcp", call, "X-Forwarded-For", client)
-		res := struct {
-			Result json.RawMessage `json:"result"`
-		}{}
-		require.NoError(t, json.Unmarshal(body, &res), "%s", body)
-		if env, err := envelope.ParseResult(res.Result); err == nil {
+		_, body := post(t, g.URL+"/mcp", call, withHeader("X-Forwarded-For", client))
+		if env, err := envelope.ParseResult(decodeReply(t, body).Result); err == nil {
 			return string(env.Code)
 		}
 		return "forwarded"
@@ -119,7 +115,7 @@ func TestReloadKeepsBucketsAndAppliesTheNewRate(t *testing.T) {
 		return "mcp {\n\trate_limit per_client {\n\t\trate " + rate + "\n\t}\n}\nreverse_proxy " + strings.TrimPrefix(upstream, "http://")
 	}
 	g := mcptest.StartGateway(t, site("1/1h"))
-	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`
+	call := wire.NumberedCall(1, "echo")
 	retryAfter := func() string {
 		resp, _ := post(t, g.URL+"/mcp", call)
 		return resp.Header.Get("Retry-After")

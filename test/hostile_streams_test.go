@@ -21,9 +21,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/handler"
 	"github.com/caddymcp/caddy-mcp/test/mcptest"
+	"github.com/caddymcp/caddy-mcp/test/wire"
 )
 
 // Hostile upstreams and clients against a real Caddy: streams the gateway
@@ -154,15 +154,8 @@ func TestCompressedEventStreamPassesUntouched(t *testing.T) {
 	defer tr.CloseIdleConnections()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.URL+mcptest.MCPPath, strings.NewReader(callBody("compressed")))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Accept-Encoding", "gzip")
-	resp, err := (&http.Client{Transport: tr}).Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
+	resp, raw, err := send(g.URL+mcptest.MCPPath, wire.ProgressCall("compressed"),
+		withContext(ctx), withClient(&http.Client{Transport: tr}), withHeader("Accept-Encoding", "gzip"))
 	require.NoError(t, err, "the stream ends cleanly")
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Equal(t, "gzip", resp.Header.Get("Content-Encoding"))
@@ -236,11 +229,7 @@ func TestKeepaliveDoesNotSplitAnEventAtACarriageReturn(t *testing.T) {
 
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
-			req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.URL+mcptest.MCPPath, strings.NewReader(callBody("slow")))
-			require.NoError(t, err)
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Accept", "application/json, text/event-stream")
-			resp, err := http.DefaultClient.Do(req)
+			resp, err := open(g.URL+mcptest.MCPPath, wire.ProgressCall("slow"), withContext(ctx))
 			require.NoError(t, err)
 			defer resp.Body.Close()
 			require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -275,29 +264,6 @@ func TestKeepaliveDoesNotSplitAnEventAtACarriageReturn(t *testing.T) {
 	}
 }
 
-// callWithKey is a tools/call of tool in the background carrying the
-// X-Api-Key header; the channel yields its outcome (see outcomeOf).
-func callWithKey(t *testing.T, endpoint, id, tool, key string) <-chan string {
-	t.Helper()
-	out := make(chan string, 1)
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, endpoint, strings.NewReader(toolCall(id, tool)))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("X-Api-Key", key)
-	go func() {
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			out <- err.Error()
-			return
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		out <- outcomeOf(b)
-	}()
-	return out
-}
-
 // TestAdminStatusShowsGuardKeysAsDigestsUnlessLogKey: a concurrency guard
 // keyed on a secret (an API key header) shows its live keys on GET
 // /mcp/status, which anyone who reaches the admin API can read. While a call
@@ -310,7 +276,7 @@ func TestAdminStatusShowsGuardKeysAsDigestsUnlessLogKey(t *testing.T) {
 	sum := sha256.Sum256([]byte(secret))
 	digest := "sha256:" + hex.EncodeToString(sum[:])[:16]
 
-	h, upstream := startHolder(t)
+	h := startUpstream(t, holdCallsOf("hold"))
 	site := func(logKey string) string {
 		return `mcp {
 	concurrency {
@@ -320,7 +286,7 @@ func TestAdminStatusShowsGuardKeysAsDigestsUnlessLogKey(t *testing.T) {
 	}
 	` + logKey + `
 }
-reverse_proxy ` + upstream
+reverse_proxy ` + h.addr
 	}
 	g := mcptest.StartGatewayWith(t, mcptest.GatewayConfig{Admin: true, Site: site("")})
 	endpoint := g.URL + mcptest.MCPPath
@@ -333,7 +299,8 @@ reverse_proxy ` + upstream
 		return c.Active == 0 && len(c.Keys) == 0
 	}
 
-	held := callWithKey(t, endpoint, "secret-1", "hold", secret)
+	key := withHeader("X-Api-Key", secret)
+	held := postAsync(t, endpoint, wire.ToolCall("secret-1", "hold"), key)
 	h.waitHeld(t, 1)
 	raw := waitStatus(t, g.AdminURL, heldKey)
 	t.Logf("GET /mcp/status without log_key:\n%s", raw)
@@ -348,7 +315,7 @@ reverse_proxy ` + upstream
 	waitStatus(t, g.AdminURL, idle)
 
 	g.Reload(t, site("log_key"))
-	held = callWithKey(t, endpoint, "secret-2", "hold", secret)
+	held = postAsync(t, endpoint, wire.ToolCall("secret-2", "hold"), key)
 	h.waitHeld(t, 1)
 	raw = waitStatus(t, g.AdminURL, heldKey)
 	t.Logf("GET /mcp/status with log_key:\n%s", raw)
@@ -392,26 +359,12 @@ func assertCut(t *testing.T, want string, got any, msg string) {
 	assert.True(t, s == want, "%s: want %s, got %s", msg, clip([]byte(want)), clip([]byte(s)))
 }
 
-// envelopeTextOf is the envelope an answer carries: a tools/call result's
-// text, or a JSON-RPC error's data.envelope; "" when it carries none.
-func envelopeTextOf(t *testing.T, body []byte) string {
-	t.Helper()
-	r := decodeReply(t, body)
-	if r.Error != nil {
-		return r.Error.Data.Envelope
-	}
-	env, err := envelope.ParseResult(r.Result)
-	if err != nil {
-		return ""
-	}
-	return env.Raw
-}
-
 // assertSmallEnvelope checks that an answer carries an envelope, of fewer
 // than limit bytes, and returns it.
 func assertSmallEnvelope(t *testing.T, body []byte, limit int) string {
 	t.Helper()
-	text := envelopeTextOf(t, body)
+	text, err := wire.EnvelopeText(body)
+	require.NoError(t, err, "%s", clip(body))
 	assert.NotEmpty(t, text, "the answer carries an envelope: %s", clip(body))
 	assert.Less(t, len(text), limit, "the envelope stays small: %s", clip(body))
 	return text
@@ -436,7 +389,7 @@ func TestClientChosenValuesAreCutInLogsAndEnvelopes(t *testing.T) {
 	method := strings.Repeat("m", mib)
 	cut := func(s string) string { return s[:256] + "... (" + strconv.Itoa(len(s)) + " bytes)" }
 
-	_, upstream := startHolder(t)
+	upstream := startUpstream(t).addr
 	logFile := tempLog(t, "caddy.log")
 	g := mcptest.StartGatewayWith(t, mcptest.GatewayConfig{
 		Log: "output file " + logFile + "\nformat json\nlevel INFO",
@@ -450,23 +403,20 @@ reverse_proxy ` + upstream,
 	})
 	endpoint := g.URL + mcptest.MCPPath
 
-	longTool := func(id string) string {
-		return `{"jsonrpc":"2.0","id":"` + id + `","method":"tools/call","params":{"name":"` + tool + `","arguments":{}}}`
-	}
 	for _, id := range []string{"long-tool-1", "long-tool-2"} {
-		resp, body := post(t, endpoint, longTool(id))
+		resp, body := post(t, endpoint, wire.ToolCall(id, tool))
 		assert.Equal(t, http.StatusOK, resp.StatusCode)
-		assert.Equal(t, "VALIDATION_ERROR", outcomeOf(body), "a tool name over 128 characters is refused: %s", clip(body))
+		assert.Equal(t, "VALIDATION_ERROR", wire.Outcome(body), "a tool name over 128 characters is refused: %s", clip(body))
 		assertSmallEnvelope(t, body, limit)
 	}
 
 	resp, body := post(t, endpoint, `{"jsonrpc":"2.0","id":"long-method","method":"`+method+`"}`)
 	assert.Equal(t, http.StatusOK, resp.StatusCode, "a method over 128 bytes is refused, with the request's id: %s", clip(body))
-	assert.Equal(t, "VALIDATION_ERROR", outcomeOf(body))
+	assert.Equal(t, "VALIDATION_ERROR", wire.Outcome(body))
 	assertSmallEnvelope(t, body, limit)
 
 	name := strings.Repeat("n", 8<<10)
-	resp, body = post(t, endpoint, `{"jsonrpc":"2.0","id":"long-name-header","method":"tools/call","params":{"name":"echo"}}`, "Mcp-Name", name)
+	resp, body = post(t, endpoint, `{"jsonrpc":"2.0","id":"long-name-header","method":"tools/call","params":{"name":"echo"}}`, withHeader("Mcp-Name", name))
 	assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "Mcp-Name disagrees with the body: %s", clip(body))
 	text := assertSmallEnvelope(t, body, limit)
 	assert.True(t, strings.Contains(text, `the Mcp-Name header says "`+cut(name)+`"`), "the envelope quotes the header cut, saying how long it was: %s", clip([]byte(text)))

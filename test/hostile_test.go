@@ -11,8 +11,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,87 +19,8 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/test/mcptest"
+	"github.com/caddymcp/caddy-mcp/test/wire"
 )
-
-// lenient is an upstream that takes requests as the official Python SDK
-// server does: any Content-Type with a comma-separated part equal to
-// application/json, any body (pydantic_core reads NaN and Infinity too). It
-// counts the POSTs it receives and how many it holds at once, and holds each
-// one until the test releases it, or answers at once when not gated.
-type lenient struct {
-	received atomic.Int64
-	inFlight atomic.Int64
-	most     atomic.Int64
-	gated    bool
-	arrived  chan struct{}
-	open     chan struct{}
-	once     sync.Once
-}
-
-func startLenient(t *testing.T, gated bool) (*lenient, string) {
-	t.Helper()
-	l := &lenient{gated: gated, arrived: make(chan struct{}, 1000), open: make(chan struct{})}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !pythonTakesContentType(r.Header.Get("Content-Type")) {
-			w.WriteHeader(http.StatusUnsupportedMediaType)
-			return
-		}
-		_, _ = io.Copy(io.Discard, r.Body)
-		l.received.Add(1)
-		n := l.inFlight.Add(1)
-		defer l.inFlight.Add(-1)
-		for m := l.most.Load(); n > m && !l.most.CompareAndSwap(m, n); m = l.most.Load() {
-		}
-		l.arrived <- struct{}{}
-		if l.gated {
-			select {
-			case <-l.open:
-			case <-r.Context().Done():
-				return
-			}
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"ran"}]}}`)
-	}))
-	t.Cleanup(func() {
-		l.release()
-		srv.CloseClientConnections()
-		srv.Close()
-	})
-	return l, strings.TrimPrefix(srv.URL, "http://")
-}
-
-func (l *lenient) release() { l.once.Do(func() { close(l.open) }) }
-
-// pythonTakesContentType is the Python SDK server's check: some
-// comma-separated part of the media type is application/json.
-func pythonTakesContentType(ct string) bool {
-	mt, _, _ := strings.Cut(ct, ";")
-	for part := range strings.SplitSeq(mt, ",") {
-		if strings.TrimSpace(part) == "application/json" {
-			return true
-		}
-	}
-	return false
-}
-
-// rawPost sends body with exactly the headers given (name, value pairs; a
-// name may repeat), and returns the response (its body read) and the body.
-func rawPost(t *testing.T, endpoint string, body []byte, header ...string) (*http.Response, []byte) {
-	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, endpoint, bytes.NewReader(body))
-	require.NoError(t, err)
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Add(header[i], header[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp, b
-}
 
 // nanCall is a tools/call whose arguments hold NaN: not JSON, but a call to
 // a Python server.
@@ -111,44 +30,44 @@ const nanCall = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":
 // uninspected when its Content-Type did not "claim JSON" exactly, and a
 // Python server ran it: the limit and the guard were walked around.
 func TestContentTypeGamesDoNotWalkAroundALimit(t *testing.T) {
-	up, addr := startLenient(t, false)
+	up := startUpstream(t, pythonContentType)
 	g := mcptest.StartGateway(t, `mcp {
 	rate_limit one {
 		rate 1/1h
 	}
 }
-reverse_proxy `+addr)
+reverse_proxy `+up.addr)
 	endpoint := g.URL + "/mcp"
 
-	resp, _ := rawPost(t, endpoint, []byte(toolCall("first", "slow")), "Content-Type", "application/json")
+	resp, _ := post(t, endpoint, wire.ToolCall("first", "slow"))
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.EqualValues(t, 1, up.received.Load(), "the first call spends the only token")
 
 	for _, ct := range []string{"text/plain, application/json", "application/json, text/plain", "text/plain;x=1, application/json", ""} {
-		resp, body := rawPost(t, endpoint, []byte(nanCall), "Content-Type", ct)
+		resp, body := post(t, endpoint, nanCall, withHeader("Content-Type", ct))
 		assert.Equal(t, http.StatusOK, resp.StatusCode, "Content-Type %q", ct)
-		assert.Equal(t, "RATE_LIMITED", outcome(t, body), "Content-Type %q: a body with NaN is a call, and is limited", ct)
+		assert.Equal(t, "RATE_LIMITED", wire.Outcome(body), "Content-Type %q: a body with NaN is a call, and is limited", ct)
 	}
 	// Bodies the gateway cannot read at all are refused while a limit could
 	// apply to them, whatever they claim to be.
 	var gz bytes.Buffer
 	zw := gzip.NewWriter(&gz)
-	_, _ = zw.Write([]byte(toolCall("gz", "slow")))
+	_, _ = zw.Write([]byte(wire.ToolCall("gz", "slow")))
 	require.NoError(t, zw.Close())
 	cases := []struct {
 		name   string
-		body   []byte
+		body   string
 		header []string
 		status int
 	}{
-		{"single quotes as text/plain", []byte(`{'jsonrpc':'2.0','id':1,'method':'tools/call'}`), []string{"Content-Type", "text/plain"}, http.StatusBadRequest},
-		{"gzip body", gz.Bytes(), []string{"Content-Type", "application/json", "Content-Encoding", "gzip"}, http.StatusUnsupportedMediaType},
-		{"JSON body declared gzip", []byte(toolCall("enc", "slow")), []string{"Content-Type", "application/json", "Content-Encoding", "identity", "Content-Encoding", "gzip"}, http.StatusUnsupportedMediaType},
+		{"single quotes as text/plain", `{'jsonrpc':'2.0','id':1,'method':'tools/call'}`, []string{"Content-Type", "text/plain"}, http.StatusBadRequest},
+		{"gzip body", gz.String(), []string{"Content-Type", "application/json", "Content-Encoding", "gzip"}, http.StatusUnsupportedMediaType},
+		{"JSON body declared gzip", wire.ToolCall("enc", "slow"), []string{"Content-Type", "application/json", "Content-Encoding", "identity", "Content-Encoding", "gzip"}, http.StatusUnsupportedMediaType},
 	}
 	for _, c := range cases {
-		resp, body := rawPost(t, endpoint, c.body, c.header...)
+		resp, body := post(t, endpoint, c.body, withHeader(c.header...))
 		assert.Equal(t, c.status, resp.StatusCode, "%s: %s", c.name, body)
-		env, err := envelope.Parse(rpcErrorEnvelope(t, body))
+		env, err := wire.ErrorEnvelope(body)
 		require.NoError(t, err, c.name)
 		assert.Equal(t, envelope.ValidationError, env.Code, c.name)
 		assert.Contains(t, env.Message, "this server reads every request before it runs", c.name)
@@ -157,159 +76,76 @@ reverse_proxy `+addr)
 }
 
 func TestContentTypeGamesDoNotWalkAroundTheGuard(t *testing.T) {
-	up, addr := startLenient(t, true)
+	up := startUpstream(t, pythonContentType, holdAll)
 	g := mcptest.StartGateway(t, `mcp {
 	concurrency {
 		max 1
 	}
 }
-reverse_proxy `+addr)
+reverse_proxy `+up.addr)
 	endpoint := g.URL + "/mcp"
 
 	results := make(chan string, 6)
 	for i := range 6 {
-		go func() {
-			ct := []string{"text/plain, application/json", "application/json, text/plain"}[i%2]
-			req, _ := http.NewRequest(http.MethodPost, endpoint, strings.NewReader(nanCall))
-			req.Header.Set("Content-Type", ct)
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				results <- err.Error()
-				return
-			}
-			defer resp.Body.Close()
-			b, _ := io.ReadAll(resp.Body)
-			results <- outcomeOf(b)
-		}()
+		ct := []string{"text/plain, application/json", "application/json, text/plain"}[i%2]
+		postAsync(t, endpoint, nanCall, withHeader("Content-Type", ct), into(results))
 	}
-	<-up.arrived
+	up.waitHeld(t, 1)
 	for range 5 {
 		assert.Equal(t, "SERVER_BUSY", receive(t, results))
 	}
-	up.release()
+	up.releaseAll()
 	assert.Equal(t, "done", receive(t, results))
-	assert.EqualValues(t, 1, up.most.Load(), "one call at a time reached the upstream")
+	assert.EqualValues(t, 1, up.calls.peak.Load(), "one call at a time reached the upstream")
 }
 
 func TestBodyNotJSONPassesToTheUpstreamWhenNothingLimitsIt(t *testing.T) {
-	up, addr := startLenient(t, false)
-	g := mcptest.StartGateway(t, "mcp\nreverse_proxy "+addr)
-	resp, _ := rawPost(t, g.URL+"/mcp", []byte("hello"), "Content-Type", "text/plain")
+	up := startUpstream(t, pythonContentType)
+	g := mcptest.StartGateway(t, "mcp\nreverse_proxy "+up.addr)
+	resp, _ := post(t, g.URL+"/mcp", "hello", withHeader("Content-Type", "text/plain"))
 	assert.Equal(t, http.StatusUnsupportedMediaType, resp.StatusCode, "the upstream answers in its own words")
 	assert.Zero(t, up.received.Load())
-}
-
-// rpcErrorEnvelope is the envelope of a JSON-RPC error answer.
-func rpcErrorEnvelope(t *testing.T, body []byte) string {
-	t.Helper()
-	var resp struct {
-		Error struct {
-			Data struct {
-				Envelope string `json:"envelope"`
-			} `json:"data"`
-		} `json:"error"`
-	}
-	require.NoError(t, json.Unmarshal(body, &resp), "%s", body)
-	return resp.Error.Data.Envelope
-}
-
-// callBatch is a batch of n tools/call of tool, with ids from first.
-func callBatch(first, n int, tool string) string {
-	calls := make([]string, n)
-	for i := range calls {
-		calls[i] = fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q}}`, first+i, tool)
-	}
-	return "[" + strings.Join(calls, ",") + "]"
-}
-
-// batchCounter is an upstream that runs a batch's calls at once, as the SDK
-// servers do, holding them until released, and counts the calls in flight.
-type batchCounter struct {
-	inFlight, most atomic.Int64
-	arrived        chan int
-	open           chan struct{}
-	once           sync.Once
-}
-
-func startBatchCounter(t *testing.T) (*batchCounter, string) {
-	t.Helper()
-	b := &batchCounter{arrived: make(chan int, 100), open: make(chan struct{})}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		var msgs []json.RawMessage
-		if json.Unmarshal(body, &msgs) != nil {
-			msgs = []json.RawMessage{body}
-		}
-		n := int64(len(msgs))
-		now := b.inFlight.Add(n)
-		defer b.inFlight.Add(-n)
-		for m := b.most.Load(); now > m && !b.most.CompareAndSwap(m, now); m = b.most.Load() {
-		}
-		b.arrived <- len(msgs)
-		select {
-		case <-b.open:
-		case <-r.Context().Done():
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"ran"}]}}`)
-	}))
-	t.Cleanup(func() {
-		b.once.Do(func() { close(b.open) })
-		srv.CloseClientConnections()
-		srv.Close()
-	})
-	return b, strings.TrimPrefix(srv.URL, "http://")
 }
 
 // Finding 2: a batch took one place in the guard while the upstream ran all
 // its calls at once.
 func TestBatchTakesOnePlacePerCall(t *testing.T) {
-	up, addr := startBatchCounter(t)
+	up := startUpstream(t, holdAll)
 	g := mcptest.StartGateway(t, `mcp {
 	max_batch 64
 	concurrency {
 		max 3
 	}
 }
-reverse_proxy `+addr)
+reverse_proxy `+up.addr)
 	endpoint := g.URL + "/mcp"
 
-	held := background(t, endpoint, callBatch(1, 2, "a"))
-	require.Equal(t, 2, <-up.arrived)
-	_, body := post(t, endpoint, callBatch(10, 2, "a"))
-	var answers []json.RawMessage
-	require.NoError(t, json.Unmarshal(body, &answers), "%s", body)
+	held := postAsync(t, endpoint, wire.Batch(1, 2, "a"))
+	require.Equal(t, 2, up.nextHeld(t))
+	_, body := post(t, endpoint, wire.Batch(10, 2, "a"))
+	answers, err := wire.Answers(body)
+	require.NoError(t, err, "%s", body)
 	require.Len(t, answers, 2, "each request of the refused batch is answered")
-	assert.Equal(t, "SERVER_BUSY", outcome(t, answers[0]), "two places asked, one free: the batch waits for none and is shed")
+	assert.Equal(t, "SERVER_BUSY", wire.Outcome(answers[0]), "two places asked, one free: the batch waits for none and is shed")
 
-	single := background(t, endpoint, toolCall("single", "a"))
-	require.Equal(t, 1, <-up.arrived, "the one free place is taken by a single call")
+	single := postAsync(t, endpoint, wire.ToolCall("single", "a"))
+	require.Equal(t, 1, up.nextHeld(t), "the one free place is taken by a single call")
 
-	_, body = post(t, endpoint, callBatch(20, 50, "a"))
-	require.NoError(t, json.Unmarshal(body, &answers), "%s", body)
-	env, err := envelope.ParseResult(firstResult(t, body))
+	_, body = post(t, endpoint, wire.Batch(20, 50, "a"))
+	answers, err = wire.Answers(body)
+	require.NoError(t, err, "%s", body)
+	require.NotEmpty(t, answers)
+	env, err := wire.ResultEnvelope(answers[0])
 	require.NoError(t, err)
 	assert.Equal(t, envelope.ServerBusy, env.Code)
 	assert.Equal(t, "Server busy: this batch needs 50 calls at once, and at most 3 calls run at once here, so it can never be admitted", env.Message)
 	assert.Equal(t, "Send at most 3 calls per batch, or send them one at a time.", env.Recovery)
 	assert.False(t, env.HasRetryAfter(), "waiting cannot help")
 
-	up.once.Do(func() { close(up.open) })
+	up.releaseAll()
 	assert.Equal(t, "done", receive(t, single))
 	<-held
-	assert.EqualValues(t, 3, up.most.Load(), "never more calls in flight than places")
-}
-
-// firstResult is the result of the first answer of a batch answer.
-func firstResult(t *testing.T, body []byte) json.RawMessage {
-	t.Helper()
-	var answers []struct {
-		Result json.RawMessage `json:"result"`
-	}
-	require.NoError(t, json.Unmarshal(body, &answers), "%s", body)
-	require.NotEmpty(t, answers)
-	return answers[0].Result
+	assert.EqualValues(t, 3, up.calls.peak.Load(), "never more calls in flight than places")
 }
 
 // Finding 3: with a header given twice, the gateway compared only the first
@@ -324,22 +160,22 @@ func TestHeadersGivenTwiceAreRefused(t *testing.T) {
 }
 reverse_proxy `+strings.TrimPrefix(upstream, "http://"))
 	endpoint := g.URL + "/mcp"
-	call := []byte(toolCall("1", "echo"))
+	call := wire.ToolCall("1", "echo")
 	for _, h := range [][]string{
 		{"Mcp-Method", "tools/call", "Mcp-Method", "ping"},
 		{"Mcp-Name", "echo", "Mcp-Name", "admin_delete"},
 		{"Mcp-Session-Id", "a", "Mcp-Session-Id", "b"},
 		{"X-Api-Key", "fresh-1", "X-Api-Key", "real-key"},
 	} {
-		resp, body := rawPost(t, endpoint, call, append([]string{"Content-Type", "application/json"}, h...)...)
+		resp, body := post(t, endpoint, call, withHeader(h...))
 		assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%v: %s", h, body)
 		assert.True(t, resp.Close, "refused before the body is read: the connection is closed")
-		env, err := envelope.Parse(rpcErrorEnvelope(t, body))
+		env, err := wire.ErrorEnvelope(body)
 		require.NoError(t, err)
 		assert.Equal(t, "Request is ambiguous: the "+h[0]+" header is given 2 times", env.Message)
 	}
 	assert.Zero(t, rec.count(), "nothing reached the upstream")
-	resp, _ := rawPost(t, endpoint, call, "Content-Type", "application/json", "X-Api-Key", "k", "Mcp-Method", "tools/call")
+	resp, _ := post(t, endpoint, call, withHeader("X-Api-Key", "k", "Mcp-Method", "tools/call"))
 	assert.Equal(t, http.StatusOK, resp.StatusCode, "once each is fine")
 }
 
@@ -347,15 +183,15 @@ reverse_proxy `+strings.TrimPrefix(upstream, "http://"))
 // placeholder takes the first cookie of a name in any letter case, and the
 // query placeholder joins every value, while servers read another.
 func TestCookiesAndQueryParametersAKeyReadsAreTakenOnce(t *testing.T) {
-	up, addr := startLenient(t, false)
+	up := startUpstream(t, pythonContentType)
 	g := mcptest.StartGateway(t, `mcp {
 	rate_limit per_session {
 		key {http.request.cookie.session}:{http.request.uri.query.api_key}
 		rate 100/1h
 	}
 }
-reverse_proxy `+addr)
-	call := []byte(toolCall("1", "echo"))
+reverse_proxy `+up.addr)
+	call := wire.ToolCall("1", "echo")
 	for name, c := range map[string]struct {
 		query  string
 		header []string
@@ -365,14 +201,14 @@ reverse_proxy `+addr)
 		"cookie in two headers":    {"?api_key=k", []string{"Cookie", "session=a", "Cookie", "session=b"}, "the cookie session is given 2 times"},
 		"query parameter repeated": {"?api_key=real&api_key=fresh", []string{"Cookie", "session=s"}, "the query parameter api_key is given 2 times"},
 	} {
-		resp, body := rawPost(t, g.URL+"/mcp"+c.query, call, append([]string{"Content-Type", "application/json"}, c.header...)...)
+		resp, body := post(t, g.URL+"/mcp"+c.query, call, withHeader(c.header...))
 		assert.Equal(t, http.StatusBadRequest, resp.StatusCode, name)
-		env, err := envelope.Parse(rpcErrorEnvelope(t, body))
+		env, err := wire.ErrorEnvelope(body)
 		require.NoError(t, err, name)
 		assert.Equal(t, "Request is ambiguous: "+c.what, env.Message, name)
 	}
 	assert.Zero(t, up.received.Load())
-	resp, _ := rawPost(t, g.URL+"/mcp?api_key=k&other=1&other=2", call, "Content-Type", "application/json", "Cookie", "session=s; theme=dark; theme=light")
+	resp, _ := post(t, g.URL+"/mcp?api_key=k&other=1&other=2", call, withHeader("Cookie", "session=s; theme=dark; theme=light"))
 	assert.Equal(t, http.StatusOK, resp.StatusCode, "parts the key does not read may repeat")
 }
 
@@ -380,25 +216,25 @@ reverse_proxy `+addr)
 // and its token across any run of whitespace: a limit keyed on the header
 // reads it as they do, so "BEARER  secret" is the token of "Bearer secret".
 func TestAuthorizationKeyIsReadAsServersReadIt(t *testing.T) {
-	up, addr := startLenient(t, false)
+	up := startUpstream(t, pythonContentType)
 	g := mcptest.StartGateway(t, `mcp {
 	rate_limit per_token {
 		key {header.Authorization}
 		rate 2/1h
 	}
 }
-reverse_proxy `+addr)
+reverse_proxy `+up.addr)
 	endpoint := g.URL + "/mcp"
 	for range 2 {
-		_, body := post(t, endpoint, toolCall("1", "echo"), "Authorization", "Bearer secret")
-		require.Equal(t, "done", outcomeOf(body))
+		_, body := post(t, endpoint, wire.ToolCall("1", "echo"), withHeader("Authorization", "Bearer secret"))
+		require.Equal(t, "done", wire.Outcome(body))
 	}
 	for _, v := range []string{"bearer secret", "BEARER secret", "Bearer  secret", "Bearer\tsecret", "bEaReR    secret"} {
-		_, body := post(t, endpoint, toolCall("1", "echo"), "Authorization", v)
-		assert.Equal(t, "RATE_LIMITED", outcomeOf(body), "%q is the same token", v)
+		_, body := post(t, endpoint, wire.ToolCall("1", "echo"), withHeader("Authorization", v))
+		assert.Equal(t, "RATE_LIMITED", wire.Outcome(body), "%q is the same token", v)
 	}
-	_, body := post(t, endpoint, toolCall("1", "echo"), "Authorization", "Bearer other")
-	assert.Equal(t, "done", outcomeOf(body), "another token has its own bucket")
+	_, body := post(t, endpoint, wire.ToolCall("1", "echo"), withHeader("Authorization", "Bearer other"))
+	assert.Equal(t, "done", wire.Outcome(body), "another token has its own bucket")
 	assert.EqualValues(t, 3, up.received.Load())
 }
 
@@ -418,7 +254,9 @@ func TestIDsBeyondTheirBoundAreRefused(t *testing.T) {
 		resp, out := post(t, endpoint, body)
 		assert.Equal(t, http.StatusBadRequest, resp.StatusCode, name)
 		assert.Contains(t, string(out), `"id":null`, name)
-		assert.Contains(t, rpcErrorEnvelope(t, out), "Request refused: an id is", name)
+		env, err := wire.ErrorEnvelope(out)
+		assert.NoError(t, err, name)
+		assert.Contains(t, env.Raw, "Request refused: an id is", name)
 	}
 	resp, _ := post(t, endpoint, `{"jsonrpc":"2.0","id":"`+strings.Repeat("x", 254)+`","method":"ping"}`)
 	assert.Equal(t, http.StatusOK, resp.StatusCode, "256 bytes is the bound")
@@ -458,7 +296,7 @@ func TestStreamedAnswersInAnotherSpellingOrOrderAreMatched(t *testing.T) {
 		"1.0 written back as 1":          `{"jsonrpc":"2.0","id":1.0,"method":"tools/call","params":{"name":"a"}}`,
 		"1e2 written back as 100":        `{"jsonrpc":"2.0","id":1e2,"method":"tools/call","params":{"name":"a"}}`,
 		"17 digits written back rounded": `{"jsonrpc":"2.0","id":12345678901234567890,"method":"tools/call","params":{"name":"a"}}`,
-		"8000 answers in reverse order":  callBatch(1, 8000, "a"),
+		"8000 answers in reverse order":  wire.Batch(1, 8000, "a"),
 	} {
 		_, out := post(t, endpoint, body)
 		events := strings.Count(string(out), "event: message\n")
@@ -479,15 +317,17 @@ func TestRefusedWideBatchGetsOneEnvelope(t *testing.T) {
 	}
 }
 reverse_proxy `+strings.TrimPrefix(upstream, "http://"))
-	batch := callBatch(1, 50_000, "a")
+	batch := wire.Batch(1, 50_000, "a")
 	resp, out := post(t, g.URL+"/mcp", batch)
 	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
 	assert.Less(t, len(out), 4096, "one envelope, not 50,000")
 	assert.Contains(t, string(out), `"id":null`)
-	assert.Contains(t, rpcErrorEnvelope(t, out), "can never pass as one request")
+	env, err := wire.ErrorEnvelope(out)
+	assert.NoError(t, err)
+	assert.Contains(t, env.Raw, "can never pass as one request")
 	assert.Zero(t, rec.count())
 
-	resp, out = post(t, g.URL+"/mcp", callBatch(1, 17, "a"))
+	resp, out = post(t, g.URL+"/mcp", wire.Batch(1, 17, "a"))
 	assert.Equal(t, http.StatusOK, resp.StatusCode, "a batch within the bound gets an answer per request")
 	var answers []json.RawMessage
 	require.NoError(t, json.Unmarshal(out, &answers))
@@ -498,14 +338,14 @@ reverse_proxy `+strings.TrimPrefix(upstream, "http://"))
 func TestBatchBeyondMaxBatchGetsOneEnvelope(t *testing.T) {
 	rec, upstream := startRecorder(t)
 	g := mcptest.StartGateway(t, "mcp\nreverse_proxy "+strings.TrimPrefix(upstream, "http://"))
-	resp, out := post(t, g.URL+"/mcp", callBatch(1, 17, "a"))
+	resp, out := post(t, g.URL+"/mcp", wire.Batch(1, 17, "a"))
 	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
-	env, err := envelope.Parse(rpcErrorEnvelope(t, out))
+	env, err := wire.ErrorEnvelope(out)
 	require.NoError(t, err)
 	assert.Equal(t, "Request is a batch of more than 16 messages, the most this server takes in one request", env.Message)
 	assert.Equal(t, "Send at most 16 messages per batch, or send them one at a time.", env.Recovery)
 	assert.Zero(t, rec.count())
-	resp, _ = post(t, g.URL+"/mcp", callBatch(1, 16, "a"))
+	resp, _ = post(t, g.URL+"/mcp", wire.Batch(1, 16, "a"))
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 }
 
@@ -555,7 +395,7 @@ func TestSlowBodyIsCutAfterReadBodyTimeout(t *testing.T) {
 	assert.Zero(t, rec.count())
 
 	// A body that arrives in time, in pieces, passes.
-	resp2, _ := post(t, g.URL+"/mcp", toolCall("1", "echo"))
+	resp2, _ := post(t, g.URL+"/mcp", wire.ToolCall("1", "echo"))
 	assert.Equal(t, http.StatusOK, resp2.StatusCode)
 }
 
@@ -570,21 +410,17 @@ func TestToolNameBeyondTheSpecIsRefusedWithItsID(t *testing.T) {
 	}
 }
 reverse_proxy `+strings.TrimPrefix(upstream, "http://"))
-	resp, out := post(t, g.URL+"/mcp", toolCall("long", strings.Repeat("t", 1<<20)))
+	resp, out := post(t, g.URL+"/mcp", wire.ToolCall("long", strings.Repeat("t", 1<<20)))
 	assert.Equal(t, http.StatusOK, resp.StatusCode, "the id is fine, so the call gets a result")
-	var answer struct {
-		ID     string          `json:"id"`
-		Result json.RawMessage `json:"result"`
-	}
-	require.NoError(t, json.Unmarshal(out, &answer))
-	assert.Equal(t, "long", answer.ID)
+	answer := decodeReply(t, out)
+	assert.Equal(t, `"long"`, string(answer.ID))
 	env, err := envelope.ParseResult(answer.Result)
 	require.NoError(t, err)
 	assert.Equal(t, envelope.ValidationError, env.Code)
 	assert.Equal(t, "Request refused: a tool name is 1048576 characters long; MCP tool names have at most 128", env.Message)
 	assert.Less(t, len(out), 2048)
 	assert.Zero(t, rec.count())
-	resp, _ = post(t, g.URL+"/mcp", toolCall("ok", strings.Repeat("é", 128)))
+	resp, _ = post(t, g.URL+"/mcp", wire.ToolCall("ok", strings.Repeat("é", 128)))
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.Equal(t, 1, rec.count(), "128 characters is the bound, whatever their bytes")
 }

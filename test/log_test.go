@@ -11,13 +11,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/caddymcp/caddy-mcp/test/mcptest"
+	"github.com/caddymcp/caddy-mcp/test/wire"
 )
 
 // handlerLogger is the name of the mcp handler's logger (its module ID).
 const handlerLogger = "http.handlers.mcp"
 
 func TestOneLogLinePerEnvelopeAtItsLevel(t *testing.T) {
-	h, upstream := startHolder(t)
+	h := startUpstream(t, holdCallsOf("hold"))
 	down := mcptest.FreeLoopbackAddr(t)
 	logFile := tempLog(t, "caddy.log")
 	site := func(logKey string) string {
@@ -36,17 +37,17 @@ func TestOneLogLinePerEnvelopeAtItsLevel(t *testing.T) {
 	@down expression {http.mcp.tool} == "down"
 	reverse_proxy @down %s
 	reverse_proxy %s
-}`, logKey, down, upstream)
+}`, logKey, down, h.addr)
 	}
 	g := mcptest.StartGatewayWith(t, mcptest.GatewayConfig{
 		Log:  "output file " + logFile + "\nformat json\nlevel DEBUG",
 		Site: site(""),
 	})
 	endpoint := g.URL + "/mcp"
-	call := func(id, tool string, header ...string) string {
+	call := func(id, tool string) string {
 		t.Helper()
-		_, body := post(t, endpoint, toolCall(id, tool), header...)
-		return outcome(t, body)
+		_, body := post(t, endpoint, wire.ToolCall(id, tool))
+		return wire.Outcome(body)
 	}
 
 	// Forwarded calls: nothing to say at info.
@@ -56,7 +57,7 @@ func TestOneLogLinePerEnvelopeAtItsLevel(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 
 	require.Equal(t, "RATE_LIMITED", call("limited", "limited"))
-	held := background(t, endpoint, toolCall("held", "hold"))
+	held := postAsync(t, endpoint, wire.ToolCall("held", "hold"))
 	h.waitHeld(t, 1)
 	require.Equal(t, "SERVER_BUSY", call("busy", "echo"))
 	h.release(1)
@@ -64,7 +65,7 @@ func TestOneLogLinePerEnvelopeAtItsLevel(t *testing.T) {
 	require.Equal(t, "HANDOFF_UPSTREAM_UNAVAILABLE", call("down", "down"))
 	resp, _ = post(t, endpoint, `{"jsonrpc":"2.0","id":"bad", not json`)
 	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
-	resp, _ = post(t, endpoint, toolCall("forbidden", "echo"), "Origin", "http://evil.example.com")
+	resp, _ = post(t, endpoint, wire.ToolCall("forbidden", "echo"), withHeader("Origin", "http://evil.example.com"))
 	require.Equal(t, http.StatusForbidden, resp.StatusCode)
 
 	// With log_key, a refusal names the key it was refused for.

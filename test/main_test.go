@@ -4,20 +4,9 @@
 package test
 
 import (
-	"fmt"
-	"os"
 	"testing"
 
 	"github.com/caddymcp/caddy-mcp/test/mcptest"
 )
 
-func TestMain(m *testing.M) {
-	cleanup, err := mcptest.SetXDGDirs()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { mcptest.Main(m) }

@@ -2,7 +2,6 @@ package test
 
 import (
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"runtime"
@@ -16,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/caddymcp/caddy-mcp/test/mcptest"
+	"github.com/caddymcp/caddy-mcp/test/wire"
 )
 
 // Memory and CPU follow the bytes a client sends, never what it declares.
@@ -54,7 +54,7 @@ func TestSlowConnectionsDeclaringLargeBodiesCostLittleHeap(t *testing.T) {
 
 	// Warm up: the first requests allocate what every later one reuses.
 	for range 3 {
-		resp, _ := post(t, g.URL+"/mcp", toolCall("warm", "echo"))
+		resp, _ := post(t, g.URL+"/mcp", wire.ToolCall("warm", "echo"))
 		require.Equal(t, http.StatusOK, resp.StatusCode)
 	}
 	baseGoroutines := goroutines()
@@ -101,7 +101,7 @@ func TestSlowConnectionsDeclaringLargeBodiesCostLittleHeap(t *testing.T) {
 
 // allocsPerByte posts each body from its own goroutine, all at once, and
 // returns the bytes the process allocated meanwhile per byte sent.
-func allocsPerByte(t *testing.T, endpoint string, bodies []string, wantStatus int, header ...string) float64 {
+func allocsPerByte(t *testing.T, endpoint string, bodies []string, wantStatus int) float64 {
 	t.Helper()
 	sent := 0
 	for _, b := range bodies {
@@ -111,21 +111,10 @@ func allocsPerByte(t *testing.T, endpoint string, bodies []string, wantStatus in
 	var wg sync.WaitGroup
 	for _, b := range bodies {
 		wg.Go(func() {
-			req, err := http.NewRequest(http.MethodPost, endpoint, strings.NewReader(b))
-			if !assert.NoError(t, err) {
-				return
+			resp, _, err := send(endpoint, b)
+			if assert.NoError(t, err) {
+				assert.Equal(t, wantStatus, resp.StatusCode)
 			}
-			req.Header.Set("Content-Type", "application/json")
-			for i := 0; i+1 < len(header); i += 2 {
-				req.Header.Set(header[i], header[i+1])
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if !assert.NoError(t, err) {
-				return
-			}
-			defer resp.Body.Close()
-			_, _ = io.Copy(io.Discard, resp.Body)
-			assert.Equal(t, wantStatus, resp.StatusCode)
 		})
 	}
 	wg.Wait()
@@ -163,14 +152,13 @@ func TestWideBatchesCostLessThanSixteenTimesTheirBytes(t *testing.T) {
 	for name, c := range map[string]struct {
 		bodies []string
 		status int
-		header []string
 	}{
-		"2 MiB of numbers":                          {[]string{numbers}, http.StatusBadRequest, nil},
-		"2 MiB of numbers, eight at once":           {eight(numbers), http.StatusBadRequest, nil},
-		"3.7 MiB of {}, eight at once":              {eight(objects), http.StatusBadRequest, nil},
-		"32 escaped 120 KiB strings, eight at once": {eight(costly), http.StatusOK, nil},
+		"2 MiB of numbers":                          {[]string{numbers}, http.StatusBadRequest},
+		"2 MiB of numbers, eight at once":           {eight(numbers), http.StatusBadRequest},
+		"3.7 MiB of {}, eight at once":              {eight(objects), http.StatusBadRequest},
+		"32 escaped 120 KiB strings, eight at once": {eight(costly), http.StatusOK},
 	} {
-		ratio := allocsPerByte(t, endpoint, c.bodies, c.status, c.header...)
+		ratio := allocsPerByte(t, endpoint, c.bodies, c.status)
 		t.Logf("%s: %.2f bytes allocated per byte sent", name, ratio)
 		assert.Less(t, ratio, 16.0, name)
 	}
@@ -181,26 +169,26 @@ func TestWideBatchesCostLessThanSixteenTimesTheirBytes(t *testing.T) {
 // bucket, for as long as the bucket took to refill.
 func TestLongKeysAreKeptAsDigests(t *testing.T) {
 	// An upstream that keeps nothing of what it receives.
-	up, addr := startLenient(t, false)
+	up := startUpstream(t)
 	g := mcptest.StartGateway(t, `mcp {
 	rate_limit per_key {
 		key {header.X-Key}
 		rate 1/1h
 	}
 }
-reverse_proxy `+addr)
+reverse_proxy `+up.addr)
 	endpoint := g.URL + "/mcp"
-	resp, _ := post(t, endpoint, toolCall("warm", "echo"), "X-Key", "warm")
+	resp, _ := post(t, endpoint, wire.ToolCall("warm", "echo"), withHeader("X-Key", "warm"))
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 
 	const keys = 100
 	before := heapObjects()
 	for i := range keys {
 		key := fmt.Sprintf("%03d", i) + strings.Repeat("k", 15_000)
-		resp, _ := post(t, endpoint, toolCall("1", "echo"), "X-Key", key)
+		resp, _ := post(t, endpoint, wire.ToolCall("1", "echo"), withHeader("X-Key", key))
 		require.Equal(t, http.StatusOK, resp.StatusCode)
-		resp, out := post(t, endpoint, toolCall("2", "echo"), "X-Key", key)
-		require.Equal(t, "RATE_LIMITED", outcomeOf(out), "each long key has its own bucket (%d)", resp.StatusCode)
+		resp, out := post(t, endpoint, wire.ToolCall("2", "echo"), withHeader("X-Key", key))
+		require.Equal(t, "RATE_LIMITED", wire.Outcome(out), "each long key has its own bucket (%d)", resp.StatusCode)
 	}
 	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
 	retained := int64(heapObjects()) - int64(before)

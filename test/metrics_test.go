@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/caddymcp/caddy-mcp/test/mcptest"
+	"github.com/caddymcp/caddy-mcp/test/wire"
 )
 
 // The metrics are process-wide counters: every test compares two scrapes
@@ -18,7 +19,7 @@ import (
 // not matter. The limit and guard names are unique to each test.
 
 func TestMetricsCountEveryOutcomeOfAScriptedRun(t *testing.T) {
-	h, upstream := startHolder(t)
+	h := startUpstream(t, holdCallsOf("hold"))
 	down := mcptest.FreeLoopbackAddr(t)
 	// Calls of the tool "down" go to an address nobody listens on.
 	g := mcptest.StartGatewayWith(t, mcptest.GatewayConfig{Admin: true, Site: fmt.Sprintf(`route {
@@ -37,12 +38,12 @@ func TestMetricsCountEveryOutcomeOfAScriptedRun(t *testing.T) {
 	@down expression {http.mcp.tool} == "down"
 	reverse_proxy @down %s
 	reverse_proxy %s
-}`, down, upstream)})
+}`, down, h.addr)})
 	endpoint := g.URL + "/mcp"
 	call := func(id, tool string) string {
 		t.Helper()
-		_, body := post(t, endpoint, toolCall(id, tool))
-		return outcome(t, body)
+		_, body := post(t, endpoint, wire.ToolCall(id, tool))
+		return wire.Outcome(body)
 	}
 	before := mcpMetrics(t, g.AdminURL)
 	assert.Equal(t, 0.0, before[`caddy_mcp_inflight{guard="metrics_guard"}`], "the guard exists, idle, from the start")
@@ -56,9 +57,9 @@ func TestMetricsCountEveryOutcomeOfAScriptedRun(t *testing.T) {
 
 	// One call holds the only place, one waits for it, and a third finds
 	// the queue full.
-	held := background(t, endpoint, toolCall("held", "hold"))
+	held := postAsync(t, endpoint, wire.ToolCall("held", "hold"))
 	h.waitHeld(t, 1)
-	queued := background(t, endpoint, toolCall("queued", "echo"))
+	queued := postAsync(t, endpoint, wire.ToolCall("queued", "echo"))
 	gaugesReach(t, g.AdminURL, map[string]float64{
 		`caddy_mcp_inflight{guard="metrics_guard"}`: 1,
 		`caddy_mcp_queued{guard="metrics_guard"}`:   1,
@@ -111,7 +112,7 @@ func TestMetricsCountEveryOutcomeOfAScriptedRun(t *testing.T) {
 }
 
 func TestMetricSeriesDoNotGrowWithToolsMethodsOrSessions(t *testing.T) {
-	_, upstream := startHolder(t)
+	upstream := startUpstream(t).addr
 	g := mcptest.StartGatewayWith(t, mcptest.GatewayConfig{Admin: true, Site: `mcp {
 	rate_limit cardinality_per_session {
 		key {http.mcp.session_id}
@@ -128,10 +129,10 @@ reverse_proxy ` + upstream})
 	traffic := func(n int) {
 		for i := range n {
 			session := random("rnd-session-")
-			resp, body := post(t, endpoint, toolCall(fmt.Sprint("c", i), random("rnd-tool-")), "Mcp-Session-Id", session)
+			resp, body := post(t, endpoint, wire.ToolCall(fmt.Sprint("c", i), random("rnd-tool-")), withHeader("Mcp-Session-Id", session))
 			require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
-			require.Equal(t, "done", outcome(t, body))
-			resp, body = post(t, endpoint, fmt.Sprintf(`{"jsonrpc":"2.0","id":"m%d","method":%q}`, i, random("x/")), "Mcp-Session-Id", session)
+			require.Equal(t, "done", wire.Outcome(body))
+			resp, body = post(t, endpoint, fmt.Sprintf(`{"jsonrpc":"2.0","id":"m%d","method":%q}`, i, random("x/")), withHeader("Mcp-Session-Id", session))
 			require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
 		}
 	}

@@ -1,7 +1,6 @@
 package test
 
 import (
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -17,28 +16,16 @@ import (
 // (none when empty) and Host, and returns the response and its body.
 func originRequest(t *testing.T, method, endpoint, host string, origins ...string) (*http.Response, []byte) {
 	t.Helper()
-	var body io.Reader
-	if method == http.MethodPost {
-		body = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
-	}
-	req, err := http.NewRequestWithContext(t.Context(), method, endpoint, body)
-	require.NoError(t, err)
-	if method == http.MethodPost {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if host != "" {
-		req.Host = host
+	opts := []sendOption{withMethod(method), withHost(host)}
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
+	if method != http.MethodPost {
+		body = ""
+		opts = append(opts, withoutHeader("Content-Type"))
 	}
 	for _, o := range origins {
-		req.Header.Add("Origin", o)
+		opts = append(opts, withHeader("Origin", o))
 	}
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp, b
+	return post(t, endpoint, body, opts...)
 }
 
 // originGateway starts a gateway with the given mcp directive in front of a
@@ -81,8 +68,8 @@ func assertOrigins(t *testing.T, rec *recorder, endpoint string, cases []originC
 				assert.Equal(t, before, rec.count(), "the upstream saw nothing")
 				r := decodeReply(t, body)
 				assert.Equal(t, "2.0", r.JSONRPC)
-				assert.NotContains(t, r.members, "id", "the refusal has no id: %s", body)
-				assert.NotContains(t, r.members, "result")
+				assert.NotContains(t, r.Members, "id", "the refusal has no id: %s", body)
+				assert.NotContains(t, r.Members, "result")
 				require.NotNil(t, r.Error, "%s", body)
 				assertRPCErrorCarries(t, r, wantEnvelope{code: envelope.Forbidden, recovery: "allowed_origins"})
 			})

@@ -7,8 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httptrace"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -19,15 +17,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/caddymcp/caddy-mcp/test/mcptest"
+	"github.com/caddymcp/caddy-mcp/test/wire"
 )
 
 // countingUpstream is an MCP server (the official Go SDK's, at /mcp) and a
 // raw JSON-RPC endpoint (at /raw) that share one count of the tool calls
 // they are running, and remember the most they ever ran at once.
 type countingUpstream struct {
-	url             string
-	running, maxRun atomic.Int64
-	calls           atomic.Int64
+	url     string
+	running gauge
+	calls   atomic.Int64
 
 	mu sync.Mutex
 	// rawIDs counts the raw calls received by id: a request sent again
@@ -71,8 +70,6 @@ func startCountingUpstream(t *testing.T) *countingUpstream {
 	return u
 }
 
-// work runs one tool call: counted while it runs, for a few milliseconds
-// (the tool's work, so that calls overlap).
 // duplicates are the raw call ids received more than once.
 func (u *countingUpstream) duplicates() []string {
 	u.mu.Lock()
@@ -86,75 +83,13 @@ func (u *countingUpstream) duplicates() []string {
 	return out
 }
 
+// work runs one tool call: counted while it runs, for a few milliseconds
+// (the tool's work, so that calls overlap).
 func (u *countingUpstream) work() {
-	n := u.running.Add(1)
-	for {
-		m := u.maxRun.Load()
-		if n <= m || u.maxRun.CompareAndSwap(m, n) {
-			break
-		}
-	}
+	u.running.add(1)
 	time.Sleep(2 * time.Millisecond)
-	u.running.Add(-1)
+	u.running.add(-1)
 	u.calls.Add(1)
-}
-
-// reconnecting is what a well-behaved client does when a server that is
-// being reloaded closes its connection without answering: it sends the
-// request again on a new connection.
-//
-// A reload shuts the old server down gracefully: requests it is handling
-// finish within the grace period, and then Go's http.Server
-//   - closes its idle keep-alive connections, which a client may have just
-//     picked for its next request (the request then meets EOF or a reset),
-//   - and closes, without calling any handler, a connection on which it
-//     reads a request after the shutdown began (net/http, conn.serve:
-//     "if c.server.shuttingDown() { return }" right after readRequest).
-//     This hits fresh connections too: Caddy hands the same listening
-//     socket to the old and the new server, and the old one can still
-//     accept a connection while it stops.
-//
-// Either way the client gets no byte of a response, and the request was
-// never handled, so sending it again is safe. Go's transport does that by
-// itself only for idempotent requests, and a POST is not one. So this
-// transport resends a request that got no response byte at all, at most a
-// few times; anything else (an answer cut short, an error status, an
-// envelope) is returned as it is, and fails the test.
-type reconnecting struct {
-	base    *http.Transport
-	retries atomic.Int64
-}
-
-func newReconnecting(t *testing.T) *reconnecting {
-	rt := &reconnecting{base: http.DefaultTransport.(*http.Transport).Clone()}
-	t.Cleanup(rt.base.CloseIdleConnections)
-	return rt
-}
-
-func (rt *reconnecting) RoundTrip(req *http.Request) (*http.Response, error) {
-	replayable := req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
-	for attempt := 1; ; attempt++ {
-		var reused, answered atomic.Bool
-		r := req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
-			GotConn:              func(info httptrace.GotConnInfo) { reused.Store(info.Reused) },
-			GotFirstResponseByte: func() { answered.Store(true) },
-		}))
-		if attempt > 1 && req.GetBody != nil {
-			body, err := req.GetBody()
-			if err != nil {
-				return nil, err
-			}
-			r.Body = body
-		}
-		resp, err := rt.base.RoundTrip(r)
-		if err == nil {
-			return resp, nil
-		}
-		if !replayable || answered.Load() || req.Context().Err() != nil || attempt == 5 {
-			return nil, fmt.Errorf("%w (attempt %d, reused connection: %v, response started: %v)", err, attempt, reused.Load(), answered.Load())
-		}
-		rt.retries.Add(1)
-	}
 }
 
 // failures collects what went wrong in the traffic goroutines.
@@ -194,7 +129,7 @@ func TestReloadUnderTrafficFailsNoCallAndKeepsBucketsAndGuards(t *testing.T) {
 	}
 	upstream_retry_after %ds
 }
-%s`, maxInFlight, 30+reload%2, proxyTo(up.url))
+%s`, maxInFlight, 30+reload%2, mcptest.ProxyTo(up.url))
 	}
 	g := mcptest.StartGatewayWith(t, mcptest.GatewayConfig{
 		Site: site(0),
@@ -214,24 +149,16 @@ func TestReloadUnderTrafficFailsNoCallAndKeepsBucketsAndGuards(t *testing.T) {
 
 	// rawCall makes one tools/call over plain HTTP and returns its outcome.
 	rawCall := func(client *http.Client, id, tool string) (string, string) {
-		req, err := http.NewRequest(http.MethodPost, rawEndpoint, strings.NewReader(toolCall(id, tool)))
-		if err != nil {
-			return "", err.Error()
-		}
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := client.Do(req)
-		if err != nil {
+		resp, body, err := send(rawEndpoint, wire.ToolCall(id, tool), withClient(client))
+		switch {
+		case resp == nil:
 			return "", "transport error: " + err.Error()
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		if err != nil {
+		case err != nil:
 			return "", "reading the answer: " + err.Error()
-		}
-		if resp.StatusCode != http.StatusOK {
+		case resp.StatusCode != http.StatusOK:
 			return "", fmt.Sprintf("HTTP %d: %s", resp.StatusCode, body)
 		}
-		return outcomeOf(body), resp.Header.Get("Retry-After")
+		return wire.Outcome(body), resp.Header.Get("Retry-After")
 	}
 
 	// Spend the bucket of the tool "limited" before any reload.
@@ -346,7 +273,7 @@ func TestReloadUnderTrafficFailsNoCallAndKeepsBucketsAndGuards(t *testing.T) {
 	}
 	retries += plain.Transport.(*reconnecting).retries.Load()
 	t.Logf("%d reloads; %d calls ran upstream (%d during the reloads), at most %d at once; %d limited calls refused; %d requests resent after the old server closed their connection unanswered",
-		reloads, up.calls.Load(), callsDuring, up.maxRun.Load(), limitedCalls.Load(), retries)
+		reloads, up.calls.Load(), callsDuring, up.running.peak.Load(), limitedCalls.Load(), retries)
 
 	list := fails.get()
 	assert.Empty(t, list, "no call may fail because of a reload (%d failed)", len(list))
@@ -354,8 +281,8 @@ func TestReloadUnderTrafficFailsNoCallAndKeepsBucketsAndGuards(t *testing.T) {
 	assert.Equal(t, succeeded.Load()+1, up.calls.Load(), "every call ran upstream exactly once (and limited-0 before the reloads)")
 	assert.Empty(t, up.duplicates(), "no request that was sent again had been handled")
 	assert.Greater(t, limitedCalls.Load(), int64(10))
-	assert.LessOrEqual(t, up.maxRun.Load(), int64(maxInFlight), "old and new config together never run more than max calls")
-	assert.GreaterOrEqual(t, up.maxRun.Load(), int64(2), "the guard was under pressure")
+	assert.LessOrEqual(t, up.running.peak.Load(), int64(maxInFlight), "old and new config together never run more than max calls")
+	assert.GreaterOrEqual(t, up.running.peak.Load(), int64(2), "the guard was under pressure")
 
 	got, retryAfter := rawCall(plain, "limited-after", "limited")
 	assert.Equal(t, "RATE_LIMITED", got)

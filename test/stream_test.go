@@ -21,6 +21,7 @@ import (
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/examples/demo/demoserver"
 	"github.com/caddymcp/caddy-mcp/test/mcptest"
+	"github.com/caddymcp/caddy-mcp/test/wire"
 )
 
 // brokenStream is how a misbehaving upstream answers a tools/call of one
@@ -193,14 +194,8 @@ func postStream(t *testing.T, endpoint, body string) (*http.Response, []byte, er
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(body))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
+	resp, b, err := send(endpoint, body, withContext(ctx))
+	require.NotNil(t, resp, "%v", err)
 	require.NoError(t, ctx.Err(), "the stream did not end")
 	return resp, b, err
 }
@@ -223,7 +218,7 @@ func assertRepairEvent(t *testing.T, ev sseEvent, id string, call bool) envelope
 		require.NoError(t, err)
 		return env
 	}
-	assert.NotContains(t, r.members, "error")
+	assert.NotContains(t, r.Members, "error")
 	env, err := envelope.ParseResult(r.Result)
 	require.NoError(t, err, "%s", ev.data)
 	assert.Contains(t, string(r.Result), `"isError":true`)
@@ -231,13 +226,8 @@ func assertRepairEvent(t *testing.T, ev sseEvent, id string, call bool) envelope
 	return env
 }
 
-// callBody is a raw tools/call of tool with id 7 and progress token "p".
-func callBody(tool string) string {
-	return `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"` + tool + `","arguments":{},"_meta":{"progressToken":"p"}}}`
-}
-
 func replaceIDs(s string) string {
-	return strings.NewReplacer("$ID", "7", "$TOKEN", `"p"`).Replace(s)
+	return strings.NewReplacer("$ID", wire.ProgressCallID, "$TOKEN", wire.ProgressToken).Replace(s)
 }
 
 func TestBrokenStreamIsRepairedWithOneEventForThePendingCall(t *testing.T) {
@@ -253,8 +243,8 @@ func TestBrokenStreamIsRepairedWithOneEventForThePendingCall(t *testing.T) {
 		{"an event for another id, then a break", brokenStream{chunks: []string{strings.Replace(responseEvent, "$ID", "8", 1)}}, "broke"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			endpoint := mcptest.StartGateway(t, "mcp\n"+proxyTo(startStreamUpstream(t, map[string]brokenStream{"broken": tc.stream}))).URL + mcptest.MCPPath
-			resp, body, err := postStream(t, endpoint, callBody("broken"))
+			endpoint := mcptest.StartGateway(t, "mcp\n"+mcptest.ProxyTo(startStreamUpstream(t, map[string]brokenStream{"broken": tc.stream}))).URL + mcptest.MCPPath
+			resp, body, err := postStream(t, endpoint, wire.ProgressCall("broken"))
 			require.NoError(t, err, "the repaired stream ends cleanly; got %q", body)
 			assert.Equal(t, http.StatusOK, resp.StatusCode)
 			assert.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
@@ -286,8 +276,8 @@ func TestResumableOrAnsweredStreamIsNotRepaired(t *testing.T) {
 		{"the response, then a clean end", brokenStream{chunks: []string{responseEvent}, clean: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			endpoint := mcptest.StartGateway(t, "mcp\n"+proxyTo(startStreamUpstream(t, map[string]brokenStream{"broken": tc.stream}))).URL + mcptest.MCPPath
-			resp, body, err := postStream(t, endpoint, callBody("broken"))
+			endpoint := mcptest.StartGateway(t, "mcp\n"+mcptest.ProxyTo(startStreamUpstream(t, map[string]brokenStream{"broken": tc.stream}))).URL + mcptest.MCPPath
+			resp, body, err := postStream(t, endpoint, wire.ProgressCall("broken"))
 			assert.Equal(t, http.StatusOK, resp.StatusCode)
 			assert.Equal(t, replaceIDs(strings.Join(tc.stream.chunks, "")), string(body), "the upstream's bytes and nothing else")
 			if tc.stream.clean {
@@ -312,7 +302,7 @@ func TestBrokenBatchStreamIsRepairedForTheUnansweredRequestOnly(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			answer := "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":" + tc.answered + ",\"result\":{}}\n\n"
 			stream := brokenStream{chunks: []string{answer}}
-			endpoint := mcptest.StartGateway(t, "mcp\n"+proxyTo(startStreamUpstream(t, map[string]brokenStream{"broken": stream}))).URL + mcptest.MCPPath
+			endpoint := mcptest.StartGateway(t, "mcp\n"+mcptest.ProxyTo(startStreamUpstream(t, map[string]brokenStream{"broken": stream}))).URL + mcptest.MCPPath
 			batch := `[{"jsonrpc":"2.0","id":"call-1","method":"tools/call","params":{"name":"broken"}},` +
 				`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":99}},` +
 				`{"jsonrpc":"2.0","id":2,"method":"tools/list"}]`
@@ -331,8 +321,8 @@ const halfEvent = "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notif
 
 func TestStreamBrokenMidEventIsRepairedWithAReadableEvent(t *testing.T) {
 	stream := brokenStream{chunks: []string{progressEvent, halfEvent}}
-	endpoint := mcptest.StartGateway(t, "mcp\n"+proxyTo(startStreamUpstream(t, map[string]brokenStream{"broken": stream}))).URL + mcptest.MCPPath
-	_, body, err := postStream(t, endpoint, callBody("broken"))
+	endpoint := mcptest.StartGateway(t, "mcp\n"+mcptest.ProxyTo(startStreamUpstream(t, map[string]brokenStream{"broken": stream}))).URL + mcptest.MCPPath
+	_, body, err := postStream(t, endpoint, wire.ProgressCall("broken"))
 	require.NoError(t, err, "%q", body)
 	t.Logf("stream broken mid-event, as the client received it:\n%q", body)
 	sent := replaceIDs(progressEvent + halfEvent)
@@ -358,7 +348,7 @@ var brokenTools = map[string]brokenStream{
 }
 
 func TestGoClientGetsTheRepairedStreamAsAToolResult(t *testing.T) {
-	g := mcptest.StartGateway(t, "mcp\n"+proxyTo(startStreamUpstream(t, brokenTools)))
+	g := mcptest.StartGateway(t, "mcp\n"+mcptest.ProxyTo(startStreamUpstream(t, brokenTools)))
 	for _, tool := range []string{"break_after_progress", "break_mid_event"} {
 		t.Run(tool, func(t *testing.T) {
 			progress := make(chan float64, 10)
@@ -376,7 +366,7 @@ func TestGoClientGetsTheRepairedStreamAsAToolResult(t *testing.T) {
 			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Meta: mcp.Meta{"progressToken": "p"}})
 			require.NoError(t, err, "the repaired call must come back as a result")
 			assert.True(t, res.IsError)
-			env, err := envelope.Parse(textOf(t, res))
+			env, err := envelope.Parse(mcptest.TextOf(t, res))
 			require.NoError(t, err)
 			assert.Equal(t, envelope.HandoffUpstreamUnavailable, env.Code)
 			assert.Contains(t, env.Recovery, "may have run")
@@ -396,7 +386,7 @@ func TestGoClientGetsTheRepairedStreamAsAToolResult(t *testing.T) {
 }
 
 func TestTypeScriptClientGetsTheRepairedStreamInsteadOfTimingOut(t *testing.T) {
-	g := mcptest.StartGateway(t, "mcp\n"+proxyTo(startStreamUpstream(t, brokenTools)))
+	g := mcptest.StartGateway(t, "mcp\n"+mcptest.ProxyTo(startStreamUpstream(t, brokenTools)))
 	step := func(tool string) mcptest.TSStep {
 		s := mcptest.CallToolStep(tool, map[string]any{})
 		s.Progress = true
@@ -415,7 +405,7 @@ func TestTypeScriptClientGetsTheRepairedStreamInsteadOfTimingOut(t *testing.T) {
 			require.True(t, r.OK, "the repaired call must return a result, not throw or time out: %v", r.Error)
 			res := r.CallToolResult(t)
 			assert.True(t, res.IsError)
-			env, err := envelope.Parse(textOf(t, res))
+			env, err := envelope.Parse(mcptest.TextOf(t, res))
 			require.NoError(t, err)
 			assert.Equal(t, envelope.HandoffUpstreamUnavailable, env.Code)
 			assert.Contains(t, env.Recovery, "may have run")
@@ -435,12 +425,8 @@ func TestTypeScriptClientGetsTheRepairedStreamInsteadOfTimingOut(t *testing.T) {
 // took to arrive, then releases the upstream and checks the rest.
 func firstEventDelay(t *testing.T, endpoint string, release chan struct{}) time.Duration {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, endpoint, strings.NewReader(callBody("held")))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
 	start := time.Now()
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := open(endpoint, wire.ProgressCall("held"), withContext(t.Context()))
 	require.NoError(t, err)
 	defer resp.Body.Close()
 
@@ -488,7 +474,7 @@ func TestFirstEventReachesTheClientBeforeTheUpstreamFinishes(t *testing.T) {
 	direct := firstEventDelay(t, startStreamUpstream(t, streams), release)
 
 	streams, release = held()
-	g := mcptest.StartGateway(t, "mcp\n"+proxyTo(startStreamUpstream(t, streams)))
+	g := mcptest.StartGateway(t, "mcp\n"+mcptest.ProxyTo(startStreamUpstream(t, streams)))
 	gateway := firstEventDelay(t, g.URL+mcptest.MCPPath, release)
 	t.Logf("time to first event: direct %v, through the gateway %v", direct, gateway)
 }
@@ -501,7 +487,7 @@ func initSession(t *testing.T, endpoint string) string {
 	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
 	session := resp.Header.Get("Mcp-Session-Id")
 	require.NotEmpty(t, session)
-	resp, body = post(t, endpoint, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, "Mcp-Session-Id", session, "MCP-Protocol-Version", "2025-06-18")
+	resp, body = post(t, endpoint, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, withHeader("Mcp-Session-Id", session, "MCP-Protocol-Version", "2025-06-18"))
 	require.Equal(t, http.StatusAccepted, resp.StatusCode, "%s", body)
 	return session
 }
@@ -510,12 +496,11 @@ func initSession(t *testing.T, endpoint string) string {
 // decodes a request's id and writes it again in its own spelling; the
 // response still answers the request, and nothing may be added after it.
 func TestAnsweredStreamIsNotRepairedWhateverTheIDSpelling(t *testing.T) {
-	endpoint := mcptest.StartGateway(t, "mcp\n"+proxyTo(mcptest.StartDemoServer(t))).URL + mcptest.MCPPath
+	endpoint := mcptest.StartGateway(t, "mcp\n"+mcptest.ProxyTo(mcptest.StartDemoServer(t))).URL + mcptest.MCPPath
 	session := initSession(t, endpoint)
 	for _, id := range []string{`"plain"`, `"caf\u00e9"`, `"a\/b"`, `"caf` + "\u00e9" + `"`, `17`} {
 		t.Run(id, func(t *testing.T) {
-			resp, body := post(t, endpoint, `{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`,
-				"Mcp-Session-Id", session, "MCP-Protocol-Version", "2025-06-18")
+			resp, body := post(t, endpoint, `{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`, withHeader("Mcp-Session-Id", session, "MCP-Protocol-Version", "2025-06-18"))
 			require.Equal(t, http.StatusOK, resp.StatusCode)
 			require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
 			events := parseSSE(body)

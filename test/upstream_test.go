@@ -20,6 +20,7 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/test/mcptest"
+	"github.com/caddymcp/caddy-mcp/test/wire"
 )
 
 // The three wire forms of section 4 of the wire contract, each sent through
@@ -47,33 +48,11 @@ type wantEnvelope struct {
 	recovery string
 }
 
-// rpcReply is a JSON-RPC response as the client reads it, the id's bytes
-// kept as sent.
-type rpcReply struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Result  json.RawMessage `json:"result"`
-	Error   *struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-		Data    struct {
-			Code       string   `json:"code"`
-			Severity   string   `json:"severity"`
-			Recovery   string   `json:"recovery"`
-			RetryAfter *float64 `json:"retryAfter"`
-			Envelope   string   `json:"envelope"`
-		} `json:"data"`
-	} `json:"error"`
-	// members are the top-level member names, to tell an absent id from a
-	// null one.
-	members map[string]json.RawMessage
-}
-
-func decodeReply(t *testing.T, body []byte) rpcReply {
+// decodeReply reads one JSON-RPC response, failing the test if it is none.
+func decodeReply(t *testing.T, body []byte) wire.Reply {
 	t.Helper()
-	var r rpcReply
-	require.NoError(t, json.Unmarshal(body, &r), "not a JSON-RPC message: %q", clip(body))
-	require.NoError(t, json.Unmarshal(body, &r.members))
+	r, err := wire.Read(body)
+	require.NoError(t, err, "%q", clip(body))
 	return r
 }
 
@@ -92,12 +71,12 @@ func assertEnvelopeForms(t *testing.T, endpoint string, want wantEnvelope, heade
 	t.Helper()
 	var env envelope.Parsed
 	t.Run("tools/call", func(t *testing.T) {
-		resp, body := post(t, endpoint, failingCall, header...)
+		resp, body := post(t, endpoint, failingCall, withHeader(header...))
 		assertWireHeaders(t, resp, http.StatusOK, want)
 		r := decodeReply(t, body)
 		assert.Equal(t, "2.0", r.JSONRPC)
 		assert.Equal(t, failingCallID, string(r.ID), "the id comes back byte for byte")
-		assert.NotContains(t, r.members, "error", "a tools/call gets a result: %s", body)
+		assert.NotContains(t, r.Members, "error", "a tools/call gets a result: %s", body)
 		var res struct {
 			IsError bool `json:"isError"`
 			Content []struct {
@@ -116,20 +95,20 @@ func assertEnvelopeForms(t *testing.T, endpoint string, want wantEnvelope, heade
 		assertEnvelope(t, env, want)
 	})
 	t.Run("tools/list", func(t *testing.T) {
-		resp, body := post(t, endpoint, failingList, header...)
+		resp, body := post(t, endpoint, failingList, withHeader(header...))
 		assertWireHeaders(t, resp, http.StatusOK, want)
 		r := decodeReply(t, body)
 		assert.Equal(t, "2.0", r.JSONRPC)
 		assert.Equal(t, failingListID, string(r.ID), "the id comes back byte for byte")
-		assert.NotContains(t, r.members, "result")
+		assert.NotContains(t, r.Members, "result")
 		require.NotNil(t, r.Error, "another request gets a JSON-RPC error: %s", body)
 		assertRPCErrorCarries(t, r, want)
 	})
 	t.Run("notification", func(t *testing.T) {
-		resp, body := post(t, endpoint, failingNotify, header...)
+		resp, body := post(t, endpoint, failingNotify, withHeader(header...))
 		assertWireHeaders(t, resp, want.status, want)
 		r := decodeReply(t, body)
-		assert.NotContains(t, r.members, "id", "nothing to answer: the error has no id: %s", body)
+		assert.NotContains(t, r.Members, "id", "nothing to answer: the error has no id: %s", body)
 		require.NotNil(t, r.Error, "%s", body)
 		assertRPCErrorCarries(t, r, want)
 	})
@@ -165,7 +144,7 @@ func assertEnvelope(t *testing.T, env envelope.Parsed, want wantEnvelope) {
 	assert.Equal(t, env.Raw, env.Text(), "the envelope is exactly what its sections render")
 }
 
-func assertRPCErrorCarries(t *testing.T, r rpcReply, want wantEnvelope) {
+func assertRPCErrorCarries(t *testing.T, r wire.Reply, want wantEnvelope) {
 	t.Helper()
 	e := r.Error
 	assert.Equal(t, envelope.CodeServerError, e.Code)
@@ -543,7 +522,7 @@ func TestCompressedUpstreamErrorPassesThrough(t *testing.T) {
 		body:   gz.Bytes(),
 	}
 	addr, _ := startAnswering(t, tc.status, tc.header, tc.body)
-	resp, body := post(t, gatewayTo(t, "mcp", addr, ""), failingCall, "Accept-Encoding", "gzip")
+	resp, body := post(t, gatewayTo(t, "mcp", addr, ""), failingCall, withHeader("Accept-Encoding", "gzip"))
 	assertPassedThrough(t, tc, resp, body)
 }
 
@@ -555,9 +534,9 @@ func TestReplacedErrorKeepsMcpSessionId(t *testing.T) {
 				"Content-Type":   {"text/html"},
 				"Mcp-Session-Id": {session},
 			}, []byte("<h1>error</h1>"))
-			resp, body := post(t, gatewayTo(t, "mcp", addr, ""), failingCall, "Mcp-Session-Id", session)
+			resp, body := post(t, gatewayTo(t, "mcp", addr, ""), failingCall, withHeader("Mcp-Session-Id", session))
 			require.Equal(t, http.StatusOK, resp.StatusCode)
-			_, err := envelope.ParseResult(decodeReply(t, body).Result)
+			_, err := wire.ResultEnvelope(body)
 			require.NoError(t, err, "replaced by an envelope: %s", body)
 			assert.Equal(t, []string{session}, resp.Header.Values("Mcp-Session-Id"))
 		})

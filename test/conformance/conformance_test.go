@@ -61,16 +61,7 @@ const (
 	suiteTimeout = 3 * time.Minute
 )
 
-func TestMain(m *testing.M) {
-	cleanup, err := mcptest.SetXDGDirs()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { mcptest.Main(m) }
 
 // TestConformance runs the whole active server suite three times. The
 // subtests must not run in parallel (one Caddy per process).
@@ -90,7 +81,7 @@ func TestConformance(t *testing.T) {
 
 	t.Run("reverse_proxy", func(t *testing.T) {
 		upstream := startEverythingServer(t, server)
-		res := runSuite(t, suite, mcptest.StartCatchAllGateway(t, proxyTo(upstream))+"/mcp")
+		res := runSuite(t, suite, mcptest.StartCatchAllGateway(t, mcptest.ProxyTo(upstream))+"/mcp")
 		res.requireShape(t)
 		// Documents why the gateway is needed: exactly the DNS rebinding
 		// check fails, everything else passes through a plain proxy.
@@ -109,7 +100,7 @@ func TestConformance(t *testing.T) {
 
 	t.Run("gateway", func(t *testing.T) {
 		upstream := startEverythingServer(t, server)
-		res := runSuite(t, suite, mcptest.StartCatchAllGateway(t, "mcp {\n}\n"+proxyTo(upstream))+"/mcp")
+		res := runSuite(t, suite, mcptest.StartCatchAllGateway(t, "mcp {\n}\n"+mcptest.ProxyTo(upstream))+"/mcp")
 		res.requireShape(t)
 		// The acceptance criterion: the gateway passes every check,
 		// including DNS rebinding protection (its Origin check).
@@ -119,13 +110,6 @@ func TestConformance(t *testing.T) {
 		}
 		res.logOnFailure(t)
 	})
-}
-
-// proxyTo is the reverse_proxy block for the everything-server at
-// "http://localhost:PORT", keeping a loopback Host, as the Go SDK server
-// requires on a loopback address.
-func proxyTo(upstream string) string {
-	return fmt.Sprintf("reverse_proxy %s {\n\theader_up Host {upstream_hostport}\n}", strings.TrimPrefix(upstream, "http://"))
 }
 
 // suiteEntry returns the suite's CLI entry point, failing the test with the

@@ -1,7 +1,6 @@
 package mcptest
 
 import (
-	"cmp"
 	"fmt"
 	"net"
 	"net/http"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig"
 	_ "github.com/caddyserver/caddy/v2/caddyconfig/caddyfile" // the caddyfile adapter
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 
@@ -36,11 +34,11 @@ type Gateway struct {
 	// with GatewayConfig.Admin; otherwise "" (the admin API is off).
 	AdminURL string
 
-	httpAddr, httpsAddr string
-	adminAddr           string
-	global              string
-	log                 string
-	gracePeriod         time.Duration
+	adminAddr string
+	// global is the Caddyfile without its site, address its site's
+	// address.
+	global  Caddyfile
+	address string
 }
 
 var gatewayMu sync.Mutex
@@ -81,7 +79,7 @@ type GatewayConfig struct {
 // StartGatewayWith runs Caddy as cfg says. Caddy is stopped by t.Cleanup.
 func StartGatewayWith(t testing.TB, cfg GatewayConfig) *Gateway {
 	t.Helper()
-	g := startGateway(t, cfg)
+	g := start(t, cfg, false)
 	if !cfg.HTTPS {
 		return g
 	}
@@ -100,20 +98,31 @@ func StartGatewayWith(t testing.TB, cfg GatewayConfig) *Gateway {
 	}
 }
 
-func startGateway(t testing.TB, cfg GatewayConfig) *Gateway {
+// start runs Caddy as cfg says, on a site that answers every Host if
+// catchAll is set.
+func start(t testing.TB, cfg GatewayConfig, catchAll bool) *Gateway {
+	t.Helper()
 	gatewayMu.Lock()
-	g := &Gateway{
-		httpAddr: FreeLoopbackAddr(t), Storage: t.TempDir(),
-		global: cfg.Global, log: cmp.Or(cfg.Log, "level ERROR"), gracePeriod: cmp.Or(cfg.GracePeriod, time.Nanosecond),
+	httpAddr := FreeLoopbackAddr(t)
+	g := &Gateway{URL: "http://" + httpAddr, Storage: t.TempDir()}
+	g.global = Caddyfile{
+		AutoHTTPS: "disable_redirects", GracePeriod: cfg.GracePeriod,
+		Storage: g.Storage, Log: cfg.Log, Global: cfg.Global,
 	}
-	g.URL = "http://" + g.httpAddr
+	g.address = g.URL
+	if catchAll {
+		_, port, _ := net.SplitHostPort(httpAddr)
+		g.address = "http://:" + port
+		g.global.AutoHTTPS, g.global.DefaultBind = "off", "127.0.0.1"
+	}
 	if cfg.HTTPS {
-		g.httpsAddr = FreeLoopbackAddr(t)
-		g.HTTPSURL = "https://" + g.httpsAddr
+		g.HTTPSURL = "https://" + FreeLoopbackAddr(t)
+		g.address += ", " + g.HTTPSURL
 	}
 	if cfg.Admin {
 		g.adminAddr = FreeLoopbackAddr(t)
 		g.AdminURL = "http://" + g.adminAddr
+		g.global.Admin = g.adminAddr
 	}
 	t.Cleanup(func() {
 		if g.adminAddr != "" {
@@ -132,46 +141,9 @@ func startGateway(t testing.TB, cfg GatewayConfig) *Gateway {
 // as `caddy reload` does.
 func (g *Gateway) Reload(t testing.TB, site string) {
 	t.Helper()
-	admin := "admin off"
-	if g.adminAddr != "" {
-		admin = "admin " + g.adminAddr
-	}
-	cfg := fmt.Sprintf(`{
-	%s
-	skip_install_trust
-	auto_https disable_redirects
-	grace_period %s
-	storage file_system %q
-	log {
-		%s
-	}
-	%s
-}
-
-%s {
-	%s
-}
-`, admin, g.gracePeriod, g.Storage, strings.ReplaceAll(g.log, "\n", "\n\t\t"),
-		strings.ReplaceAll(g.global, "\n", "\n\t"), g.addresses(), strings.ReplaceAll(site, "\n", "\n\t"))
-	adapted, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(cfg), nil)
-	if err != nil {
-		t.Fatalf("mcptest: adapting Caddyfile: %v\n%s", err, cfg)
-	}
-	for _, w := range warnings {
-		if !strings.Contains(w.Message, "not formatted") {
-			t.Logf("mcptest: Caddyfile warning: %s", w)
-		}
-	}
-	if err := caddy.Load(adapted, true); err != nil {
-		t.Fatalf("mcptest: loading config: %v\n%s", err, cfg)
-	}
-	// The old config's server closed its idle keep-alive connections; a
-	// client that picks one of those for a POST gets EOF, since a POST is
-	// not retried. Real clients reconnect; tests using the default
-	// transport should not depend on that race.
-	if tr, ok := http.DefaultTransport.(*http.Transport); ok {
-		tr.CloseIdleConnections()
-	}
+	c := g.global
+	c.Sites = []Site{{Address: g.address, Body: site}}
+	loadCaddyfile(t, c)
 }
 
 // stopAdmin turns the admin API off: caddy.Stop stops the config's apps but
@@ -199,18 +171,24 @@ func (g *Gateway) stopAdmin(t testing.TB) {
 	}
 }
 
-func (g *Gateway) addresses() string {
-	if g.httpsAddr == "" {
-		return "http://" + g.httpAddr
-	}
-	return "http://" + g.httpAddr + ", https://" + g.httpsAddr
-}
-
 // HTTPSClient returns a client that trusts the gateway's internal CA.
 func (g *Gateway) HTTPSClient(t testing.TB) *http.Client {
 	t.Helper()
 	root := filepath.Join(g.Storage, "pki", "authorities", "local", "root.crt")
 	return HTTPClientWithRoots(t, CertPoolFromPEMFile(t, root))
+}
+
+// Main runs a package's tests with SetXDGDirs in effect: call it from
+// TestMain.
+func Main(m *testing.M) {
+	cleanup, err := SetXDGDirs()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	cleanup()
+	os.Exit(code)
 }
 
 // SetXDGDirs points XDG_DATA_HOME and XDG_CONFIG_HOME at temporary folders, so

@@ -77,20 +77,49 @@ func ServeMCPTLS(t testing.TB, h http.Handler) (url, caPEMFile string) {
 	return srv.URL + MCPPath, caPEMFile
 }
 
+var (
+	portsMu sync.Mutex
+	// ports are those FreeLoopbackAddr has handed out in this process.
+	ports = make(map[int]bool)
+)
+
 // FreeLoopbackAddr returns a "127.0.0.1:PORT" address that was free when the
-// function returned (the listener is closed again, so another process could
-// grab it; good enough for tests).
+// function returned, and that it has not returned before in this process:
+// addresses taken one after the other for the sites of one config, or for a
+// site and an address where nothing listens, are distinct. The listener is
+// closed again, so another process, or a listener on port 0 in this one,
+// could grab the port; good enough for tests.
 func FreeLoopbackAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("mcptest: listen: %v", err)
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	// A port already handed out is kept listening while the next is
+	// asked for, so that the system does not give it again.
+	var taken []net.Listener
+	defer func() {
+		for _, ln := range taken {
+			_ = ln.Close()
+		}
+	}()
+	for range 1000 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("mcptest: listen: %v", err)
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		if ports[port] {
+			taken = append(taken, ln)
+			continue
+		}
+		addr := ln.Addr().String()
+		if err := ln.Close(); err != nil {
+			t.Fatalf("mcptest: close listener: %v", err)
+		}
+		ports[port] = true
+		return addr
 	}
-	addr := ln.Addr().String()
-	if err := ln.Close(); err != nil {
-		t.Fatalf("mcptest: close listener: %v", err)
-	}
-	return addr
+	t.Fatalf("mcptest: no loopback port left that was not handed out before")
+	return ""
 }
 
 // CertPoolFromPEMFile returns a pool holding the PEM certificates of file

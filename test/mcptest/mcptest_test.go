@@ -20,14 +20,6 @@ import (
 
 var demoTools = []string{"add", "count", "echo", "slow"}
 
-func textOf(t *testing.T, res *mcp.CallToolResult) string {
-	t.Helper()
-	require.Len(t, res.Content, 1)
-	tc, ok := res.Content[0].(*mcp.TextContent)
-	require.True(t, ok, "content is %T", res.Content[0])
-	return tc.Text
-}
-
 func TestGoClientAgainstDemoServer(t *testing.T) {
 	url := mcptest.StartDemoServer(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
@@ -56,11 +48,11 @@ func TestGoClientAgainstDemoServer(t *testing.T) {
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}})
 	require.NoError(t, err)
 	assert.False(t, res.IsError)
-	assert.Equal(t, "hi", textOf(t, res))
+	assert.Equal(t, "hi", mcptest.TextOf(t, res))
 
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "add", Arguments: map[string]any{"a": 2, "b": 3.5}})
 	require.NoError(t, err)
-	assert.Equal(t, "5.5", textOf(t, res))
+	assert.Equal(t, "5.5", mcptest.TextOf(t, res))
 	assert.Equal(t, map[string]any{"sum": 5.5}, res.StructuredContent)
 
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{
@@ -70,7 +62,7 @@ func TestGoClientAgainstDemoServer(t *testing.T) {
 	})
 	require.NoError(t, err)
 	assert.False(t, res.IsError)
-	assert.Equal(t, "counted to 3", textOf(t, res))
+	assert.Equal(t, "counted to 3", mcptest.TextOf(t, res))
 	for i := 1; i <= 3; i++ {
 		select {
 		case p := <-progress:
@@ -84,7 +76,7 @@ func TestGoClientAgainstDemoServer(t *testing.T) {
 
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{"ms": 1}})
 	require.NoError(t, err)
-	assert.Equal(t, "done after 1 ms", textOf(t, res))
+	assert.Equal(t, "done after 1 ms", mcptest.TextOf(t, res))
 
 	// Out-of-range argument: rejected by schema validation.
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "count", Arguments: map[string]any{"to": 0}})
@@ -229,7 +221,7 @@ func TestTLS(t *testing.T) {
 		defer func() { assert.NoError(t, cs.Close()) }()
 		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "tls"}})
 		require.NoError(t, err)
-		assert.Equal(t, "tls", textOf(t, res))
+		assert.Equal(t, "tls", mcptest.TextOf(t, res))
 	})
 	t.Run("ts client caFile", func(t *testing.T) {
 		out := mcptest.RunTSClient(t, mcptest.TSScript{URL: url, CAFile: caFile, Steps: []mcptest.TSStep{echo}})

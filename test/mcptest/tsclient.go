@@ -9,11 +9,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/caddymcp/caddy-mcp/test/wire"
 )
 
 // DefaultTSClientTimeout bounds a RunTSClient run when TSScript.Timeout is 0.
@@ -195,22 +196,11 @@ func (r TSResult) CallToolResult(t testing.TB) *mcp.CallToolResult {
 // Text returns the concatenated text contents of a callTool result ("" if
 // the step failed or has no text content).
 func (r TSResult) Text() string {
-	var res struct {
-		Content []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		} `json:"content"`
-	}
-	if !r.OK || json.Unmarshal(r.Result, &res) != nil {
+	if !r.OK {
 		return ""
 	}
-	var b strings.Builder
-	for _, c := range res.Content {
-		if c.Type == "text" {
-			b.WriteString(c.Text)
-		}
-	}
-	return b.String()
+	text, _ := wire.ResultText(r.Result)
+	return text
 }
 
 // TSClientDir returns the directory of the TypeScript client and fails the

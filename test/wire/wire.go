@@ -10,6 +10,40 @@ import (
 	"strings"
 )
 
+// ToolCall is a tools/call of tool with a string id and empty arguments. The
+// strings are quoted as Go quotes them, which is JSON for printable text.
+func ToolCall(id, tool string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"method":"tools/call","params":{"name":%q,"arguments":{}}}`, id, tool)
+}
+
+// NumberedCall is a tools/call of tool with a number id and params holding
+// the name only, as a batch of Batch holds them.
+func NumberedCall(id int, tool string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q}}`, id, tool)
+}
+
+// Batch is a batch of n NumberedCalls of tool, with ids from first.
+func Batch(first, n int, tool string) string {
+	calls := make([]string, n)
+	for i := range calls {
+		calls[i] = NumberedCall(first+i, tool)
+	}
+	return "[" + strings.Join(calls, ",") + "]"
+}
+
+// The id and the progress token of a ProgressCall, as JSON.
+const (
+	ProgressCallID = `7`
+	ProgressToken  = `"p"`
+)
+
+// ProgressCall is a tools/call of tool with empty arguments, the id
+// ProgressCallID, and the progress token ProgressToken.
+func ProgressCall(tool string) string {
+	return `{"jsonrpc":"2.0","id":` + ProgressCallID + `,"method":"tools/call","params":{"name":"` + tool +
+		`","arguments":{},"_meta":{"progressToken":` + ProgressToken + `}}}`
+}
+
 // ToolsCallOfSize returns a tools/call request of exactly size bytes whose
 // arguments look like a real agent's: nested objects, arrays of records,
 // strings with escapes and non-ASCII text.
