@@ -75,14 +75,17 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 		if secs < 0 {
 			return 0, false
 		}
-		return time.Duration(min(secs, int64(365*24*time.Hour/time.Second))) * time.Second, true
+		return time.Duration(min(secs, int64(maxRetryAfter/time.Second))) * time.Second, true
 	}
 	t, err := http.ParseTime(v)
 	if err != nil {
 		return 0, false
 	}
-	return max(t.Sub(now), 0), true
+	return min(max(t.Sub(now), 0), maxRetryAfter), true
 }
+
+// maxRetryAfter bounds a delay an upstream asks for.
+const maxRetryAfter = 365 * 24 * time.Hour
 
 // maxExcerpt is how much of an upstream's error body the model is shown.
 const maxExcerpt = 200

@@ -156,15 +156,16 @@ func (u *upstreamWatch) Write(p []byte) (int, error) {
 		u.WriteHeader(http.StatusOK)
 	}
 	if u.held {
-		if u.overflow || len(u.heldBody)+len(p) <= maxHeldBody {
-			if !u.overflow {
-				u.heldBody = append(u.heldBody, p...)
-			}
+		switch {
+		case u.overflow:
 			return len(p), nil
-		}
-		if !startsLikeJSON(u.heldBody) {
-			// An error page, not the upstream speaking JSON-RPC: what is
-			// held is enough for the excerpt, and the rest is dropped.
+		case len(u.heldBody)+len(p) <= maxHeldBody:
+			u.heldBody = append(u.heldBody, p...)
+			return len(p), nil
+		case !startsLikeJSON(u.heldBody, p):
+			// An error page, not the upstream speaking JSON-RPC: its start
+			// is enough for the excerpt, and the rest is dropped.
+			u.heldBody = append(u.heldBody, p[:maxHeldBody-len(u.heldBody)]...)
 			u.overflow = true
 			return len(p), nil
 		}
@@ -253,17 +254,20 @@ func (h *Handler) replaceHeld(u *upstreamWatch) error {
 	return h.answer(u.ResponseWriterWrapper.ResponseWriter, u.x, &env, status)
 }
 
-// startsLikeJSON reports whether body could begin a JSON-RPC message or
-// batch, which is then passed through however long it is.
-func startsLikeJSON(body []byte) bool {
-	for _, c := range body {
-		switch c {
-		case ' ', '\t', '\r', '\n':
-			continue
-		case '{', '[':
-			return true
+// startsLikeJSON reports whether a body made of these parts could begin a
+// JSON-RPC message or batch, which is then passed through however long it
+// is.
+func startsLikeJSON(parts ...[]byte) bool {
+	for _, part := range parts {
+		for _, c := range part {
+			switch c {
+			case ' ', '\t', '\r', '\n':
+				continue
+			case '{', '[':
+				return true
+			}
+			return false
 		}
-		return false
 	}
 	return true
 }

@@ -61,14 +61,13 @@ func (p originPolicy) allows(r *http.Request) bool {
 	if len(values) > 1 {
 		return false
 	}
-	if p.any {
-		return true
-	}
 	norm, ok := normalizeOrigin(values[0])
-	if !ok {
+	switch {
+	case !ok:
 		return false
-	}
-	if len(p.allowed) > 0 {
+	case p.any:
+		return true
+	case len(p.allowed) > 0:
 		return p.allowed[norm]
 	}
 	return isLoopbackOrigin(norm)

@@ -177,22 +177,10 @@ func toolError(t *testing.T, result json.RawMessage) (envelope.Parsed, bool) {
 	return env, r.IsError
 }
 
-// rpcError is a JSON-RPC error object carrying an envelope.
-type rpcError struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
-	Data    struct {
-		Code       string   `json:"code"`
-		Severity   string   `json:"severity"`
-		Recovery   string   `json:"recovery"`
-		RetryAfter *float64 `json:"retryAfter"`
-		Envelope   string   `json:"envelope"`
-	} `json:"data"`
-}
-
-func decodeRPCError(t *testing.T, raw json.RawMessage) rpcError {
+// decodeRPCError reads a JSON-RPC error object carrying an envelope.
+func decodeRPCError(t *testing.T, raw json.RawMessage) wire.Error {
 	t.Helper()
-	var e rpcError
+	var e wire.Error
 	require.NoError(t, json.Unmarshal(raw, &e), "%s", raw)
 	return e
 }

@@ -56,7 +56,10 @@ func (t *sseTracker) repairable() bool {
 
 // observe follows the bytes the upstream wrote.
 func (t *sseTracker) observe(p []byte) {
-	if t.lastCR && len(p) > 0 && p[0] == '\n' {
+	if len(p) == 0 {
+		return // the CR of a CRLF may still be waiting for its LF
+	}
+	if t.lastCR && p[0] == '\n' {
 		p = p[1:]
 	}
 	t.lastCR = len(p) > 0 && p[len(p)-1] == '\r'
@@ -94,6 +97,12 @@ func (t *sseTracker) appendPartial(p []byte) {
 func (t *sseTracker) line(line []byte) {
 	if len(line) == 0 {
 		t.dispatch()
+		return
+	}
+	if len(line) > maxEventData {
+		// Not read, whatever its field, and however the writes cut it
+		// (appendPartial gives up on the same lines).
+		t.unreadable = true
 		return
 	}
 	if line[0] == ':' {

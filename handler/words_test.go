@@ -1,0 +1,288 @@
+package handler
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+
+	"github.com/caddymcp/caddy-mcp/busy"
+	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+)
+
+// newTestLimit provisions a limit for its words, and releases it when the
+// test ends.
+func newTestLimit(t *testing.T, name string, cfg RateLimit) *limit {
+	t.Helper()
+	l, err := newLimit(name, &cfg, zap.NewNop())
+	require.NoError(t, err)
+	t.Cleanup(l.release)
+	return l
+}
+
+func testGuard(methods ...string) *concurrencyGuard {
+	if len(methods) == 0 {
+		methods = []string{"tools/call"}
+	}
+	return &concurrencyGuard{name: "tools", methods: methods, limits: busy.Limits{Max: 4, Queue: 8, QueueTimeout: 30 * time.Second}}
+}
+
+func TestEveryEnvelopeSaysWhatHappenedAndWhatToDo(t *testing.T) {
+	perClientLimit := newTestLimit(t, "words_per_client", RateLimit{Rate: "3/1m"})
+	listLimit := newTestLimit(t, "words_lists", RateLimit{Rate: "2/10s", Methods: []string{"tools/list", "tools/call"}})
+	syntax := func() *jsonrpc.SyntaxError {
+		_, _, err := jsonrpc.Parse([]byte(`{"id":1,`), nil, 1)
+		var s *jsonrpc.SyntaxError
+		require.ErrorAs(t, err, &s)
+		return s
+	}()
+	tests := []struct {
+		name string
+		env  envelope.Envelope
+		want envelope.Envelope
+	}{
+		{"rate limited", rateLimited(perClientLimit, 19200*time.Millisecond), envelope.Envelope{
+			Code: envelope.RateLimited, Severity: envelope.SeverityError,
+			Message:  "Rate limit exceeded: 3 calls per 1m for this client",
+			Recovery: "Wait 20 seconds, then retry the same call. Calls made sooner are refused too.",
+			Details: []envelope.Detail{
+				{Key: "limit", Value: "words_per_client"}, {Key: "rate", Value: "3 calls per 1m"}, {Key: "burst", Value: "3"},
+			},
+			RetryAfter: 20,
+		}},
+		{"a batch over the burst", batchOverBurst(listLimit, 5), envelope.Envelope{
+			Code: envelope.RateLimited, Severity: envelope.SeverityError,
+			Message:  "Rate limit exceeded: this batch counts 5 requests against the limit words_lists, which allows at most 2 at once (2 requests per 10s), so it can never pass as one request",
+			Recovery: "Split the batch into requests of at most 2 requests each, or send them one at a time.",
+			Details: []envelope.Detail{
+				{Key: "limit", Value: "words_lists"}, {Key: "rate", Value: "2 requests per 10s"}, {Key: "burst", Value: "2"},
+			},
+		}},
+		{"the guard's queue is full", guardFull(testGuard(), &busy.Shed{Reason: busy.QueueFull, Active: 4, Queued: 8, RetryAfter: 2500 * time.Millisecond}), envelope.Envelope{
+			Code: envelope.ServerBusy, Severity: envelope.SeverityError,
+			Message:  "Server busy: 4 calls in progress and 8 waiting, the most it takes (4 in progress, 8 waiting)",
+			Recovery: "Reduce concurrent calls: send them one at a time, and retry this one in 3 seconds.",
+			Details: []envelope.Detail{
+				{Key: "guard", Value: "tools"}, {Key: "active", Value: "4"}, {Key: "queued", Value: "8"},
+			},
+			RetryAfter: 3,
+		}},
+		{"the wait in the queue was too long", guardFull(testGuard("tools/call", "prompts/get"), &busy.Shed{Reason: busy.WaitExceeded, Active: 1, Queued: 0, RetryAfter: time.Second}), envelope.Envelope{
+			Code: envelope.ServerBusy, Severity: envelope.SeverityError,
+			Message:  "Server busy: 1 request in progress and 0 waiting; this call waited 30s in the queue without a free place",
+			Recovery: "Reduce concurrent calls: send them one at a time, and retry this one in 1 second.",
+			Details: []envelope.Detail{
+				{Key: "guard", Value: "tools"}, {Key: "active", Value: "1"}, {Key: "queued", Value: "0"},
+			},
+			RetryAfter: 1,
+		}},
+		{"a batch over the guard's max", batchOverMax(testGuard(), 5), envelope.Envelope{
+			Code: envelope.ServerBusy, Severity: envelope.SeverityError,
+			Message:  "Server busy: this batch needs 5 calls at once, and at most 4 calls run at once here, so it can never be admitted",
+			Recovery: "Send at most 4 calls per batch, or send them one at a time.",
+			Details:  []envelope.Detail{{Key: "guard", Value: "tools"}, {Key: "max", Value: "4"}},
+		}},
+		{"the upstream is unavailable", upstreamUnavailable("the connection was refused", 30*time.Second), envelope.Envelope{
+			Code: envelope.HandoffUpstreamUnavailable, Severity: envelope.SeverityError,
+			Message:    "The MCP server behind this gateway is unavailable: the connection was refused",
+			Recovery:   "Tell the user the tool server is unavailable, and retry in 30 seconds.",
+			RetryAfter: 30,
+		}},
+		{"the upstream timed out", upstreamTimedOut(""), envelope.Envelope{
+			Code: envelope.Timeout, Severity: envelope.SeverityError,
+			Message:  "The MCP server did not answer in time",
+			Recovery: "The call may still complete on the server: check its effect before retrying, so that it does not run twice.",
+		}},
+		{"the upstream is busy", upstreamBusy("it answered 503 Service Unavailable", 12*time.Second, true), envelope.Envelope{
+			Code: envelope.ServerBusy, Severity: envelope.SeverityError,
+			Message:    "The MCP server is busy: it answered 503 Service Unavailable",
+			Recovery:   "Reduce concurrent calls: send them one at a time, and retry this one in 12 seconds.",
+			Details:    []envelope.Detail{{Key: "upstream_status", Value: "503"}},
+			RetryAfter: 12,
+		}},
+		{"the upstream rate-limited the call", upstreamRateLimited("it answered 429 Too Many Requests", 45*time.Second, true), envelope.Envelope{
+			Code: envelope.RateLimited, Severity: envelope.SeverityError,
+			Message:    "The MCP server refused the call: too many requests (it answered 429 Too Many Requests)",
+			Recovery:   "Wait 45 seconds, then retry the same call.",
+			Details:    []envelope.Detail{{Key: "upstream_status", Value: "429"}},
+			RetryAfter: 45,
+		}},
+		{"the tool failed in the upstream", upstreamFailed(500, "it answered 500 Internal Server Error", "KeyError"), envelope.Envelope{
+			Code: envelope.InternalError, Severity: envelope.SeverityError,
+			Message:  "The tool failed inside the MCP server: it answered 500 Internal Server Error",
+			Recovery: "Do not blindly retry: the same call is likely to fail the same way. Tell the user what failed, or try another approach.",
+			Details:  []envelope.Detail{{Key: "upstream_status", Value: "500"}, {Key: "upstream_body", Value: "KeyError"}},
+		}},
+		{"a broken stream", streamBroken("the connection to the MCP server broke", 30*time.Second), envelope.Envelope{
+			Code: envelope.HandoffUpstreamUnavailable, Severity: envelope.SeverityError,
+			Message:    "The MCP server did not finish answering: the connection to the MCP server broke before the response to this request",
+			Recovery:   "The call may have run: check its effect before retrying, so that it does not run twice.",
+			RetryAfter: 30,
+		}},
+		{"a foreign origin", originRefused("http://evil.example.com"), envelope.Envelope{
+			Code: envelope.Forbidden, Severity: envelope.SeverityError,
+			Message:  `Requests from the web origin "http://evil.example.com" are not allowed by this MCP gateway`,
+			Recovery: "Call the MCP server from an MCP client, or ask its operator to add this origin to allowed_origins.",
+		}},
+		{"a body too large", bodyTooLarge(4 << 20), envelope.Envelope{
+			Code: envelope.ValidationError, Severity: envelope.SeverityError,
+			Message:  "Request body is larger than the 4194304 bytes this server accepts",
+			Recovery: "Send a smaller request: split the work into several calls, or pass large data by reference.",
+		}},
+		{"a body too slow", bodyTooSlow(10 * time.Second), envelope.Envelope{
+			Code: envelope.ValidationError, Severity: envelope.SeverityError,
+			Message:  "Request body did not arrive within 10s",
+			Recovery: "Send the whole request at once, and retry it on a faster connection or with a smaller body.",
+		}},
+		{"an input given twice", inputRepeated(&repeatError{what: "the Mcp-Session-Id header", count: 2}), envelope.Envelope{
+			Code: envelope.ValidationError, Severity: envelope.SeverityError,
+			Message:  "Request is ambiguous: the Mcp-Session-Id header is given 2 times",
+			Recovery: "Send the Mcp-Session-Id header once.",
+		}},
+		{"a compressed body", bodyEncoded("gzip, br"), envelope.Envelope{
+			Code: envelope.ValidationError, Severity: envelope.SeverityError,
+			Message:  "Request body is sent with Content-Encoding gzip, br: this server reads every request before it runs, and takes them uncompressed only",
+			Recovery: "Send the request body uncompressed, without a Content-Encoding header.",
+		}},
+		{"a body claiming JSON that is not", bodyNotJSON(syntax, "application/json", true), envelope.Envelope{
+			Code: envelope.ValidationError, Severity: envelope.SeverityError,
+			Message:  "Request body is not valid JSON: " + syntax.Error(),
+			Recovery: "Send one JSON-RPC 2.0 message, or a batch array of them, as the POST body, with Content-Type: application/json.",
+		}},
+		{"a body not claiming JSON", bodyNotJSON(syntax, "text/plain", false), envelope.Envelope{
+			Code: envelope.ValidationError, Severity: envelope.SeverityError,
+			Message:  "Request body is not JSON (Content-Type text/plain): this server reads every request before it runs, and could not read it: " + syntax.Error(),
+			Recovery: "Send one JSON-RPC 2.0 message, or a batch array of them, as the POST body, with Content-Type: application/json.",
+		}},
+		{"an ambiguous message", messageAmbiguous(), envelope.Envelope{
+			Code: envelope.ValidationError, Severity: envelope.SeverityError,
+			Message:  "Request is ambiguous: a JSON-RPC member (jsonrpc, method, id, params, result, error, params.name) appears twice or in another letter case",
+			Recovery: "Send each member once, spelled in lower case as JSON-RPC defines it.",
+		}},
+		{"headers that disagree with the body", headersDisagree(&mismatchError{`the Mcp-Method header says "a" but the body's method is "b"`}), envelope.Envelope{
+			Code: envelope.ValidationError, Severity: envelope.SeverityError,
+			Message:  `Request headers disagree with its body: the Mcp-Method header says "a" but the body's method is "b"`,
+			Recovery: "Send Mcp-Method and Mcp-Name headers equal to the body's method and params.name, or leave them out.",
+		}},
+		{"a batch too large", batchTooLarge(16), envelope.Envelope{
+			Code: envelope.ValidationError, Severity: envelope.SeverityError,
+			Message:  "Request is a batch of more than 16 messages, the most this server takes in one request",
+			Recovery: "Send at most 16 messages per batch, or send them one at a time.",
+		}},
+		{"a message refused", messageRefused(&messageError{msg: "an id is 300 bytes long", recovery: "Use a short id."}), envelope.Envelope{
+			Code: envelope.ValidationError, Severity: envelope.SeverityError,
+			Message:  "Request refused: an id is 300 bytes long",
+			Recovery: "Use a short id.",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, tt.env)
+			parsedEnv, err := envelope.Parse(tt.env.Text())
+			require.NoError(t, err, "every envelope reads back")
+			assert.Equal(t, tt.want.Message, parsedEnv.Message)
+		})
+	}
+}
+
+func TestUpstreamWordsWithoutAKnownDelay(t *testing.T) {
+	busyEnv := upstreamBusy("it answered 503 Service Unavailable", 0, false)
+	assert.Equal(t, "Reduce concurrent calls: send them one at a time, and retry this one later.", busyEnv.Recovery)
+	assert.False(t, busyEnv.HasRetryAfter())
+	limited := upstreamRateLimited("it answered 429 Too Many Requests", 0, false)
+	assert.Equal(t, "Wait before retrying the same call; the server did not say how long.", limited.Recovery)
+	assert.False(t, limited.HasRetryAfter())
+	failed := upstreamFailed(502, "it answered 502 Bad Gateway", "")
+	assert.Equal(t, []envelope.Detail{{Key: "upstream_status", Value: "502"}}, failed.Details, "no excerpt, no detail")
+	down := upstreamUnavailable("", 0)
+	assert.Equal(t, "The MCP server behind this gateway is unavailable", down.Message)
+	assert.Equal(t, 1.0, down.RetryAfter, "a delay is at least a second")
+}
+
+func TestOriginInTheMessageIsClipped(t *testing.T) {
+	env := originRefused("http://" + strings.Repeat("a", 300) + ".example")
+	assert.Contains(t, env.Message, "... (315 bytes)")
+	assert.Less(t, len(env.Message), 400)
+}
+
+func TestInSecondsRoundsUpToWholeSecondsAtLeastOne(t *testing.T) {
+	tests := []struct {
+		d    time.Duration
+		secs int64
+		in   string
+	}{
+		{-time.Second, 1, "1 second"},
+		{0, 1, "1 second"},
+		{time.Nanosecond, 1, "1 second"},
+		{time.Second, 1, "1 second"},
+		{time.Second + time.Millisecond, 2, "2 seconds"},
+		{20 * time.Second, 20, "20 seconds"},
+		{90 * time.Minute, 5400, "5400 seconds"},
+	}
+	for _, tt := range tests {
+		secs, in := inSeconds(tt.d)
+		assert.Equal(t, tt.secs, secs, tt.d.String())
+		assert.Equal(t, tt.in, in, tt.d.String())
+	}
+}
+
+func TestCountOfNamesWhatALimitCounts(t *testing.T) {
+	tests := []struct {
+		n       int
+		methods []string
+		want    string
+	}{
+		{0, []string{"tools/call"}, "0 calls"},
+		{1, []string{"tools/call"}, "1 call"},
+		{3, []string{"tools/call"}, "3 calls"},
+		{1, []string{"tools/list"}, "1 request"},
+		{2, []string{"tools/call", "tools/list"}, "2 requests"},
+		{2, nil, "2 requests"},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, countOf(tt.n, tt.methods))
+	}
+	assert.Equal(t, "1 second", plural(1, "second"))
+	assert.Equal(t, "0 seconds", plural(0, "second"))
+	assert.Equal(t, "-1 seconds", plural(-1, "second"))
+}
+
+func TestFormatWindowWritesDurationsAsAPersonWould(t *testing.T) {
+	tests := map[time.Duration]string{
+		time.Second:             "1s",
+		30 * time.Second:        "30s",
+		time.Minute:             "1m",
+		90 * time.Minute:        "90m",
+		2 * time.Hour:           "2h",
+		24 * time.Hour:          "24h",
+		1500 * time.Millisecond: "1.5s",
+		250 * time.Millisecond:  "250ms",
+		61 * time.Second:        "61s",
+	}
+	for d, want := range tests {
+		assert.Equal(t, want, formatWindow(d), d.String())
+	}
+}
+
+func TestClipCutsLongValuesAtACharacterBoundary(t *testing.T) {
+	exact := strings.Repeat("a", maxEchoed)
+	tests := []struct {
+		name, in, want string
+	}{
+		{"short", "tools/call", "tools/call"},
+		{"empty", "", ""},
+		{"exactly the bound", exact, exact},
+		{"one byte over", exact + "b", exact + "... (257 bytes)"},
+		{"a rune across the bound", strings.Repeat("a", maxEchoed-1) + "é" + "z", strings.Repeat("a", maxEchoed-1) + "... (258 bytes)"},
+		{"runes all along", strings.Repeat("é", 200), strings.Repeat("é", 128) + "... (400 bytes)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, clip(tt.in))
+		})
+	}
+}
