@@ -1,90 +1,3 @@
-// Command bench measures what the mcp handler costs: the same upstream
-// reached directly, through Caddy with a plain reverse_proxy, and through
-// Caddy with mcp in front of the same reverse_proxy, all side by side in one
-// run, on loopback.
-//
-//	go run ./bench            # the full run: about 4 minutes
-//	go run ./bench -quick     # a smoke run: about 30 seconds
-//	make bench                # the same as the full run
-//
-// # What it measures
-//
-// Each configuration runs in a Caddy process of its own (the dev binary,
-// cmd/caddy, built once at the start), and all of them run for the whole
-// benchmark. A round measures every configuration in turn (A B C … A B C …
-// over the rounds), so that drift on a shared machine (another process, a
-// thermal limit) touches every configuration alike instead of whichever ran
-// last. The default is five rounds of 1.5 s per measurement rather than
-// fewer, longer ones: the noise of a shared machine comes in bursts of
-// seconds, so more rounds give the medians more to work with and keep the
-// two measurements of each comparison close in time. The configurations:
-//
-//	direct             the upstream itself: the floor the machine allows
-//	reverse_proxy      Caddy with a plain reverse_proxy: the baseline
-//	mcp                mcp {} before the reverse_proxy: inspection only
-//	limits-1key        two rate limits that never trigger, all calls on 1 key
-//	limits-100k        the same limits, calls spread over 100,000 keys
-//	guard              a concurrency guard whose max is far above the clients
-//	denied             a limit of 1 call an hour: every call is answered by the
-//	                   gateway with a RATE_LIMITED envelope, never proxied
-//	sdk-*              direct, reverse_proxy and mcp in front of the official
-//	                   Go SDK server (the demo server, stateless, calling echo)
-//
-// each with a 1 KiB and a 64 KiB tools/call body, and then
-//
-//	sse                the time from a request to the end of the first
-//	                   server-sent event of its answer, direct, through
-//	                   reverse_proxy and through mcp
-//
-// The upstream is a minimal JSON-RPC responder written for the benchmark: it
-// answers application/json with the request's id or, on /sse, an event at
-// once, flushed, then the response as a second event. It runs in a process
-// of its own (-upstream-process, the default): measured side by side on
-// this 2-core machine, both placements gave Caddy configurations equally
-// steady throughput (20 rounds, 3 runs: coefficient of variation 0.20 and
-// 0.20), but the upstream measured directly had twice the p99 latency in
-// the load generator's process (2.7–3.2 ms against 1.3–1.6 ms): its
-// goroutines waited behind the clients' in one Go scheduler.
-//
-// The load generator costs a few microseconds of CPU per request: keep-alive
-// HTTP/1.1 connections, each sending its next request as soon as it has the
-// answer to the last, for a fixed time after a warm-up; latencies go into a
-// histogram (1.6 % precision). A body is an echo call whose one argument is
-// a string of prose with escapes, as a file's contents would be. Every
-// answer is checked: status 200 and, in its first bytes, the upstream's
-// text (or the RATE_LIMITED envelope for denied); anything else counts as
-// an error.
-//
-// # How to read it
-//
-// The output starts with the machine (cores, load average) and the Go and
-// Caddy versions, then a Markdown table: per configuration and body size,
-// the throughput, its ratio to reverse_proxy, the p50 and p99 latencies, and
-// the latency added over reverse_proxy, each the median over the rounds with
-// the smallest and largest in brackets. Ratios and added latencies are taken
-// round by round, each against the reverse_proxy measured a few seconds
-// before or after it, and only then summarised: on a shared, noisy machine
-// only such side-by-side comparisons mean anything, while absolute req/s
-// depend on the machine and its neighbours. The latencies are those of a
-// closed loop at full load, so they are mostly queueing: p50 is roughly
-// clients / throughput.
-//
-// The targets at the end are all such same-run comparisons: mcp {} keeps
-// ≥ 0.95 of reverse_proxy's throughput with 1 KiB bodies and ≥ 0.90 with
-// 64 KiB; with limits or the guard on, ≥ 0.93 and ≥ 0.88; p50 and p99 rise
-// by at most 10 %; a denied call, answered at the edge, goes at least twice
-// as fast as a proxied one; and the first event of an SSE answer arrives
-// within 1 ms of reverse_proxy's. A missed target is worth a CPU profile of
-// the Caddy under that load: -profile DIR writes one per configuration and
-// body size after the rounds (from Caddy's admin endpoint, /debug/pprof/),
-// to read with `go tool pprof -top DIR/mcp-64KiB.pprof`. For profiles
-// alone:
-//
-//	go run ./bench -configs reverse_proxy,mcp,denied -sizes 64k -rounds 1 -duration 5s -profile /tmp/prof
-//
-// Flags select configurations (-configs mcp,reverse_proxy,sse), body sizes
-// (-sizes 1k), rounds, durations, clients and the output format
-// (-format json for every round's figures).
 package main
 
 import (
@@ -93,10 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -176,16 +87,7 @@ func run(o options, out io.Writer) error {
 		return err
 	}
 	b := &bench{o: o, sel: sel, sizes: sizes, caddies: map[string]*caddyProcess{}}
-
-	signals := make(chan os.Signal, 1)
-	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(signals)
-	go func() {
-		if _, ok := <-signals; ok {
-			log.Print("interrupted: stopping")
-			b.stop.Store(true)
-		}
-	}()
+	defer b.stopOnInterrupt()()
 
 	tmp, err := os.MkdirTemp("", "caddy-mcp-bench-")
 	if err != nil {
@@ -200,9 +102,39 @@ func run(o options, out io.Writer) error {
 	}
 	env.Caddy = caddyVersion(b.o.caddyBin)
 
-	all, fe, err := b.rounds()
+	rep, err := b.measure(env, guardMax)
 	if err != nil {
 		return err
+	}
+	rep.Elapsed = time.Since(began).Round(time.Second).String()
+	if o.format == "json" {
+		return rep.writeJSON(out)
+	}
+	rep.writeMarkdown(out)
+	return nil
+}
+
+// stopOnInterrupt ends the measurements at once on an interrupt or a
+// SIGTERM, so that the processes started are stopped on the way out. The
+// function it returns stops listening.
+func (b *bench) stopOnInterrupt() (stop func()) {
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		if _, ok := <-signals; ok {
+			log.Print("interrupted: stopping")
+			b.stop.Store(true)
+		}
+	}()
+	return func() { signal.Stop(signals) }
+}
+
+// measure runs the rounds, then the profiles if asked, and summarises them.
+func (b *bench) measure(env environment, guardMax int) (*report, error) {
+	o := b.o
+	all, fe, err := b.rounds()
+	if err != nil {
+		return nil, err
 	}
 	rep := &report{
 		Env: env,
@@ -213,19 +145,14 @@ func run(o options, out io.Writer) error {
 		Rows: summarise(all),
 		SSE:  fe,
 	}
-	rep.Goals = goals(rep.Rows, rep.SSE, sizes)
+	rep.Goals = goals(rep.Rows, rep.SSE, b.sizes)
 	if o.profile != "" {
 		if rep.Profiles, err = b.profiles(); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	rep.Env.LoadAfter = loadAverage()
-	rep.Elapsed = time.Since(began).Round(time.Second).String()
-	if o.format == "json" {
-		return rep.writeJSON(out)
-	}
-	rep.writeMarkdown(out)
-	return nil
+	return rep, nil
 }
 
 // start builds Caddy if needed, and starts the upstreams and every Caddy
@@ -316,13 +243,32 @@ var errInterrupted = errors.New("interrupted")
 
 // rounds warms every configuration up, then measures them round after round.
 func (b *bench) rounds() ([]*series, *firstEvents, error) {
-	o := b.o
 	var all []*series
 	for _, size := range b.sizes {
 		for _, c := range b.sel.Throughput {
 			all = append(all, &series{Config: c, Size: size})
 		}
 	}
+	if err := b.warmUp(all); err != nil {
+		return nil, nil, err
+	}
+	sse := map[string][]*sample{}
+	for round := 1; round <= b.o.rounds; round++ {
+		if err := b.round(round, all, sse); err != nil {
+			return nil, nil, err
+		}
+	}
+	var fe *firstEvents
+	if b.sel.SSE {
+		fe = summariseFirstEvents(sseConfigs, sse)
+	}
+	return all, fe, nil
+}
+
+// warmUp runs every measurement once, unrecorded, after filling the keyed
+// limits' buckets.
+func (b *bench) warmUp(all []*series) error {
+	o := b.o
 	log.Printf("warming up %d measurements for %s each", len(all), o.firstWarmup)
 	touched := map[string]bool{}
 	for _, s := range all {
@@ -330,7 +276,7 @@ func (b *bench) rounds() ([]*series, *firstEvents, error) {
 		if t.keys > 1 && !o.quick && !touched[s.Config.Name] {
 			log.Printf("%s: one call with each of %d keys, so that the limits hold every bucket", s.Config.Name, t.keys)
 			if err := touchKeys(t, o.clients, &b.stop); err != nil {
-				return nil, nil, fmt.Errorf("%s: %w", s.Config.Name, err)
+				return fmt.Errorf("%s: %w", s.Config.Name, err)
 			}
 			touched[s.Config.Name] = true
 		}
@@ -343,37 +289,37 @@ func (b *bench) rounds() ([]*series, *firstEvents, error) {
 			measure(b.sseTarget(b.config(n)), o.sseClients, 0, o.firstWarmup, &b.stop)
 		}
 	}
-	sse := map[string][]*sample{}
-	for round := 1; round <= o.rounds; round++ {
-		for _, s := range all {
-			if b.stop.Load() {
-				return nil, nil, errInterrupted
-			}
-			smp := measure(b.target(s.Config, s.Size), o.clients, o.warmup, o.duration, &b.stop)
-			s.Samples = append(s.Samples, smp)
-			log.Printf("round %d/%d %-17s %6s: %8.0f req/s  p50 %s ms  p99 %s ms%s", round, o.rounds, s.Config.Name, sizeLabel(s.Size),
-				smp.RPS(), millis(ms(smp.P50())), millis(ms(smp.P99())), errorNote(smp))
-			if err := b.alive(s.Config); err != nil {
-				return nil, nil, err
-			}
+	return nil
+}
+
+// round measures every configuration once, appending to its series, and
+// the time to first event into sse.
+func (b *bench) round(round int, all []*series, sse map[string][]*sample) error {
+	o := b.o
+	for _, s := range all {
+		if b.stop.Load() {
+			return errInterrupted
 		}
-		if !b.sel.SSE {
-			continue
-		}
-		for _, n := range sseConfigs {
-			if b.stop.Load() {
-				return nil, nil, errInterrupted
-			}
-			smp := measure(b.sseTarget(b.config(n)), o.sseClients, o.warmup, o.sseDuration, &b.stop)
-			sse[n] = append(sse[n], smp)
-			log.Printf("round %d/%d %-17s first event: p50 %s ms  p99 %s ms%s", round, o.rounds, n, millis(ms(smp.P50())), millis(ms(smp.P99())), errorNote(smp))
+		smp := measure(b.target(s.Config, s.Size), o.clients, o.warmup, o.duration, &b.stop)
+		s.Samples = append(s.Samples, smp)
+		log.Printf("round %d/%d %-17s %6s: %8.0f req/s  p50 %s ms  p99 %s ms%s", round, o.rounds, s.Config.Name, sizeLabel(s.Size),
+			smp.RPS(), millis(ms(smp.P50())), millis(ms(smp.P99())), errorNote(smp))
+		if err := b.alive(s.Config); err != nil {
+			return err
 		}
 	}
-	var fe *firstEvents
-	if b.sel.SSE {
-		fe = summariseFirstEvents(sseConfigs, sse)
+	if !b.sel.SSE {
+		return nil
 	}
-	return all, fe, nil
+	for _, n := range sseConfigs {
+		if b.stop.Load() {
+			return errInterrupted
+		}
+		smp := measure(b.sseTarget(b.config(n)), o.sseClients, o.warmup, o.sseDuration, &b.stop)
+		sse[n] = append(sse[n], smp)
+		log.Printf("round %d/%d %-17s first event: p50 %s ms  p99 %s ms%s", round, o.rounds, n, millis(ms(smp.P50())), millis(ms(smp.P99())), errorNote(smp))
+	}
+	return nil
 }
 
 func (b *bench) alive(c config) error {
@@ -392,59 +338,6 @@ func errorNote(s *sample) string {
 	return fmt.Sprintf("  %d errors, first: %s", s.Errors, s.FirstError)
 }
 
-// profiles writes a CPU profile of each measured Caddy configuration, taken
-// from its admin endpoint while the load generator runs against it as in
-// the rounds.
-func (b *bench) profiles() ([]string, error) {
-	if err := os.MkdirAll(b.o.profile, 0o755); err != nil {
-		return nil, err
-	}
-	secs := max(1, int(b.o.duration.Round(time.Second)/time.Second))
-	var files []string
-	for _, size := range b.sizes {
-		for _, c := range b.sel.Throughput {
-			p := b.caddies[c.Name]
-			if p == nil {
-				continue
-			}
-			if b.stop.Load() {
-				return files, errInterrupted
-			}
-			file := filepath.Join(b.o.profile, c.Name+"-"+strings.ReplaceAll(sizeLabel(size), " ", "")+".pprof")
-			got := make(chan error, 1)
-			go func() { got <- fetchProfile(p.Admin, secs, file) }()
-			smp := measure(b.target(c, size), b.o.clients, b.o.warmup/2, time.Duration(secs)*time.Second+b.o.warmup, &b.stop)
-			if err := <-got; err != nil {
-				return files, fmt.Errorf("profiling %s: %w", c.Name, err)
-			}
-			log.Printf("profiled %-17s %6s: %8.0f req/s under the profiler: %s", c.Name, sizeLabel(size), smp.RPS(), file)
-			files = append(files, file)
-		}
-	}
-	return files, nil
-}
-
-func fetchProfile(admin string, secs int, file string) error {
-	resp, err := http.Get("http://" + admin + "/debug/pprof/profile?seconds=" + strconv.Itoa(secs))
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return fmt.Errorf("%s: %s", resp.Status, msg)
-	}
-	f, err := os.Create(file)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(f, resp.Body); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
 // parseSizes reads -sizes: "1k,64k" or byte counts.
 func parseSizes(list string) ([]int, error) {
 	var sizes []int
@@ -461,32 +354,4 @@ func parseSizes(list string) ([]int, error) {
 		sizes = append(sizes, n*mult)
 	}
 	return sizes, nil
-}
-
-// cpuModel is the processor's name, where Linux tells it.
-func cpuModel() string {
-	b, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return ""
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-			return strings.TrimSpace(v)
-		}
-	}
-	return ""
-}
-
-// loadAverage is the 1, 5 and 15 minute load averages, where Linux tells
-// them: a busy neighbour shows there.
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
 }

@@ -165,16 +165,9 @@ func names() string {
 }
 
 func mainErr(bin, only string, quick bool) error {
-	chosen := scenarios
-	if only != "" {
-		chosen = nil
-		for _, n := range strings.Split(only, ",") {
-			i := slices.IndexFunc(scenarios, func(s scenario) bool { return s.name == strings.TrimSpace(n) })
-			if i < 0 {
-				return fmt.Errorf("-only: no scenario %q (have %s)", n, names())
-			}
-			chosen = append(chosen, scenarios[i])
-		}
+	chosen, err := choose(only)
+	if err != nil {
+		return err
 	}
 	began := time.Now()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -224,4 +217,20 @@ func mainErr(bin, only string, quick bool) error {
 	env.Elapsed = time.Since(began)
 	writeReport(os.Stdout, env, sections)
 	return nil
+}
+
+// choose is the scenarios -only names, in its order; all of them without it.
+func choose(only string) ([]scenario, error) {
+	if only == "" {
+		return scenarios, nil
+	}
+	var chosen []scenario
+	for _, n := range strings.Split(only, ",") {
+		i := slices.IndexFunc(scenarios, func(s scenario) bool { return s.name == strings.TrimSpace(n) })
+		if i < 0 {
+			return nil, fmt.Errorf("-only: no scenario %q (have %s)", n, names())
+		}
+		chosen = append(chosen, scenarios[i])
+	}
+	return chosen, nil
 }

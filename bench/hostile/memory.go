@@ -1,223 +1,13 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 )
-
-// slowBodyLength is what every slowloris connection declares: exactly the
-// default max_request_body, so that it is accepted and not refused at once.
-const slowBodyLength = 4 << 20
-
-// slowloris holds N connections that declare a 4 MiB body and send it at one
-// byte a second, against mcp and against a plain reverse_proxy (one Caddy
-// each, all at once, so that the scenario takes one minute whatever N).
-func slowloris(r *run) (*section, error) {
-	sizes, heapAt, checks := []int{200, 500}, 5*time.Second, []time.Duration{30 * time.Second, 60 * time.Second}
-	if r.quick {
-		sizes, heapAt, checks = []int{200}, 3*time.Second, []time.Duration{10 * time.Second, 20 * time.Second}
-	}
-	sec := &section{Name: "slowloris", What: fmt.Sprintf("Each connection POSTs /mcp with `Content-Type: application/json` and "+
-		"`Content-Length: %d`, sends the headers and one byte, then one byte a second. Heap before the connections, and "+
-		"%s after all are open; connections still open (neither closed nor reset by the server) later.", slowBodyLength, heapAt)}
-	type arm struct {
-		p              *caddyProcess
-		n              int
-		before, during heapReading
-		open           []int
-		answers        map[string]int
-		err            error
-	}
-	var arms []*arm
-	for _, n := range sizes {
-		for _, block := range []string{"mcp", ""} {
-			p, err := r.caddy(block)
-			if err != nil {
-				return sec, err
-			}
-			arms = append(arms, &arm{p: p, n: n})
-		}
-	}
-	var wg sync.WaitGroup
-	for _, a := range arms {
-		wg.Go(func() {
-			a.err = func() error {
-				var err error
-				if a.before, err = a.p.readHeap(r.ctx, 5, 200*time.Millisecond); err != nil {
-					return err
-				}
-				conns, err := openSlow(a.p.Addr, a.n)
-				defer conns.close()
-				if err != nil {
-					return err
-				}
-				t0 := time.Now()
-				if err := sleep(r.ctx, heapAt-time.Second); err != nil {
-					return err
-				}
-				if a.during, err = a.p.readHeap(r.ctx, 5, 200*time.Millisecond); err != nil {
-					return err
-				}
-				for _, c := range checks {
-					if err := sleep(r.ctx, time.Until(t0.Add(c))); err != nil {
-						return err
-					}
-					a.open = append(a.open, conns.open())
-				}
-				a.answers = conns.answers()
-				return a.p.alive()
-			}()
-		})
-	}
-	wg.Wait()
-	t := table{Header: []string{"target", "conns", "HeapAlloc before", fmt.Sprintf("HeapAlloc at %.0f s: max / settled", heapAt.Seconds()),
-		"live after GC", "Δ per conn: settled / live", fmt.Sprintf("HeapInuse before → at %.0f s", heapAt.Seconds())}}
-	for _, c := range checks {
-		t.Header = append(t.Header, fmt.Sprintf("open at %.0f s", c.Seconds()))
-	}
-	t.Header = append(t.Header, "answers received")
-	for _, a := range arms {
-		if a.err != nil {
-			sec.note("%s with %d connections: %v", a.p.Name, a.n, a.err)
-			continue
-		}
-		row := []string{a.p.Name, fmt.Sprint(a.n), mib(a.before.Settled.HeapAlloc),
-			mib(a.during.Max.HeapAlloc) + " / " + mib(a.during.Settled.HeapAlloc),
-			mib(a.during.Live.HeapAlloc),
-			perEach(a.before.Settled.HeapAlloc, a.during.Settled.HeapAlloc, a.n) + " / " + perEach(a.before.Live.HeapAlloc, a.during.Live.HeapAlloc, a.n),
-			mib(a.before.Settled.HeapInuse) + " → " + mib(a.during.Settled.HeapInuse)}
-		for _, o := range a.open {
-			row = append(row, fmt.Sprintf("%d / %d", o, a.n))
-		}
-		t.add(append(row, countsOf(a.answers))...)
-	}
-	sec.Tables = append(sec.Tables, t)
-	return sec, nil
-}
-
-// slowConns are the connections of one slowloris arm.
-type slowConns struct {
-	conns []*slowConn
-	stop  chan struct{}
-	wg    sync.WaitGroup
-}
-
-type slowConn struct {
-	net.Conn
-	// closed: a read or write failed, so the server closed or reset it.
-	closed atomic.Bool
-	// status is the first line of anything the server answered.
-	status atomic.Pointer[string]
-}
-
-// openSlow opens n connections to addr, each sending the headers and one
-// byte at once, then one byte a second until close.
-func openSlow(addr string, n int) (*slowConns, error) {
-	s := &slowConns{stop: make(chan struct{})}
-	head := fmt.Sprintf("POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"+
-		"Accept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n[", addr, slowBodyLength)
-	for range n {
-		nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
-		if err != nil {
-			return s, fmt.Errorf("connection %d of %d: %w", len(s.conns)+1, n, err)
-		}
-		c := &slowConn{Conn: nc}
-		s.conns = append(s.conns, c)
-		if _, err := io.WriteString(c, head); err != nil {
-			c.closed.Store(true)
-			continue
-		}
-		s.wg.Go(func() { c.drip(s.stop) })
-		s.wg.Go(c.watch)
-	}
-	return s, nil
-}
-
-// drip writes one byte of whitespace a second.
-func (c *slowConn) drip(stop <-chan struct{}) {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-		}
-		_ = c.SetWriteDeadline(time.Now().Add(5 * time.Second))
-		if _, err := c.Write([]byte{' '}); err != nil {
-			c.closed.Store(true)
-			return
-		}
-	}
-}
-
-// watch reads whatever the server sends until the connection ends.
-func (c *slowConn) watch() {
-	br := bufio.NewReader(c)
-	line, err := br.ReadString('\n')
-	if line != "" {
-		s := strings.TrimSpace(line)
-		c.status.Store(&s)
-	}
-	if err == nil {
-		_, _ = io.Copy(io.Discard, br)
-	}
-	c.closed.Store(true)
-}
-
-func (s *slowConns) open() int {
-	n := 0
-	for _, c := range s.conns {
-		if !c.closed.Load() {
-			n++
-		}
-	}
-	return n
-}
-
-// answers counts the first lines the server sent, "none" for silence.
-func (s *slowConns) answers() map[string]int {
-	m := map[string]int{}
-	for _, c := range s.conns {
-		if p := c.status.Load(); p != nil {
-			m[*p]++
-		} else {
-			m["none"]++
-		}
-	}
-	return m
-}
-
-func (s *slowConns) close() {
-	close(s.stop)
-	for _, c := range s.conns {
-		_ = c.Close()
-	}
-	s.wg.Wait()
-}
-
-// countsOf writes a tally such as "200 OK ×8, 413 … ×1", in a stable order.
-func countsOf(m map[string]int) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	var parts []string
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s ×%d", k, m[k]))
-	}
-	return strings.Join(parts, ", ")
-}
 
 // wideBatch sends batches of a million tiny elements: each is a message the
 // gateway must account for, while its bytes are few.
@@ -244,39 +34,11 @@ func wideBatch(r *run) (*section, error) {
 		client := newHTTPClient(2 * time.Minute)
 		for _, body := range bodies {
 			for _, n := range []int{1, 8} {
-				base, err := p.liveMem(r.ctx)
+				row, err := widePeak(r, p, client, body.name, body.b, n)
 				if err != nil {
 					return sec, err
 				}
-				s := p.samplePeak(r.ctx, 20*time.Millisecond)
-				start := time.Now()
-				answers := make([]string, n)
-				var wg sync.WaitGroup
-				for i := range n {
-					wg.Go(func() {
-						resp, err := post(r.ctx, client, "http://"+p.Addr+pathBatch, body.b, nil)
-						if err != nil {
-							answers[i] = "error: " + err.Error()
-							return
-						}
-						answers[i] = fmt.Sprintf("%d, %d B", resp.status, len(resp.body))
-					})
-				}
-				wg.Wait()
-				wall := time.Since(start)
-				_ = sleep(r.ctx, 100*time.Millisecond)
-				peak, samples, err := s.finish()
-				if err != nil {
-					return sec, err
-				}
-				inFlight := uint64(n * len(body.b))
-				tally := map[string]int{}
-				for _, a := range answers {
-					tally[a]++
-				}
-				t.add(p.Name, body.name, fmt.Sprint(n), mib(base.HeapAlloc), deltaMiB(base.HeapAlloc, peak.HeapAlloc),
-					fmt.Sprintf("%.1f", (float64(peak.HeapAlloc)-float64(base.HeapAlloc))/float64(inFlight)),
-					deltaMiB(base.HeapInuse, peak.HeapInuse), seconds(wall), fmt.Sprint(samples), countsOf(tally))
+				t.add(row...)
 			}
 		}
 		if err := p.alive(); err != nil {
@@ -286,6 +48,44 @@ func wideBatch(r *run) (*section, error) {
 	}
 	sec.Tables = append(sec.Tables, t)
 	return sec, nil
+}
+
+// widePeak sends body n times at once to p and is the table row of the
+// heap's peak rise while they are in flight.
+func widePeak(r *run, p *caddyProcess, client *http.Client, name string, body []byte, n int) ([]string, error) {
+	base, err := p.liveMem(r.ctx)
+	if err != nil {
+		return nil, err
+	}
+	s := p.samplePeak(r.ctx, 20*time.Millisecond)
+	start := time.Now()
+	answers := make([]string, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			resp, err := post(r.ctx, client, "http://"+p.Addr+pathBatch, body, nil)
+			if err != nil {
+				answers[i] = "error: " + err.Error()
+				return
+			}
+			answers[i] = fmt.Sprintf("%d, %d B", resp.status, len(resp.body))
+		})
+	}
+	wg.Wait()
+	wall := time.Since(start)
+	_ = sleep(r.ctx, 100*time.Millisecond)
+	peak, samples, err := s.finish()
+	if err != nil {
+		return nil, err
+	}
+	inFlight := uint64(n * len(body))
+	tally := map[string]int{}
+	for _, a := range answers {
+		tally[a]++
+	}
+	return []string{p.Name, name, fmt.Sprint(n), mib(base.HeapAlloc), deltaMiB(base.HeapAlloc, peak.HeapAlloc),
+		fmt.Sprintf("%.1f", (float64(peak.HeapAlloc)-float64(base.HeapAlloc))/float64(inFlight)),
+		deltaMiB(base.HeapInuse, peak.HeapInuse), seconds(wall), fmt.Sprint(samples), countsOf(tally)}, nil
 }
 
 // wide is a JSON array of elem, repeated n times, as often as fits in size
@@ -338,42 +138,11 @@ func longKeys(r *run) (*section, error) {
 			if err != nil {
 				return sec, err
 			}
-			before, err := p.readHeap(r.ctx, 3, 200*time.Millisecond)
+			row, err := keysHeld(r, p, n, w.request)
 			if err != nil {
 				return sec, err
 			}
-			client := newHTTPClient(time.Minute)
-			up, gw := 0, 0
-			for i := range n {
-				body, hdr := w.request(i)
-				resp, err := post(r.ctx, client, "http://"+p.Addr+pathEcho, body, hdr)
-				if err != nil {
-					return sec, fmt.Errorf("%s, request %d: %w", p.Name, i, err)
-				}
-				if bytes.Contains(resp.body, []byte(upstreamText)) {
-					up++
-				} else {
-					gw++
-				}
-			}
-			client.CloseIdleConnections()
-			if err := sleep(r.ctx, 2*time.Second); err != nil {
-				return sec, err
-			}
-			after, err := p.readHeap(r.ctx, 5, 200*time.Millisecond)
-			if err != nil {
-				return sec, err
-			}
-			buckets := "—"
-			if block != "" {
-				lines, err := p.metricLines(r.ctx, "caddy_mcp_ratelimit_buckets{")
-				if err == nil {
-					buckets = code(strings.Join(lines, "; "))
-				}
-			}
-			t.add(w.name, p.Name, fmt.Sprintf("%d / %d", up, gw), mib(before.Live.HeapAlloc),
-				deltaMiB(before.Settled.HeapAlloc, after.Settled.HeapAlloc), deltaMiB(before.Live.HeapAlloc, after.Live.HeapAlloc),
-				perEach(before.Live.HeapAlloc, after.Live.HeapAlloc, n), buckets)
+			t.add(append([]string{w.name}, row...)...)
 			if err := p.alive(); err != nil {
 				return sec, err
 			}
@@ -382,6 +151,44 @@ func longKeys(r *run) (*section, error) {
 	}
 	sec.Tables = append(sec.Tables, t)
 	return sec, nil
+}
+
+// keysHeld sends n calls, one after another, each with the key request(i)
+// carries, and is the table row of what p's heap kept of them.
+func keysHeld(r *run, p *caddyProcess, n int, request func(i int) ([]byte, http.Header)) ([]string, error) {
+	before, err := p.readHeap(r.ctx, 3, 200*time.Millisecond)
+	if err != nil {
+		return nil, err
+	}
+	client := newHTTPClient(time.Minute)
+	up, gw := 0, 0
+	for i := range n {
+		body, hdr := request(i)
+		resp, err := post(r.ctx, client, "http://"+p.Addr+pathEcho, body, hdr)
+		if err != nil {
+			return nil, fmt.Errorf("%s, request %d: %w", p.Name, i, err)
+		}
+		if bytes.Contains(resp.body, []byte(upstreamText)) {
+			up++
+		} else {
+			gw++
+		}
+	}
+	client.CloseIdleConnections()
+	if err := sleep(r.ctx, 2*time.Second); err != nil {
+		return nil, err
+	}
+	after, err := p.readHeap(r.ctx, 5, 200*time.Millisecond)
+	if err != nil {
+		return nil, err
+	}
+	buckets := "—"
+	if lines, err := p.metricLines(r.ctx, "caddy_mcp_ratelimit_buckets{"); err == nil && len(lines) > 0 {
+		buckets = code(strings.Join(lines, "; "))
+	}
+	return []string{p.Name, fmt.Sprintf("%d / %d", up, gw), mib(before.Live.HeapAlloc),
+		deltaMiB(before.Settled.HeapAlloc, after.Settled.HeapAlloc), deltaMiB(before.Live.HeapAlloc, after.Live.HeapAlloc),
+		perEach(before.Live.HeapAlloc, after.Live.HeapAlloc, n), buckets}, nil
 }
 
 // toolsCall is a tools/call request with this id (JSON text) and tool name.

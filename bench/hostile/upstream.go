@@ -59,62 +59,11 @@ func event(data string) string { return "event: message\ndata: " + data + "\n\n"
 // startUpstream serves the upstream on a free loopback port.
 func startUpstream() (*upstream, error) {
 	mux := http.NewServeMux()
-	mux.HandleFunc(pathEcho, func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			return // the client (Caddy) went away: nobody to answer
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, result(idOf(body)))
-	})
-	mux.HandleFunc(pathBatch, func(w http.ResponseWriter, r *http.Request) {
-		n, err := io.Copy(io.Discard, r.Body)
-		if err != nil {
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"upstream read a batch of %d bytes and ran none of it"}}`, n)
-	})
-	mux.HandleFunc(pathReverse, func(w http.ResponseWriter, r *http.Request) {
-		var batch []struct {
-			ID json.RawMessage `json:"id"`
-		}
-		if err := json.NewDecoder(r.Body).Decode(&batch); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		startStream(w)
-		bw := bufio.NewWriterSize(w, 64<<10)
-		for i := len(batch) - 1; i >= 0; i-- {
-			_, _ = bw.WriteString(event(result(batch[i].ID)))
-		}
-		_ = bw.Flush()
-	})
-	mux.HandleFunc(pathFloatID, func(w http.ResponseWriter, r *http.Request) {
-		if _, err := io.Copy(io.Discard, r.Body); err != nil {
-			return
-		}
-		startStream(w)
-		_, _ = io.WriteString(w, event(result(json.RawMessage("1"))))
-	})
-	mux.HandleFunc(pathGzip, func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			return
-		}
-		var z bytes.Buffer
-		zw := gzip.NewWriter(&z)
-		_, _ = io.WriteString(zw, event(result(idOf(body))))
-		_ = zw.Close()
-		w.Header().Set("Content-Encoding", "gzip")
-		if r.URL.Query().Has("length") {
-			w.Header().Set("Content-Type", "text/event-stream")
-			w.Header().Set("Content-Length", fmt.Sprint(z.Len()))
-		} else {
-			startStream(w)
-		}
-		_, _ = w.Write(z.Bytes())
-	})
+	mux.HandleFunc(pathEcho, serveEcho)
+	mux.HandleFunc(pathBatch, serveBatch)
+	mux.HandleFunc(pathReverse, serveReversed)
+	mux.HandleFunc(pathFloatID, serveFloatID)
+	mux.HandleFunc(pathGzip, serveGzip)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -126,6 +75,74 @@ func startUpstream() (*upstream, error) {
 		}
 	}()
 	return u, nil
+}
+
+// serveEcho answers the request's id with a short result, as JSON.
+func serveEcho(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return // the client (Caddy) went away: nobody to answer
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = io.WriteString(w, result(idOf(body)))
+}
+
+// serveBatch reads the whole body and answers one short error.
+func serveBatch(w http.ResponseWriter, r *http.Request) {
+	n, err := io.Copy(io.Discard, r.Body)
+	if err != nil {
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprintf(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"upstream read a batch of %d bytes and ran none of it"}}`, n)
+}
+
+// serveReversed answers a batch as an event stream, one event per request,
+// last request first.
+func serveReversed(w http.ResponseWriter, r *http.Request) {
+	var batch []struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&batch); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	startStream(w)
+	bw := bufio.NewWriterSize(w, 64<<10)
+	for i := len(batch) - 1; i >= 0; i-- {
+		_, _ = bw.WriteString(event(result(batch[i].ID)))
+	}
+	_ = bw.Flush()
+}
+
+// serveFloatID answers any request with one event whose id is the number 1.
+func serveFloatID(w http.ResponseWriter, r *http.Request) {
+	if _, err := io.Copy(io.Discard, r.Body); err != nil {
+		return
+	}
+	startStream(w)
+	_, _ = io.WriteString(w, event(result(json.RawMessage("1"))))
+}
+
+// serveGzip answers one event, gzipped; with ?length, as a body of known
+// length rather than a stream.
+func serveGzip(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return
+	}
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	_, _ = io.WriteString(zw, event(result(idOf(body))))
+	_ = zw.Close()
+	w.Header().Set("Content-Encoding", "gzip")
+	if r.URL.Query().Has("length") {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Content-Length", fmt.Sprint(z.Len()))
+	} else {
+		startStream(w)
+	}
+	_, _ = w.Write(z.Bytes())
 }
 
 func (u *upstream) stop() { _ = u.srv.Close() }

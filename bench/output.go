@@ -1,0 +1,206 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+)
+
+func sizeLabel(n int) string {
+	if n%(1<<10) == 0 {
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// report is everything a run prints.
+type report struct {
+	Env      environment  `json:"environment"`
+	Settings settings     `json:"settings"`
+	Rows     []row        `json:"rows"`
+	SSE      *firstEvents `json:"sse,omitempty"`
+	Goals    []goal       `json:"targets"`
+	Elapsed  string       `json:"elapsed"`
+	Profiles []string     `json:"profiles,omitempty"`
+}
+
+// environment is the machine and the software measured.
+type environment struct {
+	Cores      int    `json:"cores"`
+	GOMAXPROCS int    `json:"gomaxprocs"`
+	CPU        string `json:"cpu,omitempty"`
+	OS         string `json:"os"`
+	Go         string `json:"go"`
+	Caddy      string `json:"caddy"`
+	LoadBefore string `json:"load_before,omitempty"`
+	LoadAfter  string `json:"load_after,omitempty"`
+}
+
+// settings are how the run measured.
+type settings struct {
+	Rounds          int    `json:"rounds"`
+	Duration        string `json:"duration"`
+	Warmup          string `json:"warmup"`
+	Clients         int    `json:"clients"`
+	SSEClients      int    `json:"sse_clients"`
+	SSEDuration     string `json:"sse_duration"`
+	UpstreamProcess bool   `json:"upstream_process"`
+	GuardMax        int    `json:"guard_max"`
+}
+
+func (r *report) writeJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+func (r *report) writeMarkdown(w io.Writer) {
+	r.writeHeader(w)
+	r.writeRows(w)
+	r.writeFirstEvents(w)
+	r.writeGoals(w)
+	if len(r.Profiles) > 0 {
+		fmt.Fprintln(w, "\nCPU profiles of Caddy under each configuration's load (go tool pprof -top FILE):")
+		fmt.Fprintln(w)
+		for _, p := range r.Profiles {
+			fmt.Fprintf(w, "- %s\n", p)
+		}
+	}
+}
+
+// writeHeader names the machine, the software and how the run measured.
+func (r *report) writeHeader(w io.Writer) {
+	e, s := r.Env, r.Settings
+	fmt.Fprintf(w, "# caddy-mcp gateway benchmark\n\n")
+	fmt.Fprintf(w, "- machine: %d cores (GOMAXPROCS %d)%s, %s; load average before %s, after %s\n", e.Cores, e.GOMAXPROCS, prefixed(", ", e.CPU), e.OS, e.LoadBefore, e.LoadAfter)
+	fmt.Fprintf(w, "- software: Go %s, Caddy %s (cmd/caddy with the mcp plugin)\n", e.Go, e.Caddy)
+	upstream := "in the benchmark process"
+	if s.UpstreamProcess {
+		upstream = "in a process of its own"
+	}
+	fmt.Fprintf(w, "- run: %d rounds, each measuring every configuration in turn for %s after a %s warm-up; %d keep-alive HTTP/1.1 clients, closed loop, on loopback; upstream %s; took %s\n\n",
+		s.Rounds, s.Duration, s.Warmup, s.Clients, upstream, r.Elapsed)
+}
+
+// writeRows is the throughput and latency table, then the first error of
+// each row that had any.
+func (r *report) writeRows(w io.Writer) {
+	fmt.Fprintln(w, "Figures are the median over the rounds [smallest–largest]. Ratios and added latencies are taken round by round against the baseline (reverse_proxy to the same upstream, same body) measured in the same round, then summarised.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| config | body | req/s | × reverse_proxy | p50 | p99 | p50 added | p99 added | errors |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
+	for _, row := range r.Rows {
+		name := row.Config
+		if row.Upstream == upstreamSDK {
+			name += " (Go SDK server)"
+		}
+		fmt.Fprintf(w, "| %s | %s | %s [%s–%s] | %.2f [%.2f–%.2f] | %s ms | %s ms | %s | %s | %d |\n",
+			name, sizeLabel(row.Size),
+			thousands(row.RPS.Median), thousands(row.RPS.Min), thousands(row.RPS.Max),
+			row.Ratio.Median, row.Ratio.Min, row.Ratio.Max,
+			millis(row.P50.Median), millis(row.P99.Median),
+			percent(row.AddedP50.Median), percent(row.AddedP99.Median),
+			row.Errors)
+	}
+	for _, row := range r.Rows {
+		if row.Errors > 0 {
+			fmt.Fprintf(w, "\n%s, %s: %d errors; the first: %s\n", row.Config, sizeLabel(row.Size), row.Errors, row.FirstError)
+		}
+	}
+}
+
+// writeFirstEvents is the SSE time to first event, when it was measured.
+func (r *report) writeFirstEvents(w io.Writer) {
+	fe := r.SSE
+	if fe == nil {
+		return
+	}
+	fmt.Fprintf(w, "\nSSE time to first event (1 KiB tools/call answered as an event stream whose first event is flushed at once; %d client(s), %s per configuration per round; median over the rounds of each round's median [smallest–largest]; p99 likewise):\n\n", r.Settings.SSEClients, r.Settings.SSEDuration)
+	for i, n := range fe.Configs {
+		p, q := fe.P50[i], fe.P99[i]
+		fmt.Fprintf(w, "- %s: %s ms [%s–%s], p99 %s ms\n", n, millis(p.Median), millis(p.Min), millis(p.Max), millis(q.Median))
+	}
+	if a := fe.Added; a != nil {
+		fmt.Fprintf(w, "- mcp minus reverse_proxy, round by round: %+.3f ms [%+.3f–%+.3f]\n", a.Median, a.Min, a.Max)
+	}
+	if fe.Errors > 0 {
+		fmt.Fprintf(w, "- errors: %d\n", fe.Errors)
+	}
+}
+
+// writeGoals is the targets table: every row a same-run comparison.
+func (r *report) writeGoals(w io.Writer) {
+	if len(r.Goals) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nTargets. Every one is a comparison between configurations measured side by side in this run (the medians over the rounds of round-by-round ratios or differences); no absolute figure above is a target:")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| target | kind | measured [smallest–largest] | bound | met |")
+	fmt.Fprintln(w, "|---|---|---|---|---|")
+	for _, g := range r.Goals {
+		bound := "≥ " + formatFig(g.Bound, g.Unit)
+		if g.AtMost {
+			bound = "≤ " + formatFig(g.Bound, g.Unit)
+		}
+		met := "**no**"
+		if g.Met {
+			met = "yes"
+		}
+		fmt.Fprintf(w, "| %s | same-run comparison | %s [%s–%s] | %s | %s |\n", g.What,
+			formatFig(g.Measured.Median, g.Unit), formatFig(g.Measured.Min, g.Unit), formatFig(g.Measured.Max, g.Unit), bound, met)
+	}
+}
+
+func formatFig(v float64, unit string) string {
+	switch unit {
+	case "×":
+		return fmt.Sprintf("%.2f×", v)
+	case "%":
+		return percent(v)
+	case "ms":
+		return fmt.Sprintf("%+.3f ms", v)
+	}
+	return fmt.Sprint(v)
+}
+
+func prefixed(p, s string) string {
+	if s == "" {
+		return ""
+	}
+	return p + s
+}
+
+func percent(v float64) string {
+	if math.IsNaN(v) {
+		return "–"
+	}
+	return fmt.Sprintf("%+.1f %%", v)
+}
+
+func millis(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "–"
+	case v < 10:
+		return fmt.Sprintf("%.3f", v)
+	}
+	return fmt.Sprintf("%.1f", v)
+}
+
+// thousands writes a rate rounded to a whole number, with thin separators.
+func thousands(v float64) string {
+	if math.IsNaN(v) {
+		return "–"
+	}
+	s := fmt.Sprintf("%d", int64(math.Round(v)))
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
