@@ -255,56 +255,44 @@ func TestReloadKeepsTheHeldPlacesOfUnnamedGuards(t *testing.T) {
 	}
 }
 
-// Finding 14: a rate limit's name shares its buckets, so two sites that give
-// one name different settings cannot both have theirs. As a Caddyfile, the
-// config fails to adapt with an error naming both rate_limit lines; as JSON,
-// caddy.Load fails with an error naming the limit.
-func TestOneRateLimitNameWithTwoSettingsIsRefused(t *testing.T) {
-	cfg, _ := multiSite(t,
-		"mcp {\n\trate_limit per_client {\n\t\trate 10/1m\n\t}\n}\nrespond ok",
-		"mcp {\n\trate_limit per_client {\n\t\trate 20/1m\n\t}\n}\nrespond ok",
-	)
-	_, err := adaptCaddyfile(cfg)
-	require.Error(t, err, "%s", cfg)
-	t.Logf("adapting: %v", err)
-	first, second := lineOf(t, cfg, "rate_limit per_client", 1), lineOf(t, cfg, "rate_limit per_client", 2)
-	assert.Contains(t, err.Error(), fmt.Sprintf(`rate_limit "per_client" is configured at Caddyfile:%d and, differently, at Caddyfile:%d`, first, second))
+// Finding 14: a rate limit's name shares its buckets, and a named
+// concurrency block its places, so two sites that give one name different
+// settings cannot both have theirs. As a Caddyfile, the config fails to adapt
+// with an error naming both lines; as JSON, caddy.Load fails with an error
+// naming the limit or the guard.
+func TestOneNameWithTwoSettingsIsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name, line, named string
+		sites, json       [2]string
+	}{{
+		name:  "rate limit",
+		line:  "rate_limit per_client",
+		named: `rate_limit "per_client"`,
+		sites: [2]string{"rate_limit per_client {\n\t\trate 10/1m\n\t}", "rate_limit per_client {\n\t\trate 20/1m\n\t}"},
+		json:  [2]string{`"rate_limits":{"per_client":{"rate":"10/1m"}}`, `"rate_limits":{"per_client":{"rate":"20/1m"}}`},
+	}, {
+		name:  "guard",
+		line:  "concurrency shared",
+		named: `concurrency "shared"`,
+		sites: [2]string{"concurrency shared {\n\t\tmax 2\n\t}", "concurrency shared {\n\t\tmax 3\n\t}"},
+		json:  [2]string{`"concurrency":{"name":"shared","max":2}`, `"concurrency":{"name":"shared","max":3}`},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, _ := multiSite(t, "mcp {\n\t"+tc.sites[0]+"\n}\nrespond ok", "mcp {\n\t"+tc.sites[1]+"\n}\nrespond ok")
+			_, err := adaptCaddyfile(cfg)
+			require.Error(t, err, "%s", cfg)
+			t.Logf("adapting: %v", err)
+			first, second := lineOf(t, cfg, tc.line, 1), lineOf(t, cfg, tc.line, 2)
+			assert.Contains(t, err.Error(), fmt.Sprintf(`%s is configured at Caddyfile:%d and, differently, at Caddyfile:%d`, tc.named, first, second))
 
-	load := caddyLoader(t)
-	err = load(twoServersJSON(t,
-		`{"handler":"mcp","rate_limits":{"per_client":{"rate":"10/1m"}}}`,
-		`{"handler":"mcp","rate_limits":{"per_client":{"rate":"20/1m"}}}`,
-	))
-	require.Error(t, err, "a JSON config giving one limit two rates must not load")
-	t.Logf("loading: %v", err)
-	assert.Contains(t, err.Error(), `rate_limit "per_client"`)
-	assert.Contains(t, err.Error(), "configured differently")
-}
-
-// Finding 14: a named concurrency block shares its places, so two sites
-// that give one name different settings cannot both have theirs. As a
-// Caddyfile, the config fails to adapt with an error naming both concurrency
-// lines; as JSON, caddy.Load fails with an error naming the guard.
-func TestOneGuardNameWithTwoSettingsIsRefused(t *testing.T) {
-	cfg, _ := multiSite(t,
-		"mcp {\n\tconcurrency shared {\n\t\tmax 2\n\t}\n}\nrespond ok",
-		"mcp {\n\tconcurrency shared {\n\t\tmax 3\n\t}\n}\nrespond ok",
-	)
-	_, err := adaptCaddyfile(cfg)
-	require.Error(t, err, "%s", cfg)
-	t.Logf("adapting: %v", err)
-	first, second := lineOf(t, cfg, "concurrency shared", 1), lineOf(t, cfg, "concurrency shared", 2)
-	assert.Contains(t, err.Error(), fmt.Sprintf(`concurrency "shared" is configured at Caddyfile:%d and, differently, at Caddyfile:%d`, first, second))
-
-	load := caddyLoader(t)
-	err = load(twoServersJSON(t,
-		`{"handler":"mcp","concurrency":{"name":"shared","max":2}}`,
-		`{"handler":"mcp","concurrency":{"name":"shared","max":3}}`,
-	))
-	require.Error(t, err, "a JSON config giving one guard two maxima must not load")
-	t.Logf("loading: %v", err)
-	assert.Contains(t, err.Error(), `concurrency "shared"`)
-	assert.Contains(t, err.Error(), "configured differently")
+			load := caddyLoader(t)
+			err = load(twoServersJSON(t, `{"handler":"mcp",`+tc.json[0]+`}`, `{"handler":"mcp",`+tc.json[1]+`}`))
+			require.Error(t, err, "a JSON config giving one name two settings must not load")
+			t.Logf("loading: %v", err)
+			assert.Contains(t, err.Error(), tc.named)
+			assert.Contains(t, err.Error(), "configured differently")
+		})
+	}
 }
 
 // Finding 15: a key template is checked when the config loads: {clientip}

@@ -300,33 +300,29 @@ reverse_proxy ` + h.addr
 	}
 
 	key := withHeader("X-Api-Key", secret)
-	held := postAsync(t, endpoint, wire.ToolCall("secret-1", "hold"), key)
-	h.waitHeld(t, 1)
-	raw := waitStatus(t, g.AdminURL, heldKey)
-	t.Logf("GET /mcp/status without log_key:\n%s", raw)
-	assert.NotContains(t, string(raw), secret, "the raw key appears nowhere")
-	_, s, err := getStatus(g.AdminURL)
-	require.NoError(t, err)
-	require.Len(t, s.Handlers, 1)
-	require.Len(t, s.Handlers[0].Concurrency.Keys, 1)
-	assert.Equal(t, digest, s.Handlers[0].Concurrency.Keys[0].Key, "the key is shown as the start of its SHA-256")
-	h.release(1)
-	assert.Equal(t, "done", receive(t, held))
-	waitStatus(t, g.AdminURL, idle)
-
-	g.Reload(t, site("log_key"))
-	held = postAsync(t, endpoint, wire.ToolCall("secret-2", "hold"), key)
-	h.waitHeld(t, 1)
-	raw = waitStatus(t, g.AdminURL, heldKey)
-	t.Logf("GET /mcp/status with log_key:\n%s", raw)
-	_, s, err = getStatus(g.AdminURL)
-	require.NoError(t, err)
-	require.Len(t, s.Handlers, 1)
-	require.Len(t, s.Handlers[0].Concurrency.Keys, 1)
-	assert.Equal(t, secret, s.Handlers[0].Concurrency.Keys[0].Key, "with log_key, the key as it is")
-	h.release(1)
-	assert.Equal(t, "done", receive(t, held))
-	waitStatus(t, g.AdminURL, idle)
+	for i, phase := range []struct{ logKey, shown, why string }{
+		{"", digest, "the key is shown as the start of its SHA-256"},
+		{"log_key", secret, "with log_key, the key as it is"},
+	} {
+		if i > 0 {
+			g.Reload(t, site(phase.logKey))
+		}
+		held := postAsync(t, endpoint, wire.ToolCall("secret-"+strconv.Itoa(i), "hold"), key)
+		h.waitHeld(t, 1)
+		raw := waitStatus(t, g.AdminURL, heldKey)
+		t.Logf("GET /mcp/status with %q:\n%s", phase.logKey, raw)
+		if phase.logKey == "" {
+			assert.NotContains(t, string(raw), secret, "the raw key appears nowhere")
+		}
+		_, s, err := getStatus(g.AdminURL)
+		require.NoError(t, err)
+		require.Len(t, s.Handlers, 1)
+		require.Len(t, s.Handlers[0].Concurrency.Keys, 1)
+		assert.Equal(t, phase.shown, s.Handlers[0].Concurrency.Keys[0].Key, phase.why)
+		h.release(1)
+		assert.Equal(t, "done", receive(t, held))
+		waitStatus(t, g.AdminURL, idle)
+	}
 }
 
 // handlerLogLines reads a JSON log file's lines as they are, and returns

@@ -352,50 +352,66 @@ func TestBatchBeyondMaxBatchGetsOneEnvelope(t *testing.T) {
 // Finding 12: a request declaring a body over the limit, and sending none,
 // got its 413 only after net/http had tried to read 256 KiB of it.
 func TestOversizedDeclaredBodyIsAnsweredAtOnceAndTheConnectionClosed(t *testing.T) {
+	// The client sends nothing after the headers: the answer must not wait.
+	a := rawPost(t, "mcp", fmt.Sprintf("Content-Length: %d\r\n\r\n", 4<<20+1))
+	assert.Equal(t, http.StatusRequestEntityTooLarge, a.resp.StatusCode)
+	assert.True(t, a.resp.Close, "the connection is closed after the answer")
+	assert.Contains(t, a.body, "Request body is larger than the 4194304 bytes")
+	a.assertClosed(t)
+	assert.Zero(t, a.upstream.count())
+}
+
+// rawAnswer is a gateway's answer to a request written by hand.
+type rawAnswer struct {
+	gateway  *mcptest.Gateway
+	upstream *recorder
+	conn     net.Conn
+	resp     *http.Response
+	body     string
+}
+
+// assertClosed checks that the gateway closed the connection after its
+// answer.
+func (a *rawAnswer) assertClosed(t *testing.T) {
+	t.Helper()
+	_, err := a.conn.Read(make([]byte, 1))
+	assert.ErrorIs(t, err, io.EOF, "the server closed the connection")
+}
+
+// rawPost starts a gateway with mcpBlock before a reverse_proxy to a
+// recorder, writes a POST /mcp of JSON to it on a connection of its own, with
+// rest after the Content-Type header (the remaining headers, the blank line,
+// any body), and reads the answer. The connection stays open for the test.
+func rawPost(t *testing.T, mcpBlock, rest string) *rawAnswer {
+	t.Helper()
 	rec, upstream := startRecorder(t)
-	g := mcptest.StartGateway(t, "mcp\nreverse_proxy "+strings.TrimPrefix(upstream, "http://"))
+	g := mcptest.StartGateway(t, mcpBlock+"\nreverse_proxy "+strings.TrimPrefix(upstream, "http://"))
 	addr := strings.TrimPrefix(g.URL, "http://")
 	conn, err := net.Dial("tcp", addr)
 	require.NoError(t, err)
-	defer conn.Close()
-	_, err = fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", addr, 4<<20+1)
+	t.Cleanup(func() { conn.Close() })
+	_, err = fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n%s", addr, rest)
 	require.NoError(t, err)
-	// The client sends nothing more: the answer must not wait for it.
 	require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	require.NoError(t, err, "no answer while the body was pending")
+	require.NoError(t, err, "no answer")
 	body, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
-	assert.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
-	assert.True(t, resp.Close, "the connection is closed after the answer")
-	assert.Contains(t, string(body), "Request body is larger than the 4194304 bytes")
-	_, err = conn.Read(make([]byte, 1))
-	assert.ErrorIs(t, err, io.EOF, "the server closed the connection")
-	assert.Zero(t, rec.count())
+	return &rawAnswer{gateway: g, upstream: rec, conn: conn, resp: resp, body: string(body)}
 }
 
 // Finding 4: a body arriving too slowly is cut after read_body_timeout and
 // answered, and the connection closed.
 func TestSlowBodyIsCutAfterReadBodyTimeout(t *testing.T) {
-	rec, upstream := startRecorder(t)
-	g := mcptest.StartGateway(t, "mcp {\n\tread_body_timeout 300ms\n}\nreverse_proxy "+strings.TrimPrefix(upstream, "http://"))
-	addr := strings.TrimPrefix(g.URL, "http://")
-	conn, err := net.Dial("tcp", addr)
-	require.NoError(t, err)
-	defer conn.Close()
-	_, err = fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"jsonrpc\"", addr)
-	require.NoError(t, err)
-	require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	require.NoError(t, err, "the slow body was never cut")
-	body, _ := io.ReadAll(resp.Body)
-	assert.Equal(t, http.StatusRequestTimeout, resp.StatusCode)
-	assert.True(t, resp.Close)
-	assert.Contains(t, string(body), "Request body did not arrive within 300ms")
-	assert.Zero(t, rec.count())
+	a := rawPost(t, "mcp {\n\tread_body_timeout 300ms\n}", "Content-Length: 1000\r\n\r\n{\"jsonrpc\"")
+	assert.Equal(t, http.StatusRequestTimeout, a.resp.StatusCode)
+	assert.True(t, a.resp.Close)
+	assert.Contains(t, a.body, "Request body did not arrive within 300ms")
+	a.assertClosed(t)
+	assert.Zero(t, a.upstream.count())
 
 	// A body that arrives in time, in pieces, passes.
-	resp2, _ := post(t, g.URL+"/mcp", wire.ToolCall("1", "echo"))
+	resp2, _ := post(t, a.gateway.URL+"/mcp", wire.ToolCall("1", "echo"))
 	assert.Equal(t, http.StatusOK, resp2.StatusCode)
 }
 
