@@ -8,12 +8,15 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/caddymcp/caddy-mcp/bench/internal/caddyrun"
 )
 
 // options are the command line.
@@ -64,7 +67,7 @@ type bench struct {
 	sel       selection
 	sizes     []int
 	upstreams *upstreams
-	caddies   map[string]*caddyProcess
+	caddies   map[string]*caddyrun.Process
 	// stop is set by an interrupt; measurements end at once.
 	stop atomic.Bool
 }
@@ -86,7 +89,7 @@ func run(o options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	b := &bench{o: o, sel: sel, sizes: sizes, caddies: map[string]*caddyProcess{}}
+	b := &bench{o: o, sel: sel, sizes: sizes, caddies: map[string]*caddyrun.Process{}}
 	defer b.stopOnInterrupt()()
 
 	tmp, err := os.MkdirTemp("", "caddy-mcp-bench-")
@@ -96,11 +99,11 @@ func run(o options, out io.Writer) error {
 	defer os.RemoveAll(tmp)
 	defer b.shutdown()
 
-	env := environment{Cores: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), CPU: cpuModel(), OS: runtime.GOOS + "/" + runtime.GOARCH, Go: runtime.Version(), LoadBefore: loadAverage()}
+	env := environment{Cores: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), CPU: caddyrun.CPUModel(), OS: runtime.GOOS + "/" + runtime.GOARCH, Go: runtime.Version(), LoadBefore: caddyrun.LoadAverage()}
 	if err := b.start(tmp); err != nil {
 		return err
 	}
-	env.Caddy = caddyVersion(b.o.caddyBin)
+	env.Caddy = caddyrun.Version(b.o.caddyBin)
 
 	rep, err := b.measure(env, guardMax)
 	if err != nil {
@@ -151,7 +154,7 @@ func (b *bench) measure(env environment, guardMax int) (*report, error) {
 			return nil, err
 		}
 	}
-	rep.Env.LoadAfter = loadAverage()
+	rep.Env.LoadAfter = caddyrun.LoadAverage()
 	return rep, nil
 }
 
@@ -160,7 +163,7 @@ func (b *bench) measure(env environment, guardMax int) (*report, error) {
 func (b *bench) start(tmp string) error {
 	if b.o.caddyBin == "" {
 		log.Print("building cmd/caddy")
-		bin, err := buildCaddy(tmp)
+		bin, err := caddyrun.Build(tmp)
 		if err != nil {
 			return err
 		}
@@ -179,7 +182,9 @@ func (b *bench) start(tmp string) error {
 		if c.Direct {
 			continue
 		}
-		p, err := startCaddy(b.o.caddyBin, tmp, c, b.upstreamOf(c))
+		p, err := caddyrun.Start(b.o.caddyBin, filepath.Join(tmp, c.Name), c.Name, func(port, adminPort int, storage string) string {
+			return caddyfile(c, port, adminPort, storage, b.upstreamOf(c))
+		})
 		if err != nil {
 			return err
 		}
@@ -192,7 +197,7 @@ func (b *bench) start(tmp string) error {
 // shutdown stops every process the benchmark started.
 func (b *bench) shutdown() {
 	for _, p := range b.caddies {
-		p.stop()
+		p.Stop()
 	}
 	if b.upstreams != nil {
 		b.upstreams.stop()
@@ -324,7 +329,7 @@ func (b *bench) round(round int, all []*series, sse map[string][]*sample) error 
 
 func (b *bench) alive(c config) error {
 	if p := b.caddies[c.Name]; p != nil {
-		if err := p.alive(); err != nil {
+		if err := p.Alive(); err != nil {
 			return fmt.Errorf("%s: %w", c.Name, err)
 		}
 	}

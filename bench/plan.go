@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/caddymcp/caddy-mcp/bench/internal/caddyrun"
 )
 
 // config is one way of reaching an upstream: directly, or through a Caddy
@@ -156,8 +158,9 @@ func configNames(all []config) string {
 
 // caddyfile is the whole Caddyfile of a configuration's Caddy: admin on its
 // own loopback port (for /debug/pprof/), no HTTPS, nothing logged below
-// ERROR, and one plain-HTTP site listening on loopback only. Every configuration, with or without mcp,
-// proxies with the same reverse_proxy settings.
+// ERROR, and one plain-HTTP site listening on loopback only. Every
+// configuration, with or without mcp, proxies with the same reverse_proxy
+// settings.
 func caddyfile(c config, port, adminPort int, storage, upstream string) string {
 	var site strings.Builder
 	if c.Handler != "" {
@@ -165,23 +168,7 @@ func caddyfile(c config, port, adminPort int, storage, upstream string) string {
 		site.WriteString("\n")
 	}
 	fmt.Fprintf(&site, "reverse_proxy %s {\n\theader_up Host {upstream_hostport}\n}", upstream)
-	return fmt.Sprintf(`{
-	admin 127.0.0.1:%d
-	persist_config off
-	skip_install_trust
-	auto_https off
-	default_bind 127.0.0.1
-	grace_period 1ns
-	storage file_system %q
-	log {
-		level ERROR
-	}
-}
-
-http://127.0.0.1:%d {
-	%s
-}
-`, adminPort, storage, port, strings.ReplaceAll(site.String(), "\n", "\n\t"))
+	return caddyrun.Site(port, adminPort, storage, "ERROR", site.String())
 }
 
 // body is a tools/call of the echo tool, exactly size bytes long: text

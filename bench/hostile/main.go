@@ -77,6 +77,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/caddymcp/caddy-mcp/bench/internal/caddyrun"
 )
 
 // scenario is one kind of hostile traffic.
@@ -139,7 +141,7 @@ func (r *run) stopAll() {
 	r.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, p := range procs {
-		wg.Go(p.stop)
+		wg.Go(p.Stop)
 	}
 	wg.Wait()
 }
@@ -179,7 +181,7 @@ func mainErr(bin, only string, quick bool) error {
 	defer os.RemoveAll(tmp)
 	if bin == "" {
 		log.Print("building ./cmd/caddy")
-		if bin, err = buildCaddy(tmp); err != nil {
+		if bin, err = caddyrun.Build(tmp); err != nil {
 			return err
 		}
 	}
@@ -213,7 +215,7 @@ func mainErr(bin, only string, quick bool) error {
 		log.Printf("%s: done in %s", s.name, time.Since(t).Round(100*time.Millisecond))
 		sections = append(sections, sec)
 	}
-	env.LoadAfter = loadAverage()
+	env.LoadAfter = caddyrun.LoadAverage()
 	env.Elapsed = time.Since(began)
 	writeReport(os.Stdout, env, sections)
 	return nil

@@ -41,10 +41,10 @@ func wideBatch(r *run) (*section, error) {
 				t.add(row...)
 			}
 		}
-		if err := p.alive(); err != nil {
+		if err := p.Alive(); err != nil {
 			return sec, err
 		}
-		p.stop()
+		p.Stop()
 	}
 	sec.Tables = append(sec.Tables, t)
 	return sec, nil
@@ -143,10 +143,10 @@ func longKeys(r *run) (*section, error) {
 				return sec, err
 			}
 			t.add(append([]string{w.name}, row...)...)
-			if err := p.alive(); err != nil {
+			if err := p.Alive(); err != nil {
 				return sec, err
 			}
-			p.stop()
+			p.Stop()
 		}
 	}
 	sec.Tables = append(sec.Tables, t)

@@ -123,7 +123,7 @@ func (s *peakSampler) finish() (memStats, int, error) {
 // cpuTime is the user plus system CPU time the process has used, from
 // /proc/PID/stat (Linux; clock ticks of 1/100 s).
 func (p *caddyProcess) cpuTime() (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Pid()))
 	if err != nil {
 		return 0, err
 	}
@@ -136,7 +136,7 @@ func (p *caddyProcess) cpuTime() (time.Duration, error) {
 		f = strings.Fields(stat[i+1:])
 	}
 	if len(f) < 13 {
-		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", p.cmd.Process.Pid)
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", p.Pid())
 	}
 	utime, err1 := strconv.ParseInt(f[11], 10, 64)
 	stime, err2 := strconv.ParseInt(f[12], 10, 64)

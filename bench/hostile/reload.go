@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/caddymcp/caddy-mcp/bench/internal/caddyrun"
 )
 
 // reloadMCPBlock gives the mcp site a limit and a guard that never refuse,
@@ -50,14 +52,14 @@ func reload(r *run) (*section, error) {
 	reloadErr := reloadRepeatedly(r, p.Admin, text, reloads, every)
 	load.stop()
 	sec.Tables = append(sec.Tables, load.table("mcp", "reverse_proxy"))
-	return sec, errors.Join(reloadErr, p.alive())
+	return sec, errors.Join(reloadErr, p.Alive())
 }
 
 // startTwoSites starts one Caddy serving the mcp site on its port and a plain
 // reverse_proxy site on plainPort, both to the benchmark's upstream, and
 // returns the Caddyfile it loaded, to load again.
 func startTwoSites(r *run) (p *caddyProcess, text string, plainPort int, err error) {
-	if plainPort, err = freePort(); err != nil {
+	if plainPort, err = caddyrun.FreePort(); err != nil {
 		return nil, "", 0, err
 	}
 	p, err = startCaddyWith(r.bin, r.tmp, "two-sites", func(port, adminPort int, storage string) string {

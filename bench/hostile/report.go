@@ -7,11 +7,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/caddymcp/caddy-mcp/bench/internal/caddyrun"
 )
 
 // section is one scenario's part of the report: what it does, its figures,
@@ -48,8 +49,8 @@ type environment struct {
 
 func newEnvironment(bin string, quick bool) environment {
 	return environment{
-		Cores: runtime.NumCPU(), LoadBefore: loadAverage(), Go: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH,
-		Caddy: bin, CaddyVersion: caddyVersion(bin), CaddyBuild: buildOf(bin), Quick: quick,
+		Cores: runtime.NumCPU(), LoadBefore: caddyrun.LoadAverage(), Go: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH,
+		Caddy: bin, CaddyVersion: caddyrun.Version(bin), CaddyBuild: buildOf(bin), Quick: quick,
 	}
 }
 
@@ -87,16 +88,6 @@ func writeReport(w io.Writer, env environment, sections []*section) {
 	}
 }
 
-// caddyVersion is the first word `caddy version` prints.
-func caddyVersion(bin string) string {
-	out, err := exec.Command(bin, "version").Output()
-	if err != nil {
-		return "version unknown: " + err.Error()
-	}
-	v, _, _ := strings.Cut(strings.TrimSpace(string(out)), " ")
-	return v
-}
-
 // buildOf identifies the binary: the commit Go stamped into it, if any, and
 // the start of its SHA-256, so that "before" and "after" reports name the
 // builds they measured.
@@ -120,20 +111,6 @@ func buildOf(bin string) string {
 		f.Close()
 	}
 	return strings.Join(parts, ", ")
-}
-
-// loadAverage is the 1, 5 and 15 minute load averages, where Linux tells
-// them: a busy neighbour shows there.
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
 }
 
 // mib writes a byte count in MiB.

@@ -95,7 +95,7 @@ func (a *slowArm) run(r *run, heapAt time.Duration, checks []time.Duration) erro
 		a.open = append(a.open, conns.open())
 	}
 	a.answers = conns.answers()
-	return a.p.alive()
+	return a.p.Alive()
 }
 
 func (a *slowArm) row() []string {

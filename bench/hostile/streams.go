@@ -118,7 +118,7 @@ func aliveAll(ts []target) error {
 	var errs []error
 	for _, t := range ts {
 		if t.p != nil {
-			errs = append(errs, t.p.alive())
+			errs = append(errs, t.p.Alive())
 		}
 	}
 	return errors.Join(errs...)

@@ -1,12 +1,12 @@
-package main
+package caddyrun
 
 import (
 	"os"
 	"strings"
 )
 
-// cpuModel is the processor's name, where Linux tells it.
-func cpuModel() string {
+// CPUModel is the processor's name, where Linux tells it.
+func CPUModel() string {
 	b, err := os.ReadFile("/proc/cpuinfo")
 	if err != nil {
 		return ""
@@ -19,9 +19,9 @@ func cpuModel() string {
 	return ""
 }
 
-// loadAverage is the 1, 5 and 15 minute load averages, where Linux tells
+// LoadAverage is the 1, 5 and 15 minute load averages, where Linux tells
 // them: a busy neighbour shows there.
-func loadAverage() string {
+func LoadAverage() string {
 	b, err := os.ReadFile("/proc/loadavg")
 	if err != nil {
 		return "unknown"
