@@ -26,7 +26,7 @@ bench-micro:
 
 # The gateway against a plain reverse_proxy, side by side in one run, on
 # loopback: a Markdown table and the targets (about 4 minutes; see
-# bench/main.go for how to read it, and `go run ./bench -quick` for a smoke
+# bench/doc.go for how to read it, and `go run ./bench -quick` for a smoke
 # run).
 bench:
 	go run ./bench
