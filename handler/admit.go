@@ -143,16 +143,12 @@ func (h *Handler) enter(x *exchange, repl *caddy.Replacer) error {
 		if g.key != nil {
 			key = g.key.eval(x, repl, m)
 		}
-		if j := slices.IndexFunc(demands, func(d demand) bool { return d.key == key }); j >= 0 {
-			demands[j].n++
-		} else {
-			demands = append(demands, demand{key: key, n: 1})
-		}
+		demands = append(demands, demand{key: key, n: 1})
 	}
 	if len(demands) == 0 {
 		return nil
 	}
-	slices.SortFunc(demands, func(a, b demand) int { return strings.Compare(a.key, b.key) })
+	demands = byKey(demands)
 	x.slots = x.slotBuf[:0]
 	now := x.start
 	var err error
@@ -175,6 +171,23 @@ func (h *Handler) enter(x *exchange, repl *caddy.Replacer) error {
 	}
 	queueWaitObservers.get(x.methodLabel()).Observe(end.Sub(x.start).Seconds())
 	return err
+}
+
+// byKey sorts demands by key and merges those of one key, in place: sorting
+// first keeps a batch of many keys at n log n, where looking each key up
+// among the others would be quadratic.
+func byKey(demands []demand) []demand {
+	slices.SortFunc(demands, func(a, b demand) int { return strings.Compare(a.key, b.key) })
+	last := 0
+	for _, d := range demands[1:] {
+		if d.key == demands[last].key {
+			demands[last].n += d.n
+		} else {
+			last++
+			demands[last] = d
+		}
+	}
+	return demands[:last+1]
 }
 
 // releaseSlots frees the exchange's places.

@@ -377,3 +377,19 @@ func TestUpstreamFailureIsLoggedAtWarnWithItsCause(t *testing.T) {
 	assert.Contains(t, fields["error"], "refused")
 	assert.NotContains(t, fields, "key")
 }
+
+func TestDemandsAreMergedByKeyInKeyOrder(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		in, want []demand
+	}{
+		{"one", []demand{{"a", 1}}, []demand{{"a", 1}}},
+		{"one key, many messages", []demand{{"", 1}, {"", 1}, {"", 1}}, []demand{{"", 3}}},
+		{"keys interleaved", []demand{{"b", 1}, {"a", 1}, {"b", 1}, {"c", 1}, {"a", 1}}, []demand{{"a", 2}, {"b", 2}, {"c", 1}}},
+		{"all distinct", []demand{{"c", 1}, {"b", 1}, {"a", 1}}, []demand{{"a", 1}, {"b", 1}, {"c", 1}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, byKey(tc.in))
+		})
+	}
+}
