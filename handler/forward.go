@@ -96,9 +96,30 @@ func (h *Handler) settle(x *exchange, u *upstreamWatch, err error, broke bool) (
 // closingCancels reports whether the request's protocol version (MCP
 // 2026-07-28 and later) makes closing its response stream the cancellation
 // of the call, so that the upstream stops working on it when the client
-// leaves.
+// leaves. Only a version written as a date counts: any other value (a typo,
+// or a client's attempt to have its places freed early) keeps the older
+// reading, where places are held until the upstream has answered.
 func closingCancels(r *http.Request) bool {
-	return r.Header.Get("Mcp-Protocol-Version") >= "2026-07-28"
+	v := r.Header.Get("Mcp-Protocol-Version")
+	return isVersionDate(v) && v >= "2026-07-28"
+}
+
+// isVersionDate reports whether v has the form of an MCP protocol version,
+// YYYY-MM-DD, so that versions compare as their text.
+func isVersionDate(v string) bool {
+	if len(v) != len("2006-01-02") {
+		return false
+	}
+	for i := range len(v) {
+		if i == 4 || i == 7 {
+			if v[i] != '-' {
+				return false
+			}
+		} else if v[i] < '0' || v[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // upstreamWatch stands between reverse_proxy and the client for one request.

@@ -574,6 +574,9 @@ func TestClosingCancelsFromProtocolVersion20260728(t *testing.T) {
 	for version, cancels := range map[string]bool{
 		"": false, "2024-11-05": false, "2025-03-26": false, "2025-06-18": false, "2025-11-25": false,
 		"2026-07-28": true, "2026-12-01": true,
+		// Not versions: a client cannot have its places freed early by
+		// sending something that sorts after 2026-07-28.
+		"zzz": false, "2026-07-28x": false, "2026-7-280": false, "2026/07/28": false, "9": false,
 	} {
 		r := post(callOne, header("Mcp-Protocol-Version", version))
 		assert.Equal(t, cancels, closingCancels(r), version)
