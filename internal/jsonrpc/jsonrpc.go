@@ -2,12 +2,13 @@
 // body without decoding what it does not need: it validates the whole body
 // as JSON (json.Valid's grammar, plus the NaN and Infinity tokens and the
 // leading byte order mark that lenient servers take), learns each message's
-// kind, method, id and params.name, and skips everything else, arguments and
+// kind, method, id, and the params.name, params.uri and params.taskId it
+// may name, and skips everything else, arguments and
 // results above all, a word at a time. It refuses what different servers
 // could read differently: a member given twice or in another letter case.
 //
-// It knows nothing of HTTP or MCP beyond the member params.name, which MCP
-// uses for the tool or prompt a request names.
+// It knows nothing of HTTP or MCP beyond those three members of params, which
+// MCP uses for the tool or prompt, the resource and the task a request names.
 package jsonrpc
 
 import (
@@ -42,6 +43,9 @@ type Message struct {
 	ID json.RawMessage
 	// Name is params.name, unescaped; nil when absent or not a string.
 	Name []byte
+	// URI is params.uri and TaskID params.taskId, unescaped; nil when
+	// absent or not a string.
+	URI, TaskID []byte
 }
 
 // ErrAmbiguous marks a message that different JSON-RPC servers could read

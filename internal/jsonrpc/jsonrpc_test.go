@@ -25,6 +25,9 @@ type learned struct {
 	method string
 	id     string
 	tool   string
+	// uri and task are params.uri and params.taskId, "" when absent (few
+	// cases have them).
+	uri, task string
 }
 
 func orNone(b []byte) string {
@@ -37,17 +40,21 @@ func orNone(b []byte) string {
 func learnedOf(msgs []Message) []learned {
 	out := make([]learned, len(msgs))
 	for i, m := range msgs {
-		out[i] = learned{kind: m.Kind, method: orNone(m.Method), id: orNone(m.ID), tool: orNone(m.Name)}
+		out[i] = learned{kind: m.Kind, method: orNone(m.Method), id: orNone(m.ID), tool: orNone(m.Name), uri: string(m.URI), task: string(m.TaskID)}
 	}
 	return out
 }
 
-func req(method, id, tool string) learned { return learned{Request, method, id, tool} }
-func note(method string) learned          { return learned{Notification, method, none, none} }
-func resp(id string) learned              { return learned{Response, none, id, none} }
+func req(method, id, tool string) learned {
+	return learned{kind: Request, method: method, id: id, tool: tool}
+}
+func note(method string) learned {
+	return learned{kind: Notification, method: method, id: none, tool: none}
+}
+func resp(id string) learned { return learned{kind: Response, method: none, id: id, tool: none} }
 
 // notRPC is valid JSON that is not a JSON-RPC message the gateway knows.
-var notRPC = learned{Invalid, none, none, none}
+var notRPC = learned{kind: Invalid, method: none, id: none, tool: none}
 
 func TestParseMessagesLearnsMethodIDAndTool(t *testing.T) {
 	tests := []struct {
@@ -65,6 +72,11 @@ func TestParseMessagesLearnsMethodIDAndTool(t *testing.T) {
 			name: "members in any order",
 			body: `{"params":{"arguments":{"q":"x"},"name":"search"},"method":"tools/call","jsonrpc":"2.0","id":"a"}`,
 			want: []learned{req("tools/call", `"a"`, "search")},
+		},
+		{
+			name: "resource and task learned beside the name",
+			body: `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"file:///r\u00e9sum\u00e9","taskId":"t-1","name":"n"}}`,
+			want: []learned{{kind: Request, method: "resources/read", id: `1`, tool: "n", uri: "file:///résumé", task: "t-1"}},
 		},
 		{
 			name: "request without params",
@@ -99,12 +111,12 @@ func TestParseMessagesLearnsMethodIDAndTool(t *testing.T) {
 		{
 			name: "method that is not a string",
 			body: `{"jsonrpc":"2.0","id":1,"method":42}`,
-			want: []learned{{Invalid, none, `1`, none}},
+			want: []learned{{kind: Invalid, method: none, id: `1`, tool: none}},
 		},
 		{
 			name: "method null",
 			body: `{"jsonrpc":"2.0","id":1,"method":null}`,
-			want: []learned{{Invalid, none, `1`, none}},
+			want: []learned{{kind: Invalid, method: none, id: `1`, tool: none}},
 		},
 		{
 			name: "result without id",
@@ -319,6 +331,9 @@ func TestParseMessagesRefusesAmbiguousMessages(t *testing.T) {
 		{"duplicate params.name", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","name":"b"}}`},
 		{"NAME", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"NAME":"b"}}`},
 		{"Name alongside name", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","Name":"b"}}`},
+		{"duplicate params.uri", `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"file:///a","uri":"file:///b"}}`},
+		{"URI", `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"URI":"file:///b"}}`},
+		{"taskid alongside taskId", `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"a","taskid":"b"}}`},
 		{"escaped duplicate name", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","\u006eame":"b"}}`},
 		{"one ambiguous message in a batch", `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"Method":"tools/call"}]`},
 	}
@@ -691,28 +706,19 @@ func checkAgainstEncodingJSON(t *testing.T, elem json.RawMessage, m Message) {
 	if string(m.ID) != string(v.ID) || (m.ID == nil) != (v.ID == nil) {
 		t.Fatalf("id %q, encoding/json decodes %q from %s", m.ID, v.ID, elem)
 	}
-	var tool *string
+	var p struct {
+		Name   json.RawMessage `json:"name"`
+		URI    json.RawMessage `json:"uri"`
+		TaskID json.RawMessage `json:"taskId"`
+	}
 	if len(v.Params) > 0 && v.Params[0] == '{' {
-		var p struct {
-			Name json.RawMessage `json:"name"`
-		}
 		if err := json.Unmarshal(v.Params, &p); err != nil {
 			t.Fatal(err)
 		}
-		if len(p.Name) > 0 && p.Name[0] == '"' {
-			tool = new(string)
-			if err := json.Unmarshal(p.Name, tool); err != nil {
-				t.Fatal(err)
-			}
-		}
 	}
-	if tool != nil {
-		if m.Name == nil || string(m.Name) != *tool {
-			t.Fatalf("tool %q, encoding/json decodes %q from %s", m.Name, *tool, elem)
-		}
-	} else if m.Name != nil {
-		t.Fatalf("tool %q, encoding/json finds no string name in %s", m.Name, elem)
-	}
+	sameString(t, "params.name", m.Name, p.Name, elem)
+	sameString(t, "params.uri", m.URI, p.URI, elem)
+	sameString(t, "params.taskId", m.TaskID, p.TaskID, elem)
 	want := Invalid
 	switch {
 	case v.Method != nil && method == nil:
@@ -809,4 +815,23 @@ func TestEscapedKeysCostNoAllocation(t *testing.T) {
 	assert.Zero(t, allocs)
 	_, _, err := Parse([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","name":"y"}}`), nil, unlimited)
 	assert.ErrorIs(t, err, ErrAmbiguous, "an escaped member is still seen twice")
+}
+
+// sameString fails unless got is what encoding/json decodes from raw when
+// raw is a string, and nil otherwise.
+func sameString(t *testing.T, member string, got []byte, raw json.RawMessage, elem []byte) {
+	t.Helper()
+	if len(raw) == 0 || raw[0] != '"' {
+		if got != nil {
+			t.Fatalf("%s %q, encoding/json finds no string in %s", member, got, elem)
+		}
+		return
+	}
+	var want string
+	if err := json.Unmarshal(raw, &want); err != nil {
+		t.Fatal(err)
+	}
+	if got == nil || string(got) != want {
+		t.Fatalf("%s %q, encoding/json decodes %q from %s", member, got, want, elem)
+	}
 }

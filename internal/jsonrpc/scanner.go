@@ -101,19 +101,26 @@ func (s *scanner) message(m *Message, depth int) error {
 	return nil
 }
 
-// params reads the params object at the given depth, learning "name" and
-// skipping the rest (the arguments above all) without decoding it.
+// params reads the params object at the given depth, learning "name",
+// "uri" and "taskId" and skipping the rest (the arguments above all)
+// without decoding it.
 func (s *scanner) params(m *Message, depth int) error {
 	return s.object(depth, paramsMembers, func(bit uint8) error {
-		if bit == 0 {
+		var dst *[]byte
+		switch bit {
+		case memberName:
+			dst = &m.Name
+		case memberURI:
+			dst = &m.URI
+		case memberTaskID:
+			dst = &m.TaskID
+		}
+		if dst == nil || s.peek() != '"' {
 			return s.value(depth)
 		}
-		if s.peek() == '"' {
-			var err error
-			m.Name, err = s.str()
-			return err
-		}
-		return s.value(depth)
+		var err error
+		*dst, err = s.str()
+		return err
 	})
 }
 
@@ -124,7 +131,12 @@ const (
 	memberParams
 	memberResult
 	memberError
-	memberName
+	// The members of params. A bit need only be distinct among the members
+	// of one object (object keeps what it has seen per object), so these
+	// reuse the bits of the message's members.
+	memberName   = memberJSONRPC
+	memberURI    = memberMethod
+	memberTaskID = memberID
 )
 
 type member struct {
@@ -137,7 +149,7 @@ var (
 		{"jsonrpc", memberJSONRPC}, {"method", memberMethod}, {"id", memberID},
 		{"params", memberParams}, {"result", memberResult}, {"error", memberError},
 	}
-	paramsMembers = []member{{"name", memberName}}
+	paramsMembers = []member{{"name", memberName}, {"uri", memberURI}, {"taskId", memberTaskID}}
 )
 
 // memberBit names the member key is, or 0 when it is none of ours. A key
