@@ -295,10 +295,11 @@ func TestGuardConfigIsCheckedAtLoad(t *testing.T) {
 		cfg  Concurrency
 		want string
 	}{
-		"no max":            {Concurrency{}, "max 0: must be at least 1"},
-		"negative queue":    {Concurrency{Max: 1, Queue: -1}, "queue -1: must not be negative"},
-		"a mistyped method": {Concurrency{Max: 1, Methods: []string{"tools/calls"}}, `did you mean "tools/call"?`},
-		"an unknown key":    {Concurrency{Max: 1, Key: "{clientip}"}, "did you mean {client_ip}?"},
+		"no max":                   {Concurrency{}, "max 0: must be at least 1"},
+		"negative queue":           {Concurrency{Max: 1, Queue: -1}, "queue -1: must not be negative"},
+		"a mistyped method":        {Concurrency{Max: 1, Methods: []string{"tools/calls"}}, `did you mean "tools/call"?`},
+		"a stream that stays open": {Concurrency{Max: 1, Methods: []string{"tools/call", "subscriptions/listen"}}, "subscriptions/listen cannot take a place"},
+		"an unknown key":           {Concurrency{Max: 1, Key: "{clientip}"}, "did you mean {client_ip}?"},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {

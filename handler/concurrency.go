@@ -50,7 +50,8 @@ type Concurrency struct {
 	// all or none, since servers run a batch's messages at once), and holds
 	// them until its response is completely written (an SSE answer until
 	// its end). A batch needing more places than Max is refused. GET
-	// streams never take one. Default: tools/call.
+	// streams never take one, nor may subscriptions/listen, the stateless
+	// era's stream of notifications. Default: tools/call.
 	Methods []string `json:"methods,omitempty"`
 }
 
@@ -59,11 +60,18 @@ type Concurrency struct {
 func (cfg *Concurrency) Validate() error {
 	l := busy.Limits{Max: cfg.Max, Queue: cfg.Queue, QueueTimeout: cmp.Or(time.Duration(cfg.QueueTimeout), busy.DefaultQueueTimeout)}
 	errs := []error{l.Validate(), checkMethods(cfg.Methods)}
+	if slices.Contains(cfg.Methods, listenMethod) {
+		errs = append(errs, errors.New("methods: "+listenMethod+" cannot take a place: its answer is a stream that stays open as long as the client listens (MCP 2026-07-28), so each listener would hold a place for good; limit how often it is sent with a rate_limit instead"))
+	}
 	if err := checkKeyTemplate(expandShorthands(cfg.Key)); err != nil {
 		errs = append(errs, fmt.Errorf("key %q: %w", cfg.Key, err))
 	}
 	return errors.Join(errs...)
 }
+
+// listenMethod is MCP 2026-07-28's request for a stream of change
+// notifications, in place of the session era's GET stream.
+const listenMethod = "subscriptions/listen"
 
 // guards holds the concurrency guards across config reloads.
 var guards = caddy.NewUsagePool()
