@@ -40,7 +40,7 @@ func (h *Handler) answer(w http.ResponseWriter, x *exchange, env *envelope.Envel
 		if requests > 0 {
 			id = envelope.NullID
 		}
-		return writeJSON(w, status, env, env.AppendRPCError(nil, id, envelope.CodeServerError))
+		return writeJSON(w, status, env, env.AppendRPCError(nil, id, x.era.rpcCode(env)))
 	}
 	body := make([]byte, 0, 1024)
 	if x.batch {
@@ -57,7 +57,7 @@ func (h *Handler) answer(w http.ResponseWriter, x *exchange, env *envelope.Envel
 		if isCall(m) {
 			body = env.AppendToolResult(body, m.ID)
 		} else {
-			body = env.AppendRPCError(body, m.ID, envelope.CodeServerError)
+			body = env.AppendRPCError(body, m.ID, x.era.rpcCode(env))
 		}
 	}
 	if x.batch {
@@ -184,7 +184,7 @@ func (h *Handler) refusalOf(r *http.Request, err error) (bodyRefusal, bool) {
 	case errors.Is(err, jsonrpc.ErrAmbiguous):
 		ref.env = messageAmbiguous()
 	case errors.As(err, &mismatch):
-		ref.env, ref.parsed = headersDisagree(mismatch), true
+		ref.env, ref.parsed, ref.code, ref.id = headersDisagree(mismatch), true, codeHeaderMismatch, mismatch.id
 	case errors.Is(err, jsonrpc.ErrTooManyMessages):
 		ref.env, ref.parsed = batchTooLarge(h.MaxBatch), true
 	case errors.As(err, &bad):

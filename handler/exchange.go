@@ -19,6 +19,8 @@ type exchange struct {
 	r *http.Request
 	// start is when the handler received the request.
 	start time.Time
+	// era is the protocol era the request declares (eras.go).
+	era era
 
 	// Written by inspect: the messages of the body, the recycled buffer
 	// holding it (nil when allocated), and the body handed on to the

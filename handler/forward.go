@@ -32,7 +32,7 @@ func (h *Handler) forward(w http.ResponseWriter, x *exchange, next caddyhttp.Han
 	u := &x.watch
 	*u = upstreamWatch{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, x: x, keepaliveEvery: time.Duration(h.SSEKeepalive)}
 	up := x.r
-	if len(x.slots) > 0 && !closingCancels(x.r) {
+	if len(x.slots) > 0 && !x.era.closingCancels() {
 		// The request holds places in the guard, and its upstream goes on
 		// running it when the client leaves (before MCP 2026-07-28, closing
 		// the connection does not cancel a call). The places must then be
@@ -93,35 +93,6 @@ func (h *Handler) settle(x *exchange, u *upstreamWatch, err error, broke bool) (
 	return err, false
 }
 
-// closingCancels reports whether the request's protocol version (MCP
-// 2026-07-28 and later) makes closing its response stream the cancellation
-// of the call, so that the upstream stops working on it when the client
-// leaves. Only a version written as a date counts: any other value (a typo,
-// or a client's attempt to have its places freed early) keeps the older
-// reading, where places are held until the upstream has answered.
-func closingCancels(r *http.Request) bool {
-	v := r.Header.Get("Mcp-Protocol-Version")
-	return isVersionDate(v) && v >= "2026-07-28"
-}
-
-// isVersionDate reports whether v has the form of an MCP protocol version,
-// YYYY-MM-DD, so that versions compare as their text.
-func isVersionDate(v string) bool {
-	if len(v) != len("2006-01-02") {
-		return false
-	}
-	for i := range len(v) {
-		if i == 4 || i == 7 {
-			if v[i] != '-' {
-				return false
-			}
-		} else if v[i] < '0' || v[i] > '9' {
-			return false
-		}
-	}
-	return true
-}
-
 // upstreamWatch stands between reverse_proxy and the client for one request.
 // Everything passes through as it is written, and flushes as they happen,
 // except a 5xx or 429 answer that does not declare itself an event stream:
@@ -164,7 +135,7 @@ func (u *upstreamWatch) WriteHeader(status int) {
 	// and anything it wrote into one would corrupt it.
 	followed := eventStream && readable && status == http.StatusOK
 	if followed {
-		u.sse = newSSETracker(u.x.msgs)
+		u.sse = newSSETracker(u.x.msgs, u.x.era)
 	}
 	u.ResponseWriterWrapper.WriteHeader(status)
 	if followed && u.keepaliveEvery > 0 {

@@ -119,8 +119,14 @@ func identityEncoded(h http.Header) bool {
 }
 
 // singleHeaders are the MCP headers a request may carry once at most: with
-// two values, the gateway and the upstream may each read another.
+// two values, the gateway and the upstream may each read another. So may
+// every Mcp-Param-{Name} header (MCP 2026-07-28), which a router or the
+// server may read in place of a tool's argument.
 var singleHeaders = []string{"Mcp-Method", "Mcp-Name", "Mcp-Session-Id", "Mcp-Protocol-Version"}
+
+// paramHeaderPrefix starts the name of every Mcp-Param-{Name} header, in
+// the canonical form net/http gives header names.
+const paramHeaderPrefix = "Mcp-Param-"
 
 // checkSingleInputs refuses a request giving twice an MCP header, or a
 // header, cookie or query parameter a key template reads (see keyInputs).
@@ -128,6 +134,11 @@ func (h *Handler) checkSingleInputs(r *http.Request) error {
 	for _, name := range singleHeaders {
 		if n := len(r.Header[name]); n > 1 {
 			return &repeatError{what: "the " + name + " header", count: n}
+		}
+	}
+	for name, values := range r.Header {
+		if len(values) > 1 && strings.HasPrefix(name, paramHeaderPrefix) {
+			return &repeatError{what: "the " + clip(name) + " header", count: len(values)}
 		}
 	}
 	return h.keyInputs.repeated(r)
@@ -177,33 +188,6 @@ func checkMessages(msgs []jsonrpc.Message) error {
 	}
 	return nil
 }
-
-// checkMirrorHeaders refuses a request whose Mcp-Method or Mcp-Name header
-// (MCP 2026-07-28) disagrees with its body: policy is decided from the body,
-// and a proxy or server that routes on the header must not see another
-// method than the gateway admitted.
-func checkMirrorHeaders(h http.Header, x *exchange) error {
-	method, name := h.Get("Mcp-Method"), h.Get("Mcp-Name")
-	if method == "" && name == "" {
-		return nil
-	}
-	if x.batch || len(x.msgs) != 1 {
-		return &mismatchError{"a batch cannot carry Mcp-Method or Mcp-Name headers"}
-	}
-	m := &x.msgs[0]
-	if method != "" && method != string(m.Method) {
-		return &mismatchError{fmt.Sprintf("the Mcp-Method header says %q but the body's method is %q", clip(method), clip(string(m.Method)))}
-	}
-	if name != "" && m.Name != nil && name != string(m.Name) {
-		return &mismatchError{fmt.Sprintf("the Mcp-Name header says %q but the body's name is %q", clip(name), clip(string(m.Name)))}
-	}
-	return nil
-}
-
-// mismatchError is a request whose headers disagree with its body.
-type mismatchError struct{ msg string }
-
-func (e *mismatchError) Error() string { return e.msg }
 
 // claimsJSON reports whether the request's Content-Type is JSON or absent.
 // It is read as leniently as the most lenient official server reads it (the

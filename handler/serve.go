@@ -17,7 +17,7 @@ import (
 // DELETE are only origin-checked and forwarded. Whatever happens, finish
 // releases the request's places and counts it.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	x := &exchange{r: r, start: time.Now()}
+	x := &exchange{r: r, start: time.Now(), era: eraOf(r)}
 	repl := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	repl.Map(x.placeholder)
 	defer h.finish(x)

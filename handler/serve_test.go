@@ -647,46 +647,6 @@ func TestAmbiguousMessageGets400(t *testing.T) {
 	}
 }
 
-func TestMirrorHeadersMustAgreeWithTheBody(t *testing.T) {
-	tests := []struct {
-		name   string
-		body   string
-		method string
-		tool   string
-		passes bool
-	}{
-		{"both agree", toolsCall(`1`, "search"), "tools/call", "search", true},
-		{"method agrees", toolsCall(`1`, "search"), "tools/call", "", true},
-		{"method disagrees", toolsCall(`1`, "search"), "tools/list", "", false},
-		{"name disagrees", toolsCall(`1`, "search"), "tools/call", "fetch", false},
-		{"name alone disagrees", toolsCall(`1`, "search"), "", "fetch", false},
-		{"batch", `[` + toolsCall(`1`, "search") + `]`, "tools/call", "", false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			h := provision(t, &Handler{})
-			u := &upstream{}
-			var opts []func(*http.Request)
-			if tt.method != "" {
-				opts = append(opts, header("Mcp-Method", tt.method))
-			}
-			if tt.tool != "" {
-				opts = append(opts, header("Mcp-Name", tt.tool))
-			}
-			w := serve(t, h, post(tt.body, opts...), u)
-			if tt.passes {
-				requireForwarded(t, u, 1, w)
-				return
-			}
-			assert.Equal(t, 0, u.calls)
-			assert.Equal(t, http.StatusBadRequest, w.Code)
-			e := decodeRPCError(t, members(t, w.Body.Bytes())["error"])
-			assert.Equal(t, "VALIDATION_ERROR", e.Data.Code)
-			assert.Contains(t, e.Message, "disagree")
-		})
-	}
-}
-
 // countingBody records whether anyone read it.
 type countingBody struct {
 	io.Reader

@@ -20,9 +20,12 @@ const maxEventData = 1 << 20
 // the client, or changes an event.
 type sseTracker struct {
 	owed owedResponses
-	// resumable: an event carried an id, so the client can reconnect with
-	// Last-Event-ID and the server can replay; the gateway must not answer
-	// in its place.
+	// era is the request's: whether event ids make a stream resumable, and
+	// which error code carries an envelope.
+	era era
+	// resumable: an event carried an id in an era where the client can
+	// reconnect with Last-Event-ID and the server can replay; the gateway
+	// must not answer in its place.
 	resumable bool
 	// unreadable: an event was too large to read.
 	unreadable bool
@@ -38,10 +41,10 @@ type sseTracker struct {
 	lastCR bool
 }
 
-// newSSETracker returns a tracker for the answer to msgs, or nil when msgs
-// hold no request, which no answer can owe anything.
-func newSSETracker(msgs []jsonrpc.Message) *sseTracker {
-	t := &sseTracker{}
+// newSSETracker returns a tracker for the answer to msgs, sent in era e, or
+// nil when msgs hold no request, which no answer can owe anything.
+func newSSETracker(msgs []jsonrpc.Message, e era) *sseTracker {
+	t := &sseTracker{era: e}
 	if !t.owed.init(msgs) {
 		return nil
 	}
@@ -125,7 +128,7 @@ func (t *sseTracker) line(line []byte) {
 	case "event":
 		t.event = append(t.event[:0], value...)
 	case "id":
-		if len(value) > 0 && bytes.IndexByte(value, 0) < 0 {
+		if len(value) > 0 && bytes.IndexByte(value, 0) < 0 && t.era.resumes() {
 			t.resumable = true
 		}
 	}
@@ -192,7 +195,7 @@ func (t *sseTracker) appendRepair(out []byte, env *envelope.Envelope) []byte {
 		if isCall(m) {
 			out = env.AppendToolResult(out, m.ID)
 		} else {
-			out = env.AppendRPCError(out, m.ID, envelope.CodeServerError)
+			out = env.AppendRPCError(out, m.ID, t.era.rpcCode(env))
 		}
 		out = append(out, "\n\n"...)
 	}

@@ -115,7 +115,7 @@ func stateOf(tr *sseTracker) trackerState {
 // request.
 func trackerFor(t testing.TB, body string) *sseTracker {
 	t.Helper()
-	tr := newSSETracker(parsed(t, body))
+	tr := newSSETracker(parsed(t, body), sessionEra)
 	require.NotNil(t, tr, "a body with a request is followed")
 	return tr
 }
@@ -216,7 +216,7 @@ func TestTrackerIsOnlyForAnswersThatOweResponses(t *testing.T) {
 		`[` + progress + `,{"jsonrpc":"2.0","id":"r","result":{}}]`,
 		`[]`,
 	} {
-		assert.Nil(t, newSSETracker(parsed(t, body)), "%s owes no response", body)
+		assert.Nil(t, newSSETracker(parsed(t, body), sessionEra), "%s owes no response", body)
 	}
 }
 
@@ -365,7 +365,7 @@ const splitBatch = `[` + callOne + `,{"jsonrpc":"2.0","id":"two","method":"tools
 // returns its final state.
 func observeIn(t testing.TB, msgs []jsonrpc.Message, stream []byte, cuts ...int) trackerState {
 	t.Helper()
-	tr := newSSETracker(msgs)
+	tr := newSSETracker(msgs, sessionEra)
 	require.NotNil(t, tr)
 	prev := 0
 	for _, c := range cuts {

@@ -212,14 +212,14 @@ func bodyNotJSON(err *jsonrpc.SyntaxError, contentType string, claimsJSON bool) 
 
 func messageAmbiguous() envelope.Envelope {
 	return envelope.New(envelope.ValidationError,
-		"Request is ambiguous: a JSON-RPC member (jsonrpc, method, id, params, result, error, params.name) appears twice or in another letter case").
+		"Request is ambiguous: a JSON-RPC member (jsonrpc, method, id, params, result, error, params.name, params.uri, params.taskId) appears twice or in another letter case").
 		Suggest("Send each member once, spelled in lower case as JSON-RPC defines it.").
 		Envelope()
 }
 
 func headersDisagree(e *mismatchError) envelope.Envelope {
 	return envelope.New(envelope.ValidationError, "Request headers disagree with its body: "+e.msg).
-		Suggest("Send Mcp-Method and Mcp-Name headers equal to the body's method and params.name, or leave them out.").
+		Suggest("Send the Mcp-Method header equal to the body's method, and Mcp-Name equal to its params.name (tools/call, prompts/get), params.uri (resources/read) or params.taskId (tasks/get, tasks/update, tasks/cancel); a value that is not plain ASCII goes as =?base64?...?=.").
 		Envelope()
 }
 

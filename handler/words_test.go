@@ -160,13 +160,13 @@ func TestEveryEnvelopeSaysWhatHappenedAndWhatToDo(t *testing.T) {
 		}},
 		{"an ambiguous message", messageAmbiguous(), envelope.Envelope{
 			Code: envelope.ValidationError, Severity: envelope.SeverityError,
-			Message:  "Request is ambiguous: a JSON-RPC member (jsonrpc, method, id, params, result, error, params.name) appears twice or in another letter case",
+			Message:  "Request is ambiguous: a JSON-RPC member (jsonrpc, method, id, params, result, error, params.name, params.uri, params.taskId) appears twice or in another letter case",
 			Recovery: "Send each member once, spelled in lower case as JSON-RPC defines it.",
 		}},
-		{"headers that disagree with the body", headersDisagree(&mismatchError{`the Mcp-Method header says "a" but the body's method is "b"`}), envelope.Envelope{
+		{"headers that disagree with the body", headersDisagree(&mismatchError{msg: `the Mcp-Method header says "a" but the body's method is "b"`}), envelope.Envelope{
 			Code: envelope.ValidationError, Severity: envelope.SeverityError,
 			Message:  `Request headers disagree with its body: the Mcp-Method header says "a" but the body's method is "b"`,
-			Recovery: "Send Mcp-Method and Mcp-Name headers equal to the body's method and params.name, or leave them out.",
+			Recovery: "Send the Mcp-Method header equal to the body's method, and Mcp-Name equal to its params.name (tools/call, prompts/get), params.uri (resources/read) or params.taskId (tasks/get, tasks/update, tasks/cancel); a value that is not plain ASCII goes as =?base64?...?=.",
 		}},
 		{"a batch too large", batchTooLarge(16), envelope.Envelope{
 			Code: envelope.ValidationError, Severity: envelope.SeverityError,

@@ -1,0 +1,100 @@
+package handler
+
+import (
+	"net/http"
+	"testing"
+	"testing/synctest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/caddymcp/caddy-mcp/envelope"
+)
+
+func TestTheEraIsTheDeclaredVersionWrittenAsADate(t *testing.T) {
+	for version, want := range map[string]era{
+		"": sessionEra, "2024-11-05": sessionEra, "2025-03-26": sessionEra, "2025-06-18": sessionEra, "2025-11-25": sessionEra,
+		"2026-07-28": statelessEra, "2026-12-01": statelessEra,
+		// Not versions: a client cannot be read under the stateless era's
+		// rules (places freed when it leaves) by sending something that
+		// sorts after 2026-07-28.
+		"zzz": sessionEra, "2026-07-28x": sessionEra, "2026-7-280": sessionEra, "2026/07/28": sessionEra, "9": sessionEra,
+	} {
+		e := eraOf(post(callOne, header("Mcp-Protocol-Version", version)))
+		assert.Equal(t, want, e, version)
+		assert.Equal(t, want == statelessEra, e.closingCancels(), version)
+		assert.Equal(t, want == sessionEra, e.resumes(), version)
+	}
+}
+
+func TestErrorCodesPerEra(t *testing.T) {
+	for _, code := range []envelope.Code{envelope.RateLimited, envelope.ServerBusy, envelope.Timeout, envelope.InternalError, envelope.Forbidden} {
+		env := envelope.New(code, "x").Envelope()
+		assert.Equal(t, -32000, sessionEra.rpcCode(&env), "%s: the session era's clients know -32000", code)
+	}
+	seen := map[int]envelope.Code{}
+	for code, want := range map[envelope.Code]int{
+		envelope.ValidationError: 400, envelope.Forbidden: 403, envelope.RateLimited: 429, envelope.InternalError: 500,
+		envelope.HandoffUpstreamUnavailable: 502, envelope.ServerBusy: 503, envelope.Timeout: 504,
+		envelope.Conflict: 500, // a code the gateway does not answer with
+	} {
+		env := envelope.New(code, "x").Envelope()
+		got := statelessEra.rpcCode(&env)
+		assert.Equal(t, want, got, code)
+		assert.False(t, got >= -32768 && got <= -32000, "%s: %d is in JSON-RPC's and MCP's reserved range", code, got)
+		if other, dup := seen[got]; dup && code != envelope.Conflict && other != envelope.Conflict {
+			t.Errorf("%s and %s share code %d", code, other, got)
+		}
+		seen[got] = code
+	}
+	for code := range statelessCodes {
+		require.True(t, code.Canonical(), code)
+	}
+}
+
+// A refusal reaches a 2026-07-28 client with the era's code; a tools/call
+// is still answered with a result in both eras, the only channel every
+// client hands to the model.
+func TestRefusalsCarryTheCodeOfTheRequestsEra(t *testing.T) {
+	list := `{"jsonrpc":"2.0","id":"l-1","method":"tools/list"}`
+	tests := []struct {
+		name, version string
+		code          int
+	}{
+		{"2025-11-25", "2025-11-25", -32000},
+		{"no version", "", -32000},
+		{"2026-07-28", "2026-07-28", 429},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := provision(t, &Handler{RateLimits: map[string]*RateLimit{perClient: {Rate: "1/10s", Burst: 1, Methods: []string{"tools/list", "tools/call"}}}})
+				u := &upstream{}
+				mirrors := func(method, name string) []func(*http.Request) {
+					if tt.version == "" {
+						return nil
+					}
+					return []func(*http.Request){header("Mcp-Protocol-Version", tt.version), header("Mcp-Method", method), header("Mcp-Name", name)}
+				}
+				requireForwarded(t, u, 1, serve(t, h, post(list, mirrors("tools/list", "")...), u))
+
+				w := serve(t, h, post(list, mirrors("tools/list", "")...), u)
+				assert.Equal(t, http.StatusOK, w.Code)
+				m := members(t, w.Body.Bytes())
+				assert.Equal(t, `"l-1"`, string(m["id"]))
+				e := decodeRPCError(t, m["error"])
+				assert.Equal(t, tt.code, e.Code)
+				assert.Equal(t, "RATE_LIMITED", e.Data.Code)
+
+				w = serve(t, h, post(toolsCall(`2`, "search"), mirrors("tools/call", "search")...), u)
+				assert.Equal(t, http.StatusOK, w.Code)
+				m = members(t, w.Body.Bytes())
+				assert.NotContains(t, m, "error")
+				env, isError := toolError(t, m["result"])
+				assert.True(t, isError)
+				assert.Equal(t, envelope.RateLimited, env.Code)
+				assert.Equal(t, 1, u.calls)
+			})
+		})
+	}
+}

@@ -1,0 +1,136 @@
+package handler
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+)
+
+// Mirror headers (MCP 2026-07-28, SEP-2243): a request repeats its method in
+// Mcp-Method, and what it acts on in Mcp-Name, so that load balancers and
+// routers can act without reading the body. The gateway decides everything
+// from the body; it refuses a request whose headers say something else, or
+// a proxy or server behind it that routes on a header would run another
+// request than the one the gateway admitted. The specification requires
+// this of every intermediary that reads the body.
+
+// codeHeaderMismatch is the JSON-RPC error code MCP 2026-07-28 defines for a
+// request whose headers disagree with its body (HeaderMismatch).
+const codeHeaderMismatch = -32020
+
+// mirrorOf names the params member a request's Mcp-Name header mirrors ("" when
+// its method names nothing), and its value in the body (nil when absent).
+// needed: a client of the stateless era must send the header for this
+// method.
+func mirrorOf(m *jsonrpc.Message) (member string, value []byte, needed bool) {
+	switch string(m.Method) {
+	case "tools/call", "prompts/get":
+		return "params.name", m.Name, true
+	case "resources/read":
+		return "params.uri", m.URI, true
+	case "tasks/get", "tasks/update", "tasks/cancel":
+		// The tasks extension (SEP-2663) asks clients for the header; the
+		// specification's own list leaves these out, and clients that do
+		// not implement tasks do not send it, so it is checked when sent.
+		return "params.taskId", m.TaskID, false
+	}
+	return "", nil, false
+}
+
+// mismatchError is a request whose headers disagree with its body, or which
+// lacks a header its era requires.
+type mismatchError struct {
+	msg string
+	// id is the request's, echoed in the answer; nil for a notification,
+	// null for a batch.
+	id json.RawMessage
+}
+
+func (e *mismatchError) Error() string { return e.msg }
+
+// checkMirrorHeaders refuses a request whose Mcp-Method or Mcp-Name header
+// disagrees with its body, in any era, and one of the stateless era that
+// leaves out a header it must send. Each header is given once at most
+// (checkSingleInputs). Mcp-Param-{Name} headers mirror tool arguments that
+// only the tool's schema names; they are passed on untouched, for the
+// server to check.
+func checkMirrorHeaders(h http.Header, x *exchange) error {
+	method, name := h.Get("Mcp-Method"), h.Get("Mcp-Name")
+	required := x.era.requiresMirrors()
+	if method == "" && name == "" && !required {
+		return nil
+	}
+	if x.batch || len(x.msgs) != 1 {
+		if method == "" && name == "" {
+			return nil // batches are not part of the stateless era: the upstream refuses them
+		}
+		return &mismatchError{msg: "a batch cannot carry Mcp-Method or Mcp-Name headers", id: envelope.NullID}
+	}
+	m := &x.msgs[0]
+	e := &mismatchError{id: m.ID}
+	if m.Kind != jsonrpc.Request && m.Kind != jsonrpc.Notification {
+		required = false // a response mirrors nothing
+	}
+	switch {
+	case method == "" && required:
+		e.msg = fmt.Sprintf("the Mcp-Method header is missing; MCP %s requires it on every request, equal to the body's method %q", statelessSince, clip(string(m.Method)))
+		return e
+	case method != "" && method != string(m.Method):
+		e.msg = fmt.Sprintf("the Mcp-Method header says %q but the body's method is %q", clip(method), clip(string(m.Method)))
+		return e
+	}
+	member, value, needed := mirrorOf(m)
+	switch {
+	case name == "" && needed && required:
+		e.msg = fmt.Sprintf("the Mcp-Name header is missing; MCP %s requires it on %s, equal to the body's %s", statelessSince, clip(string(m.Method)), member)
+		return e
+	case name == "":
+		return nil
+	case member == "":
+		e.msg = fmt.Sprintf("the Mcp-Name header is given, but the body's method %q names nothing it could mirror", clip(string(m.Method)))
+		return e
+	}
+	said, ok := decodeMirror(name)
+	switch {
+	case !ok:
+		e.msg = fmt.Sprintf("the Mcp-Name header %q is marked as base64 but is not valid base64", clip(name))
+	case value == nil:
+		e.msg = fmt.Sprintf("the Mcp-Name header says %q but the body has no %s", clip(said), member)
+	case said != string(value):
+		e.msg = fmt.Sprintf("the Mcp-Name header says %q but the body's %s is %q", clip(said), member, clip(string(value)))
+	default:
+		return nil
+	}
+	return e
+}
+
+// The markers of a mirrored value sent in base64 (SEP-2243), exact and in
+// lower case.
+const (
+	base64Prefix = "=?base64?"
+	base64Suffix = "?="
+)
+
+// decodeMirror is the value a mirror header carries: a value between the
+// base64 markers decoded (standard base64, padded), any other as sent. ok
+// is false for a value marked as base64 that is not. Clients must encode a
+// value that itself looks marked, so a marked value is never read as sent.
+func decodeMirror(v string) (_ string, ok bool) {
+	inner, marked := strings.CutPrefix(v, base64Prefix)
+	if marked {
+		inner, marked = strings.CutSuffix(inner, base64Suffix)
+	}
+	if !marked {
+		return v, true
+	}
+	b, err := base64.StdEncoding.DecodeString(inner)
+	if err != nil {
+		return "", false
+	}
+	return string(b), true
+}
