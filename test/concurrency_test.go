@@ -207,7 +207,7 @@ func TestAClientThatLeavesUnder2026CancelsAndFreesItsPlace(t *testing.T) {
 	gt := startUpstream(t, holdAll)
 	g := mcptest.StartGateway(t, "mcp {\n\tconcurrency {\n\t\tmax 1\n\t}\n}\nreverse_proxy "+gt.addr)
 	call := wire.NumberedCall(1, "slow")
-	version := withHeader("Mcp-Protocol-Version", "2026-07-28")
+	version := withHeader("Mcp-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "slow")
 
 	clientsLeave(t, gt, 1, g.URL+"/mcp", call, version)
 	// The upstream was not released: the next call is admitted only if the

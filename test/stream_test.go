@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -190,11 +191,11 @@ func parseSSE(b []byte) []sseEvent {
 
 // postStream posts body through endpoint and reads the whole answer; a body
 // cut short is returned with the error.
-func postStream(t *testing.T, endpoint, body string) (*http.Response, []byte, error) {
+func postStream(t *testing.T, endpoint, body string, opts ...sendOption) (*http.Response, []byte, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	resp, b, err := send(endpoint, body, withContext(ctx))
+	resp, b, err := send(endpoint, body, append(slices.Clip(opts), withContext(ctx))...)
 	require.NotNil(t, resp, "%v", err)
 	require.NoError(t, ctx.Err(), "the stream did not end")
 	return resp, b, err
@@ -241,10 +242,17 @@ func TestBrokenStreamIsRepairedWithOneEventForThePendingCall(t *testing.T) {
 		{"progress, then a clean end without a response", brokenStream{chunks: []string{progressEvent}, clean: true}, "without responding"},
 		{"nothing, then the connection breaks", brokenStream{chunks: []string{": keep-alive\n\n"}}, "broke"},
 		{"an event for another id, then a break", brokenStream{chunks: []string{strings.Replace(responseEvent, "$ID", "8", 1)}}, "broke"},
+		// MCP 2026-07-28 has no resumption: an event id does not make the
+		// client reconnect, so the stream must be ended for it.
+		{"2026-07-28: an event id, then a break", brokenStream{chunks: []string{"id: 42\n" + progressEvent}}, "broke"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			endpoint := mcptest.StartGateway(t, "mcp\n"+mcptest.ProxyTo(startStreamUpstream(t, map[string]brokenStream{"broken": tc.stream}))).URL + mcptest.MCPPath
-			resp, body, err := postStream(t, endpoint, wire.ProgressCall("broken"))
+			var opts []sendOption
+			if strings.HasPrefix(tc.name, "2026-07-28") {
+				opts = append(opts, withHeader("Mcp-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "broken"))
+			}
+			resp, body, err := postStream(t, endpoint, wire.ProgressCall("broken"), opts...)
 			require.NoError(t, err, "the repaired stream ends cleanly; got %q", body)
 			assert.Equal(t, http.StatusOK, resp.StatusCode)
 			assert.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
