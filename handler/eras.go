@@ -20,6 +20,12 @@ import (
 // agree with; a stream cannot be resumed, and closing it is the request's
 // cancellation; a 404 with -32601 is an unknown method; error codes -32000
 // to -32019 are legacy and -32020 to -32099 are the specification's.
+//
+// List results of the stateless era (tools/list and the others) carry ttlMs
+// and cacheScope. The gateway keeps nothing from an answer today; whatever
+// comes to learn from them (a tool's schema, its policy) must keep a result
+// whose cacheScope is private to the authorization context it was answered
+// in, and never apply it to another client.
 type era uint8
 
 const (

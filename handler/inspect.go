@@ -31,7 +31,7 @@ const (
 // before anything is read.
 func (h *Handler) inspect(w http.ResponseWriter, x *exchange) error {
 	r := x.r
-	if err := h.checkSingleInputs(r); err != nil {
+	if err := h.checkSingleInputs(r, x.era); err != nil {
 		return err
 	}
 	body, err := h.readBody(w, x)
@@ -119,26 +119,29 @@ func identityEncoded(h http.Header) bool {
 }
 
 // singleHeaders are the MCP headers a request may carry once at most: with
-// two values, the gateway and the upstream may each read another. So may
-// every Mcp-Param-{Name} header (MCP 2026-07-28), which a router or the
-// server may read in place of a tool's argument.
+// two values, the gateway and the upstream may each read another. So may,
+// in the stateless era, every Mcp-Param-{Name} header, which a router or the
+// server may read in place of a tool's argument (the session era has none).
 var singleHeaders = []string{"Mcp-Method", "Mcp-Name", "Mcp-Session-Id", "Mcp-Protocol-Version"}
 
 // paramHeaderPrefix starts the name of every Mcp-Param-{Name} header, in
 // the canonical form net/http gives header names.
 const paramHeaderPrefix = "Mcp-Param-"
 
-// checkSingleInputs refuses a request giving twice an MCP header, or a
-// header, cookie or query parameter a key template reads (see keyInputs).
-func (h *Handler) checkSingleInputs(r *http.Request) error {
+// checkSingleInputs refuses a request of era e giving twice an MCP header,
+// or a header, cookie or query parameter a key template reads (see
+// keyInputs).
+func (h *Handler) checkSingleInputs(r *http.Request, e era) error {
 	for _, name := range singleHeaders {
 		if n := len(r.Header[name]); n > 1 {
 			return &repeatError{what: "the " + name + " header", count: n}
 		}
 	}
-	for name, values := range r.Header {
-		if len(values) > 1 && strings.HasPrefix(name, paramHeaderPrefix) {
-			return &repeatError{what: "the " + clip(name) + " header", count: len(values)}
+	if e == statelessEra {
+		for name, values := range r.Header {
+			if len(values) > 1 && strings.HasPrefix(name, paramHeaderPrefix) {
+				return &repeatError{what: "the " + clip(name) + " header", count: len(values)}
+			}
 		}
 	}
 	return h.keyInputs.repeated(r)

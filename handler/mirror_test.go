@@ -112,7 +112,7 @@ func TestMirrorHeadersGivenTwiceAreRefusedUnread(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			h := provision(t, &Handler{})
 			u := &upstream{}
-			r := post(toolsCall(`1`, "search"))
+			r := post(toolsCall(`1`, "search"), header("Mcp-Protocol-Version", "2026-07-28"))
 			r.Header.Add(name, "a")
 			r.Header.Add(name, "b")
 			body := &countingBody{Reader: r.Body}
