@@ -5,8 +5,10 @@
 # Every test: unit, golden, integration through a real Caddy with the
 # official Go and TypeScript SDK clients, and the official MCP conformance
 # suite through the gateway. Installs the locked npm dependencies (the
-# TypeScript client, the conformance suite) first.
+# TypeScript client, the conformance suite) first, and Redis for the tests of
+# limits shared on Redis (with apt-get, where it is missing).
 test:
+	scripts/ensure-redis
 	npm ci --prefix test/tsclient --no-audit --no-fund --loglevel=error
 	npm ci --prefix test/conformance --no-audit --no-fund --loglevel=error
 	npm ci --prefix test/conformance/latest --no-audit --no-fund --loglevel=error

@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/caddymcp/caddy-mcp/bench/internal/caddyrun"
+	"github.com/caddymcp/caddy-mcp/internal/caddyrun"
 )
 
 // options are the command line.

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/caddymcp/caddy-mcp/bench/internal/caddyrun"
+	"github.com/caddymcp/caddy-mcp/internal/caddyrun"
 )
 
 // config is one way of reaching an upstream: directly, or through a Caddy

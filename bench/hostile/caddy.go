@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/caddymcp/caddy-mcp/bench/internal/caddyrun"
+	"github.com/caddymcp/caddy-mcp/internal/caddyrun"
 )
 
 // caddyProcess is one Caddy, with what the scenarios read of it. Every

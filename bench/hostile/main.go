@@ -78,7 +78,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/caddymcp/caddy-mcp/bench/internal/caddyrun"
+	"github.com/caddymcp/caddy-mcp/internal/caddyrun"
 )
 
 // scenario is one kind of hostile traffic.

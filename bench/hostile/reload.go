@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/caddymcp/caddy-mcp/bench/internal/caddyrun"
+	"github.com/caddymcp/caddy-mcp/internal/caddyrun"
 )
 
 // reloadMCPBlock gives the mcp site a limit and a guard that never refuse,

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/caddymcp/caddy-mcp/bench/internal/caddyrun"
+	"github.com/caddymcp/caddy-mcp/internal/caddyrun"
 )
 
 // section is one scenario's part of the report: what it does, its figures,

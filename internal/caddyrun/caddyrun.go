@@ -2,7 +2,8 @@
 // modules and this plugin) and runs it as processes of their own, each with
 // its own Caddyfile, data, config and storage folders and log file, on
 // loopback ports. Both benchmark commands (bench and bench/hostile) measure
-// Caddy so, never in their own process.
+// Caddy so, never in their own process, and the fleet tests
+// (test/fleettest) run several gateways so, as a deployment does.
 package caddyrun
 
 import (
@@ -18,8 +19,9 @@ import (
 )
 
 // Build builds cmd/caddy into dir, from the module holding the working
-// directory, and returns the binary's path.
-func Build(dir string) (string, error) {
+// directory, with go build's flags if any (e.g. -race), and returns the
+// binary's path.
+func Build(dir string, flags ...string) (string, error) {
 	out, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
 		return "", fmt.Errorf("go env GOMOD: %w", err)
@@ -29,7 +31,8 @@ func Build(dir string) (string, error) {
 		return "", errors.New("not inside the caddy-mcp module: run from the repository, or give -caddy")
 	}
 	bin := filepath.Join(dir, "caddy")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/caddy")
+	args := append(append([]string{"build", "-o", bin}, flags...), "./cmd/caddy")
+	cmd := exec.Command("go", args...)
 	cmd.Dir = filepath.Dir(gomod)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
@@ -68,13 +71,9 @@ type Process struct {
 type Caddyfile func(port, adminPort int, storage string) string
 
 // Start runs bin with the Caddyfile text makes, in dir (created if need
-// be). It returns once the site's port accepts connections.
+// be), on free loopback ports. It returns once the site's port accepts
+// connections.
 func Start(bin, dir, name string, text Caddyfile) (*Process, error) {
-	for _, d := range []string{"data", "config", "storage"} {
-		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
-			return nil, err
-		}
-	}
 	port, err := FreePort()
 	if err != nil {
 		return nil, err
@@ -82,6 +81,18 @@ func Start(bin, dir, name string, text Caddyfile) (*Process, error) {
 	adminPort, err := FreePort()
 	if err != nil {
 		return nil, err
+	}
+	return StartOn(bin, dir, name, port, adminPort, text)
+}
+
+// StartOn is Start on the given site and admin ports, for callers that
+// hand out the ports of everything they run themselves, so that no two of
+// their processes are given the same one.
+func StartOn(bin, dir, name string, port, adminPort int, text Caddyfile) (*Process, error) {
+	for _, d := range []string{"data", "config", "storage"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			return nil, err
+		}
 	}
 	file := filepath.Join(dir, "Caddyfile")
 	if err := os.WriteFile(file, []byte(text(port, adminPort, filepath.Join(dir, "storage"))), 0o644); err != nil {
