@@ -141,7 +141,7 @@ type bodyRefusal struct {
 // refuseBody answers a POST the handler could not read, parse or take; a
 // body that could not be read at all is nobody's to answer.
 func (h *Handler) refuseBody(w http.ResponseWriter, x *exchange, err error) error {
-	ref, ok := h.refusalOf(x.r, err)
+	ref, ok := h.refusalOf(x.r, x.era, err)
 	if !ok {
 		// The client went away or broke the framing.
 		x.msgs = nil
@@ -161,8 +161,8 @@ func (h *Handler) refuseBody(w http.ResponseWriter, x *exchange, err error) erro
 	return writeJSON(w, ref.status, &ref.env, ref.env.AppendRPCError(nil, ref.id, ref.code))
 }
 
-// refusalOf is the answer to a body refused for err.
-func (h *Handler) refusalOf(r *http.Request, err error) (bodyRefusal, bool) {
+// refusalOf is the answer to a body of era e refused for err.
+func (h *Handler) refusalOf(r *http.Request, e era, err error) (bodyRefusal, bool) {
 	var (
 		syntax   *jsonrpc.SyntaxError
 		mismatch *mismatchError
@@ -177,6 +177,9 @@ func (h *Handler) refusalOf(r *http.Request, err error) (bodyRefusal, bool) {
 		ref.env, ref.status, ref.id = bodyTooSlow(time.Duration(h.ReadBodyTimeout)), http.StatusRequestTimeout, nil
 	case errors.As(err, &repeat):
 		ref.env, ref.id = inputRepeated(repeat), nil
+		if repeat.mcp && e == statelessEra {
+			ref.code = codeHeaderMismatch
+		}
 	case errors.Is(err, errEncoded):
 		ref.env, ref.status = bodyEncoded(strings.Join(r.Header.Values("Content-Encoding"), ", ")), http.StatusUnsupportedMediaType
 	case errors.As(err, &syntax):

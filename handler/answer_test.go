@@ -71,7 +71,7 @@ func TestEveryRefusedBodyHasItsStatusCodeAndID(t *testing.T) {
 			if r == nil {
 				r = post("")
 			}
-			ref, ok := h.refusalOf(r, tt.err)
+			ref, ok := h.refusalOf(r, sessionEra, tt.err)
 			require.True(t, ok)
 			assert.Equal(t, tt.status, ref.status)
 			assert.Equal(t, tt.code, ref.code)
@@ -87,7 +87,7 @@ func TestEveryRefusedBodyHasItsStatusCodeAndID(t *testing.T) {
 func TestABodyThatCouldNotBeReadIsNobodysToAnswer(t *testing.T) {
 	h := &Handler{}
 	for _, err := range []error{io.ErrUnexpectedEOF, errors.New("http: request body too large?"), os.ErrDeadlineExceeded} {
-		_, ok := h.refusalOf(post(""), err)
+		_, ok := h.refusalOf(post(""), sessionEra, err)
 		assert.False(t, ok, "%v", err)
 	}
 }

@@ -41,7 +41,7 @@ const statelessSince = "2026-07-28"
 // rules) is read as the session era, which holds places until the upstream
 // has answered and trusts no header over the body.
 func eraOf(r *http.Request) era {
-	v := r.Header.Get("Mcp-Protocol-Version")
+	v := headerValue(r.Header, "Mcp-Protocol-Version")
 	if isVersionDate(v) && v >= statelessSince {
 		return statelessEra
 	}
@@ -66,9 +66,11 @@ func isVersionDate(v string) bool {
 	return true
 }
 
-// closingCancels reports whether closing the response stream cancels the
-// request, so that the upstream stops working on it when the client leaves
-// and the guard may free its places at once.
+// closingCancels reports whether the specification makes closing the
+// response stream the request's cancellation. Servers do not all follow
+// it (the Go SDK's goes on running a call unless told to propagate
+// cancellation), so the guard frees places early only where the operator
+// says the upstream stops (Handler.UpstreamCancelsOnClose).
 func (e era) closingCancels() bool { return e == statelessEra }
 
 // resumes reports whether a client may resume a broken event stream whose

@@ -98,3 +98,17 @@ func TestRefusalsCarryTheCodeOfTheRequestsEra(t *testing.T) {
 		})
 	}
 }
+
+// MCP 2026-07-28 has no sessions: a server of that era ignores
+// Mcp-Session-Id, so a limit keyed by it would give every value a client
+// invents a bucket of its own. Found by an attacker's review.
+func TestSessionIDIsEmptyInTheStatelessEra(t *testing.T) {
+	for version, want := range map[string]string{"2025-11-25": "s-1", "": "s-1", "2026-07-28": ""} {
+		h := provision(t, &Handler{})
+		u := &upstream{ask: []string{"{http.mcp.session_id}"}}
+		r := post(toolsCall(`1`, "search"), header("Mcp-Session-Id", "s-1"), header("Mcp-Protocol-Version", version),
+			header("Mcp-Method", "tools/call"), header("Mcp-Name", "search"))
+		requireForwarded(t, u, 1, serve(t, h, r, u))
+		assert.Equal(t, want, u.resolved["{http.mcp.session_id}"], version)
+	}
+}

@@ -108,6 +108,9 @@ func (x *exchange) value(name string, m *jsonrpc.Message) (string, bool) {
 		}
 		return strconv.Itoa(len(x.msgs)), true
 	case "session_id":
+		if x.era == statelessEra {
+			return "", true // no sessions: a header a client sends names none
+		}
 		return clip(x.r.Header.Get("Mcp-Session-Id")), true
 	case "protocol_version":
 		return clip(x.r.Header.Get("Mcp-Protocol-Version")), true

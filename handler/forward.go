@@ -32,13 +32,14 @@ func (h *Handler) forward(w http.ResponseWriter, x *exchange, next caddyhttp.Han
 	u := &x.watch
 	*u = upstreamWatch{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, x: x, keepaliveEvery: time.Duration(h.SSEKeepalive)}
 	up := x.r
-	if len(x.slots) > 0 && !x.era.closingCancels() {
+	if len(x.slots) > 0 && !(h.UpstreamCancelsOnClose && x.era.closingCancels()) {
 		// The request holds places in the guard, and its upstream goes on
-		// running it when the client leaves (before MCP 2026-07-28, closing
-		// the connection does not cancel a call). The places must then be
-		// held until the upstream has answered: the upstream request is cut
-		// loose from the client's, and its answer is read to its end, into
-		// nothing once the client is gone.
+		// running it when the client leaves (before MCP 2026-07-28 closing
+		// the connection does not cancel a call, and from it on servers do
+		// not all stop). The places must then be held until the upstream
+		// has answered: the upstream request is cut loose from the
+		// client's, and its answer is read to its end, into nothing once
+		// the client is gone.
 		up = x.r.WithContext(context.WithoutCancel(x.r.Context()))
 		u.drain = true
 	}

@@ -499,17 +499,20 @@ func TestAClientThatLeavesIsDrainedWhileItHoldsPlaces(t *testing.T) {
 	tests := []struct {
 		name    string
 		version string
+		// cancels: the upstream is said to stop a call whose stream closes.
+		cancels bool
 		drained bool
 	}{
-		{"no protocol version", "", true},
-		{"2025-06-18", "2025-06-18", true},
-		{"2025-11-25", "2025-11-25", true},
-		{"2026-07-28 cancels by closing", "2026-07-28", false},
-		{"a later version too", "2027-01-01", false},
+		{"no protocol version", "", false, true},
+		{"2025-06-18", "2025-06-18", false, true},
+		{"2025-11-25, even with an upstream that cancels", "2025-11-25", true, true},
+		{"2026-07-28, unless the upstream is said to cancel", "2026-07-28", false, true},
+		{"2026-07-28 with an upstream that cancels", "2026-07-28", true, false},
+		{"a later version too", "2027-01-01", true, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := provision(t, &Handler{Concurrency: &Concurrency{Max: 1}})
+			h := provision(t, &Handler{Concurrency: &Concurrency{Max: 1}, UpstreamCancelsOnClose: tt.cancels})
 			r := post(callOne, header("Mcp-Protocol-Version", tt.version), header("Mcp-Method", "tools/call"), header("Mcp-Name", "search"))
 			ctx, cancel := context.WithCancel(r.Context())
 			defer cancel()

@@ -77,6 +77,15 @@ type Handler struct {
 	// MCP server cannot be reached, or broke a streamed answer. Default: 30s.
 	UpstreamRetryAfter caddy.Duration `json:"upstream_retry_after,omitempty"`
 
+	// UpstreamCancelsOnClose says the upstream stops running a request of
+	// MCP 2026-07-28 when its response stream closes, as that revision
+	// specifies: a client that leaves then cancels its call upstream and
+	// frees its guard places at once. Without it (the default, and always
+	// for older versions), a call whose client left holds its places until
+	// the upstream has answered, since servers such as the Go SDK's (unless
+	// built with PropagateRequestCancellation) run it to its end anyway.
+	UpstreamCancelsOnClose bool `json:"upstream_cancels_on_close,omitempty"`
+
 	// SSEKeepalive is how long an event stream from the upstream (a GET
 	// stream, or the answer to a long tool call) may stay idle before the
 	// gateway sends an SSE comment line, which clients ignore, so that load

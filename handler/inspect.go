@@ -119,9 +119,9 @@ func identityEncoded(h http.Header) bool {
 }
 
 // singleHeaders are the MCP headers a request may carry once at most: with
-// two values, the gateway and the upstream may each read another. So may,
-// in the stateless era, every Mcp-Param-{Name} header, which a router or the
-// server may read in place of a tool's argument (the session era has none).
+// two values, the gateway and the upstream may each read another. So may
+// every Mcp-Param-{Name} header of MCP 2026-07-28, which a router or the
+// server may read in place of a tool's argument (older versions have none).
 var singleHeaders = []string{"Mcp-Method", "Mcp-Name", "Mcp-Session-Id", "Mcp-Protocol-Version"}
 
 // paramHeaderPrefix starts the name of every Mcp-Param-{Name} header, in
@@ -130,21 +130,38 @@ const paramHeaderPrefix = "Mcp-Param-"
 
 // checkSingleInputs refuses a request of era e giving twice an MCP header,
 // or a header, cookie or query parameter a key template reads (see
-// keyInputs).
+// keyInputs), or spelling an MCP header with underscores: servers behind a
+// CGI-style gateway read Mcp_Name as Mcp-Name, a second value the gateway
+// would not have checked.
 func (h *Handler) checkSingleInputs(r *http.Request, e era) error {
 	for _, name := range singleHeaders {
 		if n := len(r.Header[name]); n > 1 {
-			return &repeatError{what: "the " + name + " header", count: n}
+			return &repeatError{what: "the " + name + " header", count: n, mcp: true}
 		}
 	}
-	if e == statelessEra {
-		for name, values := range r.Header {
-			if len(values) > 1 && strings.HasPrefix(name, paramHeaderPrefix) {
-				return &repeatError{what: "the " + clip(name) + " header", count: len(values)}
-			}
+	for name, values := range r.Header {
+		if len(name) < len("Mcp-") || !strings.EqualFold(name[:3], "mcp") {
+			continue
+		}
+		if strings.Contains(name, "_") && isMCPHeader(strings.ReplaceAll(name, "_", "-")) {
+			return &repeatError{what: "the " + clip(name) + " header (an MCP header spelled with underscores)", count: 1, mcp: true}
+		}
+		if len(values) > 1 && e == statelessEra && strings.HasPrefix(name, paramHeaderPrefix) {
+			return &repeatError{what: "the " + clip(name) + " header", count: len(values), mcp: true}
 		}
 	}
 	return h.keyInputs.repeated(r)
+}
+
+// isMCPHeader reports whether name (in any letter case) is one of
+// singleHeaders or an Mcp-Param-{Name} header.
+func isMCPHeader(name string) bool {
+	for _, s := range singleHeaders {
+		if strings.EqualFold(name, s) {
+			return true
+		}
+	}
+	return len(name) > len(paramHeaderPrefix) && strings.EqualFold(name[:len(paramHeaderPrefix)], paramHeaderPrefix)
 }
 
 // messageError is a message whose id, method or name is beyond what the

@@ -240,8 +240,14 @@ func (in *keyInputs) repeated(r *http.Request) error {
 type repeatError struct {
 	what  string
 	count int
+	// mcp: an MCP header, whose malformation MCP 2026-07-28 answers with
+	// its HeaderMismatch code.
+	mcp bool
 }
 
 func (e *repeatError) Error() string {
+	if e.count == 1 {
+		return e.what + " is given"
+	}
 	return fmt.Sprintf("%s is given %d times", e.what, e.count)
 }

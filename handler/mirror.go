@@ -60,7 +60,7 @@ func (e *mismatchError) Error() string { return e.msg }
 // only the tool's schema names; they are passed on untouched, for the
 // server to check.
 func checkMirrorHeaders(h http.Header, x *exchange) error {
-	method, name := h.Get("Mcp-Method"), h.Get("Mcp-Name")
+	method, name := headerValue(h, "Mcp-Method"), headerValue(h, "Mcp-Name")
 	required := x.era.requiresMirrors()
 	if method == "" && name == "" && !required {
 		return nil
@@ -109,6 +109,14 @@ func checkMirrorHeaders(h http.Header, x *exchange) error {
 	return e
 }
 
+// headerValue is the value of the header name as an HTTP/1.1 hop reads it,
+// without the spaces and tabs around it: HTTP/2 keeps them, so that a
+// proxy behind the gateway would otherwise read another value than the one
+// checked.
+func headerValue(h http.Header, name string) string {
+	return strings.Trim(h.Get(name), " \t")
+}
+
 // The markers of a mirrored value sent in base64 (SEP-2243), exact and in
 // lower case.
 const (
@@ -128,7 +136,9 @@ func decodeMirror(v string) (_ string, ok bool) {
 	if !marked {
 		return v, true
 	}
-	b, err := base64.StdEncoding.DecodeString(inner)
+	// Strict: a value has one encoding, so that a router that compares
+	// encoded values sees the same name as the gateway.
+	b, err := base64.StdEncoding.Strict().DecodeString(inner)
 	if err != nil {
 		return "", false
 	}

@@ -153,3 +153,68 @@ func TestDecodeMirror(t *testing.T) {
 	_, ok := decodeMirror("=?base64?" + strings.Repeat("*", 10) + "?=")
 	assert.False(t, ok)
 }
+
+// Found by an attacker's review: values a hop reads differently from the
+// gateway.
+func TestMirrorHeadersAreReadAsTheNextHopReadsThem(t *testing.T) {
+	echo := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`
+	padded := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":" echo"}}`
+	tests := []struct {
+		name, body, mirror string
+		passes             bool
+	}{
+		// HTTP/2 keeps the spaces around a value; an HTTP/1.1 hop drops
+		// them.
+		{"a trailing space, as HTTP/1.1 reads it", echo, "echo ", true},
+		{"a tab", echo, "\techo", true},
+		{"a name with a leading space must be encoded", padded, " echo", false},
+		{"and passes encoded", padded, b64(" echo"), true},
+		// Base64 with stray padding bits decodes to the same bytes; a router
+		// comparing encoded values would see another name.
+		{"non-canonical base64", echo, "=?base64?ZWNobx==?=", false},
+		{"canonical base64", echo, "=?base64?ZWNobw==?=", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := provision(t, &Handler{})
+			u := &upstream{}
+			w := serve(t, h, post(tt.body, header("Mcp-Protocol-Version", " 2026-07-28 "), header("Mcp-Method", "tools/call "), header("Mcp-Name", tt.mirror)), u)
+			if tt.passes {
+				requireForwarded(t, u, 1, w)
+				return
+			}
+			assert.Equal(t, http.StatusBadRequest, w.Code)
+			assert.Equal(t, codeHeaderMismatch, decodeRPCError(t, members(t, w.Body.Bytes())["error"]).Code)
+		})
+	}
+}
+
+func TestMCPHeadersSpelledWithUnderscoresAreRefused(t *testing.T) {
+	for _, name := range []string{"Mcp_Name", "mcp_method", "Mcp_Protocol_Version", "Mcp_Param_Region", "MCP_SESSION_ID"} {
+		t.Run(name, func(t *testing.T) {
+			h := provision(t, &Handler{})
+			u := &upstream{}
+			r := post(toolsCall(`1`, "search"), header("Mcp-Name", "search"))
+			r.Header[name] = []string{"admin_tool"} // as net/http keeps a name with an underscore
+			w := serve(t, h, r, u)
+			assert.Equal(t, 0, u.calls)
+			assert.Equal(t, http.StatusBadRequest, w.Code)
+			assert.Contains(t, decodeRPCError(t, members(t, w.Body.Bytes())["error"]).Message, "spelled with underscores")
+		})
+	}
+	h := provision(t, &Handler{})
+	u := &upstream{}
+	r := post(toolsCall(`1`, "search"), header("X_Other", "fine"), header("Mcpx_Thing", "fine"))
+	requireForwarded(t, u, 1, serve(t, h, r, u))
+}
+
+func TestARepeatedMCPHeaderIsAHeaderMismatchInTheStatelessEra(t *testing.T) {
+	for version, code := range map[string]int{"2026-07-28": codeHeaderMismatch, "2025-11-25": -32600} {
+		h := provision(t, &Handler{})
+		r := post(toolsCall(`1`, "search"), header("Mcp-Protocol-Version", version))
+		r.Header["Mcp-Name"] = []string{"search", "other"}
+		w := serve(t, h, r, &upstream{})
+		assert.Equal(t, http.StatusBadRequest, w.Code)
+		assert.Equal(t, code, decodeRPCError(t, members(t, w.Body.Bytes())["error"]).Code, version)
+	}
+}

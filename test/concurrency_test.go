@@ -176,12 +176,22 @@ func TestQueuedCallThatWaitsTooLongGetsServerBusy(t *testing.T) {
 // connection is not a cancellation, and the SDK servers do not stop), so the
 // place is held until the upstream has answered. Found by an attacker's
 // review: calls whose clients hung up at once all ran together on a guard of
-// max 1.
+// max 1. From 2026-07-28 closing is the cancellation, but the Go SDK's
+// server still runs the call to its end by default: a client declaring that
+// version frees nothing early unless the upstream is said to stop.
 func TestAClientThatLeavesKeepsItsPlaceUntilTheUpstreamAnswers(t *testing.T) {
+	for name, version := range map[string]sendOption{
+		"2025-06-18": withHeader("Mcp-Protocol-Version", "2025-06-18"),
+		"2026-07-28 without upstream_cancels_on_close": withHeader("Mcp-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "slow"),
+	} {
+		t.Run(name, func(t *testing.T) { testPlaceKeptUntilTheUpstreamAnswers(t, version) })
+	}
+}
+
+func testPlaceKeptUntilTheUpstreamAnswers(t *testing.T, version sendOption) {
 	gt := startUpstream(t, holdAll)
 	g := mcptest.StartGateway(t, "mcp {\n\tconcurrency {\n\t\tmax 1\n\t}\n}\nreverse_proxy "+gt.addr)
 	call := wire.NumberedCall(1, "slow")
-	version := withHeader("Mcp-Protocol-Version", "2025-06-18")
 
 	clientsLeave(t, gt, 1, g.URL+"/mcp", call, version)
 	for range 3 {
@@ -202,10 +212,11 @@ func TestAClientThatLeavesKeepsItsPlaceUntilTheUpstreamAnswers(t *testing.T) {
 }
 
 // From MCP 2026-07-28, closing the response stream is the cancellation of
-// the call: the upstream stops, and the place is free again.
+// the call: with an upstream said to stop then (upstream_cancels_on_close),
+// the place is free again at once.
 func TestAClientThatLeavesUnder2026CancelsAndFreesItsPlace(t *testing.T) {
 	gt := startUpstream(t, holdAll)
-	g := mcptest.StartGateway(t, "mcp {\n\tconcurrency {\n\t\tmax 1\n\t}\n}\nreverse_proxy "+gt.addr)
+	g := mcptest.StartGateway(t, "mcp {\n\tconcurrency {\n\t\tmax 1\n\t}\n\tupstream_cancels_on_close\n}\nreverse_proxy "+gt.addr)
 	call := wire.NumberedCall(1, "slow")
 	version := withHeader("Mcp-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "slow")
 
