@@ -5,14 +5,16 @@
 //	xcaddy build v2.11.9 --with github.com/caddymcp/caddy-mcp
 //
 // The handler lives in package handler, the Caddyfile syntax in package
-// caddyfile, and the <tool_error> wire contract in package envelope.
+// caddyfile, the <tool_error> wire contract in package envelope, and the
+// rate-limit store a fleet shares on Redis in package redisstore.
 package caddymcp
 
 import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 
 	"github.com/caddymcp/caddy-mcp/caddyfile"
-	_ "github.com/caddymcp/caddy-mcp/handler" // registers http.handlers.mcp
+	_ "github.com/caddymcp/caddy-mcp/handler"    // registers http.handlers.mcp
+	_ "github.com/caddymcp/caddy-mcp/redisstore" // registers http.handlers.mcp.stores.redis
 )
 
 func init() {

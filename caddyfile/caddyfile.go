@@ -29,6 +29,14 @@
 //		sse_keepalive <duration>|off          # comment line on idle event streams, default 25s
 //		log_key                               # log the key of refused requests
 //		upstream_cancels_on_close             # the upstream stops a 2026-07-28 call when its stream closes
+//		store redis {                         # buckets shared by a fleet (package redisstore)
+//			address    <url...>               # redis://host:port/db, rediss:// for TLS; several: a cluster
+//			username   <user>
+//			password   <password>
+//			key_prefix <prefix>               # default caddy-mcp:
+//			timeout    <duration>             # per decision, default 50ms
+//			on_error   local|allow|deny       # when Redis does not answer, default local
+//		}
 //	}
 package caddyfile
 
@@ -39,6 +47,7 @@ import (
 	"strconv"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -135,6 +144,8 @@ func unmarshalOption(d *caddyfile.Dispenser, cfg *handler.Handler, names map[str
 		err = unmarshalRateLimit(d, cfg, names)
 	case "concurrency":
 		cfg.Concurrency, err = unmarshalConcurrency(d, names)
+	case "store":
+		cfg.StoreRaw, err = unmarshalStore(d)
 	case "allowed_origins":
 		cfg.AllowedOrigins, err = origins(d)
 	case "sse_keepalive":
@@ -155,6 +166,20 @@ func unmarshalOption(d *caddyfile.Dispenser, cfg *handler.Handler, names map[str
 		return d.Errf("unrecognized subdirective %q", sub)
 	}
 	return err
+}
+
+// unmarshalStore reads store <backend> { ... } with the backend's own
+// Caddyfile syntax: the module http.handlers.mcp.stores.<backend>.
+func unmarshalStore(d *caddyfile.Dispenser) (json.RawMessage, error) {
+	if !d.NextArg() {
+		return nil, d.Errf("store needs a backend: store redis { ... }")
+	}
+	backend := d.Val()
+	mod, err := caddyfile.UnmarshalModule(d, "http.handlers.mcp.stores."+backend)
+	if err != nil {
+		return nil, err
+	}
+	return caddyconfig.JSONModuleObject(mod, "backend", backend, nil), nil
 }
 
 func origins(d *caddyfile.Dispenser) ([]string, error) {

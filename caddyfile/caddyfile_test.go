@@ -44,8 +44,10 @@ func TestUnmarshalBuildsConfig(t *testing.T) {
 				upstream_retry_after 1m
 				sse_keepalive 10s
 				log_key
+				upstream_cancels_on_close
 			}`,
 			want: handler.Handler{
+				UpstreamCancelsOnClose: true,
 				Concurrency: &handler.Concurrency{
 					Name: "tools", Max: 4, Queue: 8, QueueTimeout: caddy.Duration(5 * time.Second),
 					Key: "{http.mcp.tool}", Methods: []string{"tools/call", "prompts/get"},

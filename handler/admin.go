@@ -60,6 +60,9 @@ type Status struct {
 
 // HandlerStatus is one mcp handler's limits and guard.
 type HandlerStatus struct {
+	// Store is the shared store of the limits' buckets and its health;
+	// absent when each node keeps its own.
+	Store       any                `json:"store,omitempty"`
 	RateLimits  []RateLimitStatus  `json:"rate_limits"`
 	Concurrency *ConcurrencyStatus `json:"concurrency,omitempty"`
 }
@@ -74,7 +77,8 @@ type RateLimitStatus struct {
 	Tools   []string `json:"tools,omitempty"`
 	MaxKeys int      `json:"max_keys"`
 	// Buckets is the number of keys whose bucket is not full, the overflow
-	// bucket included.
+	// bucket included, on this node (with a shared store: those it decided
+	// itself while the store did not answer).
 	Buckets int `json:"buckets"`
 	// Overflowing: keys arrived at max_keys and share the overflow bucket.
 	Overflowing bool `json:"overflowing"`
@@ -129,6 +133,9 @@ func serveStatus(w http.ResponseWriter, r *http.Request) error {
 
 func (h *Handler) status() HandlerStatus {
 	var s HandlerStatus
+	if h.shared != nil {
+		s.Store = h.shared.Status()
+	}
 	s.RateLimits = make([]RateLimitStatus, 0, len(h.limits))
 	for _, l := range h.limits {
 		s.RateLimits = append(s.RateLimits, RateLimitStatus{
@@ -138,9 +145,9 @@ func (h *Handler) status() HandlerStatus {
 			Burst:       l.lim.Burst,
 			Methods:     l.methods,
 			Tools:       l.toolPatterns,
-			MaxKeys:     l.store.MaxKeys(),
-			Buckets:     l.store.Len(),
-			Overflowing: l.store.Overflowing(),
+			MaxKeys:     l.zone.MaxKeys(),
+			Buckets:     l.zone.Len(),
+			Overflowing: l.zone.Overflowing(),
 		})
 	}
 	if g := h.concurrency; g != nil {

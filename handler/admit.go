@@ -23,6 +23,9 @@ type denial struct {
 	retryAfter time.Duration
 	// cost is the tokens the request needed from the limit.
 	cost int
+	// unchecked: the limit's shared store could not decide, and refuses
+	// what it cannot count.
+	unchecked bool
 }
 
 // admit takes tokens for every message from every limit that counts it, all
@@ -54,7 +57,7 @@ func (h *Handler) admit(x *exchange, repl *caddy.Replacer) *denial {
 	l, r := c.owners[denied], c.reqs[denied]
 	l.denied.Inc()
 	x.refusal.limit, x.refusal.key = l.name, r.Key
-	return &denial{limit: l, retryAfter: d.RetryAfter, cost: r.Cost}
+	return &denial{limit: l, retryAfter: d.RetryAfter, cost: r.Cost, unchecked: d.Unchecked}
 }
 
 // refund gives back the tokens the exchange took, when it will not run.

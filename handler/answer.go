@@ -94,10 +94,15 @@ func writeJSON(w http.ResponseWriter, status int, env *envelope.Envelope, body [
 
 // refuse answers a request the rate limits did not admit.
 func (h *Handler) refuse(w http.ResponseWriter, x *exchange, d *denial) error {
-	env := rateLimited(d.limit, d.retryAfter)
-	if d.cost > d.limit.lim.Burst {
-		env = batchOverBurst(d.limit, d.cost)
+	switch {
+	case d.unchecked:
+		env := limitsUnchecked(d.limit, d.retryAfter)
+		return h.answer(w, x, &env, http.StatusServiceUnavailable)
+	case d.cost > d.limit.lim.Burst:
+		env := batchOverBurst(d.limit, d.cost)
+		return h.answer(w, x, &env, http.StatusTooManyRequests)
 	}
+	env := rateLimited(d.limit, d.retryAfter)
 	return h.answer(w, x, &env, http.StatusTooManyRequests)
 }
 

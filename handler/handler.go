@@ -7,6 +7,7 @@ package handler
 
 import (
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -42,6 +43,11 @@ type Handler struct {
 	// name and key template share buckets, and must give the name the same
 	// settings (a config where two handlers disagree is refused).
 	RateLimits map[string]*RateLimit `json:"rate_limits,omitempty"`
+
+	// Store keeps the rate limits' buckets somewhere every node of a fleet
+	// shares, a module of the http.handlers.mcp.stores namespace named by
+	// its "backend" (redis). Default: each node keeps its own, in memory.
+	StoreRaw json.RawMessage `json:"store,omitempty" caddy:"namespace=http.handlers.mcp.stores inline_key=backend"`
 
 	// Concurrency bounds the requests in flight to the upstream; requests
 	// beyond it wait in a queue or are refused with SERVER_BUSY.
@@ -100,6 +106,7 @@ type Handler struct {
 	LogKey bool `json:"log_key,omitempty"`
 
 	origins     originPolicy
+	shared      SharedStore
 	limits      []*limit
 	concurrency *concurrencyGuard
 	// keyInputs are the parts of a request key templates read, which a
@@ -143,8 +150,19 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.origins, err = newOriginPolicy(h.AllowedOrigins); err != nil {
 		return err
 	}
+	if h.StoreRaw != nil {
+		mod, err := ctx.LoadModule(h, "StoreRaw")
+		if err != nil {
+			return fmt.Errorf("store: %w", err)
+		}
+		shared, ok := mod.(SharedStore)
+		if !ok {
+			return fmt.Errorf("store: module %T is not a rate-limit store", mod)
+		}
+		h.shared = shared
+	}
 	for _, name := range sortedNames(h.RateLimits) {
-		l, err := newLimit(name, h.RateLimits[name], h.logger)
+		l, err := newLimit(name, h.RateLimits[name], h.shared, h.logger)
 		if err != nil {
 			return fmt.Errorf("rate_limit %q: %w", name, err)
 		}

@@ -1,7 +1,6 @@
 package handler
 
 import (
-	"errors"
 	"net/http"
 	"sync"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+	"github.com/caddymcp/caddy-mcp/internal/promreg"
 )
 
 // The handler's metrics, in Caddy's registry: namespace caddy, subsystem mcp.
@@ -64,19 +64,7 @@ var (
 // registerMetrics registers the handler's collectors with the registry of
 // the config being loaded.
 func registerMetrics(ctx caddy.Context) error {
-	reg := ctx.GetMetricsRegistry()
-	if reg == nil {
-		return nil
-	}
-	for _, c := range []prometheus.Collector{requestsTotal, envelopesTotal, rateLimitDecisions, emptyKeys, queueWait, requestDuration, stateCollector} {
-		if err := reg.Register(c); err != nil {
-			var already prometheus.AlreadyRegisteredError
-			if !errors.As(err, &already) {
-				return err
-			}
-		}
-	}
-	return nil
+	return promreg.Register(ctx, requestsTotal, envelopesTotal, rateLimitDecisions, emptyKeys, queueWait, requestDuration, stateCollector)
 }
 
 // poolCollector reads the live guards and buckets at scrape time, so that

@@ -114,8 +114,11 @@ type limit struct {
 	// toolPatterns are the globs as configured, for the status view.
 	toolPatterns []string
 	maxKeys      int
-	store        *zone
-	poolKey      string
+	// zone is the node's own buckets; store decides, and is the zone
+	// itself unless the handler has a shared store.
+	zone    *zone
+	store   ratelimit.Store
+	poolKey string
 	// scope says whose bucket ran dry, for the message the model reads.
 	scope string
 	// allowed and denied count the limit's decisions.
@@ -126,7 +129,7 @@ type limit struct {
 	details       []envelope.Detail
 }
 
-func newLimit(name string, cfg *RateLimit, logger *zap.Logger) (*limit, error) {
+func newLimit(name string, cfg *RateLimit, shared SharedStore, logger *zap.Logger) (*limit, error) {
 	if cfg == nil {
 		return nil, errors.New("no settings")
 	}
@@ -166,9 +169,13 @@ func newLimit(name string, cfg *RateLimit, logger *zap.Logger) (*limit, error) {
 	if err != nil {
 		return nil, err
 	}
-	l.store = v.(*zone)
+	l.zone = v.(*zone)
 	if loaded {
-		l.store.SetMaxKeys(l.maxKeys)
+		l.zone.SetMaxKeys(l.maxKeys)
+	}
+	l.store = l.zone
+	if shared != nil {
+		l.store = shared.Store(name, l.zone)
 	}
 	return l, nil
 }

@@ -193,7 +193,7 @@ func TestLimitDescribesItselfAsTheModelReadsIt(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.describe+"/"+tt.scope, func(t *testing.T) {
-			l, err := newLimit("describe", &tt.cfg, zap.NewNop())
+			l, err := newLimit("describe", &tt.cfg, nil, zap.NewNop())
 			require.NoError(t, err)
 			defer l.release()
 			assert.Equal(t, tt.describe, l.describe())

@@ -57,6 +57,17 @@ func batchOverBurst(l *limit, cost int) envelope.Envelope {
 
 // guardFull: the guard's places and queue are taken, or the wait in the
 // queue was too long.
+// limitsUnchecked: the shared store of l's buckets does not answer, and is
+// configured to refuse what it cannot count (on_error deny).
+func limitsUnchecked(l *limit, retry time.Duration) envelope.Envelope {
+	secs, words := inSeconds(retry)
+	return envelope.New(envelope.ServerBusy, "Server busy: the rate limits cannot be checked right now (the store that keeps them does not answer), and this server runs no call it cannot count").
+		Suggest("Retry this call in " + words + ". The limits were not reached: nothing else needs to change.").
+		Details(envelope.Detail{Key: "limit", Value: l.name}).
+		RetryAfter(float64(secs)).
+		Envelope()
+}
+
 func guardFull(g *concurrencyGuard, s *busy.Shed) envelope.Envelope {
 	counts := fmt.Sprintf("%s in progress and %d waiting", countOf(s.Active, g.methods), s.Queued)
 	message := fmt.Sprintf("Server busy: %s, the most it takes (%d in progress, %d waiting)", counts, g.limits.Max, g.limits.Queue)

@@ -18,7 +18,7 @@ import (
 // test ends.
 func newTestLimit(t *testing.T, name string, cfg RateLimit) *limit {
 	t.Helper()
-	l, err := newLimit(name, &cfg, zap.NewNop())
+	l, err := newLimit(name, &cfg, nil, zap.NewNop())
 	require.NoError(t, err)
 	t.Cleanup(l.release)
 	return l
@@ -53,6 +53,13 @@ func TestEveryEnvelopeSaysWhatHappenedAndWhatToDo(t *testing.T) {
 				{Key: "limit", Value: "words_per_client"}, {Key: "rate", Value: "3 calls per 1m"}, {Key: "burst", Value: "3"},
 			},
 			RetryAfter: 20,
+		}},
+		{"the shared store of the limits does not answer", limitsUnchecked(perClientLimit, 2*time.Second), envelope.Envelope{
+			Code: envelope.ServerBusy, Severity: envelope.SeverityError,
+			Message:    "Server busy: the rate limits cannot be checked right now (the store that keeps them does not answer), and this server runs no call it cannot count",
+			Recovery:   "Retry this call in 2 seconds. The limits were not reached: nothing else needs to change.",
+			Details:    []envelope.Detail{{Key: "limit", Value: "words_per_client"}},
+			RetryAfter: 2,
 		}},
 		{"a batch over the burst", batchOverBurst(listLimit, 5), envelope.Envelope{
 			Code: envelope.RateLimited, Severity: envelope.SeverityError,

@@ -12,6 +12,10 @@ type Decision struct {
 	RetryAfter time.Duration
 	// Remaining is the whole tokens left after the decision, for information.
 	Remaining int
+	// Unchecked: the store could not decide (a shared store that does not
+	// answer, configured to refuse then), and denies for RetryAfter. The
+	// client is not over its limit.
+	Unchecked bool
 }
 
 // Store holds the buckets of one named limit, by key.

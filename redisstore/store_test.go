@@ -1,0 +1,247 @@
+package redisstore_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/caddymcp/caddy-mcp/ratelimit"
+	"github.com/caddymcp/caddy-mcp/redisstore"
+	"github.com/caddymcp/caddy-mcp/test/mcptest"
+	"github.com/caddymcp/caddy-mcp/test/redistest"
+)
+
+func TestMain(m *testing.M) { mcptest.Main(m) }
+
+// provision provisions r as Caddy would, and cleans it up when the test
+// ends.
+func provision(t *testing.T, r *redisstore.Redis) *redisstore.Redis {
+	t.Helper()
+	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+	t.Cleanup(cancel)
+	require.NoError(t, r.Provision(ctx))
+	t.Cleanup(func() { _ = r.Cleanup() })
+	return r
+}
+
+func limitOf(t *testing.T, rate string, burst int) ratelimit.Limit {
+	t.Helper()
+	r, err := ratelimit.ParseRate(rate)
+	require.NoError(t, err)
+	return ratelimit.Limit{Rate: r, Burst: burst}
+}
+
+// The Redis store decides as the in-process store does, step for step: the
+// same allowed and denied events, the same retry_after (to the time the two
+// decisions were made apart), the same refunds.
+func TestRedisDecidesAsMemoryDoes(t *testing.T) {
+	srv := redistest.Start(t)
+	r := provision(t, &redisstore.Redis{Addresses: []string{srv.URL()}})
+	tests := []struct {
+		name  string
+		limit ratelimit.Limit
+		// steps: "take N" or "refund N"
+		steps []string
+	}{
+		{"a burst, then refused", limitOf(t, "3/1h", 3), []string{"take 1", "take 1", "take 1", "take 1", "take 2"}},
+		{"a batch takes its cost at once", limitOf(t, "10/1m", 10), []string{"take 4", "take 4", "take 4", "take 2", "take 1"}},
+		{"a cost over the burst can never pass", limitOf(t, "5/1m", 5), []string{"take 6", "take 5", "take 1"}},
+		{"refunds give tokens back, up to the burst", limitOf(t, "2/1h", 2), []string{"take 2", "take 1", "refund 1", "take 1", "take 1", "refund 5", "take 2", "take 1"}},
+		{"a burst apart from the rate", limitOf(t, "1/1m", 4), []string{"take 3", "take 1", "take 1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mem := ratelimit.NewMemory(0)
+			store := r.Store("parity "+tt.name, ratelimit.NewMemory(0))
+			start := time.Now()
+			for i, step := range tt.steps {
+				op, n, _ := strings.Cut(step, " ")
+				cost, err := strconv.Atoi(n)
+				require.NoError(t, err)
+				if op == "refund" {
+					mem.Refund(start, "client", cost, tt.limit)
+					store.Refund(time.Now(), "client", cost, tt.limit)
+					continue
+				}
+				want := mem.Take(start, "client", cost, tt.limit)
+				got := store.Take(time.Now(), "client", cost, tt.limit)
+				elapsed := time.Since(start)
+				assert.Equal(t, want.Allowed, got.Allowed, "step %d (%s)", i, step)
+				assert.Equal(t, want.Remaining, got.Remaining, "step %d (%s)", i, step)
+				assert.False(t, got.Unchecked)
+				// Redis decided up to elapsed later, on its own clock, and
+				// counts in microseconds.
+				assert.InDelta(t, want.RetryAfter, got.RetryAfter, float64(elapsed+time.Microsecond), "step %d (%s)", i, step)
+			}
+		})
+	}
+}
+
+// A bucket is one Redis key that expires when it would be full again; a
+// bucket back to full is deleted at once. What a key costs Redis is
+// measured here (MEMORY USAGE), for the README.
+func TestBucketsExpireWhenFullAgain(t *testing.T) {
+	srv := redistest.Start(t)
+	r := provision(t, &redisstore.Redis{Addresses: []string{srv.URL()}, KeyPrefix: "t:"})
+	store := r.Store("per_client", ratelimit.NewMemory(0))
+	lim := limitOf(t, "10/1m", 10)
+
+	require.True(t, store.Take(time.Now(), "10.0.0.1", 4, lim).Allowed)
+	key := "t:{per_client:10.0.0.1}"
+	pttl, err := strconv.Atoi(srv.CLI(t, "PTTL", key))
+	require.NoError(t, err)
+	// 4 tokens refill in 24 s.
+	assert.InDelta(t, 24_000, pttl, 100, "the key lives until the bucket is full again")
+	usage, err := strconv.Atoi(srv.CLI(t, "MEMORY", "USAGE", key))
+	require.NoError(t, err)
+	t.Logf("one bucket (key %q): %d bytes (MEMORY USAGE)", key, usage)
+	assert.Less(t, usage, 200)
+
+	store.Refund(time.Now(), "10.0.0.1", 4, lim)
+	assert.Equal(t, "0", srv.CLI(t, "EXISTS", key), "a bucket refunded to full is no bucket")
+
+	assert.False(t, store.Take(time.Now(), "10.0.0.2", 11, lim).Allowed)
+	assert.Equal(t, "0", srv.CLI(t, "EXISTS", "t:{per_client:10.0.0.2}"), "a refused take writes nothing")
+}
+
+// When Redis stops answering, decisions go elsewhere as on_error says,
+// within the timeout, and stop waiting for Redis until a probe finds it
+// back; then they go to Redis again.
+func TestOnErrorWhileRedisIsDown(t *testing.T) {
+	lim := limitOf(t, "2/1h", 2)
+	for _, mode := range []redisstore.OnError{redisstore.Local, redisstore.Allow, redisstore.Deny} {
+		t.Run(string(mode), func(t *testing.T) {
+			srv := redistest.Start(t)
+			r := provision(t, &redisstore.Redis{Addresses: []string{srv.URL()}, OnError: mode, Timeout: caddy.Duration(50 * time.Millisecond)})
+			local := ratelimit.NewMemory(0)
+			store := r.Store("per_client", local)
+			require.True(t, store.Take(time.Now(), "c", 2, lim).Allowed, "Redis decides")
+			require.False(t, store.Take(time.Now(), "c", 1, lim).Allowed, "Redis holds the bucket empty")
+
+			srv.Kill()
+			start := time.Now()
+			first := store.Take(time.Now(), "c", 1, lim)
+			assert.Less(t, time.Since(start), time.Second, "a dead Redis costs a decision its timeout at most")
+			var later []ratelimit.Decision
+			start = time.Now()
+			for range 3 {
+				later = append(later, store.Take(time.Now(), "c", 1, lim))
+			}
+			assert.Less(t, time.Since(start), 20*time.Millisecond, "once Redis is known down, no decision waits for it")
+			decisions := append([]ratelimit.Decision{first}, later...)
+			switch mode {
+			case redisstore.Local:
+				// The node's own bucket starts full: 2 tokens, then refused.
+				assert.Equal(t, []bool{true, true, false, false}, allowedOf(decisions))
+				assert.Positive(t, local.Len())
+			case redisstore.Allow:
+				assert.Equal(t, []bool{true, true, true, true}, allowedOf(decisions))
+			case redisstore.Deny:
+				assert.Equal(t, []bool{false, false, false, false}, allowedOf(decisions))
+				for _, d := range decisions {
+					assert.True(t, d.Unchecked)
+					assert.Equal(t, redisstore.DenyRetryAfter, d.RetryAfter)
+				}
+			}
+			status := r.Status().(redisstore.Status)
+			assert.False(t, status.Healthy)
+			assert.NotEmpty(t, status.LastError)
+
+			srv.Restart()
+			require.Eventually(t, func() bool {
+				return r.Status().(redisstore.Status).Healthy
+			}, 10*time.Second, 20*time.Millisecond, "a probe finds Redis back")
+			// The restarted Redis lost its buckets (no persistence): a new
+			// one starts full.
+			d := store.Take(time.Now(), "c", 2, lim)
+			assert.True(t, d.Allowed)
+			assert.False(t, d.Unchecked)
+			assert.False(t, store.Take(time.Now(), "c", 1, lim).Allowed, "Redis decides again")
+		})
+	}
+}
+
+func allowedOf(ds []ratelimit.Decision) []bool {
+	out := make([]bool, len(ds))
+	for i, d := range ds {
+		out[i] = d.Allowed
+	}
+	return out
+}
+
+// A stalled Redis (a network stall, a long command) costs each decision
+// its timeout at most, then none while it stays stalled.
+func TestAStalledRedisCostsOneTimeout(t *testing.T) {
+	srv := redistest.Start(t)
+	r := provision(t, &redisstore.Redis{Addresses: []string{srv.URL()}, Timeout: caddy.Duration(50 * time.Millisecond)})
+	store := r.Store("per_client", ratelimit.NewMemory(0))
+	lim := limitOf(t, "100/1s", 100)
+	require.True(t, store.Take(time.Now(), "c", 1, lim).Allowed)
+
+	srv.Stall()
+	defer srv.Resume()
+	start := time.Now()
+	assert.True(t, store.Take(time.Now(), "c", 1, lim).Allowed, "decided locally")
+	took := time.Since(start)
+	assert.GreaterOrEqual(t, took, 50*time.Millisecond)
+	assert.Less(t, took, 500*time.Millisecond)
+	start = time.Now()
+	for range 10 {
+		store.Take(time.Now(), "c", 1, lim)
+	}
+	assert.Less(t, time.Since(start), 20*time.Millisecond)
+	srv.Resume()
+	require.Eventually(t, func() bool { return r.Status().(redisstore.Status).Healthy }, 10*time.Second, 20*time.Millisecond)
+}
+
+// Stores with the same connection settings share one client, across
+// handlers and reloads: a second provision neither dials again nor resets
+// the breaker.
+func TestSameSettingsShareOneClient(t *testing.T) {
+	srv := redistest.Start(t)
+	a := provision(t, &redisstore.Redis{Addresses: []string{srv.URL()}})
+	srv.Kill()
+	a.Store("l", ratelimit.NewMemory(0)).Take(time.Now(), "k", 1, limitOf(t, "1/1s", 1))
+	require.False(t, a.Status().(redisstore.Status).Healthy)
+	b := provision(t, &redisstore.Redis{Addresses: []string{srv.URL()}, KeyPrefix: "other:"})
+	assert.False(t, b.Status().(redisstore.Status).Healthy, "b uses a's client, which knows Redis is down")
+}
+
+func TestSettingsAreChecked(t *testing.T) {
+	for _, tt := range []struct {
+		r    redisstore.Redis
+		want string
+	}{
+		{redisstore.Redis{}, "address: at least one is needed"},
+		{redisstore.Redis{Addresses: []string{"localhost:6379"}, KeyPrefix: "{app}:"}, "must not hold { or }"},
+		{redisstore.Redis{Addresses: []string{"localhost:6379"}, OnError: "retry"}, `on_error "retry": want local, allow or deny`},
+	} {
+		assert.ErrorContains(t, tt.r.Validate(), tt.want)
+	}
+	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+	defer cancel()
+	for addr, want := range map[string]string{
+		"localhost":                          "want host:port",
+		"redis://:secret@localhost:6379/x":   "redis://:xxxxx@localhost:6379/x",
+		"http://localhost:6379":              "invalid URL scheme",
+		"redis://a:1/1 redis://b:1/1":        "", // checked below with two addresses
+		"redis://localhost:6379/0?foo=bar=1": "",
+	} {
+		if want == "" {
+			continue
+		}
+		r := &redisstore.Redis{Addresses: []string{addr}}
+		err := r.Provision(ctx)
+		require.Error(t, err, addr)
+		assert.Contains(t, err.Error(), want, addr)
+		assert.NotContains(t, err.Error(), "secret", "no password in an error")
+	}
+	r := &redisstore.Redis{Addresses: []string{"redis://a:1/1", "redis://b:1/1"}}
+	assert.ErrorContains(t, r.Provision(ctx), "a Redis Cluster has database 0 only")
+}
