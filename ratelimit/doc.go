@@ -25,7 +25,8 @@
 // keys share that bucket too while the store is at its cap. A bucket keyed by
 // an IPv4 address takes about 120 bytes of heap, key included.
 //
-// Store is the seam for a store shared by several nodes, whose buckets would
-// live in, say, Redis; Memory is the only implementation today. TakeAll
-// applies several limits to one event, all or nothing, over any Stores.
+// Store is the seam for a store shared by several nodes (package redisstore
+// keeps buckets in Redis); Memory is the in-process one. TakeAll applies
+// several limits to one event, all or nothing, over any Stores; stores that
+// share a Batch (one Redis) have all their decisions made in one exchange.
 package ratelimit

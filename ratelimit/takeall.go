@@ -21,6 +21,9 @@ type Request struct {
 // All or nothing is about tokens, not isolation: between a Take and its
 // Refund, a concurrent event may find those tokens missing.
 func TakeAll(now time.Time, reqs []Request) (denied int, d Decision) {
+	if b := commonBatch(reqs); b != nil {
+		return takeBatched(now, b, reqs)
+	}
 	d = Decision{Allowed: true}
 	for i, r := range reqs {
 		d = r.Store.Take(now, r.Key, r.Cost, r.Limit)
@@ -32,4 +35,66 @@ func TakeAll(now time.Time, reqs []Request) (denied int, d Decision) {
 		}
 	}
 	return -1, d
+}
+
+// A Batcher is a Store whose decisions can be made together with those of
+// other stores of the same Batch: in one exchange with what keeps their
+// buckets (one round trip to a shared store, however many limits a request
+// meets).
+type Batcher interface {
+	Store
+	// Batch is what the store decides with; stores returning the same
+	// Batch decide together.
+	Batch() Batch
+}
+
+// A Batch makes several stores' decisions at once.
+type Batch interface {
+	// TakeEach sets out[i] to what reqs[i].Store.Take would decide, making
+	// every decision at once. It gives back nothing: a request allowed
+	// keeps its tokens when another is denied.
+	TakeEach(now time.Time, reqs []Request, out []Decision)
+}
+
+// commonBatch is the Batch every request's store shares, or nil when they
+// do not all share one (or there is a single request, which gains nothing).
+func commonBatch(reqs []Request) Batch {
+	if len(reqs) < 2 {
+		return nil
+	}
+	first, ok := reqs[0].Store.(Batcher)
+	if !ok {
+		return nil
+	}
+	b := first.Batch()
+	for _, r := range reqs[1:] {
+		if s, ok := r.Store.(Batcher); !ok || s.Batch() != b {
+			return nil
+		}
+	}
+	return b
+}
+
+// takeBatched is TakeAll with every decision made at once: the tokens of
+// the requests allowed are given back when one is denied, as TakeAll gives
+// back those taken before the denial.
+func takeBatched(now time.Time, b Batch, reqs []Request) (denied int, d Decision) {
+	out := make([]Decision, len(reqs))
+	b.TakeEach(now, reqs, out)
+	denied = -1
+	for i, o := range out {
+		if !o.Allowed {
+			denied = i
+			break
+		}
+	}
+	if denied < 0 {
+		return -1, out[len(out)-1]
+	}
+	for i, r := range reqs {
+		if out[i].Allowed {
+			r.Store.Refund(now, r.Key, r.Cost, r.Limit)
+		}
+	}
+	return denied, out[denied]
 }

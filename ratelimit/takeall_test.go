@@ -67,3 +67,50 @@ func TestTakeAllWithNoRequestsAllows(t *testing.T) {
 	assert.Equal(t, -1, denied)
 	assert.True(t, d.Allowed)
 }
+
+// batched is a Memory whose decisions a shared batch makes together, as
+// a store on a remote server would.
+type batched struct {
+	*ratelimit.Memory
+	b *countingBatch
+}
+
+func (s batched) Batch() ratelimit.Batch { return s.b }
+
+type countingBatch struct{ calls int }
+
+func (b *countingBatch) TakeEach(now time.Time, reqs []ratelimit.Request, out []ratelimit.Decision) {
+	b.calls++
+	for i, r := range reqs {
+		out[i] = r.Store.Take(now, r.Key, r.Cost, r.Limit)
+	}
+}
+
+// Stores of one batch decide a request's limits in one call, with the same
+// outcome as one by one: all or nothing.
+func TestStoresOfOneBatchDecideTogether(t *testing.T) {
+	b := &countingBatch{}
+	perClient, global := batched{ratelimit.NewMemory(0), b}, batched{ratelimit.NewMemory(0), b}
+	other := batched{ratelimit.NewMemory(0), &countingBatch{}}
+	now := time.Now()
+	roomy, tight := limit(1, time.Hour, 10), limit(1, time.Hour, 1)
+	event := func(client string) []ratelimit.Request {
+		return []ratelimit.Request{
+			{Store: perClient, Key: client, Cost: 1, Limit: roomy},
+			{Store: global, Key: "", Cost: 1, Limit: tight},
+		}
+	}
+	denied, _ := ratelimit.TakeAll(now, event("a"))
+	require.Equal(t, -1, denied)
+	assert.Equal(t, 1, b.calls, "one call for both limits")
+
+	denied, d := ratelimit.TakeAll(now, event("b"))
+	require.Equal(t, 1, denied)
+	assert.Equal(t, time.Hour, d.RetryAfter)
+	assert.Equal(t, 1, perClient.Len(), "a's bucket only: b's token came back, and its bucket is full again")
+
+	// Stores of different batches, or a single request, go one by one.
+	denied, _ = ratelimit.TakeAll(now, []ratelimit.Request{{Store: perClient, Key: "c", Cost: 1, Limit: roomy}, {Store: other, Key: "c", Cost: 1, Limit: roomy}})
+	require.Equal(t, -1, denied)
+	assert.Equal(t, 2, b.calls)
+}

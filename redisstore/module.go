@@ -118,11 +118,7 @@ func (r *Redis) Provision(ctx caddy.Context) error {
 	r.poolKey = strings.Join(addrs, " ") + "\x00" + hex.EncodeToString(secret[:]) + "\x00" + timeout.String()
 	logger := ctx.Logger()
 	v, _, err := backends.LoadOrNew(r.poolKey, func() (caddy.Destructor, error) {
-		c, err := dial(opts, timeout)
-		if err != nil {
-			return nil, err
-		}
-		return newBackend(c, timeout, opts.name(), logger), nil
+		return newBackend(dial(opts), timeout, opts.name(), logger), nil
 	})
 	if err != nil {
 		return fmt.Errorf("redis %s: %w", strings.Join(redacted(addrs), " "), err)

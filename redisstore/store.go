@@ -47,6 +47,10 @@ const probeEvery = time.Second
 type conn interface {
 	// bucket runs the bucket script on key.
 	bucket(ctx context.Context, key string, args []string) ([3]int64, error)
+	// buckets runs the bucket script on each key, with the args of the same
+	// index, in one round trip (a pipeline; on a cluster, one per node, at
+	// once).
+	buckets(ctx context.Context, keys []string, args [][]string) ([][3]int64, error)
 	ping(ctx context.Context) error
 	close()
 }
@@ -104,13 +108,55 @@ func (b *backend) run(key string, args []string) (res [3]int64, ok bool) {
 	return res, true
 }
 
+// runEach is run for several buckets in one round trip; ok is false when
+// Redis did not decide them.
+func (b *backend) runEach(keys []string, args [][]string) (res [][3]int64, ok bool) {
+	if b.down.Load() {
+		decisions.WithLabelValues(b.name, "down").Add(float64(len(keys)))
+		return nil, false
+	}
+	ctx, cancel := context.WithTimeout(b.stopping, b.timeout)
+	start := time.Now()
+	res, err := b.conn.buckets(ctx, keys, args)
+	cancel()
+	latency.WithLabelValues(b.name).Observe(time.Since(start).Seconds())
+	if err != nil {
+		decisions.WithLabelValues(b.name, "error").Add(float64(len(keys)))
+		b.trip(err)
+		return nil, false
+	}
+	decisions.WithLabelValues(b.name, "redis").Add(float64(len(keys)))
+	return res, true
+}
+
+// TakeEach makes the decisions of several limits' stores on this Redis in
+// one round trip: a request meeting two limits costs one round trip, not
+// two. (ratelimit.TakeAll gives back the tokens of the others when one is
+// denied.)
+func (b *backend) TakeEach(now time.Time, reqs []ratelimit.Request, out []ratelimit.Decision) {
+	keys := make([]string, len(reqs))
+	argv := make([][]string, len(reqs))
+	for i, r := range reqs {
+		keys[i] = r.Store.(*Store).bucketKey(r.Key)
+		argv[i] = args("take", r.Cost, r.Limit)
+	}
+	res, ok := b.runEach(keys, argv)
+	for i, r := range reqs {
+		if !ok {
+			out[i] = r.Store.(*Store).unchecked(now, r.Key, r.Cost, r.Limit)
+			continue
+		}
+		out[i] = decision(res[i])
+	}
+}
+
 // trip marks Redis down after a failed decision and starts the prober,
 // logging once per change of state.
 func (b *backend) trip(err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.down.Load() {
-		return
+	if b.down.Load() || b.stopping.Err() != nil {
+		return // known already, or the client is closing with its last config
 	}
 	b.down.Store(true)
 	b.since, b.lastErr = time.Now(), err.Error()
@@ -174,7 +220,7 @@ type Store struct {
 	local   ratelimit.Store
 }
 
-var _ ratelimit.Store = (*Store)(nil)
+var _ ratelimit.Batcher = (*Store)(nil)
 
 func (s *Store) bucketKey(key string) string { return s.head + key + "}" }
 
@@ -185,6 +231,15 @@ func (s *Store) Take(now time.Time, key string, cost int, lim ratelimit.Limit) r
 	if !ok {
 		return s.unchecked(now, key, cost, lim)
 	}
+	return decision(res)
+}
+
+// Batch is the Redis the store decides in: the stores of one Redis decide
+// a request's limits together.
+func (s *Store) Batch() ratelimit.Batch { return s.b }
+
+// decision reads the bucket script's answer.
+func decision(res [3]int64) ratelimit.Decision {
 	return ratelimit.Decision{
 		Allowed:    res[0] == 1,
 		RetryAfter: time.Duration(res[1]) * time.Microsecond,

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -23,11 +24,35 @@ func TestMain(m *testing.M) { mcptest.Main(m) }
 // ends.
 func provision(t *testing.T, r *redisstore.Redis) *redisstore.Redis {
 	t.Helper()
+	provisionIn(t, r)
+	return r
+}
+
+// provisionIn provisions r, and returns the registry its metrics are in.
+func provisionIn(t *testing.T, r *redisstore.Redis) *prometheus.Registry {
+	t.Helper()
 	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
 	t.Cleanup(cancel)
 	require.NoError(t, r.Provision(ctx))
 	t.Cleanup(func() { _ = r.Cleanup() })
-	return r
+	return ctx.GetMetricsRegistry()
+}
+
+// roundTrips is the number of exchanges with Redis the store made: the
+// observations of its latency histogram.
+func roundTrips(t *testing.T, reg *prometheus.Registry) uint64 {
+	t.Helper()
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	var n uint64
+	for _, f := range families {
+		if f.GetName() == "caddy_mcp_store_latency_seconds" {
+			for _, m := range f.GetMetric() {
+				n += m.GetHistogram().GetSampleCount()
+			}
+		}
+	}
+	return n
 }
 
 func limitOf(t *testing.T, rate string, burst int) ratelimit.Limit {
@@ -244,4 +269,64 @@ func TestSettingsAreChecked(t *testing.T) {
 	}
 	r := &redisstore.Redis{Addresses: []string{"redis://a:1/1", "redis://b:1/1"}}
 	assert.ErrorContains(t, r.Provision(ctx), "a Redis Cluster has database 0 only")
+}
+
+// scriptCalls is how many times Redis ran a script: one round trip each
+// for a single limit, one per pipeline slot for several.
+func scriptCalls(t *testing.T, srv *redistest.Server) int {
+	t.Helper()
+	n := 0
+	for line := range strings.SplitSeq(srv.CLI(t, "INFO", "commandstats"), "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
+		if !ok || (name != "cmdstat_evalsha" && name != "cmdstat_eval") {
+			continue
+		}
+		calls, _, _ := strings.Cut(rest, ",")
+		c, err := strconv.Atoi(calls)
+		require.NoError(t, err)
+		n += c
+	}
+	return n
+}
+
+// A request meeting two limits on one Redis has both decided in one round
+// trip, all or nothing: when one denies, the other's tokens come back.
+func TestSeveralLimitsAreDecidedTogether(t *testing.T) {
+	srv := redistest.Start(t)
+	r := &redisstore.Redis{Addresses: []string{srv.URL()}}
+	reg := provisionIn(t, r)
+	perClient := r.Store("per_client", ratelimit.NewMemory(0))
+	global := r.Store("global", ratelimit.NewMemory(0))
+	wide, narrow := limitOf(t, "100/1h", 100), limitOf(t, "2/1h", 2)
+	reqs := func() []ratelimit.Request {
+		return []ratelimit.Request{
+			{Store: perClient, Key: "c", Cost: 1, Limit: wide},
+			{Store: global, Key: "", Cost: 1, Limit: narrow},
+		}
+	}
+	// The first decision loads the script into Redis.
+	denied, _ := ratelimit.TakeAll(time.Now(), reqs())
+	require.Equal(t, -1, denied)
+	before, trips := scriptCalls(t, srv), roundTrips(t, reg)
+	denied, _ = ratelimit.TakeAll(time.Now(), reqs())
+	assert.Equal(t, -1, denied)
+	assert.Equal(t, 2, scriptCalls(t, srv)-before, "one request, two limits: two scripts")
+	assert.Equal(t, uint64(1), roundTrips(t, reg)-trips, "in one round trip")
+
+	denied, d := ratelimit.TakeAll(time.Now(), reqs())
+	assert.Equal(t, 1, denied, "the global limit is spent")
+	assert.Positive(t, d.RetryAfter)
+	// The per-client limit gave back the token the denied request took.
+	left := perClient.Take(time.Now(), "c", 98, wide)
+	assert.True(t, left.Allowed, "98 of 100 tokens are left: the refused request took none")
+	assert.Equal(t, 0, left.Remaining)
+
+	// Redis restarted loses its scripts: the pipeline loads it again.
+	srv.Kill()
+	srv.Restart()
+	require.Eventually(t, func() bool {
+		denied, _ := ratelimit.TakeAll(time.Now(), reqs())
+		return denied == -1 && r.Status().(redisstore.Status).Healthy
+	}, 10*time.Second, 20*time.Millisecond)
+	assert.Equal(t, "1", srv.CLI(t, "EXISTS", "caddy-mcp:{global:}"), "decided in the restarted Redis")
 }
