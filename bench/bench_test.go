@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os/exec"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -83,6 +84,8 @@ func TestEveryCaddyfileAdapts(t *testing.T) {
 		cfgMCP:        {`"handler":"mcp"`, `"handler":"reverse_proxy"`},
 		cfgLimits1:    {`"per_client":{"burst":1000000000,"key":"{http.request.header.X-Client}","rate":"1/1h"}`, `"per_client_tool":`, `{http.mcp.tool}`},
 		cfgLimits100k: {`"per_client":`, `"per_client_tool":`},
+		cfgRedis1:     {`"per_client":{"burst":1000000000,"key":"{http.request.header.X-Client}","rate":"1/1h"}`, `"per_client_tool":`, `"backend":"redis"`, `"addresses":["redis://127.0.0.1:6379/0"]`},
+		cfgRedis100k:  {`"per_client":`, `"per_client_tool":`, `"backend":"redis"`},
 		cfgGuard:      {`"concurrency":{"max":1000}`},
 		cfgDenied:     {`"deny":{"burst":1,"rate":"1/1h"}`},
 		cfgSDKMCP:     {`"handler":"mcp"`},
@@ -92,7 +95,7 @@ func TestEveryCaddyfileAdapts(t *testing.T) {
 			continue
 		}
 		t.Run(c.Name, func(t *testing.T) {
-			text := caddyfile(c, 8080, 2019, t.TempDir(), "127.0.0.1:9000")
+			text := caddyfile(c, 8080, 2019, t.TempDir(), "127.0.0.1:9000", "127.0.0.1:6379")
 			adapted, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(text), nil)
 			require.NoError(t, err, text)
 			for _, w := range warnings {
@@ -105,6 +108,9 @@ func TestEveryCaddyfileAdapts(t *testing.T) {
 			}
 			if c.Handler == "" {
 				assert.NotContains(t, cfg, `"handler":"mcp"`)
+			}
+			if !c.Redis {
+				assert.NotContains(t, cfg, `"store"`)
 			}
 		})
 	}
@@ -124,6 +130,142 @@ func TestSelectingAConfigurationRunsItsBaseline(t *testing.T) {
 
 	_, err = selectConfigs("mcp,nope", allConfigs(1000))
 	assert.ErrorContains(t, err, `"nope"`)
+}
+
+func TestRedisConfigurationsHaveTheInProcessLimits(t *testing.T) {
+	all := allConfigs(1000)
+	for _, c := range all {
+		if !c.Redis {
+			continue
+		}
+		var in config
+		for _, o := range all {
+			if o.Name == c.InProcess {
+				in = o
+			}
+		}
+		require.NotEmpty(t, in.Name, "%s: in-process configuration %q", c.Name, c.InProcess)
+		assert.Equal(t, in.Keys, c.Keys, c.Name)
+		assert.Equal(t, strings.Replace(c.Handler, "\tstore redis {\n\t\taddress redis://"+redisAddrMark+"/0\n\t}\n", "", 1), in.Handler,
+			"%s: the limits of %s and a store block", c.Name, in.Name)
+	}
+}
+
+func TestMissingRedisSkipsOrFails(t *testing.T) {
+	o := options{redisBin: "redis-server-that-is-not-installed"}
+	sel, err := selectConfigs("all", allConfigs(1000))
+	require.NoError(t, err)
+	require.True(t, sel.needsRedis())
+	rest, note, err := findRedis(&o, sel)
+	require.NoError(t, err, "all: the rest still runs")
+	assert.False(t, rest.needsRedis())
+	assert.Len(t, rest.Throughput, len(sel.Throughput)-2)
+	assert.Contains(t, note, "limits-1key-redis and limits-100k-redis not measured")
+	assert.Contains(t, note, "apt-get install redis-server")
+
+	named, err := selectConfigs("reverse_proxy,limits-1key-redis", allConfigs(1000))
+	require.NoError(t, err)
+	_, _, err = findRedis(&o, named)
+	assert.ErrorContains(t, err, "limits-1key-redis")
+	assert.ErrorContains(t, err, "apt-get install redis-server")
+
+	none, err := selectConfigs("reverse_proxy,limits-1key", allConfigs(1000))
+	require.NoError(t, err)
+	assert.False(t, none.needsRedis())
+}
+
+func TestRedisFiguresArePerAdmittedRequest(t *testing.T) {
+	assert.Equal(t, uint64(12), commandCalls("calls=12,usec=34,usec_per_call=2.83,rejected_calls=0,failed_calls=0"))
+	assert.Zero(t, commandCalls(""))
+	// 1000 requests, each two scripts; the INFO of the first read shows in
+	// the second.
+	u := useBetween(redisCounters{Commands: 50, Scripts: 40, Info: 3}, redisCounters{Commands: 2051, Scripts: 2040, Info: 4}, 1000)
+	u.RoundTrips = 1000
+	cmds, scripts, trips := u.perRequest()
+	assert.InDelta(t, 2.0, cmds, 1e-9)
+	assert.InDelta(t, 2.0, scripts, 1e-9)
+	assert.InDelta(t, 1.0, trips, 1e-9, "two scripts in one pipeline")
+
+	all := allConfigs(1000)
+	cfg := func(name string) config {
+		for _, c := range all {
+			if c.Name == name {
+				return c
+			}
+		}
+		t.Fatalf("no configuration %s", name)
+		return config{}
+	}
+	smp := func(p50 time.Duration, use *redisUse) *sample {
+		s := &sample{Requests: 1000, Window: time.Second, Redis: use}
+		s.hist.record(p50)
+		return s
+	}
+	in := &series{Config: cfg(cfgLimits1), Size: 1024, Samples: []*sample{smp(500*time.Microsecond, nil), smp(time.Millisecond, nil)}}
+	red := &series{Config: cfg(cfgRedis1), Size: 1024, Samples: []*sample{
+		smp(600*time.Microsecond, &redisUse{Commands: 1000, Scripts: 1000, RoundTrips: 1000, Answered: 1000}),
+		smp(1200*time.Microsecond, &redisUse{Commands: 1000, Scripts: 1000, RoundTrips: 1000, Answered: 1000}),
+	}}
+	rows := summarise([]*series{in, red})
+	r := findRow(rows, cfgRedis1, 1024)
+	require.NotNil(t, r)
+	require.NotNil(t, r.AddedP50InProcess)
+	assert.InDelta(t, 150, r.AddedP50InProcess.Median, 10, "round by round: +100 µs and +200 µs")
+	require.NotNil(t, r.RedisRoundTrips)
+	assert.Equal(t, 1.0, r.RedisRoundTrips.Median)
+
+	var whats []string
+	for _, g := range goals(rows, nil, []int{1024}) {
+		whats = append(whats, g.What)
+		if g.Unit == unitPerRequest {
+			assert.True(t, g.Met, "one round trip per request")
+			assert.Equal(t, kindCount, g.Kind)
+		}
+	}
+	assert.Contains(t, whats, "p50 added, limits-1key-redis over limits-1key (buckets in process), 1 KiB")
+	assert.Contains(t, whats, "Redis round trips per admitted request, limits-1key-redis, 1 KiB")
+}
+
+func TestStoreDecisionsAreReadFromTheMetrics(t *testing.T) {
+	page := `# HELP caddy_mcp_store_decisions_total Rate-limit decisions asked of a Redis store
+# TYPE caddy_mcp_store_decisions_total counter
+caddy_mcp_store_decisions_total{outcome="down",redis="127.0.0.1:6379"} 7
+caddy_mcp_store_decisions_total{outcome="error",redis="127.0.0.1:6379"} 2
+caddy_mcp_store_decisions_total{outcome="redis",redis="127.0.0.1:6379"} 1.234567e+06
+caddy_mcp_store_latency_seconds_count{redis="127.0.0.1:6379"} 1.234569e+06
+`
+	d := parseStoreDecisions(page)
+	assert.Equal(t, uint64(1_234_576), d.all)
+	assert.Equal(t, uint64(9), d.fallbacks)
+}
+
+// TestBenchRedisCountsCommands runs the benchmark's redis-server, where it
+// is installed, and checks the counters it reads.
+func TestBenchRedisCountsCommands(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server is not installed")
+	}
+	r, err := startRedis("redis-server", t.TempDir())
+	require.NoError(t, err)
+	defer r.Stop()
+	assert.NotEmpty(t, r.Version)
+	before, err := r.counters()
+	require.NoError(t, err)
+	c, err := dialRESP(r.Addr)
+	require.NoError(t, err)
+	defer c.close()
+	for range 3 {
+		_, err := c.do("EVAL", "return redis.call('INCR', KEYS[1])", "1", "k")
+		require.NoError(t, err)
+	}
+	_, err = c.do("SET", "a", "b")
+	require.NoError(t, err)
+	after, err := r.counters()
+	require.NoError(t, err)
+	u := useBetween(before, after, 3)
+	assert.Equal(t, uint64(7), u.Commands, "3 EVAL, the INCR each runs, 1 SET")
+	assert.Equal(t, uint64(3), u.Scripts)
+	require.NoError(t, r.Alive())
 }
 
 func TestRatiosAreTakenRoundByRound(t *testing.T) {

@@ -46,8 +46,14 @@ type sample struct {
 	// got an unexpected answer; FirstError describes the first.
 	Errors     uint64
 	FirstError string
-	Window     time.Duration
-	hist       histogram
+	// Answered are all the good answers, of the warm-up and the window
+	// and those across its ends.
+	Answered uint64
+	Window   time.Duration
+	// Redis is what the measurement asked of the benchmark's Redis, for
+	// the configurations that keep their buckets there.
+	Redis *redisUse
+	hist  histogram
 }
 
 // RPS is the throughput: good answers per second of the window.
@@ -81,6 +87,7 @@ func measure(t *target, clients int, warmup, dur time.Duration, stop *atomic.Boo
 	total := &sample{Window: dur}
 	for _, r := range results {
 		total.Requests += r.Requests
+		total.Answered += r.Answered
 		if total.Errors == 0 {
 			total.FirstError = r.FirstError
 		}
@@ -176,6 +183,7 @@ func (c *client) run(from, to time.Time, stop *atomic.Bool) *sample {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
+		s.Answered++
 		if t0.Before(from) || t1.After(to) {
 			continue
 		}

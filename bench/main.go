@@ -7,6 +7,7 @@ import (
 	"io"
 	"log"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
@@ -24,6 +25,7 @@ type options struct {
 	duration, warmup, firstWarmup, sseDuration time.Duration
 	rounds, clients, sseClients                int
 	configs, sizes, format, caddyBin, profile  string
+	redisBin                                   string
 	upstreamProcess, quick                     bool
 }
 
@@ -41,6 +43,7 @@ func main() {
 	flag.StringVar(&o.sizes, "sizes", "1k,64k", "tools/call body sizes, separated by commas (bytes, or with k for KiB)")
 	flag.StringVar(&o.format, "format", "markdown", "output: markdown or json")
 	flag.StringVar(&o.caddyBin, "caddy", "", "a Caddy binary with the mcp plugin to use instead of building cmd/caddy")
+	flag.StringVar(&o.redisBin, "redis-server", "redis-server", "the redis-server (Redis 7) the *-redis configurations keep their buckets in, started by the benchmark")
 	flag.StringVar(&o.profile, "profile", "", "after the rounds, write a CPU profile of each Caddy configuration under load to this folder")
 	flag.BoolVar(&o.upstreamProcess, "upstream-process", true, "run the upstreams in a process of their own rather than in the load generator's")
 	flag.BoolVar(&o.quick, "quick", false, "a smoke run of about 30 s: 2 short rounds, no key pre-fill")
@@ -68,6 +71,8 @@ type bench struct {
 	sizes     []int
 	upstreams *upstreams
 	caddies   map[string]*caddyrun.Process
+	// redis is the redis-server of the configurations that need one.
+	redis *redisServer
 	// stop is set by an interrupt; measurements end at once.
 	stop atomic.Bool
 }
@@ -89,6 +94,12 @@ func run(o options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	var redisNote string
+	if sel.needsRedis() {
+		if sel, redisNote, err = findRedis(&o, sel); err != nil {
+			return err
+		}
+	}
 	b := &bench{o: o, sel: sel, sizes: sizes, caddies: map[string]*caddyrun.Process{}}
 	defer b.stopOnInterrupt()()
 
@@ -104,6 +115,10 @@ func run(o options, out io.Writer) error {
 		return err
 	}
 	env.Caddy = caddyrun.Version(b.o.caddyBin)
+	env.RedisNote = redisNote
+	if b.redis != nil {
+		env.Redis = b.redis.Version
+	}
 
 	rep, err := b.measure(env, guardMax)
 	if err != nil {
@@ -115,6 +130,25 @@ func run(o options, out io.Writer) error {
 	}
 	rep.writeMarkdown(out)
 	return nil
+}
+
+// findRedis looks for redis-server, for a selection that needs it. Where it
+// is missing, the configurations that need it are left out with a note,
+// unless -configs named them.
+func findRedis(o *options, sel selection) (selection, string, error) {
+	bin, err := exec.LookPath(o.redisBin)
+	if err == nil {
+		o.redisBin = bin
+		return sel, "", nil
+	}
+	rest, dropped := sel.withoutRedis()
+	if sel.Named {
+		return sel, "", fmt.Errorf("-configs %s: these keep their buckets in Redis, and redis-server (Redis 7) is not installed (%v): install it with `%s`, or leave them out",
+			strings.Join(dropped, ","), err, redisInstall)
+	}
+	note := fmt.Sprintf("%s not measured: redis-server (Redis 7) is not installed (%v); `%s` to measure them", strings.Join(dropped, " and "), err, redisInstall)
+	log.Print(note)
+	return rest, note, nil
 }
 
 // stopOnInterrupt ends the measurements at once on an interrupt or a
@@ -178,12 +212,20 @@ func (b *bench) start(tmp string) error {
 	if err != nil {
 		return err
 	}
+	redisAddr := ""
+	if b.sel.needsRedis() {
+		if b.redis, err = startRedis(b.o.redisBin, filepath.Join(tmp, "redis")); err != nil {
+			return err
+		}
+		redisAddr = b.redis.Addr
+		log.Printf("started redis-server %s on %s", b.redis.Version, redisAddr)
+	}
 	for _, c := range b.sel.Running {
 		if c.Direct {
 			continue
 		}
 		p, err := caddyrun.Start(b.o.caddyBin, filepath.Join(tmp, c.Name), c.Name, func(port, adminPort int, storage string) string {
-			return caddyfile(c, port, adminPort, storage, b.upstreamOf(c))
+			return caddyfile(c, port, adminPort, storage, b.upstreamOf(c), redisAddr)
 		})
 		if err != nil {
 			return err
@@ -198,6 +240,9 @@ func (b *bench) start(tmp string) error {
 func (b *bench) shutdown() {
 	for _, p := range b.caddies {
 		p.Stop()
+	}
+	if b.redis != nil {
+		b.redis.Stop()
 	}
 	if b.upstreams != nil {
 		b.upstreams.stop()
@@ -305,10 +350,13 @@ func (b *bench) round(round int, all []*series, sse map[string][]*sample) error 
 		if b.stop.Load() {
 			return errInterrupted
 		}
-		smp := measure(b.target(s.Config, s.Size), o.clients, o.warmup, o.duration, &b.stop)
+		smp, err := b.measureOnce(s.Config, s.Size)
+		if err != nil {
+			return err
+		}
 		s.Samples = append(s.Samples, smp)
-		log.Printf("round %d/%d %-17s %6s: %8.0f req/s  p50 %s ms  p99 %s ms%s", round, o.rounds, s.Config.Name, sizeLabel(s.Size),
-			smp.RPS(), millis(ms(smp.P50())), millis(ms(smp.P99())), errorNote(smp))
+		log.Printf("round %d/%d %-17s %6s: %8.0f req/s  p50 %s ms  p99 %s ms%s%s", round, o.rounds, s.Config.Name, sizeLabel(s.Size),
+			smp.RPS(), millis(ms(smp.P50())), millis(ms(smp.P99())), redisFigures(smp), errorNote(smp))
 		if err := b.alive(s.Config); err != nil {
 			return err
 		}
@@ -327,13 +375,64 @@ func (b *bench) round(round int, all []*series, sse map[string][]*sample) error 
 	return nil
 }
 
+// measureOnce is one measurement of a round. For a configuration that keeps
+// its buckets in Redis, it also counts the commands Redis processed
+// meanwhile: nothing else asks that Redis anything while c is measured.
+func (b *bench) measureOnce(c config, size int) (*sample, error) {
+	o := b.o
+	if !c.Redis {
+		return measure(b.target(c, size), o.clients, o.warmup, o.duration, &b.stop), nil
+	}
+	admin := b.caddies[c.Name].Admin
+	decided, err := readStoreDecisions(admin)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.Name, err)
+	}
+	before, err := b.redis.counters()
+	if err != nil {
+		return nil, err
+	}
+	smp := measure(b.target(c, size), o.clients, o.warmup, o.duration, &b.stop)
+	after, err := b.redis.counters()
+	if err != nil {
+		return nil, err
+	}
+	nowDecided, err := readStoreDecisions(admin)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.Name, err)
+	}
+	smp.Redis = useBetween(before, after, smp.Answered)
+	smp.Redis.Decisions, smp.Redis.Fallbacks = nowDecided.all-decided.all, nowDecided.fallbacks-decided.fallbacks
+	smp.Redis.RoundTrips = nowDecided.roundTrips - decided.roundTrips
+	return smp, nil
+}
+
 func (b *bench) alive(c config) error {
 	if p := b.caddies[c.Name]; p != nil {
 		if err := p.Alive(); err != nil {
 			return fmt.Errorf("%s: %w", c.Name, err)
 		}
 	}
+	if c.Redis && b.redis != nil {
+		if err := b.redis.Alive(); err != nil {
+			return fmt.Errorf("%s: %w", c.Name, err)
+		}
+	}
 	return nil
+}
+
+// redisFigures is the Redis round trips and commands per request of a
+// measurement, if it counted them.
+func redisFigures(s *sample) string {
+	if s.Redis == nil {
+		return ""
+	}
+	cmds, scripts, trips := s.Redis.perRequest()
+	note := fmt.Sprintf("  Redis %.2f round trips (%.2f scripts, %.2f commands) per request", trips, scripts, cmds)
+	if s.Redis.Fallbacks > 0 {
+		note += fmt.Sprintf(", %d of %d decisions made without Redis (timeout or breaker open)", s.Redis.Fallbacks, s.Redis.Decisions)
+	}
+	return note
 }
 
 func errorNote(s *sample) string {

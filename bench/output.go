@@ -34,6 +34,11 @@ type environment struct {
 	OS         string `json:"os"`
 	Go         string `json:"go"`
 	Caddy      string `json:"caddy"`
+	// Redis is the version of the redis-server the benchmark ran, if it
+	// needed one; RedisNote says why configurations that need one were
+	// not measured.
+	Redis      string `json:"redis,omitempty"`
+	RedisNote  string `json:"redis_note,omitempty"`
 	LoadBefore string `json:"load_before,omitempty"`
 	LoadAfter  string `json:"load_after,omitempty"`
 }
@@ -59,6 +64,7 @@ func (r *report) writeJSON(w io.Writer) error {
 func (r *report) writeMarkdown(w io.Writer) {
 	r.writeHeader(w)
 	r.writeRows(w)
+	r.writeRedis(w)
 	r.writeFirstEvents(w)
 	r.writeGoals(w)
 	if len(r.Profiles) > 0 {
@@ -75,7 +81,11 @@ func (r *report) writeHeader(w io.Writer) {
 	e, s := r.Env, r.Settings
 	fmt.Fprintf(w, "# caddy-mcp gateway benchmark\n\n")
 	fmt.Fprintf(w, "- machine: %d cores (GOMAXPROCS %d)%s, %s; load average before %s, after %s\n", e.Cores, e.GOMAXPROCS, prefixed(", ", e.CPU), e.OS, e.LoadBefore, e.LoadAfter)
-	fmt.Fprintf(w, "- software: Go %s, Caddy %s (cmd/caddy with the mcp plugin)\n", e.Go, e.Caddy)
+	fmt.Fprintf(w, "- software: Go %s, Caddy %s (cmd/caddy with the mcp plugin)%s\n", e.Go, e.Caddy,
+		redisSoftware(e.Redis))
+	if e.RedisNote != "" {
+		fmt.Fprintf(w, "- skipped: %s\n", e.RedisNote)
+	}
 	upstream := "in the benchmark process"
 	if s.UpstreamProcess {
 		upstream = "in a process of its own"
@@ -111,6 +121,39 @@ func (r *report) writeRows(w io.Writer) {
 	}
 }
 
+// writeRedis is, for each configuration keeping its buckets in Redis, its
+// throughput against reverse_proxy, its latency against the same limits
+// in process, and the Redis commands each admitted request cost.
+func (r *report) writeRedis(w io.Writer) {
+	var rows []row
+	for _, row := range r.Rows {
+		if row.RedisScripts != nil || row.InProcess != "" {
+			rows = append(rows, row)
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nRate-limit buckets in Redis, against the same limits in process (median over the rounds [smallest–largest]). p50 added is the round's p50 minus that of the in-process configuration measured just before it. Round trips are the EVALSHA and EVAL calls Redis received during the measurement (warm-up included) divided by the requests admitted meanwhile; commands are all those Redis processed, the ones each script runs inside Redis included, the benchmark's own INFO excluded:")
+	fmt.Fprintln(w)
+	for _, row := range rows {
+		added := "– (" + row.InProcess + " not measured)"
+		if a := row.AddedP50InProcess; a != nil {
+			added = fmt.Sprintf("%s [%s–%s] over %s", micros(a.Median), micros(a.Min), micros(a.Max), row.InProcess)
+		}
+		cmds := "Redis use not counted"
+		if c, sc, rt := row.RedisCommands, row.RedisScripts, row.RedisRoundTrips; c != nil && sc != nil && rt != nil {
+			cmds = fmt.Sprintf("%.2f [%.2f–%.2f] Redis round trips per admitted request (%.2f scripts, %.2f commands processed)", rt.Median, rt.Min, rt.Max, sc.Median, c.Median)
+		}
+		fallbacks := ""
+		if row.RedisFallbacks > 0 {
+			fallbacks = fmt.Sprintf("; **%d of %d decisions (%.1f %%) made without Redis** (no answer within the store's timeout, or the breaker open): the handler's own buckets decided them, and they cost no round trip", row.RedisFallbacks, row.RedisDecisions, 100*float64(row.RedisFallbacks)/float64(row.RedisDecisions))
+		}
+		fmt.Fprintf(w, "- %s, %s: %.2f× reverse_proxy [%.2f–%.2f]; p50 %s; %s%s\n", row.Config, sizeLabel(row.Size),
+			row.Ratio.Median, row.Ratio.Min, row.Ratio.Max, added, cmds, fallbacks)
+	}
+}
+
 // writeFirstEvents is the SSE time to first event, when it was measured.
 func (r *report) writeFirstEvents(w io.Writer) {
 	fe := r.SSE
@@ -135,7 +178,7 @@ func (r *report) writeGoals(w io.Writer) {
 	if len(r.Goals) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "\nTargets. Every one is a comparison between configurations measured side by side in this run (the medians over the rounds of round-by-round ratios or differences); no absolute figure above is a target:")
+	fmt.Fprintln(w, "\nTargets. Every one is a comparison between configurations measured side by side in this run (the medians over the rounds of round-by-round ratios or differences), or a count that does not depend on the machine's speed (Redis round trips per admitted request); no absolute figure above is a target:")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| target | kind | measured [smallest–largest] | bound | met |")
 	fmt.Fprintln(w, "|---|---|---|---|---|")
@@ -148,8 +191,17 @@ func (r *report) writeGoals(w io.Writer) {
 		if g.Met {
 			met = "yes"
 		}
-		fmt.Fprintf(w, "| %s | same-run comparison | %s [%s–%s] | %s | %s |\n", g.What,
+		fmt.Fprintf(w, "| %s | %s | %s [%s–%s] | %s | %s |\n", g.What, g.Kind,
 			formatFig(g.Measured.Median, g.Unit), formatFig(g.Measured.Min, g.Unit), formatFig(g.Measured.Max, g.Unit), bound, met)
+	}
+	var fellBack []string
+	for _, row := range r.Rows {
+		if row.RedisFallbacks > 0 {
+			fellBack = append(fellBack, row.Config+", "+sizeLabel(row.Size))
+		}
+	}
+	if len(fellBack) > 0 {
+		fmt.Fprintf(w, "\nRedis did not make every decision of %s: the handler's own buckets made the rest, so the Redis targets of those rows measure less than Redis costs.\n", strings.Join(fellBack, "; "))
 	}
 }
 
@@ -161,8 +213,19 @@ func formatFig(v float64, unit string) string {
 		return percent(v)
 	case "ms":
 		return fmt.Sprintf("%+.3f ms", v)
+	case "µs":
+		return micros(v)
+	case unitPerRequest:
+		return fmt.Sprintf("%.2f", v)
 	}
 	return fmt.Sprint(v)
+}
+
+func redisSoftware(version string) string {
+	if version == "" {
+		return ""
+	}
+	return ", Redis " + version + " (redis-server on loopback, nothing saved to disk, shared by the *-redis configurations)"
 }
 
 func prefixed(p, s string) string {
@@ -177,6 +240,14 @@ func percent(v float64) string {
 		return "–"
 	}
 	return fmt.Sprintf("%+.1f %%", v)
+}
+
+// micros writes a difference in microseconds, signed.
+func micros(v float64) string {
+	if math.IsNaN(v) {
+		return "–"
+	}
+	return fmt.Sprintf("%+.0f µs", v)
 }
 
 func millis(v float64) string {

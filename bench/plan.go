@@ -27,6 +27,11 @@ type config struct {
 	Denied bool
 	// Baseline is the configuration this one's ratios are taken against.
 	Baseline string
+	// Redis configurations keep their limits' buckets in the benchmark's
+	// redis-server; InProcess is the configuration with the same limits
+	// and keys in the handler's own memory, their latency's reference.
+	Redis     bool
+	InProcess string
 }
 
 const (
@@ -41,6 +46,8 @@ const (
 	cfgMCP         = "mcp"
 	cfgLimits1     = "limits-1key"
 	cfgLimits100k  = "limits-100k"
+	cfgRedis1      = "limits-1key-redis"
+	cfgRedis100k   = "limits-100k-redis"
 	cfgGuard       = "guard"
 	cfgDenied      = "denied"
 	cfgSDKDirect   = "sdk-direct"
@@ -59,9 +66,26 @@ const manyKeys = 100_000
 // for an hour, so it is not dropped: with 100,000 keys (all touched once
 // before the first round), each limit holds 100,000 live buckets for the
 // whole run, the steady worst case rather than a map the sweep keeps
-// emptying.
-const twoLimits = `mcp {
-	rate_limit per_client {
+// emptying. Redis keeps such a bucket for the same hour, until it would be
+// full again.
+var twoLimits = limitsWith("")
+
+// redisAddrMark stands for the benchmark's redis-server, host:port, in a
+// configuration's Handler; caddyfile puts the address in its place.
+const redisAddrMark = "REDIS_HOST_PORT"
+
+// twoLimitsRedis are the same two limits, with their buckets in Redis.
+var twoLimitsRedis = limitsWith("store redis {\n\taddress redis://" + redisAddrMark + "/0\n}")
+
+// limitsWith is the mcp block of twoLimits, with store (a store block, or
+// nothing) first.
+func limitsWith(store string) string {
+	var b strings.Builder
+	b.WriteString("mcp {\n")
+	if store != "" {
+		b.WriteString("\t" + strings.ReplaceAll(store, "\n", "\n\t") + "\n")
+	}
+	b.WriteString(`	rate_limit per_client {
 		key {http.request.header.X-Client}
 		rate 1/1h
 		burst 1000000000
@@ -71,17 +95,24 @@ const twoLimits = `mcp {
 		rate 1/1h
 		burst 1000000000
 	}
-}`
+}`)
+	return b.String()
+}
 
 // allConfigs returns every configuration, in the order a round measures
 // them. guardMax is the concurrency guard's max, far above the client count.
+// Each configuration with its limits' buckets in Redis comes right after
+// the one with the same limits in process, so that the two measurements
+// compared are seconds apart.
 func allConfigs(guardMax int) []config {
 	return []config{
 		{Name: cfgDirect, Upstream: upstreamResponder, Direct: true, Keys: 1, Baseline: cfgProxy},
 		{Name: cfgProxy, Upstream: upstreamResponder, Keys: 1, Baseline: cfgProxy},
 		{Name: cfgMCP, Upstream: upstreamResponder, Handler: "mcp", Keys: 1, Baseline: cfgProxy},
 		{Name: cfgLimits1, Upstream: upstreamResponder, Handler: twoLimits, Keys: 1, Baseline: cfgProxy},
+		{Name: cfgRedis1, Upstream: upstreamResponder, Handler: twoLimitsRedis, Keys: 1, Baseline: cfgProxy, Redis: true, InProcess: cfgLimits1},
 		{Name: cfgLimits100k, Upstream: upstreamResponder, Handler: twoLimits, Keys: manyKeys, Baseline: cfgProxy},
+		{Name: cfgRedis100k, Upstream: upstreamResponder, Handler: twoLimitsRedis, Keys: manyKeys, Baseline: cfgProxy, Redis: true, InProcess: cfgLimits100k},
 		{Name: cfgGuard, Upstream: upstreamResponder, Handler: fmt.Sprintf("mcp {\n\tconcurrency {\n\t\tmax %d\n\t}\n}", guardMax), Keys: 1, Baseline: cfgProxy},
 		{Name: cfgDenied, Upstream: upstreamResponder, Handler: "mcp {\n\trate_limit deny {\n\t\trate 1/1h\n\t\tburst 1\n\t}\n}", Keys: 1, Denied: true, Baseline: cfgProxy},
 		{Name: cfgSDKDirect, Upstream: upstreamSDK, Direct: true, Keys: 1, Baseline: cfgSDKProxy},
@@ -103,6 +134,33 @@ type selection struct {
 	// Running are the configurations that need a server: the ones measured,
 	// their baselines, and those the SSE measurement goes through.
 	Running []config
+	// Named says whether -configs named configurations rather than all.
+	Named bool
+}
+
+// needsRedis says whether any configuration of the selection keeps its
+// buckets in Redis.
+func (s selection) needsRedis() bool {
+	return slices.ContainsFunc(s.Running, func(c config) bool { return c.Redis })
+}
+
+// withoutRedis is the selection without the configurations that need
+// Redis, and their names.
+func (s selection) withoutRedis() (selection, []string) {
+	var dropped []string
+	keep := func(cs []config) []config {
+		var out []config
+		for _, c := range cs {
+			if !c.Redis {
+				out = append(out, c)
+			} else if !slices.Contains(dropped, c.Name) {
+				dropped = append(dropped, c.Name)
+			}
+		}
+		return out
+	}
+	s.Throughput, s.Running = keep(s.Throughput), keep(s.Running)
+	return s, dropped
 }
 
 // selectConfigs parses -configs: "all", or names separated by commas
@@ -110,7 +168,8 @@ type selection struct {
 func selectConfigs(list string, all []config) (selection, error) {
 	var sel selection
 	names := strings.Split(list, ",")
-	if strings.TrimSpace(list) == "all" {
+	sel.Named = strings.TrimSpace(list) != "all"
+	if !sel.Named {
 		names = []string{sseMeasurement}
 		for _, c := range all {
 			names = append(names, c.Name)
@@ -160,11 +219,12 @@ func configNames(all []config) string {
 // own loopback port (for /debug/pprof/), no HTTPS, nothing logged below
 // ERROR, and one plain-HTTP site listening on loopback only. Every
 // configuration, with or without mcp, proxies with the same reverse_proxy
-// settings.
-func caddyfile(c config, port, adminPort int, storage, upstream string) string {
+// settings. redis is the benchmark's redis-server, host:port, for the
+// configurations that keep their buckets there.
+func caddyfile(c config, port, adminPort int, storage, upstream, redis string) string {
 	var site strings.Builder
 	if c.Handler != "" {
-		site.WriteString(c.Handler)
+		site.WriteString(strings.ReplaceAll(c.Handler, redisAddrMark, redis))
 		site.WriteString("\n")
 	}
 	fmt.Fprintf(&site, "reverse_proxy %s {\n\theader_up Host {upstream_hostport}\n}", upstream)

@@ -51,21 +51,51 @@ type row struct {
 	P99 spread `json:"p99_ms"`
 	// AddedP50 and AddedP99 are the latency over the baseline's of the same
 	// round, in per cent of the baseline's.
-	AddedP50   spread     `json:"added_p50_pct"`
-	AddedP99   spread     `json:"added_p99_pct"`
-	Errors     uint64     `json:"errors"`
-	FirstError string     `json:"first_error,omitempty"`
-	Rounds     []roundFig `json:"rounds"`
+	AddedP50   spread `json:"added_p50_pct"`
+	AddedP99   spread `json:"added_p99_pct"`
+	Errors     uint64 `json:"errors"`
+	FirstError string `json:"first_error,omitempty"`
+	// For a configuration that keeps its buckets in Redis: InProcess is
+	// the one with the same limits in the handler's memory, and
+	// AddedP50InProcess this p50 minus InProcess's p50 of the same round,
+	// in microseconds (absent when InProcess was not measured).
+	// RedisRoundTrips are the exchanges with Redis per admitted request,
+	// RedisScripts the EVALSHA and EVAL calls (several in one exchange when
+	// a request meets several limits), and RedisCommands all the commands
+	// Redis processed, those the scripts run included.
+	InProcess         string  `json:"in_process,omitempty"`
+	AddedP50InProcess *spread `json:"added_p50_over_in_process_us,omitempty"`
+	RedisCommands     *spread `json:"redis_commands_per_request,omitempty"`
+	RedisScripts      *spread `json:"redis_scripts_per_request,omitempty"`
+	RedisRoundTrips   *spread `json:"redis_round_trips_per_request,omitempty"`
+	// RedisDecisions are the decisions asked of the Redis store over the
+	// rounds, and RedisFallbacks those Redis did not make (a timeout, or
+	// the breaker open): the handler made them with its own buckets.
+	RedisDecisions uint64     `json:"redis_decisions,omitempty"`
+	RedisFallbacks uint64     `json:"redis_fallbacks,omitempty"`
+	Rounds         []roundFig `json:"rounds"`
 }
 
 // roundFig is one round's measurement.
 type roundFig struct {
-	RPS   float64 `json:"rps"`
-	P50ms float64 `json:"p50_ms"`
-	P99ms float64 `json:"p99_ms"`
+	RPS   float64   `json:"rps"`
+	P50ms float64   `json:"p50_ms"`
+	P99ms float64   `json:"p99_ms"`
+	Redis *redisUse `json:"redis,omitempty"`
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+// spreadOrNil is the spread of xs, or nil when there are none.
+func spreadOrNil(xs []float64) *spread {
+	if len(xs) == 0 {
+		return nil
+	}
+	s := spreadOf(xs)
+	return &s
+}
 
 // summarise turns the series into rows, comparing each with its baseline
 // series of the same body size.
@@ -73,16 +103,32 @@ func summarise(all []*series) []row {
 	var rows []row
 	for _, s := range all {
 		base := findSeries(all, s.Config.Baseline, s.Size)
-		r := row{Config: s.Config.Name, Upstream: s.Config.Upstream, Baseline: s.Config.Baseline, Size: s.Size}
+		r := row{Config: s.Config.Name, Upstream: s.Config.Upstream, Baseline: s.Config.Baseline, Size: s.Size, InProcess: s.Config.InProcess}
 		var rps, ratio, p50, p99, add50, add99 []float64
+		var inProcess *series
+		if s.Config.InProcess != "" {
+			inProcess = findSeries(all, s.Config.InProcess, s.Size)
+		}
+		var overInProcess, redisCmds, redisScripts, redisTrips []float64
 		for i, smp := range s.Samples {
 			rps = append(rps, smp.RPS())
 			p50 = append(p50, ms(smp.P50()))
 			p99 = append(p99, ms(smp.P99()))
-			r.Rounds = append(r.Rounds, roundFig{RPS: smp.RPS(), P50ms: ms(smp.P50()), P99ms: ms(smp.P99())})
+			r.Rounds = append(r.Rounds, roundFig{RPS: smp.RPS(), P50ms: ms(smp.P50()), P99ms: ms(smp.P99()), Redis: smp.Redis})
 			r.Errors += smp.Errors
 			if r.FirstError == "" {
 				r.FirstError = smp.FirstError
+			}
+			if smp.Redis != nil && smp.Redis.Answered > 0 {
+				cmds, scripts, trips := smp.Redis.perRequest()
+				redisCmds, redisScripts, redisTrips = append(redisCmds, cmds), append(redisScripts, scripts), append(redisTrips, trips)
+			}
+			if smp.Redis != nil {
+				r.RedisDecisions += smp.Redis.Decisions
+				r.RedisFallbacks += smp.Redis.Fallbacks
+			}
+			if inProcess != nil && i < len(inProcess.Samples) && inProcess.Samples[i].P50() > 0 && smp.P50() > 0 {
+				overInProcess = append(overInProcess, us(smp.P50())-us(inProcess.Samples[i].P50()))
 			}
 			if base == nil || i >= len(base.Samples) {
 				continue
@@ -98,6 +144,8 @@ func summarise(all []*series) []row {
 		}
 		r.RPS, r.Ratio, r.P50, r.P99 = spreadOf(rps), spreadOf(ratio), spreadOf(p50), spreadOf(p99)
 		r.AddedP50, r.AddedP99 = spreadOf(add50), spreadOf(add99)
+		r.AddedP50InProcess, r.RedisCommands, r.RedisScripts = spreadOrNil(overInProcess), spreadOrNil(redisCmds), spreadOrNil(redisScripts)
+		r.RedisRoundTrips = spreadOrNil(redisTrips)
 		rows = append(rows, r)
 	}
 	return rows
@@ -161,6 +209,10 @@ func summariseFirstEvents(names []string, samples map[string][]*sample) *firstEv
 // goal is one of the targets, checked against this run's figures.
 type goal struct {
 	What string `json:"what"`
+	// Kind is what is compared: "same-run comparison" between
+	// configurations, or "count" for a figure that does not depend on the
+	// machine's speed.
+	Kind string `json:"kind"`
 	// Measured is the figure compared (a ratio, a per cent, milliseconds),
 	// Bound the limit, AtMost whether Measured must stay at or below it.
 	Measured spread  `json:"measured"`
@@ -170,15 +222,29 @@ type goal struct {
 	Met      bool    `json:"met"`
 }
 
-// goals checks the targets, each a comparison between configurations
-// measured side by side in this run, on the medians over the rounds.
+// Kinds of target.
+const (
+	kindComparison = "same-run comparison"
+	kindCount      = "count"
+)
+
+// unitPerRequest is the unit of a count per admitted request.
+const unitPerRequest = "per request"
+
+// goals checks the targets on the medians over the rounds: each a
+// comparison between configurations measured side by side in this run, but
+// for the Redis round trips per request, a count.
 func goals(rows []row, fe *firstEvents, sizes []int) []goal {
 	var gs []goal
 	atLeast := func(what string, s spread, bound float64) {
-		gs = append(gs, goal{What: what, Measured: s, Bound: bound, Unit: "×", Met: s.Median >= bound})
+		gs = append(gs, goal{What: what, Kind: kindComparison, Measured: s, Bound: bound, Unit: "×", Met: s.Median >= bound})
 	}
 	atMost := func(what string, s spread, bound float64, unit string) {
-		gs = append(gs, goal{What: what, Measured: s, Bound: bound, AtMost: true, Unit: unit, Met: s.Median <= bound})
+		kind := kindComparison
+		if unit == unitPerRequest {
+			kind = kindCount
+		}
+		gs = append(gs, goal{What: what, Kind: kind, Measured: s, Bound: bound, AtMost: true, Unit: unit, Met: s.Median <= bound})
 	}
 	for _, size := range sizes {
 		small := size <= 1<<10
@@ -203,6 +269,23 @@ func goals(rows []row, fe *firstEvents, sizes []int) []goal {
 	for _, size := range sizes {
 		if r := findRow(rows, cfgDenied, size); r != nil {
 			atLeast(fmt.Sprintf("throughput, denied (envelope) / reverse_proxy, %s", sizeLabel(size)), r.Ratio, 2)
+		}
+	}
+	for _, size := range sizes {
+		for _, n := range []string{cfgRedis1, cfgRedis100k} {
+			r := findRow(rows, n, size)
+			if r == nil {
+				continue
+			}
+			if size <= 1<<10 {
+				atLeast(fmt.Sprintf("throughput, %s / reverse_proxy, %s", n, sizeLabel(size)), r.Ratio, 0.90)
+			}
+			if r.AddedP50InProcess != nil {
+				atMost(fmt.Sprintf("p50 added, %s over %s (buckets in process), %s", n, r.InProcess, sizeLabel(size)), *r.AddedP50InProcess, 150, "µs")
+			}
+			if r.RedisRoundTrips != nil {
+				atMost(fmt.Sprintf("Redis round trips per admitted request, %s, %s", n, sizeLabel(size)), *r.RedisRoundTrips, 1, unitPerRequest)
+			}
 		}
 	}
 	if fe != nil && fe.Added != nil {
