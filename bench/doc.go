@@ -103,7 +103,7 @@
 // every request answered was admitted), and commands per request are
 // total_commands_processed likewise, without the benchmark's own INFO. Redis
 // counts the commands a script runs inside it (the bucket script's TIME,
-// HMGET, HSET and PEXPIREAT) as commands too, so commands measure the work
+// GET and SET) as commands too, so commands measure the work
 // Redis does, and the script calls the round trips (Redis cannot tell
 // whether a client pipelined several calls in one). The line also says how
 // many decisions Redis did not make, from Caddy's

@@ -193,7 +193,7 @@ type redisUse struct {
 	// a request meets several limits, which Redis does not tell. Commands are all the
 	// commands Redis processed meanwhile, except the benchmark's own
 	// counter reads: the scripts, the commands they run inside Redis
-	// (TIME, HMGET, HSET, PEXPIREAT), and any other a client sent.
+	// (TIME, GET, SET), and any other a client sent.
 	Commands uint64 `json:"commands"`
 	Scripts  uint64 `json:"scripts"`
 	// RoundTrips are the exchanges the handler had with Redis, a pipeline

@@ -4,7 +4,7 @@
 -- microseconds (TIME's precision; nanoseconds since 1970 do not fit in the
 -- 53 bits a Lua number holds exactly).
 --
--- KEYS[1]  the bucket: a hash of t (tokens held at l) and l (when, in µs)
+-- KEYS[1]  the bucket: "<tokens> <when>", the tokens it held when (µs)
 -- ARGV[1]  "take" or "refund"
 -- ARGV[2]  cost, in tokens
 -- ARGV[3]  burst: the most tokens the bucket holds
@@ -29,8 +29,15 @@ local now = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
 local function tokens_in(d) return d * 1000 * events / window end
 local function time_for(n) return n * window / events / 1000 end
 
-local held = redis.call('HMGET', key, 't', 'l')
-local tokens, last = tonumber(held[1]), tonumber(held[2])
+-- A value that is not a bucket (another type, another format: a key
+-- someone else wrote) counts as no bucket, and is replaced when tokens are
+-- taken, rather than failing every decision on it.
+local tokens, last
+local held = redis.pcall('GET', key)
+if type(held) == 'string' then
+	local t, l = string.match(held, '^(%S+) (%S+)$')
+	tokens, last = tonumber(t), tonumber(l)
+end
 if tokens == nil or last == nil then
 	tokens, last = burst, now
 end
@@ -54,8 +61,7 @@ local function set(t, when)
 		redis.call('DEL', key)
 		return
 	end
-	redis.call('HSET', key, 't', string.format('%.17g', t), 'l', when)
-	redis.call('PEXPIREAT', key, math.ceil(full / 1000))
+	redis.call('SET', key, string.format('%.17g %d', t, when), 'PXAT', math.ceil(full / 1000))
 end
 
 local when = math.max(now, last)

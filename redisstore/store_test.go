@@ -330,3 +330,19 @@ func TestSeveralLimitsAreDecidedTogether(t *testing.T) {
 	}, 10*time.Second, 20*time.Millisecond)
 	assert.Equal(t, "1", srv.CLI(t, "EXISTS", "caddy-mcp:{global:}"), "decided in the restarted Redis")
 }
+
+// A key under the prefix that is not a bucket (written by something else)
+// neither fails decisions nor trips the breaker: it is replaced.
+func TestAKeyThatIsNotABucketIsReplaced(t *testing.T) {
+	srv := redistest.Start(t)
+	r := provision(t, &redisstore.Redis{Addresses: []string{srv.URL()}})
+	store := r.Store("per_client", ratelimit.NewMemory(0))
+	lim := limitOf(t, "2/1h", 2)
+	srv.CLI(t, "HSET", "caddy-mcp:{per_client:c}", "t", "0")
+	srv.CLI(t, "SET", "caddy-mcp:{per_client:d}", "garbage")
+	for _, key := range []string{"c", "d"} {
+		assert.True(t, store.Take(time.Now(), key, 2, lim).Allowed, key)
+		assert.False(t, store.Take(time.Now(), key, 1, lim).Allowed, key)
+	}
+	assert.True(t, r.Status().(redisstore.Status).Healthy)
+}
