@@ -98,14 +98,14 @@
 // admitted request cost Redis. Before and after each measurement the
 // benchmark reads Redis's INFO stats and INFO commandstats, on a connection
 // of its own, while nothing else asks that Redis anything: round trips per
-// admitted request are the EVALSHA and EVAL calls counted meanwhile divided
-// by the requests answered (warm-up included; the limits never trigger, so
-// every request answered was admitted), and commands per request are
-// total_commands_processed likewise, without the benchmark's own INFO. Redis
-// counts the commands a script runs inside it (the bucket script's TIME,
-// GET and SET) as commands too, so commands measure the work
-// Redis does, and the script calls the round trips (Redis cannot tell
-// whether a client pipelined several calls in one). The line also says how
+// admitted request are the exchanges the store had with Redis (Caddy's
+// caddy_mcp_store_latency_seconds_count, a pipeline of several scripts
+// being one) divided by the requests answered (warm-up included; the
+// limits never trigger, so every request answered was admitted); scripts
+// are the EVALSHA and EVAL calls Redis counted, and commands its
+// total_commands_processed, without the benchmark's own INFO. Redis counts
+// the commands a script runs inside it (the bucket script's TIME, GET and
+// SET) as commands too, so commands measure the work Redis does. The line also says how
 // many decisions Redis did not make, from Caddy's
 // caddy_mcp_store_decisions_total (a timeout, or the breaker open after
 // one): those were made with the node's own buckets and cost no round trip,

@@ -134,7 +134,7 @@ func (r *report) writeRedis(w io.Writer) {
 	if len(rows) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "\nRate-limit buckets in Redis, against the same limits in process (median over the rounds [smallest–largest]). p50 added is the round's p50 minus that of the in-process configuration measured just before it. Round trips are the EVALSHA and EVAL calls Redis received during the measurement (warm-up included) divided by the requests admitted meanwhile; commands are all those Redis processed, the ones each script runs inside Redis included, the benchmark's own INFO excluded:")
+	fmt.Fprintln(w, "\nRate-limit buckets in Redis, against the same limits in process (median over the rounds [smallest–largest]). p50 added is the round's p50 minus that of the in-process configuration measured just before it. Round trips are the exchanges the store had with Redis during the measurement (warm-up included; a pipeline of several scripts is one), divided by the requests admitted meanwhile; scripts are the EVALSHA and EVAL calls Redis received, and commands all those it processed, the ones each script runs inside Redis included, the benchmark's own INFO excluded:")
 	fmt.Fprintln(w)
 	for _, row := range rows {
 		added := "– (" + row.InProcess + " not measured)"
