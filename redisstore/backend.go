@@ -11,19 +11,27 @@ import (
 	"github.com/caddymcp/caddy-mcp/ratelimit"
 )
 
-// probeEvery is how often an open breaker asks Redis whether it answers
-// again.
-const probeEvery = time.Second
+// The breaker: Redis is taken as down after tripAfter exchanges in a row
+// failed (a timeout, a broken connection: not an error reply about one
+// key), and asked again by a probe after probeFirst, then at intervals
+// doubling up to probeEvery, so that a pause of a few milliseconds (a fork
+// for a snapshot, a slow command) costs the node little, and an outage no
+// timeout per request.
+const (
+	tripAfter  = 3
+	probeFirst = 100 * time.Millisecond
+	probeEvery = time.Second
+)
 
 // conn is what a store needs of a Redis client: the bucket script and a
 // probe. It is safe for concurrent use.
 type conn interface {
-	// bucket runs the bucket script on key.
-	bucket(ctx context.Context, key string, args []string) ([3]int64, error)
 	// buckets runs the bucket script on each key, with the args of the same
 	// index, in one round trip (a pipeline; on a cluster, one per node, at
-	// once).
-	buckets(ctx context.Context, keys []string, args [][]string) ([][3]int64, error)
+	// once). errs[i] is Redis's error reply for key i (the script failed on
+	// it: a wrong type, no memory, no permission); err is a failure of the
+	// exchange itself, which decided nothing.
+	buckets(ctx context.Context, keys []string, args [][]string) (res [][3]int64, errs []error, err error)
 	ping(ctx context.Context) error
 	close()
 }
@@ -39,13 +47,16 @@ type backend struct {
 	logger  *zap.Logger
 
 	// down is set while Redis does not answer: decisions skip it, and one
-	// prober asks it every probeEvery.
+	// prober asks it. failures counts the exchanges that failed in a row.
 	down     atomic.Bool
-	mu       sync.Mutex
-	since    time.Time
-	lastErr  string
-	stop     context.CancelFunc
-	stopping context.Context
+	failures atomic.Int32
+	// refusedLog is when an error reply was last logged (unix ns).
+	refusedLog atomic.Int64
+	mu         sync.Mutex
+	since      time.Time
+	lastErr    string
+	stop       context.CancelFunc
+	stopping   context.Context
 }
 
 func newBackend(c conn, timeout time.Duration, name string, logger *zap.Logger) *backend {
@@ -60,46 +71,48 @@ func (b *backend) Destruct() error {
 	return nil
 }
 
-// run runs the bucket script within the timeout, unless Redis is known to
-// be down. ok is false when Redis did not decide.
-func (b *backend) run(key string, args []string) (res [3]int64, ok bool) {
-	if b.down.Load() {
-		decisions.WithLabelValues(b.name, "down").Inc()
-		return res, false
-	}
-	ctx, cancel := context.WithTimeout(b.stopping, b.timeout)
-	start := time.Now()
-	res, err := b.conn.bucket(ctx, key, args)
-	cancel()
-	latency.WithLabelValues(b.name).Observe(time.Since(start).Seconds())
-	if err != nil {
-		decisions.WithLabelValues(b.name, "error").Inc()
-		b.trip(err)
-		return res, false
-	}
-	decisions.WithLabelValues(b.name, "redis").Inc()
-	return res, true
-}
-
-// runEach is run for several buckets in one round trip; ok is false when
-// Redis did not decide them.
-func (b *backend) runEach(keys []string, args [][]string) (res [][3]int64, ok bool) {
+// run runs the bucket script for each key in one round trip, unless Redis
+// is known to be down; decided[i] is false when Redis did not decide key i.
+func (b *backend) run(keys []string, args [][]string) (res [][3]int64, decided []bool) {
+	decided = make([]bool, len(keys))
 	if b.down.Load() {
 		decisions.WithLabelValues(b.name, "down").Add(float64(len(keys)))
-		return nil, false
+		return nil, decided
 	}
 	ctx, cancel := context.WithTimeout(b.stopping, b.timeout)
 	start := time.Now()
-	res, err := b.conn.buckets(ctx, keys, args)
+	res, errs, err := b.conn.buckets(ctx, keys, args)
 	cancel()
 	latency.WithLabelValues(b.name).Observe(time.Since(start).Seconds())
 	if err != nil {
 		decisions.WithLabelValues(b.name, "error").Add(float64(len(keys)))
-		b.trip(err)
-		return nil, false
+		if b.failures.Add(1) >= tripAfter {
+			b.trip(err)
+		}
+		return nil, decided
 	}
-	decisions.WithLabelValues(b.name, "redis").Add(float64(len(keys)))
-	return res, true
+	b.failures.Store(0)
+	for i, e := range errs {
+		if e != nil {
+			// An error reply about this key: this decision fails, the
+			// others stand, and Redis is not down.
+			decisions.WithLabelValues(b.name, "error").Inc()
+			b.logRefused(e)
+			continue
+		}
+		decided[i] = true
+		decisions.WithLabelValues(b.name, "redis").Inc()
+	}
+	return res, decided
+}
+
+// logRefused logs an error reply, once a minute at most.
+func (b *backend) logRefused(err error) {
+	now := time.Now().UnixNano()
+	if last := b.refusedLog.Load(); now-last >= int64(time.Minute) && b.refusedLog.CompareAndSwap(last, now) {
+		b.logger.Warn("redis refused a rate-limit decision: it is made as on_error says",
+			zap.String("redis", b.name), zap.Error(err))
+	}
 }
 
 // TakeEach makes the decisions of several limits' stores on this Redis in
@@ -113,9 +126,9 @@ func (b *backend) TakeEach(now time.Time, reqs []ratelimit.Request, out []rateli
 		keys[i] = r.Store.(*Store).bucketKey(r.Key)
 		argv[i] = args("take", r.Cost, r.Limit)
 	}
-	res, ok := b.runEach(keys, argv)
+	res, decided := b.run(keys, argv)
 	for i, r := range reqs {
-		if !ok {
+		if !decided[i] {
 			out[i] = r.Store.(*Store).unchecked(now, r.Key, r.Cost, r.Limit)
 			continue
 		}
@@ -133,23 +146,25 @@ func (b *backend) trip(err error) {
 	}
 	b.down.Store(true)
 	b.since, b.lastErr = time.Now(), err.Error()
-	up.WithLabelValues(b.name).Set(0)
+	up.WithLabelValues(b.name).Set(0) // under mu, so that it follows down
 	b.logger.Warn("redis does not answer: rate limits are decided without it until it does",
 		zap.String("redis", b.name), zap.Duration("timeout", b.timeout), zap.Error(err))
 	go b.probe()
 }
 
-// probe asks Redis every probeEvery until it answers, then lets decisions
-// go to it again.
+// probe asks Redis, after probeFirst and then at intervals doubling up to
+// probeEvery, until it answers; then decisions go to it again.
 func (b *backend) probe() {
-	t := time.NewTicker(probeEvery)
-	defer t.Stop()
+	wait := probeFirst
 	for {
+		t := time.NewTimer(wait)
 		select {
 		case <-b.stopping.Done():
+			t.Stop()
 			return
 		case <-t.C:
 		}
+		wait = min(2*wait, probeEvery)
 		ctx, cancel := context.WithTimeout(b.stopping, b.timeout)
 		err := b.conn.ping(ctx)
 		cancel()
@@ -160,9 +175,10 @@ func (b *backend) probe() {
 			continue
 		}
 		down := time.Since(b.since)
+		b.failures.Store(0)
 		b.down.Store(false)
-		b.mu.Unlock()
 		up.WithLabelValues(b.name).Set(1)
+		b.mu.Unlock()
 		b.logger.Info("redis answers again: rate limits are decided in it",
 			zap.String("redis", b.name), zap.Duration("down_for", down))
 		return

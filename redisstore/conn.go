@@ -52,20 +52,22 @@ func (o *options) name() string { return strings.Join(o.addrs, ",") }
 // database but 0).
 func parseAddresses(addrs []string, user, pass string) (*options, error) {
 	o := &options{}
+	// An address that does not parse is never quoted in an error: it may
+	// hold a password (from an {env.*} placeholder, say).
 	for i, a := range addrs {
 		if !strings.Contains(a, "://") {
 			if err := checkHostPort(a); err != nil {
-				return nil, fmt.Errorf("address %q: %w", a, err)
+				return nil, fmt.Errorf("address %d of %d: %w", i+1, len(addrs), err)
 			}
 			o.addrs = append(o.addrs, a)
 			continue
 		}
 		if s, _, _ := strings.Cut(a, "://"); s != "redis" && s != "rediss" {
-			return nil, fmt.Errorf("address %q: invalid URL scheme: want redis:// or rediss://", redactURL(a))
+			return nil, fmt.Errorf("address %d of %d: invalid URL scheme %q: want redis:// or rediss://", i+1, len(addrs), s)
 		}
 		parsed, err := rueidis.ParseURL(a)
 		if err != nil {
-			return nil, fmt.Errorf("address %q: %w", redactURL(a), err)
+			return nil, fmt.Errorf("address %d of %d: not a valid redis:// URL (redis://[user:password@]host:port[/db])", i+1, len(addrs))
 		}
 		o.addrs = append(o.addrs, parsed.InitAddress...)
 		if i == 0 {
@@ -95,34 +97,21 @@ func checkHostPort(a string) error {
 	return nil
 }
 
-// redacted is addrs with any password in a URL replaced, for errors.
-func redacted(addrs []string) []string {
-	out := make([]string, len(addrs))
-	for i, a := range addrs {
-		out[i] = redactURL(a)
-	}
-	return out
-}
-
-func redactURL(a string) string {
-	u, err := url.Parse(a)
-	if err != nil || u.User == nil {
-		return a
-	}
-	return u.Redacted()
-}
-
 // lazyConn is a conn on a rueidis client made when Redis first answers:
 // rueidis connects when the client is made, and a node must start while
 // Redis is down.
 type lazyConn struct {
 	opt    rueidis.ClientOption
 	client atomic.Pointer[rueidis.Client]
-	// connecting is held while the client is made, one attempt at a time.
-	connecting sync.Mutex
-	closed     atomic.Bool
-	script     *rueidis.Lua
-	sha        string
+	// mu guards attempt, the attempt to make the client under way (closed
+	// when it ends: one at a time, however many requests wait for it),
+	// and closed.
+	mu      sync.Mutex
+	attempt chan struct{}
+	lastErr error
+	closed  bool
+	script  *rueidis.Lua
+	sha     string
 }
 
 // dial returns the conn, and starts connecting in the background.
@@ -135,80 +124,88 @@ func dial(o *options) conn {
 	opt.Dialer.Timeout = dialTimeout
 	sum := sha1.Sum([]byte(bucketScript))
 	c := &lazyConn{opt: opt, script: rueidis.NewLuaScript(bucketScript), sha: hex.EncodeToString(sum[:])}
-	go func() { _, _ = c.connect() }()
+	c.connecting()
 	return c
 }
 
-// get returns the client, waiting for it to be made at most until ctx is
-// done.
+// get returns the client, waiting for an attempt to make it at most until
+// ctx is done.
 func (c *lazyConn) get(ctx context.Context) (rueidis.Client, error) {
 	if p := c.client.Load(); p != nil {
 		return *p, nil
 	}
-	type made struct {
-		c   rueidis.Client
-		err error
-	}
-	done := make(chan made, 1)
-	go func() {
-		client, err := c.connect()
-		done <- made{client, err}
-	}()
+	done := c.connecting()
 	select {
-	case m := <-done:
-		return m.c, m.err
+	case <-done:
 	case <-ctx.Done():
 		return nil, fmt.Errorf("connecting to redis: %w", ctx.Err())
 	}
-}
-
-// connect makes the client, unless it is made already.
-func (c *lazyConn) connect() (rueidis.Client, error) {
-	c.connecting.Lock()
-	defer c.connecting.Unlock()
 	if p := c.client.Load(); p != nil {
 		return *p, nil
 	}
-	if c.closed.Load() {
-		return nil, errors.New("redis client closed")
-	}
-	client, err := rueidis.NewClient(c.opt)
-	if err != nil {
-		return nil, err
-	}
-	c.client.Store(&client)
-	return client, nil
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return nil, c.lastErr
 }
 
-func (c *lazyConn) bucket(ctx context.Context, key string, args []string) ([3]int64, error) {
-	client, err := c.get(ctx)
-	if err != nil {
-		return [3]int64{}, err
+// connecting returns the channel closed when the attempt to make the
+// client ends, starting one unless one is under way.
+func (c *lazyConn) connecting() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.attempt != nil {
+		return c.attempt
 	}
-	return answer(c.script.Exec(ctx, client, []string{key}, args))
+	done := make(chan struct{})
+	c.attempt = done
+	go func() {
+		client, err := rueidis.NewClient(c.opt)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		switch {
+		case err != nil:
+			c.lastErr = err
+		case c.closed:
+			client.Close()
+			c.lastErr = errors.New("redis client closed")
+		default:
+			c.client.Store(&client)
+		}
+		c.attempt = nil
+		close(done)
+	}()
+	return done
 }
 
-func (c *lazyConn) buckets(ctx context.Context, keys []string, args [][]string) ([][3]int64, error) {
+func (c *lazyConn) buckets(ctx context.Context, keys []string, args [][]string) ([][3]int64, []error, error) {
 	client, err := c.get(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cmds := make(rueidis.Commands, len(keys))
 	for i, key := range keys {
 		cmds[i] = client.B().Evalsha().Sha1(c.sha).Numkeys(1).Key(key).Arg(args[i]...).Build()
 	}
 	res := make([][3]int64, len(keys))
+	errs := make([]error, len(keys))
 	for i, r := range client.DoMulti(ctx, cmds...) {
 		if e, ok := rueidis.IsRedisErr(r.Error()); ok && e.IsNoScript() {
 			// Redis restarted, or failed over, and lost its scripts: this
 			// one goes alone, loading the script again.
 			r = c.script.Exec(ctx, client, keys[i:i+1], args[i])
 		}
+		if err := r.Error(); err != nil {
+			if _, reply := rueidis.IsRedisErr(err); !reply {
+				return nil, nil, err // the exchange failed: nothing was decided
+			}
+			errs[i] = err
+			continue
+		}
 		if res[i], err = answer(r); err != nil {
-			return nil, err
+			errs[i] = err
 		}
 	}
-	return res, nil
+	return res, errs, nil
 }
 
 // answer reads the bucket script's answer.
@@ -225,18 +222,22 @@ func answer(r rueidis.RedisResult) ([3]int64, error) {
 	return res, nil
 }
 
+// ping runs the bucket script through the pipeline decisions use, on a key
+// of its own, giving back nothing (cost 0): a PING could pass on a fresh
+// connection while the one decisions go through is still broken. An error
+// reply (no permission on the key, say) is an answer too.
 func (c *lazyConn) ping(ctx context.Context) error {
-	client, err := c.get(ctx)
-	if err != nil {
-		return err
-	}
-	return client.Do(ctx, client.B().Ping().Build()).Error()
+	_, _, err := c.buckets(ctx, []string{probeKey}, [][]string{{"refund", "0", "1", "1", "1000000000"}})
+	return err
 }
 
+// probeKey is the key a probe refunds nothing to: it is never written.
+const probeKey = "caddy-mcp-probe"
+
 func (c *lazyConn) close() {
-	c.closed.Store(true)
-	c.connecting.Lock()
-	defer c.connecting.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
 	if p := c.client.Load(); p != nil {
 		(*p).Close()
 	}

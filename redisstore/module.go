@@ -121,7 +121,7 @@ func (r *Redis) Provision(ctx caddy.Context) error {
 		return newBackend(dial(opts), timeout, opts.name(), logger), nil
 	})
 	if err != nil {
-		return fmt.Errorf("redis %s: %w", strings.Join(redacted(addrs), " "), err)
+		return fmt.Errorf("redis %s: %w", opts.name(), err)
 	}
 	r.b = v.(*backend)
 	up.WithLabelValues(r.b.name).Set(boolFloat(!r.b.down.Load()))

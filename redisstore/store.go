@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	_ "embed"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -52,16 +53,26 @@ type Store struct {
 
 var _ ratelimit.Batcher = (*Store)(nil)
 
-func (s *Store) bucketKey(key string) string { return s.head + key + "}" }
+// bucketKey is the Redis key of key's bucket. Braces in a client's key are
+// escaped: a } would end the hash tag early, and put every key beginning
+// with one on the same slot.
+func (s *Store) bucketKey(key string) string {
+	if strings.ContainsAny(key, "{}%") {
+		key = tagEscaper.Replace(key)
+	}
+	return s.head + key + "}"
+}
+
+var tagEscaper = strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D")
 
 // Take takes cost tokens from key's bucket, on Redis's clock (now is only
 // used when Redis cannot decide and local does).
 func (s *Store) Take(now time.Time, key string, cost int, lim ratelimit.Limit) ratelimit.Decision {
-	res, ok := s.b.run(s.bucketKey(key), args("take", cost, lim))
-	if !ok {
+	res, decided := s.b.run([]string{s.bucketKey(key)}, [][]string{args("take", cost, lim)})
+	if !decided[0] {
 		return s.unchecked(now, key, cost, lim)
 	}
-	return decision(res)
+	return decision(res[0])
 }
 
 // Batch is the Redis the store decides in: the stores of one Redis decide
@@ -72,10 +83,15 @@ func (s *Store) Batch() ratelimit.Batch { return s.b }
 func decision(res [3]int64) ratelimit.Decision {
 	return ratelimit.Decision{
 		Allowed:    res[0] == 1,
-		RetryAfter: time.Duration(res[1]) * time.Microsecond,
+		RetryAfter: time.Duration(min(res[1], maxWaitMicros)) * time.Microsecond,
 		Remaining:  int(res[2]),
 	}
 }
+
+// maxWaitMicros caps a wait as the in-process store caps it (about 73
+// years), so that a rate of a few events in centuries cannot overflow a
+// Duration.
+const maxWaitMicros = math.MaxInt64 / 4 / 1000
 
 // Refund gives back cost tokens; when Redis cannot take them back, local
 // does (if it decided the Take, it holds them; if not, it ignores a refund
@@ -84,7 +100,7 @@ func (s *Store) Refund(now time.Time, key string, cost int, lim ratelimit.Limit)
 	if cost <= 0 {
 		return
 	}
-	if _, ok := s.b.run(s.bucketKey(key), args("refund", cost, lim)); !ok && s.onError == Local {
+	if _, decided := s.b.run([]string{s.bucketKey(key)}, [][]string{args("refund", cost, lim)}); !decided[0] && s.onError == Local {
 		s.local.Refund(now, key, cost, lim)
 	}
 }
