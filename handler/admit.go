@@ -62,9 +62,7 @@ func (h *Handler) admit(x *exchange, repl *caddy.Replacer) *denial {
 
 // refund gives back the tokens the exchange took, when it will not run.
 func (x *exchange) refund(now time.Time) {
-	for _, r := range x.taken {
-		r.Store.Refund(now, r.Key, r.Cost, r.Limit)
-	}
+	ratelimit.RefundAll(now, x.taken)
 	x.taken = nil
 }
 

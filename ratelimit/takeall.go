@@ -54,6 +54,22 @@ type Batch interface {
 	// every decision at once. It gives back nothing: a request allowed
 	// keeps its tokens when another is denied.
 	TakeEach(now time.Time, reqs []Request, out []Decision)
+	// RefundEach gives back each request's tokens, as Store.Refund would,
+	// all at once.
+	RefundEach(now time.Time, reqs []Request)
+}
+
+// RefundAll gives back the tokens of reqs, taken by an event that will not
+// happen after all (TakeAll allowed it, then something else refused it):
+// at once where their stores share a Batch.
+func RefundAll(now time.Time, reqs []Request) {
+	if b := commonBatch(reqs); b != nil {
+		b.RefundEach(now, reqs)
+		return
+	}
+	for _, r := range reqs {
+		r.Store.Refund(now, r.Key, r.Cost, r.Limit)
+	}
 }
 
 // commonBatch is the Batch every request's store shares, or nil when they
@@ -91,10 +107,14 @@ func takeBatched(now time.Time, b Batch, reqs []Request) (denied int, d Decision
 	if denied < 0 {
 		return -1, out[len(out)-1]
 	}
+	var allowed []Request
 	for i, r := range reqs {
 		if out[i].Allowed {
-			r.Store.Refund(now, r.Key, r.Cost, r.Limit)
+			allowed = append(allowed, r)
 		}
+	}
+	if len(allowed) > 0 {
+		b.RefundEach(now, allowed)
 	}
 	return denied, out[denied]
 }

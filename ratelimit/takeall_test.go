@@ -77,7 +77,14 @@ type batched struct {
 
 func (s batched) Batch() ratelimit.Batch { return s.b }
 
-type countingBatch struct{ calls int }
+type countingBatch struct{ calls, refunds int }
+
+func (b *countingBatch) RefundEach(now time.Time, reqs []ratelimit.Request) {
+	b.refunds++
+	for _, r := range reqs {
+		r.Store.Refund(now, r.Key, r.Cost, r.Limit)
+	}
+}
 
 func (b *countingBatch) TakeEach(now time.Time, reqs []ratelimit.Request, out []ratelimit.Decision) {
 	b.calls++
@@ -108,6 +115,11 @@ func TestStoresOfOneBatchDecideTogether(t *testing.T) {
 	require.Equal(t, 1, denied)
 	assert.Equal(t, time.Hour, d.RetryAfter)
 	assert.Equal(t, 1, perClient.Len(), "a's bucket only: b's token came back, and its bucket is full again")
+	assert.Equal(t, 1, b.refunds, "in one call")
+
+	ratelimit.RefundAll(now, event("a"))
+	assert.Equal(t, 2, b.refunds, "a refund of a whole event is one call too")
+	assert.Equal(t, 0, perClient.Len(), "a's token came back")
 
 	// Stores of different batches, or a single request, go one by one.
 	denied, _ = ratelimit.TakeAll(now, []ratelimit.Request{{Store: perClient, Key: "c", Cost: 1, Limit: roomy}, {Store: other, Key: "c", Cost: 1, Limit: roomy}})

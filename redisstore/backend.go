@@ -136,6 +136,24 @@ func (b *backend) TakeEach(now time.Time, reqs []ratelimit.Request, out []rateli
 	}
 }
 
+// RefundEach gives back several limits' tokens on this Redis in one round
+// trip; those Redis cannot take back go to the node's own buckets where
+// on_error is local.
+func (b *backend) RefundEach(now time.Time, reqs []ratelimit.Request) {
+	keys := make([]string, len(reqs))
+	argv := make([][]string, len(reqs))
+	for i, r := range reqs {
+		keys[i] = r.Store.(*Store).bucketKey(r.Key)
+		argv[i] = args("refund", r.Cost, r.Limit)
+	}
+	_, decided := b.run(keys, argv)
+	for i, r := range reqs {
+		if s := r.Store.(*Store); !decided[i] && s.onError == Local {
+			s.local.Refund(now, r.Key, r.Cost, r.Limit)
+		}
+	}
+}
+
 // trip marks Redis down after a failed decision and starts the prober,
 // logging once per change of state.
 func (b *backend) trip(err error) {

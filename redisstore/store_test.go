@@ -324,8 +324,10 @@ func TestSeveralLimitsAreDecidedTogether(t *testing.T) {
 	assert.Equal(t, 2, scriptCalls(t, srv)-before, "one request, two limits: two scripts")
 	assert.Equal(t, uint64(1), roundTrips(t, reg)-trips, "in one round trip")
 
+	trips = roundTrips(t, reg)
 	denied, d := ratelimit.TakeAll(time.Now(), reqs())
 	assert.Equal(t, 1, denied, "the global limit is spent")
+	assert.Equal(t, uint64(2), roundTrips(t, reg)-trips, "one round trip to decide, one to give back")
 	assert.Positive(t, d.RetryAfter)
 	// The per-client limit gave back the token the denied request took.
 	left := perClient.Take(time.Now(), "c", 98, wide)
