@@ -186,9 +186,19 @@ func (c *lazyConn) buckets(ctx context.Context, keys []string, args [][]string) 
 	for i, key := range keys {
 		cmds[i] = client.B().Evalsha().Sha1(c.sha).Numkeys(1).Key(key).Arg(args[i]...).Build()
 	}
+	results := client.DoMulti(ctx, cmds...)
+	for try := 1; try < connTries && ctx.Err() == nil && brokenConn(results); try++ {
+		// Redis restarted, or a connection broke: each of the client's
+		// connections fails once before it is made anew. After a restart
+		// the command never reached the Redis that answers now; after a
+		// connection lost mid-reply it may have run, and the retry takes
+		// the tokens twice: the client may be refused a little early,
+		// never admitted beyond its limit.
+		results = client.DoMulti(ctx, cmds...)
+	}
 	res := make([][3]int64, len(keys))
 	errs := make([]error, len(keys))
-	for i, r := range client.DoMulti(ctx, cmds...) {
+	for i, r := range results {
 		if e, ok := rueidis.IsRedisErr(r.Error()); ok && e.IsNoScript() {
 			// Redis restarted, or failed over, and lost its scripts: this
 			// one goes alone, loading the script again.
@@ -206,6 +216,21 @@ func (c *lazyConn) buckets(ctx context.Context, keys []string, args [][]string) 
 		}
 	}
 	return res, errs, nil
+}
+
+// connTries bounds the attempts on broken connections (see buckets).
+const connTries = 3
+
+// brokenConn reports whether every result failed without a reply from
+// Redis, as on a connection that broke, and not because a deadline passed.
+func brokenConn(results []rueidis.RedisResult) bool {
+	for _, r := range results {
+		err := r.Error()
+		if _, reply := rueidis.IsRedisErr(err); err == nil || reply || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			return false
+		}
+	}
+	return true
 }
 
 // answer reads the bucket script's answer.
