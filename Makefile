@@ -23,8 +23,9 @@ release:
 	go run ./cmd/release
 
 # Every micro-benchmark once, so that none can rot; figures come from running
-# them with a real -benchtime.
+# them with a real -benchtime. Those of the Redis store start redis-server.
 bench-micro:
+	scripts/ensure-redis
 	go test -run '^$$' -bench . -benchtime 1x ./...
 
 # The gateway against a plain reverse_proxy, side by side in one run, on

@@ -218,3 +218,22 @@ func TestARepeatedMCPHeaderIsAHeaderMismatchInTheStatelessEra(t *testing.T) {
 		assert.Equal(t, code, decodeRPCError(t, members(t, w.Body.Bytes())["error"]).Code, version)
 	}
 }
+
+// The largest mirror header a client can send (Caddy takes up to 1 MB of
+// headers) is read once: decoded into one buffer of its size at most, and
+// repeated in the answer cut to maxEchoed bytes.
+func TestAHugeMirrorHeaderIsAnsweredInFewBytes(t *testing.T) {
+	huge := strings.Repeat("x", 512<<10)
+	for name, value := range map[string]string{"plain": huge, "base64": b64(huge), "bad base64": "=?base64?" + huge + "?="} {
+		t.Run(name, func(t *testing.T) {
+			h := provision(t, &Handler{})
+			u := &upstream{}
+			w := serve(t, h, post(toolsCall(`1`, "search"), header("Mcp-Protocol-Version", "2026-07-28"),
+				header("Mcp-Method", "tools/call"), header("Mcp-Name", value)), u)
+			assert.Equal(t, 0, u.calls)
+			assert.Equal(t, http.StatusBadRequest, w.Code)
+			assert.Less(t, w.Body.Len(), 4<<10, "the answer repeats the value cut short")
+			assert.Equal(t, codeHeaderMismatch, decodeRPCError(t, members(t, w.Body.Bytes())["error"]).Code)
+		})
+	}
+}

@@ -2,10 +2,12 @@ package redisstore
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/caddymcp/caddy-mcp/ratelimit"
@@ -45,6 +47,10 @@ type backend struct {
 	timeout time.Duration
 	name    string // for logs, metrics and the status: the addresses
 	logger  *zap.Logger
+	// The backend's series, looked up once: decisions made in Redis, not
+	// made for an error, not made for Redis being down; round trips.
+	inRedis, failed, skipped prometheus.Counter
+	roundTrip                prometheus.Observer
 
 	// down is set while Redis does not answer: decisions skip it, and one
 	// prober asks it. failures counts the exchanges that failed in a row.
@@ -61,7 +67,9 @@ type backend struct {
 
 func newBackend(c conn, timeout time.Duration, name string, logger *zap.Logger) *backend {
 	ctx, stop := context.WithCancel(context.Background())
-	return &backend{conn: c, timeout: timeout, name: name, logger: logger, stopping: ctx, stop: stop}
+	return &backend{conn: c, timeout: timeout, name: name, logger: logger, stopping: ctx, stop: stop,
+		inRedis: decisions.WithLabelValues(name, "redis"), failed: decisions.WithLabelValues(name, "error"),
+		skipped: decisions.WithLabelValues(name, "down"), roundTrip: latency.WithLabelValues(name)}
 }
 
 // Destruct closes the client once no config uses the backend.
@@ -76,16 +84,16 @@ func (b *backend) Destruct() error {
 func (b *backend) run(keys []string, args [][]string) (res [][3]int64, decided []bool) {
 	decided = make([]bool, len(keys))
 	if b.down.Load() {
-		decisions.WithLabelValues(b.name, "down").Add(float64(len(keys)))
+		b.skipped.Add(float64(len(keys)))
 		return nil, decided
 	}
 	ctx, cancel := context.WithTimeout(b.stopping, b.timeout)
 	start := time.Now()
 	res, errs, err := b.conn.buckets(ctx, keys, args)
 	cancel()
-	latency.WithLabelValues(b.name).Observe(time.Since(start).Seconds())
+	b.roundTrip.Observe(time.Since(start).Seconds())
 	if err != nil {
-		decisions.WithLabelValues(b.name, "error").Add(float64(len(keys)))
+		b.failed.Add(float64(len(keys)))
 		if b.failures.Add(1) >= tripAfter {
 			b.trip(err)
 		}
@@ -96,12 +104,12 @@ func (b *backend) run(keys []string, args [][]string) (res [][3]int64, decided [
 		if e != nil {
 			// An error reply about this key: this decision fails, the
 			// others stand, and Redis is not down.
-			decisions.WithLabelValues(b.name, "error").Inc()
+			b.failed.Inc()
 			b.logRefused(e)
 			continue
 		}
 		decided[i] = true
-		decisions.WithLabelValues(b.name, "redis").Inc()
+		b.inRedis.Inc()
 	}
 	return res, decided
 }
@@ -120,13 +128,7 @@ func (b *backend) logRefused(err error) {
 // two. (ratelimit.TakeAll gives back the tokens of the others when one is
 // denied.)
 func (b *backend) TakeEach(now time.Time, reqs []ratelimit.Request, out []ratelimit.Decision) {
-	keys := make([]string, len(reqs))
-	argv := make([][]string, len(reqs))
-	for i, r := range reqs {
-		keys[i] = r.Store.(*Store).bucketKey(r.Key)
-		argv[i] = args("take", r.Cost, r.Limit)
-	}
-	res, decided := b.run(keys, argv)
+	res, decided := b.runFor("take", reqs)
 	for i, r := range reqs {
 		if !decided[i] {
 			out[i] = r.Store.(*Store).unchecked(now, r.Key, r.Cost, r.Limit)
@@ -140,18 +142,25 @@ func (b *backend) TakeEach(now time.Time, reqs []ratelimit.Request, out []rateli
 // trip; those Redis cannot take back go to the node's own buckets where
 // on_error is local.
 func (b *backend) RefundEach(now time.Time, reqs []ratelimit.Request) {
-	keys := make([]string, len(reqs))
-	argv := make([][]string, len(reqs))
-	for i, r := range reqs {
-		keys[i] = r.Store.(*Store).bucketKey(r.Key)
-		argv[i] = args("refund", r.Cost, r.Limit)
-	}
-	_, decided := b.run(keys, argv)
+	_, decided := b.runFor("refund", reqs)
 	for i, r := range reqs {
 		if s := r.Store.(*Store); !decided[i] && s.onError == Local {
 			s.local.Refund(now, r.Key, r.Cost, r.Limit)
 		}
 	}
+}
+
+// runFor runs the bucket script's op ("take" or "refund") for each request
+// of this Redis's stores, in one round trip.
+func (b *backend) runFor(op string, reqs []ratelimit.Request) (res [][3]int64, decided []bool) {
+	keys := make([]string, len(reqs))
+	argv := make([][]string, len(reqs))
+	for i, r := range reqs {
+		keys[i] = r.Store.(*Store).bucketKey(r.Key)
+		argv[i] = []string{op, strconv.Itoa(r.Cost), strconv.Itoa(r.Limit.Burst),
+			strconv.Itoa(r.Limit.Rate.Events), strconv.FormatInt(int64(r.Limit.Rate.Window), 10)}
+	}
+	return b.run(keys, argv)
 }
 
 // trip marks Redis down after a failed decision and starts the prober,

@@ -3,7 +3,6 @@ package redisstore
 import (
 	_ "embed"
 	"math"
-	"strconv"
 	"strings"
 	"time"
 
@@ -68,11 +67,9 @@ var tagEscaper = strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D")
 // Take takes cost tokens from key's bucket, on Redis's clock (now is only
 // used when Redis cannot decide and local does).
 func (s *Store) Take(now time.Time, key string, cost int, lim ratelimit.Limit) ratelimit.Decision {
-	res, decided := s.b.run([]string{s.bucketKey(key)}, [][]string{args("take", cost, lim)})
-	if !decided[0] {
-		return s.unchecked(now, key, cost, lim)
-	}
-	return decision(res[0])
+	var out [1]ratelimit.Decision
+	s.b.TakeEach(now, []ratelimit.Request{{Store: s, Key: key, Cost: cost, Limit: lim}}, out[:])
+	return out[0]
 }
 
 // Batch is the Redis the store decides in: the stores of one Redis decide
@@ -93,16 +90,14 @@ func decision(res [3]int64) ratelimit.Decision {
 // Duration.
 const maxWaitMicros = math.MaxInt64 / 4 / 1000
 
-// Refund gives back cost tokens; when Redis cannot take them back, local
-// does (if it decided the Take, it holds them; if not, it ignores a refund
-// to a full bucket).
+// Refund gives back cost tokens; when Redis cannot take them back and
+// on_error is local, the node's own bucket does (if it decided the Take, it
+// holds them; if not, it ignores a refund to a full bucket).
 func (s *Store) Refund(now time.Time, key string, cost int, lim ratelimit.Limit) {
 	if cost <= 0 {
 		return
 	}
-	if _, decided := s.b.run([]string{s.bucketKey(key)}, [][]string{args("refund", cost, lim)}); !decided[0] && s.onError == Local {
-		s.local.Refund(now, key, cost, lim)
-	}
+	s.b.RefundEach(now, []ratelimit.Request{{Store: s, Key: key, Cost: cost, Limit: lim}})
 }
 
 // Len is the node's own live buckets: Redis's are not counted from here.
@@ -117,11 +112,6 @@ func (s *Store) unchecked(now time.Time, key string, cost int, lim ratelimit.Lim
 		return ratelimit.Decision{RetryAfter: DenyRetryAfter, Unchecked: true}
 	}
 	return s.local.Take(now, key, cost, lim)
-}
-
-func args(op string, cost int, lim ratelimit.Limit) []string {
-	return []string{op, strconv.Itoa(cost), strconv.Itoa(lim.Burst),
-		strconv.Itoa(lim.Rate.Events), strconv.FormatInt(int64(lim.Rate.Window), 10)}
 }
 
 // validPrefix reports whether a key prefix is usable: a brace would start a

@@ -29,7 +29,7 @@ func provision(t *testing.T, r *redisstore.Redis) *redisstore.Redis {
 }
 
 // provisionIn provisions r, and returns the registry its metrics are in.
-func provisionIn(t *testing.T, r *redisstore.Redis) *prometheus.Registry {
+func provisionIn(t testing.TB, r *redisstore.Redis) *prometheus.Registry {
 	t.Helper()
 	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
 	t.Cleanup(cancel)

@@ -1,0 +1,54 @@
+package redisstore_test
+
+import (
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/caddymcp/caddy-mcp/ratelimit"
+	"github.com/caddymcp/caddy-mcp/redisstore"
+	"github.com/caddymcp/caddy-mcp/test/redistest"
+)
+
+// Run with:
+//
+//	go test -run '^$' -bench Decision -benchmem ./redisstore/
+//
+// A decision in a redis-server on loopback, one at a time, and from 64
+// goroutines at once (each its own client key): what a decision costs with
+// the client this store uses (README, "Run a fleet").
+func newBenchStore(b *testing.B) (ratelimit.Store, ratelimit.Limit) {
+	srv := redistest.Start(b)
+	r := &redisstore.Redis{Addresses: []string{srv.URL()}}
+	provisionIn(b, r)
+	lim := ratelimit.Limit{Rate: ratelimit.Rate{Events: 1 << 30, Window: time.Second}, Burst: 1 << 30}
+	return r.Store("bench", ratelimit.NewMemory(0)), lim
+}
+
+func BenchmarkDecision(b *testing.B) {
+	store, lim := newBenchStore(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if d := store.Take(time.Now(), "10.0.0.1", 1, lim); !d.Allowed || d.Unchecked {
+			b.Fatalf("decision %+v", d)
+		}
+	}
+}
+
+func BenchmarkDecisionParallel64(b *testing.B) {
+	store, lim := newBenchStore(b)
+	var clients atomic.Int64
+	b.SetParallelism((64 + 1) / 2) // 64 goroutines on GOMAXPROCS 2
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		key := fmt.Sprintf("10.0.0.%d", clients.Add(1))
+		for pb.Next() {
+			if d := store.Take(time.Now(), key, 1, lim); !d.Allowed || d.Unchecked {
+				b.Errorf("decision %+v", d)
+				return
+			}
+		}
+	})
+}
