@@ -15,6 +15,7 @@ import (
 	"github.com/caddymcp/caddy-mcp/caddyfile"
 	_ "github.com/caddymcp/caddy-mcp/handler"    // registers http.handlers.mcp
 	_ "github.com/caddymcp/caddy-mcp/redisstore" // registers http.handlers.mcp.stores.redis
+	_ "github.com/caddymcp/caddy-mcp/session"    // registers http.reverse_proxy.selection_policies.mcp_session
 )
 
 func init() {

@@ -29,6 +29,11 @@
 //		sse_keepalive <duration>|off          # comment line on idle event streams, default 25s
 //		log_key                               # log the key of refused requests
 //		upstream_cancels_on_close             # the upstream stops a 2026-07-28 call when its stream closes
+//		sessions {                            # pin 2025-era sessions to their upstream (package session)
+//			secret <secret...>                # the first seals, all open; default: keys in Caddy's storage
+//			ttl    <duration>                 # default 24h
+//			bind   <placeholder template>     # the principal a session belongs to; default none
+//		}
 //		store redis {                         # buckets shared by a fleet (package redisstore)
 //			address    <url...>               # redis://host:port/db, rediss:// for TLS; several: a cluster
 //			username   <user>
@@ -146,6 +151,8 @@ func unmarshalOption(d *caddyfile.Dispenser, cfg *handler.Handler, names map[str
 		cfg.Concurrency, err = unmarshalConcurrency(d, names)
 	case "store":
 		cfg.StoreRaw, err = unmarshalStore(d)
+	case "sessions":
+		cfg.Sessions, err = unmarshalSessions(d)
 	case "allowed_origins":
 		cfg.AllowedOrigins, err = origins(d)
 	case "sse_keepalive":
@@ -166,6 +173,41 @@ func unmarshalOption(d *caddyfile.Dispenser, cfg *handler.Handler, names map[str
 		return d.Errf("unrecognized subdirective %q", sub)
 	}
 	return err
+}
+
+// unmarshalSessions reads sessions { secret ...; ttl ...; bind ... }.
+func unmarshalSessions(d *caddyfile.Dispenser) (*handler.Sessions, error) {
+	block := at(d)
+	if d.NextArg() {
+		return nil, d.ArgErr()
+	}
+	s := new(handler.Sessions)
+	seen := make(map[string]bool)
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		sub := d.Val()
+		if seen[sub] {
+			return nil, d.Errf("sessions: %s given twice", sub)
+		}
+		seen[sub] = true
+		var err error
+		switch sub {
+		case "secret":
+			s.Secrets, err = manyArgs(d)
+		case "ttl":
+			s.TTL, err = positiveDuration(d)
+		case "bind":
+			s.Bind, err = oneArg(d)
+		default:
+			return nil, d.Errf("unrecognized sessions subdirective %q", sub)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := s.Validate(); err != nil {
+		return nil, errAt(block, fmt.Errorf("sessions: %w", err))
+	}
+	return s, nil
 }
 
 // unmarshalStore reads store <backend> { ... } with the backend's own

@@ -62,7 +62,11 @@ type Status struct {
 type HandlerStatus struct {
 	// Store is the shared store of the limits' buckets and its health;
 	// absent when each node keeps its own.
-	Store       any                `json:"store,omitempty"`
+	Store any `json:"store,omitempty"`
+	// Sessions is where the session keys come from (secrets or storage),
+	// how many are held, the id of the one sealing, the ttl, and whether
+	// sessions are bound; absent when sessions are off.
+	Sessions    *SessionsStatus    `json:"sessions,omitempty"`
 	RateLimits  []RateLimitStatus  `json:"rate_limits"`
 	Concurrency *ConcurrencyStatus `json:"concurrency,omitempty"`
 }
@@ -133,6 +137,9 @@ func serveStatus(w http.ResponseWriter, r *http.Request) error {
 
 func (h *Handler) status() HandlerStatus {
 	var s HandlerStatus
+	if h.pins != nil {
+		s.Sessions = h.pins.status()
+	}
 	if h.shared != nil {
 		s.Store = h.shared.Status()
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/caddymcp/caddy-mcp/busy"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 	"github.com/caddymcp/caddy-mcp/ratelimit"
+	"github.com/caddymcp/caddy-mcp/session"
 )
 
 // exchange is what the handler knows of one HTTP request, and what it did
@@ -41,6 +42,11 @@ type exchange struct {
 	ownerBuf  [4]*limit
 	demandBuf [1]demand
 	slotBuf   [1]busy.Slot
+
+	// Written by openSession: the session the request's token opened to,
+	// and the principal a session it opens is bound to (sessions.go).
+	session   *openedSession
+	principal *session.Principal
 
 	// Written by forward: the request went to the upstream, and watch
 	// follows its answer.

@@ -10,6 +10,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+	"github.com/caddymcp/caddy-mcp/session"
 )
 
 // Forwarding: the request goes to the next handler (reverse_proxy), and its
@@ -30,7 +31,7 @@ const maxHeldBody = 64 << 10
 func (h *Handler) forward(w http.ResponseWriter, x *exchange, next caddyhttp.Handler) (err error) {
 	x.forwarded = true
 	u := &x.watch
-	*u = upstreamWatch{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, x: x, keepaliveEvery: time.Duration(h.SSEKeepalive)}
+	*u = upstreamWatch{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, x: x, pins: h.pins, keepaliveEvery: time.Duration(h.SSEKeepalive)}
 	up := x.r
 	if len(x.slots) > 0 && !(h.UpstreamCancelsOnClose && x.era.closingCancels()) {
 		// The request holds places in the guard, and its upstream goes on
@@ -86,6 +87,14 @@ func (h *Handler) settle(x *exchange, u *upstreamWatch, err error, broke bool) (
 			return h.repairStream(u, what), true
 		}
 	case u.status == 0:
+		switch pinnedMiss(x) {
+		case session.MissRemoved:
+			return h.sessionGone(u.ResponseWriterWrapper.ResponseWriter, x, errUpstreamRemoved), true
+		case session.MissUnavailable:
+			x.cause = err
+			env := upstreamUnavailable("the server that holds this session is not available now", time.Duration(h.UpstreamRetryAfter))
+			return h.answer(u.ResponseWriterWrapper.ResponseWriter, x, &env, http.StatusBadGateway), true
+		}
 		if env, status, ok := h.proxyFailure(err); ok {
 			x.cause = err
 			return h.answer(u.ResponseWriterWrapper.ResponseWriter, x, &env, status), true
@@ -102,6 +111,8 @@ func (h *Handler) settle(x *exchange, u *upstreamWatch, err error, broke bool) (
 type upstreamWatch struct {
 	caddyhttp.ResponseWriterWrapper
 	x *exchange
+	// pins seals the session ids the upstream answers with (nil: off).
+	pins *pins
 	// status is the final status written, 0 until then.
 	status   int
 	held     bool
@@ -126,6 +137,9 @@ func (u *upstreamWatch) WriteHeader(status int) {
 	}
 	u.status = status
 	hdr := u.Header()
+	if u.pins != nil {
+		u.pins.seal(hdr, u.x)
+	}
 	eventStream, readable := isEventStream(hdr), identityEncoded(hdr)
 	if (status >= 500 || status == http.StatusTooManyRequests) && !eventStream && readable {
 		u.held = true

@@ -49,6 +49,12 @@ type Handler struct {
 	// its "backend" (redis). Default: each node keeps its own, in memory.
 	StoreRaw json.RawMessage `json:"store,omitempty" caddy:"namespace=http.handlers.mcp.stores inline_key=backend"`
 
+	// Sessions pins each session of MCP's 2025 revisions to the upstream
+	// replica that holds it (with lb_policy mcp_session in the
+	// reverse_proxy), behind a session id the gateway seals. Default: off;
+	// session ids pass as the upstream wrote them.
+	Sessions *Sessions `json:"sessions,omitempty"`
+
 	// Concurrency bounds the requests in flight to the upstream; requests
 	// beyond it wait in a queue or are refused with SERVER_BUSY.
 	Concurrency *Concurrency `json:"concurrency,omitempty"`
@@ -107,6 +113,7 @@ type Handler struct {
 
 	origins     originPolicy
 	shared      SharedStore
+	pins        *pins
 	limits      []*limit
 	concurrency *concurrencyGuard
 	// keyInputs are the parts of a request key templates read, which a
@@ -149,6 +156,11 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	var err error
 	if h.origins, err = newOriginPolicy(h.AllowedOrigins); err != nil {
 		return err
+	}
+	if h.Sessions != nil {
+		if h.pins, err = newPins(ctx, h.Sessions, h.logger); err != nil {
+			return fmt.Errorf("sessions: %w", err)
+		}
 	}
 	if h.StoreRaw != nil {
 		mod, err := ctx.LoadModule(h, "StoreRaw")
@@ -205,6 +217,11 @@ func (h *Handler) Validate() error {
 			if err := rl.Validate(); err != nil {
 				errs = append(errs, fmt.Errorf("rate_limit %q: %w", name, err))
 			}
+		}
+	}
+	if h.Sessions != nil {
+		if err := h.Sessions.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("sessions: %w", err))
 		}
 	}
 	if h.Concurrency != nil {

@@ -14,7 +14,8 @@ import (
 // ServeHTTP takes a request through the handler's steps: the origin check,
 // then, for a JSON-RPC POST, inspection (inspect.go), admission by the rate
 // limits and the guard (admit.go), and forwarding (forward.go). GET and
-// DELETE are only origin-checked and forwarded. Whatever happens, finish
+// DELETE are only origin-checked and forwarded. With sessions, every
+// request's session token is opened before admission (sessions.go). Whatever happens, finish
 // releases the request's places and counts it.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	x := &exchange{r: r, start: time.Now(), era: eraOf(r)}
@@ -33,10 +34,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 				// does not claim to be: the upstream refuses it in its own
 				// words (415 from the SDK servers).
 				x.msgs = nil
+				if err := h.openSession(x, repl); err != nil {
+					return h.sessionGone(w, x, err)
+				}
 				x.forwarded = true
 				return next.ServeHTTP(w, r)
 			}
 			return h.refuseBody(w, x, err)
+		}
+		if err := h.openSession(x, repl); err != nil {
+			return h.sessionGone(w, x, err)
 		}
 		if d := h.admit(x, repl); d != nil {
 			return h.refuse(w, x, d)
@@ -47,6 +54,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		}
 		// The places are held until the response is completely written:
 		// finish releases them.
+	} else if err := h.openSession(x, repl); err != nil {
+		return h.sessionGone(w, x, err)
 	}
 	return h.forward(w, x, next)
 }

@@ -1,0 +1,257 @@
+package handler
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+	"github.com/caddymcp/caddy-mcp/session"
+)
+
+// Sessions pins the sessions of MCP's 2025 revisions to the upstream that
+// holds them, so that several stateful replicas can sit behind one
+// reverse_proxy (with lb_policy mcp_session) and several gateway nodes in
+// front of them, sharing nothing but keys. The session id a client sees is
+// a token the gateway sealed; it restores the upstream's own id on the way
+// in. A token that does not open (tampered, expired, sealed with a key no
+// longer held, or, with Bind, presented by other credentials) gets HTTP
+// 404, the revisions' "session not found": the client must initialize a
+// new session. Requests of the stateless 2026-07-28 revision have no
+// sessions and are left alone.
+type Sessions struct {
+	// Secrets derive the keys that seal session tokens: the first seals,
+	// every one opens, so a secret is rotated by putting a new one first
+	// and keeping the old one for TTL. Placeholders ({env.*}) are expanded
+	// when the config loads; each must be at least 16 bytes (32 random
+	// bytes, e.g. from openssl rand -base64 32, are best). Default: keys
+	// generated and kept in Caddy's storage and rotated every 12 hours, so
+	// that every node sharing the storage shares them.
+	Secrets []string `json:"secrets,omitempty"`
+
+	// TTL is how long a session's token opens after the upstream issued
+	// the session (at most 30 days). Default: 24h.
+	TTL caddy.Duration `json:"ttl,omitempty"`
+
+	// Bind is a placeholder template naming the principal that opens a
+	// session, such as {http.request.header.Authorization}: the session
+	// then works only for requests whose template gives the same value (a
+	// digest of it is sealed in the token). Default: any holder of the
+	// token.
+	Bind string `json:"bind,omitempty"`
+}
+
+// DefaultSessionTTL is the default of Sessions.TTL.
+const DefaultSessionTTL = 24 * time.Hour
+
+// maxSessionTTL bounds Sessions.TTL: keys kept in storage live as long.
+const maxSessionTTL = 30 * 24 * time.Hour
+
+// Validate checks the settings.
+func (s *Sessions) Validate() error {
+	if d := time.Duration(s.TTL); d < 0 || d > maxSessionTTL {
+		return fmt.Errorf("ttl %s: want a positive duration of 30 days at most", d)
+	}
+	return nil
+}
+
+// pins is the handler's sessions at work: the keys, and what to seal.
+type pins struct {
+	ttl    time.Duration
+	bind   string
+	ring   func() *session.Keyring
+	source string // "secrets" or "storage", for the status view
+	now    func() time.Time
+	logger *zap.Logger
+}
+
+func newPins(ctx caddy.Context, cfg *Sessions, logger *zap.Logger) (*pins, error) {
+	p := &pins{ttl: cmp.Or(time.Duration(cfg.TTL), DefaultSessionTTL), bind: cfg.Bind, now: time.Now, logger: logger}
+	if len(cfg.Secrets) > 0 {
+		repl := caddy.NewReplacer()
+		secrets := make([]string, len(cfg.Secrets))
+		for i, s := range cfg.Secrets {
+			secrets[i] = repl.ReplaceAll(s, "")
+		}
+		ring, err := session.FromSecrets(secrets)
+		if err != nil {
+			return nil, err
+		}
+		p.ring, p.source = func() *session.Keyring { return ring }, "secrets"
+		return p, nil
+	}
+	keeper, err := session.NewKeeper(ctx, ctx.Storage(), p.ttl, logger)
+	if err != nil {
+		return nil, err
+	}
+	p.ring, p.source = keeper.Ring, "storage"
+	return p, nil
+}
+
+// openedSession is a session a request's token opened to.
+type openedSession struct {
+	session.Session
+	// token is what the client sent, given back on the responses that
+	// name the same session.
+	token string
+}
+
+// errUpstreamRemoved: the session's upstream left the configuration.
+var errUpstreamRemoved = errors.New("the server that held the session is no longer configured")
+
+// openSession opens the token a session-era request names its session by,
+// if any: the upstream's own id takes its place in the header, and the
+// selection policy mcp_session learns where to send it. With Bind, it also
+// keeps the request's principal for a session the response may open.
+func (h *Handler) openSession(x *exchange, repl *caddy.Replacer) error {
+	p := h.pins
+	if p == nil || x.era != sessionEra {
+		return nil
+	}
+	if p.bind != "" {
+		principal := session.PrincipalOf(repl.ReplaceAll(p.bind, ""))
+		x.principal = &principal
+	}
+	token := x.r.Header.Get("Mcp-Session-Id")
+	if token == "" {
+		return nil
+	}
+	s, err := p.ring().Open(token, p.now(), p.ttl, x.principal)
+	if err != nil {
+		return err
+	}
+	sessionTokens.WithLabelValues("opened").Inc()
+	x.session = &openedSession{Session: s, token: token}
+	x.r.Header["Mcp-Session-Id"] = []string{s.ID}
+	caddyhttp.SetVar(x.r.Context(), session.PinVar, s.Upstream)
+	return nil
+}
+
+// seal replaces the session id an upstream answered a session-era request
+// with, before the client sees it: with the token the client sent when it
+// names the same session, or a new token naming the upstream that
+// answered.
+func (p *pins) seal(hdr http.Header, x *exchange) {
+	ids := hdr["Mcp-Session-Id"]
+	if len(ids) == 0 || x.era != sessionEra {
+		return
+	}
+	if x.session != nil && ids[0] == x.session.ID {
+		hdr["Mcp-Session-Id"] = []string{x.session.token}
+		return
+	}
+	upstream, ok := caddyhttp.GetVar(x.r.Context(), session.SelectedVar).(string)
+	if !ok {
+		// Another selection policy chose: the address it dialled.
+		if repl, ok := x.r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
+			upstream = repl.ReplaceAll("{http.reverse_proxy.upstream.hostport}", "")
+		}
+	}
+	token, err := p.ring().Seal(session.Session{Upstream: upstream, ID: ids[0], Issued: p.now()}, x.principal)
+	if err != nil {
+		// Never hand out the upstream's own id: the client could not use
+		// it, and it would name the session to anyone who reads it.
+		delete(hdr, "Mcp-Session-Id")
+		p.logger.Error("sealing a session id failed: the client gets none", zap.Error(err))
+		return
+	}
+	sessionTokens.WithLabelValues("issued").Inc()
+	hdr["Mcp-Session-Id"] = []string{token}
+}
+
+// pinnedMiss is why the selection policy found no upstream for a pinned
+// request ("" when it did, or was not asked).
+func pinnedMiss(x *exchange) string {
+	miss, _ := caddyhttp.GetVar(x.r.Context(), session.MissVar).(string)
+	return miss
+}
+
+// sessionGoneCode is the JSON-RPC error code of a 404 for a session that
+// is not found, the code the TypeScript SDK's server answers with.
+const sessionGoneCode = -32001
+
+// sessionGone answers a request whose session is not found: HTTP 404, which
+// tells MCP clients to initialize a new session, with a JSON-RPC error for
+// the request's id (null when the body holds none, or several).
+func (h *Handler) sessionGone(w http.ResponseWriter, x *exchange, err error) error {
+	outcome := "invalid"
+	switch {
+	case errors.Is(err, session.ErrExpired):
+		outcome = "expired"
+	case errors.Is(err, session.ErrPrincipal):
+		outcome = "other_principal"
+	case errors.Is(err, errUpstreamRemoved):
+		outcome = "upstream_removed"
+	}
+	sessionTokens.WithLabelValues(outcome).Inc()
+	x.errorCode = "SESSION_NOT_FOUND"
+	if c := h.logger.Check(zap.DebugLevel, "session not found"); c != nil {
+		c.Write(zap.String("reason", outcome), zap.Error(err))
+	}
+	id := json.RawMessage("null")
+	requests := 0
+	for i := range x.msgs {
+		if x.msgs[i].Kind == jsonrpc.Request {
+			requests++
+			id = x.msgs[i].ID
+		}
+	}
+	if requests != 1 || x.batch {
+		id = json.RawMessage("null")
+	}
+	message := "Session not found: " + err.Error() + "; initialize a new session"
+	if errors.Is(err, session.ErrPrincipal) || errors.Is(err, session.ErrMalformed) {
+		// The same words for both: which one would tell a thief that a
+		// stolen token is valid.
+		message = "Session not found: not a session of this gateway for these credentials; initialize a new session"
+	}
+	body := make([]byte, 0, 160)
+	body = append(body, `{"jsonrpc":"2.0","id":`...)
+	body = append(body, id...)
+	body = append(body, `,"error":{"code":`...)
+	body = strconv.AppendInt(body, sessionGoneCode, 10)
+	body = append(body, `,"message":`...)
+	body = strconv.AppendQuote(body, message)
+	body = append(body, "}}"...)
+	hdr := w.Header()
+	hdr["Content-Type"] = contentTypeJSON
+	hdr["Content-Length"] = []string{strconv.Itoa(len(body))}
+	w.WriteHeader(http.StatusNotFound)
+	_, werr := w.Write(body)
+	return werr
+}
+
+// sessionTokens counts session tokens by outcome: issued, opened, and why
+// one did not open (expired, invalid, other_principal, upstream_removed).
+var sessionTokens = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Namespace: "caddy", Subsystem: "mcp", Name: "session_tokens_total",
+	Help: "Session tokens the gateway issued, opened, or refused (expired, invalid, other_principal, upstream_removed).",
+}, []string{"outcome"})
+
+// SessionsStatus is the sessions in the status view.
+type SessionsStatus struct {
+	// Keys is where the keys come from: "secrets" or "storage".
+	Keys string `json:"keys"`
+	// KeysHeld is how many keys open tokens.
+	KeysHeld int `json:"keys_held"`
+	// SealingKey is the id of the key that seals new tokens (hex, as in
+	// every token it seals), not the key.
+	SealingKey string `json:"sealing_key"`
+	TTL        string `json:"ttl"`
+	// Bound: a session works only for the principal that opened it.
+	Bound bool `json:"bound"`
+}
+
+func (p *pins) status() *SessionsStatus {
+	ring := p.ring()
+	return &SessionsStatus{Keys: p.source, KeysHeld: ring.Len(), SealingKey: ring.SealingID(), TTL: p.ttl.String(), Bound: p.bind != ""}
+}
