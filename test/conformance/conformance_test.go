@@ -24,7 +24,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,7 +32,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -77,8 +75,6 @@ const (
 	rebindingScenario = "dns-rebinding-protection"
 	rebindingCheck    = "localhost-host-rebinding-rejected"
 
-	everythingServerPkg = "github.com/modelcontextprotocol/go-sdk/conformance/everything-server"
-
 	// suiteTimeout bounds one run of the whole suite (about 2 s when all is
 	// well); a scenario that hangs (e.g. a buffered SSE stream) ends there.
 	suiteTimeout = 3 * time.Minute
@@ -114,7 +110,7 @@ func TestMain(m *testing.M) { mcptest.Main(m) }
 // TestConformance runs the whole active server suite of each pinned version
 // three times. The subtests must not run in parallel (one Caddy per process).
 func TestConformance(t *testing.T) {
-	server := buildEverythingServer(t)
+	server := mcptest.BuildEverythingServer(t)
 	for _, spec := range suites {
 		t.Run(spec.version, func(t *testing.T) {
 			testSuite(t, installedSuite(t, spec), server)
@@ -131,7 +127,7 @@ func testSuite(t *testing.T, s suite, server string) {
 	var directPassed []string
 
 	t.Run("direct", func(t *testing.T) {
-		url := startEverythingServer(t, server) + "/mcp"
+		url := mcptest.StartEverythingServer(t, server) + "/mcp"
 		res := runSuite(t, s, url)
 		res.requireShape(t, spec)
 		res.requireFailed(t, "direct", spec.directFailures)
@@ -140,7 +136,7 @@ func testSuite(t *testing.T, s suite, server string) {
 	})
 
 	t.Run("reverse_proxy", func(t *testing.T) {
-		upstream := startEverythingServer(t, server)
+		upstream := mcptest.StartEverythingServer(t, server)
 		res := runSuite(t, s, mcptest.StartCatchAllGateway(t, mcptest.ProxyTo(upstream))+"/mcp")
 		res.requireShape(t, spec)
 		// Documents why the gateway is needed: exactly the DNS rebinding
@@ -156,7 +152,7 @@ func testSuite(t *testing.T, s suite, server string) {
 	})
 
 	t.Run("gateway", func(t *testing.T) {
-		upstream := startEverythingServer(t, server)
+		upstream := mcptest.StartEverythingServer(t, server)
 		res := runSuite(t, s, mcptest.StartCatchAllGateway(t, "mcp {\n}\n"+mcptest.ProxyTo(upstream))+"/mcp")
 		res.requireShape(t, spec)
 		// The acceptance criterion: the gateway passes every check the
@@ -230,83 +226,6 @@ func installedBin(t *testing.T, dir, pkgName, version, bin, install string) stri
 		t.Fatalf("conformance: %v; %s", err, install)
 	}
 	return path
-}
-
-// buildEverythingServer builds the Go SDK's conformance server once.
-func buildEverythingServer(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "everything-server")
-	cmd := exec.Command("go", "build", "-o", bin, everythingServerPkg)
-	cmd.Dir = mcptest.RepoRoot(t)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("conformance: go build %s: %v\n%s", everythingServerPkg, err, out)
-	}
-	return bin
-}
-
-// lockedBuffer collects a process's output while it runs.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// startEverythingServer runs the conformance server in stateful mode on a free
-// loopback port and returns "http://localhost:PORT" once it accepts
-// connections (it serves MCP on every path). It is killed by t.Cleanup.
-func startEverythingServer(t *testing.T, bin string) string {
-	t.Helper()
-	_, port, err := net.SplitHostPort(mcptest.FreeLoopbackAddr(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	hostport := net.JoinHostPort("localhost", port)
-	var logs lockedBuffer
-	cmd := exec.Command(bin, "-http="+hostport, "-stateless=false")
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("conformance: starting everything-server: %v", err)
-	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-		if t.Failed() {
-			t.Logf("everything-server output:\n%s", logs.String())
-		}
-	})
-
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		conn, err := net.DialTimeout("tcp", hostport, time.Second)
-		if err == nil {
-			_ = conn.Close()
-			return "http://" + hostport
-		}
-		select {
-		case <-exited:
-			t.Fatalf("conformance: everything-server exited before listening on %s:\n%s", hostport, logs.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("conformance: everything-server not listening on %s after 20s: %v\n%s", hostport, err, logs.String())
-		}
-	}
 }
 
 // check is one entry of a scenario's checks.json.
