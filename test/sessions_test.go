@@ -380,7 +380,10 @@ func TestSessionKeysRotateWithoutBreakingSessions(t *testing.T) {
 func TestPinnedReplicaDownOrRemoved(t *testing.T) {
 	a, b := startReplica(t, "a"), startReplica(t, "b")
 	byName := map[string]*replica{"a": a, "b": b}
-	g := mcptest.StartGateway(t, poolSite(sessionsOn, []string{a.hostport, b.hostport}, mcpSessionLB))
+	// Passive health checks: a replica that refused a connection is
+	// unavailable for 30 s.
+	lb := mcpSessionLB + "\n\tfail_duration 30s"
+	g := mcptest.StartGateway(t, poolSite(sessionsOn, []string{a.hostport, b.hostport}, lb))
 	endpoint := g.URL + "/mcp"
 	cs1, _, name1, _ := openSession(t, endpoint, "")
 	cs2, token2, name2, _ := openSession(t, endpoint, "")
@@ -390,19 +393,24 @@ func TestPinnedReplicaDownOrRemoved(t *testing.T) {
 		down := byName[name1]
 		down.srv.CloseClientConnections()
 		down.srv.Close()
-		res, err := cs1.CallTool(t.Context(), &mcp.CallToolParams{Name: "whoami"})
-		require.NoError(t, err)
-		require.True(t, res.IsError)
-		text := mcptest.TextOf(t, res)
-		assert.Contains(t, text, `code="HANDOFF_UPSTREAM_UNAVAILABLE"`)
-		assert.Contains(t, text, "<retry_after>")
-		res, err = cs2.CallTool(t.Context(), &mcp.CallToolParams{Name: "whoami"})
+		// The first call finds the connection refused; the second, the
+		// replica marked unavailable: both are told to retry later.
+		for _, why := range []string{"the connection was refused", "the server that holds this session is not available now"} {
+			res, err := cs1.CallTool(t.Context(), &mcp.CallToolParams{Name: "whoami"})
+			require.NoError(t, err)
+			require.True(t, res.IsError)
+			text := mcptest.TextOf(t, res)
+			assert.Contains(t, text, `code="HANDOFF_UPSTREAM_UNAVAILABLE"`)
+			assert.Contains(t, text, why)
+			assert.Contains(t, text, "<retry_after>")
+		}
+		res, err := cs2.CallTool(t.Context(), &mcp.CallToolParams{Name: "whoami"})
 		require.NoError(t, err)
 		assert.Equal(t, name2, strings.Fields(mcptest.TextOf(t, res))[0], "the other replica's sessions go on")
 	})
 	t.Run("removed: session gone", func(t *testing.T) {
 		kept := byName[name1].hostport // the one that is down
-		g.Reload(t, poolSite(sessionsOn, []string{kept}, mcpSessionLB))
+		g.Reload(t, poolSite(sessionsOn, []string{kept}, lb))
 		status, body := rawCall(t, http.MethodPost, endpoint, token2, "")
 		notFound(t, status, body, "7")
 	})
