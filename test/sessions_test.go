@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +21,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/caddymcp/caddy-mcp/handler"
 	"github.com/caddymcp/caddy-mcp/session"
 	"github.com/caddymcp/caddy-mcp/test/mcptest"
 )
@@ -436,4 +439,32 @@ func TestRateLimitsKeyedBySessionCannotBeWalkedAround(t *testing.T) {
 		status, body := rawCall(t, http.MethodPost, endpoint, invented, "")
 		notFound(t, status, body, "7")
 	}
+}
+
+// Without a secret, the keys are generated in Caddy's storage; /mcp/status
+// says so, and the metrics count what tokens did.
+func TestSessionsShowInStatusAndMetrics(t *testing.T) {
+	a := startReplica(t, "a")
+	g := mcptest.StartGatewayWith(t, mcptest.GatewayConfig{Admin: true,
+		Site: poolSite("sessions {\n\tttl 2h\n}", []string{a.hostport}, mcpSessionLB)})
+	_, s, err := getStatus(g.AdminURL)
+	require.NoError(t, err)
+	require.Len(t, s.Handlers, 1)
+	require.NotNil(t, s.Handlers[0].Sessions)
+	got := *s.Handlers[0].Sessions
+	assert.Len(t, got.SealingKey, 8)
+	got.SealingKey = ""
+	assert.Equal(t, handler.SessionsStatus{Keys: "storage", KeysHeld: 1, TTL: "2h0m0s"}, got)
+	_, err = os.Stat(filepath.Join(g.Storage, "mcp", "session_keys.json"))
+	assert.NoError(t, err, "the keys are in the gateway's storage")
+
+	before := mcpMetrics(t, g.AdminURL)
+	endpoint := g.URL + "/mcp"
+	_, token, _, _ := openSession(t, endpoint, "") // issued, then opened by whoami
+	status, body := rawCall(t, http.MethodPost, endpoint, "x"+token, "")
+	notFound(t, status, body, "7")
+	d := delta(before, mcpMetrics(t, g.AdminURL))
+	assert.Equal(t, 1.0, d[`caddy_mcp_session_tokens_total{outcome="issued"}`], "%v", d)
+	assert.Equal(t, 1.0, d[`caddy_mcp_session_tokens_total{outcome="invalid"}`], "%v", d)
+	assert.GreaterOrEqual(t, d[`caddy_mcp_session_tokens_total{outcome="opened"}`], 2.0, "the initialized notification and whoami at least: %v", d)
 }
