@@ -11,6 +11,7 @@
 package fleettest
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"net"
@@ -119,13 +120,29 @@ type Node struct {
 // reload or stop. t.Cleanup stops it.
 func StartNode(t testing.TB, site string) *Node {
 	t.Helper()
+	return startNode(t, site, "")
+}
+
+// StartNodeOn is StartNode with Caddy's storage (file_system) in the
+// folder storage instead of one of the node's own, so that nodes given the
+// same folder share what Caddy keeps there (session keys, locks), as the
+// nodes of a deployment sharing storage do. The folder must outlive the
+// nodes: make it (t.TempDir) before starting them.
+func StartNodeOn(t testing.TB, site, storage string) *Node {
+	t.Helper()
+	return startNode(t, site, storage)
+}
+
+// startNode is StartNode, on storage when it is not "".
+func startNode(t testing.TB, site, storage string) *Node {
+	t.Helper()
 	bin := Build(t)
 	// The folder is made before the cleanup below is registered, so that
 	// it is removed after Caddy has stopped writing to it.
 	dir := t.TempDir()
 	n := &Node{port: freePort(t), adminPort: freePort(t)}
-	p, err := caddyrun.StartOn(bin, dir, "node", n.port, n.adminPort, func(port, adminPort int, storage string) string {
-		n.storage = storage
+	p, err := caddyrun.StartOn(bin, dir, "node", n.port, n.adminPort, func(port, adminPort int, own string) string {
+		n.storage = cmp.Or(storage, own)
 		return n.caddyfile(site)
 	})
 	if err != nil {
