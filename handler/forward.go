@@ -62,6 +62,7 @@ func (h *Handler) forward(w http.ResponseWriter, x *exchange, next caddyhttp.Han
 	}()
 	err = next.ServeHTTP(u, up)
 	u.stopKeepalive()
+	u.keepSealed()
 	err, _ = h.settle(x, u, err, false)
 	return err
 }
@@ -111,8 +112,10 @@ func (h *Handler) settle(x *exchange, u *upstreamWatch, err error, broke bool) (
 type upstreamWatch struct {
 	caddyhttp.ResponseWriterWrapper
 	x *exchange
-	// pins seals the session ids the upstream answers with (nil: off).
-	pins *pins
+	// pins seals the session ids the upstream answers with (nil: off);
+	// sealed is the header the client was given.
+	pins   *pins
+	sealed []string
 	// status is the final status written, 0 until then.
 	status   int
 	held     bool
@@ -132,6 +135,9 @@ type upstreamWatch struct {
 
 func (u *upstreamWatch) WriteHeader(status int) {
 	if status < 200 || u.status != 0 {
+		if u.pins != nil && status < 200 {
+			delete(u.Header(), "Mcp-Session-Id") // an upstream's own id, in a 1xx
+		}
 		u.ResponseWriterWrapper.WriteHeader(status)
 		return
 	}
@@ -139,6 +145,7 @@ func (u *upstreamWatch) WriteHeader(status int) {
 	hdr := u.Header()
 	if u.pins != nil {
 		u.pins.seal(hdr, u.x)
+		u.sealed = hdr["Mcp-Session-Id"]
 	}
 	eventStream, readable := isEventStream(hdr), identityEncoded(hdr)
 	if (status >= 500 || status == http.StatusTooManyRequests) && !eventStream && readable {
@@ -184,6 +191,23 @@ func (u *upstreamWatch) Write(p []byte) (int, error) {
 		u.sse.observe(p)
 	}
 	return u.toClient(p)
+}
+
+// keepSealed stops the upstream's own session id from leaving in a
+// trailer, once the proxy has copied the upstream's: a declared trailer is
+// sent from the header map as it is when the handler returns, and an
+// undeclared one from a key with http.TrailerPrefix.
+func (u *upstreamWatch) keepSealed() {
+	if u.pins == nil || u.status == 0 {
+		return
+	}
+	hdr := u.Header()
+	delete(hdr, http.TrailerPrefix+"Mcp-Session-Id")
+	if u.sealed != nil {
+		hdr["Mcp-Session-Id"] = u.sealed
+	} else {
+		delete(hdr, "Mcp-Session-Id")
+	}
 }
 
 // ReadFrom keeps bytes flowing through Write, where they are watched.

@@ -37,8 +37,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 				if err := h.openSession(x, repl); err != nil {
 					return h.sessionGone(w, x, err)
 				}
-				x.forwarded = true
-				return next.ServeHTTP(w, r)
+				return h.forward(w, x, next)
 			}
 			return h.refuseBody(w, x, err)
 		}

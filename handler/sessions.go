@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -53,13 +54,13 @@ type Sessions struct {
 // DefaultSessionTTL is the default of Sessions.TTL.
 const DefaultSessionTTL = 24 * time.Hour
 
-// maxSessionTTL bounds Sessions.TTL: keys kept in storage live as long.
-const maxSessionTTL = 30 * 24 * time.Hour
-
 // Validate checks the settings.
 func (s *Sessions) Validate() error {
-	if d := time.Duration(s.TTL); d < 0 || d > maxSessionTTL {
+	if d := time.Duration(s.TTL); d < 0 || d > session.MaxTTL {
 		return fmt.Errorf("ttl %s: want a positive duration of 30 days at most", d)
+	}
+	if s.Bind != "" && !strings.Contains(s.Bind, "{") {
+		return fmt.Errorf("bind %q holds no placeholder: every request would be the same principal", clip(s.Bind))
 	}
 	return nil
 }
@@ -89,7 +90,7 @@ func newPins(ctx caddy.Context, cfg *Sessions, logger *zap.Logger) (*pins, error
 		p.ring, p.source = func() *session.Keyring { return ring }, "secrets"
 		return p, nil
 	}
-	keeper, err := session.NewKeeper(ctx, ctx.Storage(), p.ttl, logger)
+	keeper, err := session.NewKeeper(ctx, ctx.Storage(), logger)
 	if err != nil {
 		return nil, err
 	}
@@ -108,21 +109,49 @@ type openedSession struct {
 // errUpstreamRemoved: the session's upstream left the configuration.
 var errUpstreamRemoved = errors.New("the server that held the session is no longer configured")
 
-// openSession opens the token a session-era request names its session by,
-// if any: the upstream's own id takes its place in the header, and the
-// selection policy mcp_session learns where to send it. With Bind, it also
-// keeps the request's principal for a session the response may open.
+// errNoPrincipal: sessions are bound, and a request that would open one
+// gives no principal (Bind came out empty).
+var errNoPrincipal = errors.New("no principal to bind a session to")
+
+// openSession opens the token a request names its session by, if any: the
+// upstream's own id takes its place in the header, and the selection
+// policy mcp_session learns where to send it. With Bind, it also keeps the
+// request's principal for a session the response may open.
+//
+// Every Mcp-Session-Id a client sends must be a token that opens, in either
+// era: the upstream's own ids are never accepted, so nothing reaches a
+// session past the pinning, Bind or the ttl. A value given twice, or under
+// another spelling (Mcp_Session_Id, which a CGI-style server reads as the
+// same), is no token either.
 func (h *Handler) openSession(x *exchange, repl *caddy.Replacer) error {
 	p := h.pins
-	if p == nil || x.era != sessionEra {
+	if p == nil {
 		return nil
 	}
 	if p.bind != "" {
-		principal := session.PrincipalOf(repl.ReplaceAll(p.bind, ""))
+		value := repl.ReplaceAll(p.bind, "")
+		if value == "" {
+			// No principal: no session opens for it, and it opens none.
+			if x.r.Header["Mcp-Session-Id"] != nil {
+				return session.ErrPrincipal
+			}
+			if len(x.msgs) > 0 && string(x.msgs[0].Method) == "initialize" {
+				return errNoPrincipal
+			}
+		}
+		principal := session.PrincipalOf(value)
 		x.principal = &principal
 	}
-	token := x.r.Header.Get("Mcp-Session-Id")
+	values, ok := x.r.Header["Mcp-Session-Id"]
+	if err := sessionHeaderShape(x.r.Header, values); err != nil {
+		return err
+	}
+	if !ok {
+		return nil
+	}
+	token := values[0]
 	if token == "" {
+		delete(x.r.Header, "Mcp-Session-Id") // no session: the same as none
 		return nil
 	}
 	s, err := p.ring().Open(token, p.now(), p.ttl, x.principal)
@@ -136,13 +165,26 @@ func (h *Handler) openSession(x *exchange, repl *caddy.Replacer) error {
 	return nil
 }
 
-// seal replaces the session id an upstream answered a session-era request
-// with, before the client sees it: with the token the client sent when it
-// names the same session, or a new token naming the upstream that
-// answered.
+// sessionHeaderShape refuses a session header given twice, or spelled
+// with underscores.
+func sessionHeaderShape(hdr http.Header, values []string) error {
+	if len(values) > 1 {
+		return session.ErrMalformed
+	}
+	for name := range hdr {
+		if strings.Contains(name, "_") && strings.EqualFold(strings.ReplaceAll(name, "_", "-"), "Mcp-Session-Id") {
+			return session.ErrMalformed
+		}
+	}
+	return nil
+}
+
+// seal replaces the session id an upstream answered with, before the
+// client sees it: with the token the client sent when it names the same
+// session, or a new token naming the upstream that answered.
 func (p *pins) seal(hdr http.Header, x *exchange) {
 	ids := hdr["Mcp-Session-Id"]
-	if len(ids) == 0 || x.era != sessionEra {
+	if len(ids) == 0 {
 		return
 	}
 	if x.session != nil && ids[0] == x.session.ID {
@@ -183,6 +225,11 @@ const sessionGoneCode = -32001
 // tells MCP clients to initialize a new session, with a JSON-RPC error for
 // the request's id (null when the body holds none, or several).
 func (h *Handler) sessionGone(w http.ResponseWriter, x *exchange, err error) error {
+	if errors.Is(err, errNoPrincipal) {
+		sessionTokens.WithLabelValues("no_principal").Inc()
+		env := noPrincipal()
+		return h.answer(w, x, &env, http.StatusForbidden)
+	}
 	outcome := "invalid"
 	switch {
 	case errors.Is(err, session.ErrExpired):
@@ -230,11 +277,12 @@ func (h *Handler) sessionGone(w http.ResponseWriter, x *exchange, err error) err
 	return werr
 }
 
-// sessionTokens counts session tokens by outcome: issued, opened, and why
-// one did not open (expired, invalid, other_principal, upstream_removed).
+// sessionTokens counts session tokens by outcome: issued, opened, why one
+// did not open (expired, invalid, other_principal, upstream_removed), and
+// initialize requests refused for giving no principal (no_principal).
 var sessionTokens = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Namespace: "caddy", Subsystem: "mcp", Name: "session_tokens_total",
-	Help: "Session tokens the gateway issued, opened, or refused (expired, invalid, other_principal, upstream_removed).",
+	Help: "Session tokens the gateway issued, opened, or refused (expired, invalid, other_principal, upstream_removed), and sessions refused for want of a principal (no_principal).",
 }, []string{"outcome"})
 
 // SessionsStatus is the sessions in the status view.

@@ -48,18 +48,25 @@ func FromSecrets(secrets []string) (*Keyring, error) {
 	return NewKeyring(keys...), nil
 }
 
+// MaxTTL is the longest a token may live: keys kept in storage are kept
+// that long after they stop sealing.
+const MaxTTL = 30 * 24 * time.Hour
+
 // Keys kept in Caddy's storage are rotated like TLS session ticket keys:
 // a new key is written rotateEvery after the last began sealing, announced
 // announceAhead before it seals, so that every node sharing the storage
 // (each reads it every refreshEvery) can open its tokens before any node
-// writes one; an old key is dropped once every token it sealed has
-// expired.
+// writes one. An old key is dropped once every token it sealed has
+// expired, whatever ttl the handler that sealed it had (handlers and nodes
+// sharing the storage may differ): MaxTTL after it stopped sealing, with a
+// margin for nodes that read the keys late or whose clocks are behind.
 const (
 	storageKey    = "mcp/session_keys.json"
 	lockName      = "mcp_session_keys"
 	rotateEvery   = 12 * time.Hour
 	announceAhead = 5 * time.Minute
 	refreshEvery  = time.Minute
+	keepAfter     = MaxTTL + announceAhead + refreshEvery
 )
 
 // keyFile is the keys as kept in storage.
@@ -76,7 +83,6 @@ type fileKey struct {
 // them: Ring is the keyring to use now.
 type Keeper struct {
 	storage certmagic.Storage
-	ttl     time.Duration
 	now     func() time.Time
 	logger  *zap.Logger
 	ring    atomic.Pointer[Keyring]
@@ -86,8 +92,8 @@ type Keeper struct {
 
 // NewKeeper reads the keys from storage, writing the first or the next
 // one when it is time, and keeps them fresh until ctx is done.
-func NewKeeper(ctx context.Context, storage certmagic.Storage, ttl time.Duration, logger *zap.Logger) (*Keeper, error) {
-	k := &Keeper{storage: storage, ttl: ttl, now: time.Now, logger: logger}
+func NewKeeper(ctx context.Context, storage certmagic.Storage, logger *zap.Logger) (*Keeper, error) {
+	k := &Keeper{storage: storage, now: time.Now, logger: logger}
 	if err := k.refresh(ctx); err != nil {
 		return nil, err
 	}
@@ -125,7 +131,7 @@ func (k *Keeper) refresh(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if f.update(now, k.ttl) {
+	if f.update(now) {
 		if f, err = k.rotate(ctx, now); err != nil {
 			return err
 		}
@@ -151,7 +157,7 @@ func (k *Keeper) rotate(ctx context.Context, now time.Time) (*keyFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !f.update(now, k.ttl) {
+	if !f.update(now) {
 		return f, nil // another node did it
 	}
 	b, err := json.Marshal(f)
@@ -184,7 +190,7 @@ func (k *Keeper) load(ctx context.Context) (*keyFile, error) {
 // for rotateEvery less announceAhead, and drops the keys whose tokens have
 // all expired; it reports whether anything changed. Keys are kept newest
 // first.
-func (f *keyFile) update(now time.Time, ttl time.Duration) bool {
+func (f *keyFile) update(now time.Time) bool {
 	slices.SortFunc(f.Keys, func(a, b fileKey) int { return b.SealsFrom.Compare(a.SealsFrom) })
 	changed := false
 	switch {
@@ -197,10 +203,10 @@ func (f *keyFile) update(now time.Time, ttl time.Duration) bool {
 		changed = true
 	}
 	// A key sealed until its successor began to (on a node that had not
-	// yet read it, up to refreshEvery later); once ttl has passed since,
-	// nothing it sealed opens.
+	// yet read it, up to refreshEvery later); keepAfter since, nothing it
+	// sealed opens.
 	for i := 1; i < len(f.Keys); i++ {
-		if now.Sub(f.Keys[i-1].SealsFrom) > ttl+refreshEvery {
+		if now.Sub(f.Keys[i-1].SealsFrom) > keepAfter {
 			f.Keys = f.Keys[:i]
 			changed = true
 			break
@@ -216,7 +222,8 @@ func newFileKey(sealsFrom time.Time) fileKey {
 }
 
 // ring is the keyring at now: the newest key that seals from now or before
-// seals; all open.
+// seals (or, on a node whose clock is behind the one that wrote the first
+// key, the oldest); all open.
 func (f *keyFile) ring(now time.Time) (*Keyring, error) {
 	var sealing *Key
 	keys := make([]*Key, 0, len(f.Keys))
@@ -231,8 +238,11 @@ func (f *keyFile) ring(now time.Time) (*Keyring, error) {
 		}
 		keys = append(keys, k)
 	}
+	if len(keys) == 0 && sealing == nil {
+		return nil, fmt.Errorf("the session keys in storage (%s): none", storageKey)
+	}
 	if sealing == nil {
-		return nil, fmt.Errorf("the session keys in storage (%s): none seals yet", storageKey)
+		sealing, keys = keys[len(keys)-1], keys[:len(keys)-1]
 	}
 	return NewKeyring(append([]*Key{sealing}, keys...)...), nil
 }

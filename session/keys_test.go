@@ -11,17 +11,19 @@ import (
 	"go.uber.org/zap"
 )
 
-// node is a keeper on shared storage, on a clock the test moves.
+// node is a keeper on shared storage, on a clock the test moves, and the
+// ttl of the tokens it opens.
 type node struct {
 	*Keeper
 	clock *time.Time
+	ttl   time.Duration
 }
 
 func newNode(t *testing.T, storage certmagic.Storage, clock *time.Time, ttl time.Duration) node {
 	t.Helper()
-	k := &Keeper{storage: storage, ttl: ttl, now: func() time.Time { return *clock }, logger: zap.NewNop()}
+	k := &Keeper{storage: storage, now: func() time.Time { return *clock }, logger: zap.NewNop()}
 	require.NoError(t, k.refresh(context.Background()))
-	return node{k, clock}
+	return node{k, clock, ttl}
 }
 
 func (n node) seal(t *testing.T) string {
@@ -49,15 +51,15 @@ func TestNodesSharingStorageShareKeys(t *testing.T) {
 	assert.False(t, other.opens(a.seal(t)), "storage not shared: keys not shared")
 }
 
-// Over three days of rotations, refreshing every minute as the keepers do,
-// every token opens on every node for its whole ttl, and the keys held stay
-// few.
+// Over three days of rotations, every token opens on every node for its
+// whole ttl, though the nodes' ttls differ and one node's clock is behind.
 func TestRotationNeverBreaksALiveToken(t *testing.T) {
 	const ttl = 24 * time.Hour
 	storage := &certmagic.FileStorage{Path: t.TempDir()}
 	clockA, clockB := t0, t0
 	a := newNode(t, storage, &clockA, ttl)
 	b := newNode(t, storage, &clockB, ttl)
+	short := newNode(t, storage, &clockA, time.Hour) // another site's handler
 
 	type issued struct {
 		tok string
@@ -66,31 +68,31 @@ func TestRotationNeverBreaksALiveToken(t *testing.T) {
 	var live []issued
 	sealers := map[string]bool{}
 	for step := time.Duration(0); step < 72*time.Hour; step += 20 * time.Minute {
-		// b's refreshes run 30 s behind a's.
-		clockA, clockB = t0.Add(step), t0.Add(step+30*time.Second)
+		// b's clock is 3 minutes behind a's.
+		clockA, clockB = t0.Add(step), t0.Add(step-3*time.Minute)
 		require.NoError(t, a.refresh(context.Background()))
+		require.NoError(t, short.refresh(context.Background()))
 		require.NoError(t, b.refresh(context.Background()))
 		sealers[a.Ring().SealingID()] = true
 		live = append(live, issued{a.seal(t), clockA}, issued{b.seal(t), clockB})
 		kept := live[:0]
 		for _, x := range live {
-			if clockB.Sub(x.at) >= ttl {
+			if clockB.Sub(x.at) >= ttl-3*time.Minute {
 				continue
 			}
 			require.True(t, a.opens(x.tok) && b.opens(x.tok), "a token sealed at %s fails at %s", x.at, clockA)
 			kept = append(kept, x)
 		}
 		live = kept
-		assert.LessOrEqual(t, a.Ring().Len(), 4, "keys held at %s", clockA)
+		assert.LessOrEqual(t, a.Ring().Len(), int(MaxTTL/rotateEvery)+3, "keys held at %s", clockA)
 	}
 	assert.GreaterOrEqual(t, len(sealers), 6, "a new key seals every 12 hours")
 }
 
-func TestExpiredKeysAreDropped(t *testing.T) {
-	const ttl = time.Hour
+func TestKeysAreDroppedOnceNoTokenTheySealedOpens(t *testing.T) {
 	storage := &certmagic.FileStorage{Path: t.TempDir()}
 	clock := t0
-	n := newNode(t, storage, &clock, ttl)
+	n := newNode(t, storage, &clock, MaxTTL)
 	tok := n.seal(t)
 	first := n.Ring().SealingID()
 	clock = t0.Add(rotateEvery)
@@ -100,16 +102,33 @@ func TestExpiredKeysAreDropped(t *testing.T) {
 	clock = clock.Add(announceAhead)
 	require.NoError(t, n.refresh(context.Background()))
 	assert.NotEqual(t, first, n.Ring().SealingID(), "then it seals")
-	clock = clock.Add(ttl + refreshEvery + time.Second)
+	successor := clock
+
+	for clock.Sub(successor) < keepAfter {
+		assert.True(t, n.opens(tok) || clock.Sub(t0) > MaxTTL, "at %s", clock)
+		require.NoError(t, n.refresh(context.Background()))
+		clock = clock.Add(6 * time.Hour)
+	}
+	clock = successor.Add(keepAfter + time.Second)
 	require.NoError(t, n.refresh(context.Background()))
-	assert.Equal(t, 1, n.Ring().Len(), "the first key's tokens have all expired")
-	_, err := n.Ring().Open(tok, clock, 100*ttl, nil)
-	assert.ErrorIs(t, err, ErrMalformed)
+	_, err := n.Ring().Open(tok, clock, 100*MaxTTL, nil)
+	assert.ErrorIs(t, err, ErrMalformed, "the first key is gone")
+	assert.LessOrEqual(t, n.Ring().Len(), int(MaxTTL/rotateEvery)+3)
+}
+
+// A node whose clock is behind the one that wrote the first key still
+// starts, sealing with the oldest key.
+func TestANodeBehindTheFirstKeyStarts(t *testing.T) {
+	storage := &certmagic.FileStorage{Path: t.TempDir()}
+	ahead, behind := t0.Add(500*time.Millisecond), t0.Add(-90*time.Second)
+	a := newNode(t, storage, &ahead, time.Hour)
+	b := newNode(t, storage, &behind, time.Hour)
+	assert.Equal(t, a.Ring().SealingID(), b.Ring().SealingID())
 }
 
 func TestUnreadableKeysFailTheConfig(t *testing.T) {
 	storage := &certmagic.FileStorage{Path: t.TempDir()}
 	require.NoError(t, storage.Store(context.Background(), storageKey, []byte("{not json")))
-	_, err := NewKeeper(context.Background(), storage, time.Hour, zap.NewNop())
+	_, err := NewKeeper(context.Background(), storage, zap.NewNop())
 	assert.ErrorContains(t, err, "do not parse")
 }

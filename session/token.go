@@ -164,6 +164,9 @@ func (kr *Keyring) Seal(s Session, p *Principal) (string, error) {
 		return "", err
 	}
 	raw = k.aead.Seal(raw, raw[headSize:headSize+nonceSize], plain, raw[:headSize])
+	if base64.RawURLEncoding.EncodedLen(len(raw)) > MaxToken {
+		return "", fmt.Errorf("a session id of %d bytes makes a token over the %d bytes Open reads", len(s.ID), MaxToken)
+	}
 	return base64.RawURLEncoding.EncodeToString(raw), nil
 }
 

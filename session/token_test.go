@@ -46,13 +46,19 @@ func TestTokenRoundTrip(t *testing.T) {
 
 func TestTokenKeepsAnyUpstreamID(t *testing.T) {
 	kr := ring(t, secretA)
-	for _, id := range []string{"", "x", strings.Repeat("é", 1000), "\x00\xff", `"},{"id":1`} {
+	for _, id := range []string{"", "x", strings.Repeat("é", 3000), "\x00\xff", `"},{"id":1`} {
 		tok, err := kr.Seal(Session{Upstream: "u:1", ID: id, Issued: t0}, nil)
 		require.NoError(t, err)
 		out, err := kr.Open(tok, t0, time.Hour, nil)
 		require.NoError(t, err)
 		assert.Equal(t, id, out.ID)
 	}
+}
+
+func TestAnIDTooLongForATokenIsNotSealed(t *testing.T) {
+	kr := ring(t, secretA)
+	_, err := kr.Seal(Session{Upstream: "u:1", ID: strings.Repeat("x", 6200), Issued: t0}, nil)
+	assert.ErrorContains(t, err, "over the 8192 bytes")
 }
 
 func TestTamperedTokensDoNotOpen(t *testing.T) {

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
+	"net/textproto"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -467,4 +469,116 @@ func TestSessionsShowInStatusAndMetrics(t *testing.T) {
 	assert.Equal(t, 1.0, d[`caddy_mcp_session_tokens_total{outcome="issued"}`], "%v", d)
 	assert.Equal(t, 1.0, d[`caddy_mcp_session_tokens_total{outcome="invalid"}`], "%v", d)
 	assert.GreaterOrEqual(t, d[`caddy_mcp_session_tokens_total{outcome="opened"}`], 2.0, "the initialized notification and whoami at least: %v", d)
+}
+
+// Only tokens the gateway sealed reach a session, whatever the request's
+// era, method or encoding: an upstream's own id, given any way, gets 404.
+// (A header spelled Mcp_Session_Id never reaches the handler: Caddy's
+// server drops header names with underscores.)
+func TestOnlySealedTokensReachASession(t *testing.T) {
+	a := startReplica(t, "a")
+	g := mcptest.StartGateway(t, poolSite(sessionsOn, []string{a.hostport}, mcpSessionLB))
+	endpoint := g.URL + "/mcp"
+	_, token, _, upstreamID := openSession(t, endpoint, "")
+
+	send := func(method string, hdr http.Header) (int, string) {
+		req, err := http.NewRequestWithContext(t.Context(), method, endpoint, strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"whoami","arguments":{}}}`))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		for k, v := range hdr {
+			req.Header[k] = v
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return resp.StatusCode, string(b)
+	}
+	for name, hdr := range map[string]http.Header{
+		"the upstream's id, claiming 2026-07-28": {"Mcp-Session-Id": {upstreamID}, "Mcp-Protocol-Version": {"2026-07-28"}, "Mcp-Method": {"tools/call"}, "Mcp-Name": {"whoami"}},
+		"a token and the upstream's id":          {"Mcp-Session-Id": {token, upstreamID}, "Mcp-Protocol-Version": {"2025-11-25"}},
+		"an empty value and the upstream's id":   {"Mcp-Session-Id": {"", upstreamID}, "Mcp-Protocol-Version": {"2025-11-25"}},
+	} {
+		for _, method := range []string{http.MethodGet, http.MethodDelete} {
+			status, body := send(method, hdr)
+			assert.Equal(t, http.StatusNotFound, status, "%s, %s: %s", name, method, body)
+		}
+	}
+	status, body := send(http.MethodPost, http.Header{"Mcp-Session-Id": {upstreamID}, "Mcp-Protocol-Version": {"2026-07-28"}, "Mcp-Method": {"tools/call"}, "Mcp-Name": {"whoami"}})
+	notFound(t, status, body, "7")
+
+	t.Run("a body the gateway does not read still gets a sealed id", func(t *testing.T) {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, endpoint, strings.NewReader(
+			`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Content-Encoding", "x-anything")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		if id := resp.Header.Get("Mcp-Session-Id"); id != "" {
+			keys, err := session.FromSecrets([]string{poolSecret})
+			require.NoError(t, err)
+			_, err = keys.Open(id, time.Now(), time.Hour, nil)
+			assert.NoError(t, err, "the client got %q, not a token", id)
+		}
+	})
+}
+
+// With bind, a request without a principal opens no session and uses none.
+func TestBoundSessionsNeedAPrincipal(t *testing.T) {
+	a := startReplica(t, "a")
+	bound := "sessions {\n\tsecret " + poolSecret + "\n\tbind {http.request.header.Authorization}\n}"
+	g := mcptest.StartGateway(t, poolSite(bound, []string{a.hostport}, mcpSessionLB))
+	endpoint := g.URL + "/mcp"
+
+	c := mcp.NewClient(&mcp.Implementation{Name: "anonymous", Version: "1"}, nil)
+	_, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: endpoint}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "opens sessions only for authenticated clients")
+
+	keys, err := session.FromSecrets([]string{poolSecret})
+	require.NoError(t, err)
+	nobody := session.PrincipalOf("")
+	tok, err := keys.Seal(session.Session{Upstream: a.hostport, ID: "x", Issued: time.Now()}, &nobody)
+	require.NoError(t, err)
+	status, body := rawCall(t, http.MethodPost, endpoint, tok, "")
+	notFound(t, status, body, "7")
+}
+
+// An upstream's own id never leaves in a 1xx response or a trailer.
+func TestUpstreamIDsDoNotLeakInInterimResponsesOrTrailers(t *testing.T) {
+	hostile := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Mcp-Session-Id", "raw-in-103")
+		w.WriteHeader(http.StatusEarlyHints)
+		w.Header().Set("Mcp-Session-Id", "raw-final")
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{}}`)
+		w.Header().Set(http.TrailerPrefix+"Mcp-Session-Id", "raw-in-trailer")
+	}))
+	t.Cleanup(hostile.Close)
+	g := mcptest.StartGateway(t, poolSite(sessionsOn, []string{strings.TrimPrefix(hostile.URL, "http://")}, mcpSessionLB))
+
+	var interim []string
+	trace := &httptrace.ClientTrace{Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
+		interim = append(interim, h.Values("Mcp-Session-Id")...)
+		return nil
+	}}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(t.Context(), trace), http.MethodPost, g.URL+"/mcp",
+		strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	assert.Empty(t, interim, "1xx")
+	assert.NotContains(t, resp.Header.Values("Mcp-Session-Id"), "raw-final")
+	assert.Len(t, resp.Header.Values("Mcp-Session-Id"), 1)
+	for k, v := range resp.Trailer {
+		assert.NotContains(t, v, "raw-in-trailer", "trailer %s", k)
+	}
 }
