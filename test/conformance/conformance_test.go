@@ -1,11 +1,12 @@
 // Package conformance runs the official MCP conformance suite
 // (@modelcontextprotocol/conformance) against the Go SDK's conformance server
-// (everything-server) three ways: directly, through a plain Caddy
-// reverse_proxy, and through the caddy-mcp gateway. It shows that the gateway
-// is transparent to every server check, and why it is needed in front of a
-// local server: a plain reverse_proxy rewrites Host, which defeats the
-// server's DNS rebinding protection, which the gateway's Origin check
-// restores.
+// (everything-server) four ways: directly, through a plain Caddy
+// reverse_proxy, through the caddy-mcp gateway, and through the gateway in
+// front of three stateful replicas with sessions. It shows that the gateway
+// is transparent to every server check, with one server or a pool of them,
+// and why it is needed in front of a local server: a plain reverse_proxy
+// rewrites Host, which defeats the server's DNS rebinding protection, which
+// the gateway's Origin check restores.
 //
 // It does so with two pinned versions of the suite: the one in package.json,
 // run by the Node.js in PATH (>= 20), and the newest one in latest/package.json,
@@ -24,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -108,7 +110,7 @@ var suites = []suiteSpec{
 func TestMain(m *testing.M) { mcptest.Main(m) }
 
 // TestConformance runs the whole active server suite of each pinned version
-// three times. The subtests must not run in parallel (one Caddy per process).
+// four times (testSuite). The subtests must not run in parallel (one Caddy per process).
 func TestConformance(t *testing.T) {
 	server := mcptest.BuildEverythingServer(t)
 	for _, spec := range suites {
@@ -119,7 +121,11 @@ func TestConformance(t *testing.T) {
 }
 
 // testSuite runs s against the everything-server directly, through a plain
-// reverse_proxy and through the gateway.
+// reverse_proxy, through the gateway, and through the gateway in front of
+// three replicas of it, with sessions and lb_policy mcp_session (poolSite):
+// every request of a session must reach the replica that holds it, which
+// shows in the checks, and round_robin must have spread the sessions over
+// the three (requireSpread).
 func testSuite(t *testing.T, s suite, server string) {
 	spec := s.spec
 	// The checks the server passes directly, which the gateway must pass
@@ -159,16 +165,146 @@ func testSuite(t *testing.T, s suite, server string) {
 		// server passes directly, including DNS rebinding protection (its
 		// Origin check), and fails none that the server does not.
 		res.requireFailed(t, "gateway", spec.directFailures)
-		if directPassed == nil {
-			// Run alone (-run .../gateway), or the direct run broke off:
-			// the pinned failures above are then the only reference.
-			t.Logf("gateway: no direct run to compare the passed checks with")
-		} else if got := res.passedChecks(); !slices.Equal(got, directPassed) {
-			t.Errorf("gateway: passed checks differ from the direct run's: only directly %q; only through the gateway %q",
-				subtract(directPassed, got), subtract(got, directPassed))
-		}
+		res.requirePassed(t, "gateway", directPassed)
 		res.logOnFailure(t)
 	})
+
+	t.Run("gateway, three replicas", func(t *testing.T) {
+		replicas := make([]string, poolSize)
+		for i := range replicas {
+			replicas[i] = strings.TrimPrefix(mcptest.StartEverythingServer(t, server), "http://")
+		}
+		accessLog := filepath.Join(t.TempDir(), "access.log")
+		res := runSuite(t, s, mcptest.StartCatchAllGateway(t, poolSite(replicas, accessLog))+"/mcp")
+		res.requireShape(t, spec)
+		// The same acceptance criterion as the gateway's: a pool of
+		// stateful replicas behind it is one server to the suite.
+		res.requireFailed(t, "gateway, three replicas", spec.directFailures)
+		res.requirePassed(t, "gateway, three replicas", directPassed)
+		requireSpread(t, accessLog, replicas)
+		res.logOnFailure(t)
+	})
+}
+
+const (
+	// poolSize is how many replicas of the everything-server the pool run
+	// puts behind the gateway.
+	poolSize = 3
+	// poolSecret seals the pool run's session tokens.
+	poolSecret = "conformance-session-secret-0123456789abcdef"
+)
+
+// poolSite is the body of the pool run's site: the gateway with sessions,
+// in front of replicas (host:port, each a "localhost:PORT" whose Host the
+// everything-server accepts) balanced by mcp_session, round_robin for the
+// requests of no session. Its access log (JSON, in accessLog) adds to each
+// entry the replica the request went to and its MCP method, for
+// requireSpread.
+func poolSite(replicas []string, accessLog string) string {
+	return fmt.Sprintf(`log {
+	output file %s
+	format json
+}
+log_append upstream {http.reverse_proxy.upstream.hostport}
+log_append mcp_method {http.mcp.method}
+mcp {
+	sessions {
+		secret %s
+	}
+}
+reverse_proxy %s {
+	lb_policy mcp_session {
+		fallback round_robin
+	}
+	header_up Host {upstream_hostport}
+}`, accessLog, poolSecret, strings.Join(replicas, " "))
+}
+
+// accessEntry is what requireSpread reads of an access log entry. Caddy
+// logs the request as it came in, before any handler: its session id is
+// the token the client sent, not the replica's own id the gateway restores.
+type accessEntry struct {
+	Request struct {
+		Headers http.Header `json:"headers"`
+	} `json:"request"`
+	RespHeaders http.Header `json:"resp_headers"`
+	// Upstream is where reverse_proxy sent the request; "" when it sent it
+	// nowhere (the gateway answered).
+	Upstream string `json:"upstream"`
+	// MCPMethod is nil when the entry lacks log_append's fields: a stream
+	// the client closed, which reverse_proxy aborts by panicking
+	// (http.ErrAbortHandler) past log_append.
+	MCPMethod *string `json:"mcp_method"`
+}
+
+// requireSpread reads the pool run's access log and fails the test unless
+// round_robin opened sessions on every replica, and every request that
+// named a session went to the replica whose answer to initialize issued
+// the session's token. It logs each replica's sessions and requests.
+func requireSpread(t *testing.T, accessLog string, replicas []string) {
+	t.Helper()
+	data, err := os.ReadFile(accessLog)
+	if err != nil {
+		t.Fatalf("pool: reading the access log: %v", err)
+	}
+	var (
+		sessions = map[string]int{}      // replica: sessions it opened
+		requests = map[string]int{}      // replica ("" the gateway): requests it answered
+		issuer   = map[string]string{}   // token: the replica that opened its session
+		sentTo   = map[string][]string{} // token: the replicas its requests went to
+		aborted  int                     // streams the client closed
+	)
+	for line := range strings.Lines(string(data)) {
+		if !strings.HasSuffix(line, "\n") {
+			break // being written: a stream closed as the suite ended
+		}
+		var e accessEntry
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("pool: access log entry %q: %v", line, err)
+		}
+		if e.MCPMethod == nil {
+			aborted++
+			continue
+		}
+		up := e.Upstream
+		requests[up]++
+		if up == "" {
+			continue
+		}
+		if token := e.RespHeaders.Get("Mcp-Session-Id"); *e.MCPMethod == "initialize" && token != "" {
+			sessions[up]++
+			issuer[token] = up
+		}
+		if token := e.Request.Headers.Get("Mcp-Session-Id"); token != "" && !slices.Contains(sentTo[token], up) {
+			sentTo[token] = append(sentTo[token], up)
+		}
+	}
+	for i, r := range replicas {
+		t.Logf("pool: replica %d (%s): %d sessions, %d requests", i+1, r, sessions[r], requests[r])
+		if sessions[r] == 0 {
+			t.Errorf("pool: round_robin opened no session on replica %d (%s)", i+1, r)
+		}
+	}
+	t.Logf("pool: %d answered by the gateway itself, %d streams closed by the client (their replica is not logged)", requests[""], aborted)
+	for token, ups := range sentTo {
+		if want, ok := issuer[token]; !ok || len(ups) != 1 || ups[0] != want {
+			t.Errorf("pool: the requests of session %s went to %q; it was opened on %q", token, ups, want)
+		}
+	}
+}
+
+// requirePassed fails the test unless the run passed exactly the checks
+// the direct run passed (directPassed, nil when there was none).
+func (r *suiteResult) requirePassed(t *testing.T, run string, directPassed []string) {
+	t.Helper()
+	if directPassed == nil {
+		// Run alone (-run .../gateway), or the direct run broke off: the
+		// pinned failures are then the only reference.
+		t.Logf("%s: no direct run to compare the passed checks with", run)
+	} else if got := r.passedChecks(); !slices.Equal(got, directPassed) {
+		t.Errorf("%s: passed checks differ from the direct run's: only directly %q; only through the gateway %q",
+			run, subtract(directPassed, got), subtract(got, directPassed))
+	}
 }
 
 // suite is an installed version of the suite and the node that runs it.
