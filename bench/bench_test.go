@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os/exec"
 	"strings"
 	"sync/atomic"
@@ -82,6 +85,7 @@ func TestEveryCaddyfileAdapts(t *testing.T) {
 	want := map[string][]string{
 		cfgProxy:      {`"handler":"reverse_proxy"`, `"dial":"127.0.0.1:9000"`, `"listen":["127.0.0.1:8080"]`, `"host":["127.0.0.1"]`},
 		cfgMCP:        {`"handler":"mcp"`, `"handler":"reverse_proxy"`},
+		cfgSessions:   {`"sessions":{"secrets":["` + sessionSecret + `"]}`, `"selection_policy":{"fallback":{"policy":"round_robin"},"policy":"mcp_session"}`},
 		cfgLimits1:    {`"per_client":{"burst":1000000000,"key":"{http.request.header.X-Client}","rate":"1/1h"}`, `"per_client_tool":`, `{http.mcp.tool}`},
 		cfgLimits100k: {`"per_client":`, `"per_client_tool":`},
 		cfgRedis1:     {`"per_client":{"burst":1000000000,"key":"{http.request.header.X-Client}","rate":"1/1h"}`, `"per_client_tool":`, `"backend":"redis"`, `"addresses":["redis://127.0.0.1:6379/0"]`},
@@ -112,6 +116,12 @@ func TestEveryCaddyfileAdapts(t *testing.T) {
 			if !c.Redis {
 				assert.NotContains(t, cfg, `"store"`)
 			}
+			if c.Proxy == "" {
+				assert.NotContains(t, cfg, `"selection_policy"`)
+			}
+			if !c.Sessions {
+				assert.NotContains(t, cfg, `"sessions"`)
+			}
 		})
 	}
 }
@@ -130,6 +140,131 @@ func TestSelectingAConfigurationRunsItsBaseline(t *testing.T) {
 
 	_, err = selectConfigs("mcp,nope", allConfigs(1000))
 	assert.ErrorContains(t, err, `"nope"`)
+
+	sel, err = selectConfigs("sessions", allConfigs(1000))
+	require.NoError(t, err)
+	running = nil
+	for _, c := range sel.Running {
+		running = append(running, c.Name)
+	}
+	assert.Equal(t, []string{cfgMCP, cfgSessions}, running, "sessions is compared with mcp {}")
+}
+
+func TestSessionsIsMeasuredRightAfterMCP(t *testing.T) {
+	all := allConfigs(1000)
+	for i, c := range all {
+		if c.Name == cfgSessions {
+			require.Positive(t, i)
+			assert.Equal(t, cfgMCP, all[i-1].Name)
+			assert.Equal(t, cfgMCP, c.Baseline)
+			assert.True(t, c.Sessions)
+			assert.GreaterOrEqual(t, len(sessionSecret), 32)
+			return
+		}
+	}
+	t.Fatal("no sessions configuration")
+}
+
+func TestSessionsAreComparedWithMCP(t *testing.T) {
+	all := allConfigs(1000)
+	smp := func(requests uint64, p50 time.Duration) *sample {
+		s := &sample{Requests: requests, Window: time.Second}
+		s.hist.record(p50)
+		return s
+	}
+	proxy := &series{Config: all[1], Size: 1024, Samples: []*sample{smp(1000, time.Millisecond)}}
+	mcp := &series{Config: all[2], Size: 1024, Samples: []*sample{smp(900, 1100*time.Microsecond)}}
+	sessions := &series{Config: all[3], Size: 1024, Samples: []*sample{smp(891, 1133*time.Microsecond)}}
+	require.Equal(t, cfgSessions, sessions.Config.Name)
+	rows := summarise([]*series{proxy, mcp, sessions})
+	r := findRow(rows, cfgSessions, 1024)
+	require.NotNil(t, r)
+	assert.InDelta(t, 0.99, r.Ratio.Median, 1e-9, "against mcp {}, not reverse_proxy")
+	assert.InDelta(t, 3, r.AddedP50.Median, 1.6)
+
+	found := map[string]goal{}
+	for _, g := range goals(rows, nil, []int{1024}) {
+		found[g.What] = g
+	}
+	tp, p50 := found["throughput, sessions / mcp {} (within noise), 1 KiB"], found["p50 added, sessions over mcp {} (within noise), 1 KiB"]
+	assert.Equal(t, 0.97, tp.Bound)
+	assert.True(t, tp.Met)
+	assert.Equal(t, 5.0, p50.Bound)
+	assert.True(t, p50.AtMost)
+	assert.True(t, p50.Met)
+
+	var out strings.Builder
+	(&report{Rows: rows}).writeRows(&out)
+	assert.Contains(t, out.String(), "| sessions (against mcp {}) | 1 KiB |")
+}
+
+// TestResponderKeepsOneSession: the responder answers as the Go SDK's
+// server in stateful mode would, with one session.
+func TestResponderKeepsOneSession(t *testing.T) {
+	up, err := serveUpstreams()
+	require.NoError(t, err)
+	defer up.stop()
+	post := func(sid string) *http.Response {
+		req, err := http.NewRequest(http.MethodPost, "http://"+up.Responder+"/mcp", strings.NewReader(string(body(1024))))
+		require.NoError(t, err)
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp
+	}
+	resp := post("")
+	assert.Equal(t, 200, resp.StatusCode)
+	assert.Equal(t, responderSessionID, resp.Header.Get("Mcp-Session-Id"), "a new session")
+	resp = post(responderSessionID)
+	assert.Equal(t, 200, resp.StatusCode)
+	assert.Equal(t, responderSessionID, resp.Header.Get("Mcp-Session-Id"), "the same session")
+	assert.Equal(t, 404, post("a-token-the-gateway-did-not-open").StatusCode)
+}
+
+// TestOpeningASessionNeedsASealedToken opens a session directly at the
+// responder, which names its own id, and through a stand-in gateway that
+// seals and restores it.
+func TestOpeningASessionNeedsASealedToken(t *testing.T) {
+	up, err := serveUpstreams()
+	require.NoError(t, err)
+	defer up.stop()
+	_, err = openSession(up.Responder)
+	assert.ErrorContains(t, err, "own session id")
+
+	upstream, err := url.Parse("http://" + up.Responder)
+	require.NoError(t, err)
+	const sealed = "sealed-"
+	gw := httptest.NewServer(&httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(upstream)
+			if v := r.In.Header.Get("Mcp-Session-Id"); v != "" {
+				r.Out.Header.Set("Mcp-Session-Id", strings.TrimPrefix(v, sealed))
+			}
+		},
+		ModifyResponse: func(resp *http.Response) error {
+			if v := resp.Header.Get("Mcp-Session-Id"); v != "" {
+				resp.Header.Set("Mcp-Session-Id", sealed+v)
+			}
+			return nil
+		},
+	})
+	defer gw.Close()
+	token, err := openSession(strings.TrimPrefix(gw.URL, "http://"))
+	require.NoError(t, err)
+	assert.Equal(t, sealed+responderSessionID, token)
+
+	c := newClient(&target{addr: strings.TrimPrefix(gw.URL, "http://"), path: "/mcp", body: body(1024), keys: 1, headers: sessionLines(token), expect: upstreamText}, 0, 1)
+	defer c.close()
+	assert.Contains(t, string(c.head), "\r\nMcp-Session-Id: "+token+"\r\nMCP-Protocol-Version: 2025-11-25\r\nX-Client: k")
+	for range 3 {
+		require.NoError(t, c.do(), "every request names the session")
+	}
+	stale := newClient(&target{addr: up.Responder, path: "/mcp", body: body(1024), keys: 1, headers: sessionLines(token), expect: upstreamText}, 0, 1)
+	defer stale.close()
+	assert.ErrorIs(t, stale.do(), errBadAnswer, "a token the upstream gets unopened is not its session")
 }
 
 func TestRedisConfigurationsHaveTheInProcessLimits(t *testing.T) {

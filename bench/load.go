@@ -25,6 +25,11 @@ type target struct {
 	// through. Every request carries the header, so that all configurations
 	// send the same bytes.
 	keys int
+	// headers are more header lines, each ending in CRLF, sent with every
+	// request (a session's Mcp-Session-Id and MCP-Protocol-Version); ""
+	// for none. They are written into the request once, when a client
+	// starts, so that they cost nothing per request but their bytes.
+	headers string
 	// expect is held in the first checkBytes bytes of every good answer's
 	// body (after decoding a chunked one); the status must be 200.
 	expect string
@@ -122,11 +127,11 @@ func touchKeys(t *target, clients int, stop *atomic.Bool) error {
 }
 
 // client is one keep-alive connection, speaking just enough HTTP/1.1 for the
-// benchmark: a fixed request with one header that varies, and answers with a
-// Content-Length, chunked, or ending with the connection. It costs a few
-// microseconds of CPU per request, much less than net/http's client, so that
-// the load generator takes as little as possible of the CPU the servers
-// measured share with it.
+// benchmark: a fixed request (the target's headers included) with one
+// header that varies, and answers with a Content-Length, chunked, or ending
+// with the connection. It costs a few microseconds of CPU per request, much
+// less than net/http's client, so that the load generator takes as little as
+// possible of the CPU the servers measured share with it.
 type client struct {
 	t    *target
 	nc   net.Conn
@@ -147,7 +152,7 @@ type client struct {
 }
 
 func newClient(t *target, i, n int) *client {
-	head := fmt.Appendf(nil, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: %d\r\nX-Client: k", t.path, t.addr, len(t.body))
+	head := fmt.Appendf(nil, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: %d\r\n%sX-Client: k", t.path, t.addr, len(t.body), t.headers)
 	c := &client{t: t, head: head, keyAt: len(head), stride: n, seen: make([]byte, 0, checkBytes)}
 	if t.keys > 1 {
 		c.key = i % t.keys

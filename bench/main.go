@@ -71,6 +71,9 @@ type bench struct {
 	sizes     []int
 	upstreams *upstreams
 	caddies   map[string]*caddyrun.Process
+	// sessionHeaders are, per Sessions configuration, the header lines
+	// naming the session its load generator opened (openSession).
+	sessionHeaders map[string]string
 	// redis is the redis-server of the configurations that need one.
 	redis *redisServer
 	// stop is set by an interrupt; measurements end at once.
@@ -100,7 +103,7 @@ func run(o options, out io.Writer) error {
 			return err
 		}
 	}
-	b := &bench{o: o, sel: sel, sizes: sizes, caddies: map[string]*caddyrun.Process{}}
+	b := &bench{o: o, sel: sel, sizes: sizes, caddies: map[string]*caddyrun.Process{}, sessionHeaders: map[string]string{}}
 	defer b.stopOnInterrupt()()
 
 	tmp, err := os.MkdirTemp("", "caddy-mcp-bench-")
@@ -232,6 +235,17 @@ func (b *bench) start(tmp string) error {
 		}
 		b.caddies[c.Name] = p
 	}
+	for _, c := range b.sel.Running {
+		if !c.Sessions {
+			continue
+		}
+		token, err := openSession(b.caddies[c.Name].Addr)
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.Name, err)
+		}
+		b.sessionHeaders[c.Name] = sessionLines(token)
+		log.Printf("%s: opened a session; every request names it by the gateway's token (%d bytes, in place of the responder's id of %d)", c.Name, len(token), len(responderSessionID))
+	}
 	log.Printf("started %d Caddy processes; upstreams on %s (responder) and %s (Go SDK)", len(b.caddies), b.upstreams.Responder, b.upstreams.SDK)
 	return nil
 }
@@ -258,7 +272,7 @@ func (b *bench) upstreamOf(c config) string {
 
 // target is where c's requests go, with a body of size bytes.
 func (b *bench) target(c config, size int) *target {
-	t := &target{path: "/mcp", body: body(size), keys: c.Keys, expect: upstreamText}
+	t := &target{path: "/mcp", body: body(size), keys: c.Keys, headers: b.sessionHeaders[c.Name], expect: upstreamText}
 	if c.Direct {
 		t.addr = b.upstreamOf(c)
 	} else {

@@ -97,7 +97,7 @@ func (r *report) writeHeader(w io.Writer) {
 // writeRows is the throughput and latency table, then the first error of
 // each row that had any.
 func (r *report) writeRows(w io.Writer) {
-	fmt.Fprintln(w, "Figures are the median over the rounds [smallest–largest]. Ratios and added latencies are taken round by round against the baseline (reverse_proxy to the same upstream, same body) measured in the same round, then summarised.")
+	fmt.Fprintln(w, "Figures are the median over the rounds [smallest–largest]. Ratios and added latencies are taken round by round against the baseline (reverse_proxy to the same upstream, same body, unless the row names another) measured in the same round, then summarised.")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| config | body | req/s | × reverse_proxy | p50 | p99 | p50 added | p99 added | errors |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
@@ -105,6 +105,9 @@ func (r *report) writeRows(w io.Writer) {
 		name := row.Config
 		if row.Upstream == upstreamSDK {
 			name += " (Go SDK server)"
+		}
+		if row.Baseline != cfgProxy && row.Baseline != cfgSDKProxy {
+			name += " (against " + baselineLabel(row.Baseline) + ")"
 		}
 		fmt.Fprintf(w, "| %s | %s | %s [%s–%s] | %.2f [%.2f–%.2f] | %s ms | %s ms | %s | %s | %d |\n",
 			name, sizeLabel(row.Size),
@@ -203,6 +206,14 @@ func (r *report) writeGoals(w io.Writer) {
 	if len(fellBack) > 0 {
 		fmt.Fprintf(w, "\nRedis did not make every decision of %s: the handler's own buckets made the rest, so the Redis targets of those rows measure less than Redis costs.\n", strings.Join(fellBack, "; "))
 	}
+}
+
+// baselineLabel names a baseline other than reverse_proxy in the table.
+func baselineLabel(name string) string {
+	if name == cfgMCP {
+		return "mcp {}"
+	}
+	return name
 }
 
 func formatFig(v float64, unit string) string {

@@ -32,6 +32,15 @@ type config struct {
 	// and keys in the handler's own memory, their latency's reference.
 	Redis     bool
 	InProcess string
+	// Proxy is Caddyfile text inside the reverse_proxy block, after the
+	// settings every configuration shares (sessions' lb_policy); "" for
+	// none.
+	Proxy string
+	// Sessions configurations pin sessions to their upstream: before its
+	// first request, the load generator opens a session through the
+	// gateway and then names it, by the token the gateway sealed, in every
+	// request (session.go).
+	Sessions bool
 }
 
 const (
@@ -44,6 +53,7 @@ const (
 	cfgDirect      = "direct"
 	cfgProxy       = "reverse_proxy"
 	cfgMCP         = "mcp"
+	cfgSessions    = "sessions"
 	cfgLimits1     = "limits-1key"
 	cfgLimits100k  = "limits-100k"
 	cfgRedis1      = "limits-1key-redis"
@@ -99,16 +109,25 @@ func limitsWith(store string) string {
 	return b.String()
 }
 
+// sessionsHandler turns sessions on with a fixed secret (sessionSecret), and
+// sessionsProxy sends each request of a session to the upstream that holds
+// it, the others round robin.
+var (
+	sessionsHandler = "mcp {\n\tsessions {\n\t\tsecret " + sessionSecret + "\n\t}\n}"
+	sessionsProxy   = "lb_policy mcp_session {\n\tfallback round_robin\n}"
+)
+
 // allConfigs returns every configuration, in the order a round measures
 // them. guardMax is the concurrency guard's max, far above the client count.
 // Each configuration with its limits' buckets in Redis comes right after
-// the one with the same limits in process, so that the two measurements
-// compared are seconds apart.
+// the one with the same limits in process, and sessions right after mcp,
+// so that the two measurements compared are seconds apart.
 func allConfigs(guardMax int) []config {
 	return []config{
 		{Name: cfgDirect, Upstream: upstreamResponder, Direct: true, Keys: 1, Baseline: cfgProxy},
 		{Name: cfgProxy, Upstream: upstreamResponder, Keys: 1, Baseline: cfgProxy},
 		{Name: cfgMCP, Upstream: upstreamResponder, Handler: "mcp", Keys: 1, Baseline: cfgProxy},
+		{Name: cfgSessions, Upstream: upstreamResponder, Handler: sessionsHandler, Proxy: sessionsProxy, Keys: 1, Baseline: cfgMCP, Sessions: true},
 		{Name: cfgLimits1, Upstream: upstreamResponder, Handler: twoLimits, Keys: 1, Baseline: cfgProxy},
 		{Name: cfgRedis1, Upstream: upstreamResponder, Handler: twoLimitsRedis, Keys: 1, Baseline: cfgProxy, Redis: true, InProcess: cfgLimits1},
 		{Name: cfgLimits100k, Upstream: upstreamResponder, Handler: twoLimits, Keys: manyKeys, Baseline: cfgProxy},
@@ -219,15 +238,20 @@ func configNames(all []config) string {
 // own loopback port (for /debug/pprof/), no HTTPS, nothing logged below
 // ERROR, and one plain-HTTP site listening on loopback only. Every
 // configuration, with or without mcp, proxies with the same reverse_proxy
-// settings. redis is the benchmark's redis-server, host:port, for the
-// configurations that keep their buckets there.
+// settings, followed by its own Proxy lines if it has any. redis is the
+// benchmark's redis-server, host:port, for the configurations that keep
+// their buckets there.
 func caddyfile(c config, port, adminPort int, storage, upstream, redis string) string {
 	var site strings.Builder
 	if c.Handler != "" {
 		site.WriteString(strings.ReplaceAll(c.Handler, redisAddrMark, redis))
 		site.WriteString("\n")
 	}
-	fmt.Fprintf(&site, "reverse_proxy %s {\n\theader_up Host {upstream_hostport}\n}", upstream)
+	fmt.Fprintf(&site, "reverse_proxy %s {\n\theader_up Host {upstream_hostport}\n", upstream)
+	if c.Proxy != "" {
+		site.WriteString("\t" + strings.ReplaceAll(c.Proxy, "\n", "\n\t") + "\n")
+	}
+	site.WriteString("}")
 	return caddyrun.Site(port, adminPort, storage, "ERROR", site.String())
 }
 

@@ -30,6 +30,13 @@ const ssePath = "/sse"
 // text/event-stream: a progress notification at once, flushed, then the
 // response. It keeps no state and allocates little, so that it is never what
 // limits the throughput measured.
+//
+// Its sessions are those of the Go SDK's server in stateful mode, reduced
+// to one: a POST without Mcp-Session-Id is answered with the header
+// Mcp-Session-Id: responderSessionID, a POST with that id with the same
+// header, and a POST with any other id with 404, session not found. So a
+// gateway that did not give the upstream its own id back fails every
+// request.
 type responder struct {
 	bufs sync.Pool
 }
@@ -43,6 +50,12 @@ var (
 // upstreamText is the text of every result the responder sends; a load
 // generator recognises a proxied answer by it.
 const upstreamText = "upstream-ok"
+
+// responderSessionID is the id of the responder's one session, as long as
+// the Go SDK's (26 characters).
+const responderSessionID = "bench-responder-session-01"
+
+var sessionHeader = []string{responderSessionID}
 
 const progressEvent = "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":1,\"progress\":1,\"total\":1}}\n\n"
 
@@ -62,8 +75,13 @@ func (s *responder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusBadRequest)
 		return
 	}
-	id := jsonrpcID(body)
 	h := w.Header()
+	if sid, ok := r.Header["Mcp-Session-Id"]; ok && (len(sid) != 1 || sid[0] != responderSessionID) {
+		w.WriteHeader(http.StatusNotFound)
+		return
+	}
+	h["Mcp-Session-Id"] = sessionHeader
+	id := jsonrpcID(body)
 	if r.URL.Path == ssePath {
 		h["Content-Type"] = eventType
 		h["Cache-Control"] = noCache

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// sessionSecret is the secret the sessions configuration seals its tokens
+// with: fixed, so that every run seals alike; for the benchmark only.
+const sessionSecret = "caddy-mcp-benchmark-session-secret-not-for-production"
+
+// sessionProtocolVersion is the MCP-Protocol-Version every request of a
+// session declares: the latest revision of the session era.
+const sessionProtocolVersion = "2025-11-25"
+
+// initializeBody opens a session.
+const initializeBody = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"` + sessionProtocolVersion + `","capabilities":{},"clientInfo":{"name":"caddy-mcp-bench","version":"1"}}}`
+
+// openSession opens a session through the gateway at addr, as a client of
+// the 2025 revisions does, and returns the token the gateway sealed for it.
+// An initialize without Mcp-Session-Id must be
+// answered with a token that is not the responder's own id (sealed, not
+// passed through); a tools/call naming the token must reach the responder
+// with its own id (it answers any other with 404) and be answered with
+// the token again.
+func openSession(addr string) (string, error) {
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	post := func(body []byte, hdr map[string]string) (*http.Response, []byte, error) {
+		req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/mcp", bytes.NewReader(body))
+		if err != nil {
+			return nil, nil, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer resp.Body.Close()
+		answer, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		if err != nil {
+			return nil, nil, err
+		}
+		if resp.StatusCode != http.StatusOK || !bytes.Contains(answer, []byte(upstreamText)) {
+			return nil, nil, fmt.Errorf("%w: status %d: %q", errBadAnswer, resp.StatusCode, clipped(answer))
+		}
+		return resp, answer, nil
+	}
+
+	resp, _, err := post([]byte(initializeBody), nil)
+	if err != nil {
+		return "", fmt.Errorf("opening a session: %w", err)
+	}
+	token := resp.Header.Get("Mcp-Session-Id")
+	switch {
+	case token == "":
+		return "", fmt.Errorf("opening a session: the gateway's answer names none (the responder named %q)", responderSessionID)
+	case token == responderSessionID:
+		return "", fmt.Errorf("opening a session: the gateway passed the responder's own session id %q through instead of a sealed token", token)
+	case strings.ContainsAny(token, "\r\n"):
+		return "", fmt.Errorf("opening a session: a token that cannot be sent back: %q", token)
+	}
+
+	hdr := map[string]string{"Mcp-Session-Id": token, "MCP-Protocol-Version": sessionProtocolVersion}
+	resp, _, err = post(body(1<<10), hdr)
+	if err != nil {
+		return "", fmt.Errorf("a call in the session (token of %d bytes): %w", len(token), err)
+	}
+	if got := resp.Header.Get("Mcp-Session-Id"); got != token {
+		return "", fmt.Errorf("a call in the session: answered with Mcp-Session-Id %q, not the token sent (%d bytes)", got, len(token))
+	}
+	return token, nil
+}
+
+// sessionLines are the header lines that name the session of token in
+// every request: Mcp-Session-Id and MCP-Protocol-Version.
+func sessionLines(token string) string {
+	return "Mcp-Session-Id: " + token + "\r\nMCP-Protocol-Version: " + sessionProtocolVersion + "\r\n"
+}
+
+func clipped(b []byte) []byte {
+	return b[:min(len(b), checkBytes)]
+}
