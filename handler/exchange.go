@@ -45,8 +45,9 @@ type exchange struct {
 
 	// Written by openSession: the session the request's token opened to,
 	// and the principal a session it opens is bound to (sessions.go).
-	session   *openedSession
-	principal *session.Principal
+	session    *openedSession
+	sessionBuf openedSession
+	principal  *session.Principal
 
 	// Written by forward: the request went to the upstream, and watch
 	// follows its answer.

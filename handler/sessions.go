@@ -154,14 +154,15 @@ func (h *Handler) openSession(x *exchange, repl *caddy.Replacer) error {
 		delete(x.r.Header, "Mcp-Session-Id") // no session: the same as none
 		return nil
 	}
-	s, err := p.ring().Open(token, p.now(), p.ttl, x.principal)
+	s, err := p.ring().Open(token, x.start, p.ttl, x.principal)
 	if err != nil {
 		return err
 	}
-	sessionTokens.WithLabelValues("opened").Inc()
-	x.session = &openedSession{Session: s, token: token}
-	x.r.Header["Mcp-Session-Id"] = []string{s.ID}
-	caddyhttp.SetVar(x.r.Context(), session.PinVar, s.Upstream)
+	tokensOpened.Inc()
+	x.sessionBuf = openedSession{Session: s, token: token}
+	x.session = &x.sessionBuf
+	values[0] = s.ID // the request's own slice: no other reads it
+	caddyhttp.SetVar(x.r.Context(), session.PinVar, &x.session.Upstream)
 	return nil
 }
 
@@ -188,11 +189,14 @@ func (p *pins) seal(hdr http.Header, x *exchange) {
 		return
 	}
 	if x.session != nil && ids[0] == x.session.ID {
-		hdr["Mcp-Session-Id"] = []string{x.session.token}
+		ids[0] = x.session.token // the response's own slice
+		hdr["Mcp-Session-Id"] = ids[:1]
 		return
 	}
-	upstream, ok := caddyhttp.GetVar(x.r.Context(), session.SelectedVar).(string)
-	if !ok {
+	var upstream string
+	if selected, ok := caddyhttp.GetVar(x.r.Context(), session.SelectedVar).(*string); ok {
+		upstream = *selected
+	} else {
 		// Another selection policy chose: the address it dialled.
 		if repl, ok := x.r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
 			upstream = repl.ReplaceAll("{http.reverse_proxy.upstream.hostport}", "")
@@ -206,7 +210,7 @@ func (p *pins) seal(hdr http.Header, x *exchange) {
 		p.logger.Error("sealing a session id failed: the client gets none", zap.Error(err))
 		return
 	}
-	sessionTokens.WithLabelValues("issued").Inc()
+	tokensIssued.Inc()
 	hdr["Mcp-Session-Id"] = []string{token}
 }
 
@@ -284,6 +288,12 @@ var sessionTokens = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Namespace: "caddy", Subsystem: "mcp", Name: "session_tokens_total",
 	Help: "Session tokens the gateway issued, opened, or refused (expired, invalid, other_principal, upstream_removed), and sessions refused for want of a principal (no_principal).",
 }, []string{"outcome"})
+
+// The series counted on the paths every session takes, looked up once.
+var (
+	tokensOpened = sessionTokens.WithLabelValues("opened")
+	tokensIssued = sessionTokens.WithLabelValues("issued")
+)
 
 // SessionsStatus is the sessions in the status view.
 type SessionsStatus struct {

@@ -18,11 +18,11 @@ func init() {
 
 // The request variables the mcp handler and the policy talk through.
 const (
-	// PinVar is the upstream a request's session is pinned to, set by the
-	// handler once it has opened the session's token.
+	// PinVar is the upstream a request's session is pinned to (a
+	// *string), set by the handler once it has opened the session's token.
 	PinVar = "mcp.session.upstream"
-	// SelectedVar is the upstream the policy chose, which the handler
-	// seals in the token of a new session.
+	// SelectedVar is the upstream the policy chose (a *string, its dial
+	// address), which the handler seals in the token of a new session.
 	SelectedVar = "mcp.session.selected"
 	// MissVar says why the policy chose none for a pinned request:
 	// MissRemoved or MissUnavailable.
@@ -85,23 +85,25 @@ func (p *Policy) Provision(ctx caddy.Context) error {
 // available, nil when it is not (saying why in MissVar), and otherwise the
 // fallback's choice.
 func (p *Policy) Select(pool reverseproxy.UpstreamPool, r *http.Request, w http.ResponseWriter) *reverseproxy.Upstream {
-	pinned, ok := caddyhttp.GetVar(r.Context(), PinVar).(string)
-	if !ok || pinned == "" {
+	// Pointers in the variables: a string would be allocated on every
+	// request to go in an interface.
+	pinned, ok := caddyhttp.GetVar(r.Context(), PinVar).(*string)
+	if !ok || *pinned == "" {
 		u := p.fallback.Select(pool, r, w)
 		if u != nil {
-			caddyhttp.SetVar(r.Context(), SelectedVar, u.Dial)
+			caddyhttp.SetVar(r.Context(), SelectedVar, &u.Dial)
 		}
 		return u
 	}
 	for _, u := range pool {
-		if u.Dial != pinned {
+		if u.Dial != *pinned {
 			continue
 		}
 		if !u.Available() {
 			caddyhttp.SetVar(r.Context(), MissVar, MissUnavailable)
 			return nil
 		}
-		caddyhttp.SetVar(r.Context(), SelectedVar, u.Dial)
+		caddyhttp.SetVar(r.Context(), SelectedVar, &u.Dial)
 		return u
 	}
 	caddyhttp.SetVar(r.Context(), MissVar, MissRemoved)

@@ -188,7 +188,8 @@ func (kr *Keyring) Open(token string, now time.Time, ttl time.Duration, p *Princ
 	if !ok {
 		return Session{}, ErrMalformed
 	}
-	plain, err := k.aead.Open(nil, raw[headSize:headSize+nonceSize], raw[headSize+nonceSize:], raw[:headSize])
+	sealed := raw[headSize+nonceSize:]
+	plain, err := k.aead.Open(sealed[:0], raw[headSize:headSize+nonceSize], sealed, raw[:headSize])
 	if err != nil {
 		return Session{}, ErrMalformed
 	}
