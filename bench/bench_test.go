@@ -147,17 +147,20 @@ func TestSelectingAConfigurationRunsItsBaseline(t *testing.T) {
 	for _, c := range sel.Running {
 		running = append(running, c.Name)
 	}
-	assert.Equal(t, []string{cfgMCP, cfgSessions}, running, "sessions is compared with mcp {}")
+	assert.Equal(t, []string{cfgMCPSession, cfgSessions}, running, "sessions is compared with mcp {} carrying the same session")
 }
 
-func TestSessionsIsMeasuredRightAfterMCP(t *testing.T) {
+func TestSessionsIsMeasuredRightAfterItsUnsealedTwin(t *testing.T) {
 	all := allConfigs(1000)
 	for i, c := range all {
 		if c.Name == cfgSessions {
 			require.Positive(t, i)
-			assert.Equal(t, cfgMCP, all[i-1].Name)
-			assert.Equal(t, cfgMCP, c.Baseline)
-			assert.True(t, c.Sessions)
+			twin := all[i-1]
+			assert.Equal(t, cfgMCPSession, twin.Name)
+			assert.Equal(t, cfgMCPSession, c.Baseline)
+			assert.True(t, c.Sessions && c.Sealed)
+			assert.True(t, twin.Sessions && !twin.Sealed)
+			assert.Equal(t, "mcp", twin.Handler)
 			assert.GreaterOrEqual(t, len(sessionSecret), 32)
 			return
 		}
@@ -173,8 +176,9 @@ func TestSessionsAreComparedWithMCP(t *testing.T) {
 		return s
 	}
 	proxy := &series{Config: all[1], Size: 1024, Samples: []*sample{smp(1000, time.Millisecond)}}
-	mcp := &series{Config: all[2], Size: 1024, Samples: []*sample{smp(900, 1100*time.Microsecond)}}
-	sessions := &series{Config: all[3], Size: 1024, Samples: []*sample{smp(891, 1133*time.Microsecond)}}
+	mcp := &series{Config: all[3], Size: 1024, Samples: []*sample{smp(900, 1100*time.Microsecond)}}
+	sessions := &series{Config: all[4], Size: 1024, Samples: []*sample{smp(891, 1133*time.Microsecond)}}
+	require.Equal(t, cfgMCPSession, mcp.Config.Name)
 	require.Equal(t, cfgSessions, sessions.Config.Name)
 	rows := summarise([]*series{proxy, mcp, sessions})
 	r := findRow(rows, cfgSessions, 1024)
@@ -186,7 +190,7 @@ func TestSessionsAreComparedWithMCP(t *testing.T) {
 	for _, g := range goals(rows, nil, []int{1024}) {
 		found[g.What] = g
 	}
-	tp, p50 := found["throughput, sessions / mcp {} (within noise), 1 KiB"], found["p50 added, sessions over mcp {} (within noise), 1 KiB"]
+	tp, p50 := found["throughput, sessions / mcp {} with the session unsealed (within noise), 1 KiB"], found["p50 added, sessions over mcp {} with the session unsealed (within noise), 1 KiB"]
 	assert.Equal(t, 0.97, tp.Bound)
 	assert.True(t, tp.Met)
 	assert.Equal(t, 5.0, p50.Bound)
@@ -195,7 +199,7 @@ func TestSessionsAreComparedWithMCP(t *testing.T) {
 
 	var out strings.Builder
 	(&report{Rows: rows}).writeRows(&out)
-	assert.Contains(t, out.String(), "| sessions (against mcp {}) | 1 KiB |")
+	assert.Contains(t, out.String(), "| sessions (against mcp {} with the session unsealed) | 1 KiB |")
 }
 
 // TestResponderKeepsOneSession: the responder answers as the Go SDK's
@@ -231,8 +235,11 @@ func TestOpeningASessionNeedsASealedToken(t *testing.T) {
 	up, err := serveUpstreams()
 	require.NoError(t, err)
 	defer up.stop()
-	_, err = openSession(up.Responder)
+	_, err = openSession(up.Responder, true)
 	assert.ErrorContains(t, err, "own session id")
+	raw, err := openSession(up.Responder, false)
+	require.NoError(t, err, "the unsealed twin's session")
+	assert.Equal(t, responderSessionID, raw)
 
 	upstream, err := url.Parse("http://" + up.Responder)
 	require.NoError(t, err)
@@ -252,7 +259,7 @@ func TestOpeningASessionNeedsASealedToken(t *testing.T) {
 		},
 	})
 	defer gw.Close()
-	token, err := openSession(strings.TrimPrefix(gw.URL, "http://"))
+	token, err := openSession(strings.TrimPrefix(gw.URL, "http://"), true)
 	require.NoError(t, err)
 	assert.Equal(t, sealed+responderSessionID, token)
 

@@ -23,12 +23,14 @@
 //	direct             the upstream itself: the floor the machine allows
 //	reverse_proxy      Caddy with a plain reverse_proxy: the baseline
 //	mcp                mcp {} before the reverse_proxy: inspection only
-//	sessions           mcp { sessions { secret … } } and lb_policy
-//	                   mcp_session { fallback round_robin }: every request
-//	                   names a session by the gateway's sealed token, which
-//	                   the gateway opens, restores the upstream's id from,
-//	                   routes by, and writes back on the answer; its
-//	                   baseline is mcp, measured just before it
+//	mcp-session        mcp {} with every request in a session of the
+//	                   upstream's, named by the upstream's own id
+//	sessions           the same session with mcp { sessions { secret … } }
+//	                   and lb_policy mcp_session { fallback round_robin }:
+//	                   every request names it by the gateway's sealed token,
+//	                   which the gateway opens, restores the upstream's id
+//	                   from, routes by, and writes back on the answer; its
+//	                   baseline is mcp-session, measured just before it
 //	limits-1key        two rate limits that never trigger, all calls on 1 key
 //	limits-1key-redis  the same, with store redis { address … }: the buckets
 //	                   in the benchmark's redis-server
@@ -75,7 +77,11 @@
 // again. From then on every request of that configuration carries
 // Mcp-Session-Id: <token> and MCP-Protocol-Version: 2025-11-25, written
 // into each client's request once, so the load generator's work per
-// request is the same as for every other configuration. On every request,
+// request is the same as for every other configuration. Its baseline,
+// mcp-session, is mcp {} with a session opened the same way, whose id
+// passes through as the responder wrote it (the run fails if it does
+// not): both carry a session on every request, so the comparison
+// measures what sealing it costs, not what a session's headers cost. On every request,
 // the gateway opens the token, gives the upstream its own id, the policy
 // routes to the upstream the token names, and the answer's id, the same,
 // is replaced by the client's token: the whole feature, on every request,
@@ -143,13 +149,14 @@
 // mcp {} keeps ≥ 0.95 of reverse_proxy's throughput with 1 KiB bodies and
 // ≥ 0.90 with 64 KiB; with limits in process or the guard on, ≥ 0.93 and
 // ≥ 0.88; p50 and p99 rise by at most 10 %; sessions stay within noise of
-// mcp {} measured seconds before (≥ 0.97 of its throughput, p50 at most
-// 5 % higher): what they measure is the whole of the feature's work per
-// request (opening the token, about a quarter of a microsecond; restoring
-// the id; the policy's pinned choice; writing the client's token back, no
-// sealing: that happens once per session; and the bytes, about 165 more in
-// each request's headers and 90 in each answer's) against the same gateway
-// without it, where Caddy spends tens of microseconds on each request; a
+// mcp-session measured seconds before (≥ 0.97 of its throughput, p50 at
+// most 5 % higher): what they measure is the whole of the feature's work
+// per request (opening the token, about a quarter of a microsecond;
+// restoring the id; the policy's pinned choice; writing the client's token
+// back, no sealing: that happens once per session; and the token's bytes,
+// about 90 more in each request's headers and in each answer's) against
+// the same gateway and session without it, where Caddy spends tens of
+// microseconds on each request; a
 // denied call, answered at the
 // edge, goes at least twice as fast as a proxied one; the first event of an
 // SSE answer arrives within 1 ms of reverse_proxy's. With the buckets in

@@ -239,12 +239,16 @@ func (b *bench) start(tmp string) error {
 		if !c.Sessions {
 			continue
 		}
-		token, err := openSession(b.caddies[c.Name].Addr)
+		token, err := openSession(b.caddies[c.Name].Addr, c.Sealed)
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.Name, err)
 		}
 		b.sessionHeaders[c.Name] = sessionLines(token)
-		log.Printf("%s: opened a session; every request names it by the gateway's token (%d bytes, in place of the responder's id of %d)", c.Name, len(token), len(responderSessionID))
+		if c.Sealed {
+			log.Printf("%s: opened a session; every request names it by the gateway's token (%d bytes, in place of the responder's id of %d)", c.Name, len(token), len(responderSessionID))
+		} else {
+			log.Printf("%s: opened a session; every request names it by the responder's own id (%d bytes)", c.Name, len(token))
+		}
 	}
 	log.Printf("started %d Caddy processes; upstreams on %s (responder) and %s (Go SDK)", len(b.caddies), b.upstreams.Responder, b.upstreams.SDK)
 	return nil

@@ -210,8 +210,11 @@ func (r *report) writeGoals(w io.Writer) {
 
 // baselineLabel names a baseline other than reverse_proxy in the table.
 func baselineLabel(name string) string {
-	if name == cfgMCP {
+	switch name {
+	case cfgMCP:
 		return "mcp {}"
+	case cfgMCPSession:
+		return "mcp {} with the session unsealed"
 	}
 	return name
 }

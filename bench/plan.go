@@ -39,8 +39,9 @@ type config struct {
 	// Sessions configurations pin sessions to their upstream: before its
 	// first request, the load generator opens a session through the
 	// gateway and then names it, by the token the gateway sealed, in every
-	// request (session.go).
-	Sessions bool
+	// request (session.go). Sealed: the gateway seals it (sessions on);
+	// otherwise the id passes as the upstream wrote it.
+	Sessions, Sealed bool
 }
 
 const (
@@ -53,6 +54,7 @@ const (
 	cfgDirect      = "direct"
 	cfgProxy       = "reverse_proxy"
 	cfgMCP         = "mcp"
+	cfgMCPSession  = "mcp-session"
 	cfgSessions    = "sessions"
 	cfgLimits1     = "limits-1key"
 	cfgLimits100k  = "limits-100k"
@@ -120,14 +122,16 @@ var (
 // allConfigs returns every configuration, in the order a round measures
 // them. guardMax is the concurrency guard's max, far above the client count.
 // Each configuration with its limits' buckets in Redis comes right after
-// the one with the same limits in process, and sessions right after mcp,
-// so that the two measurements compared are seconds apart.
+// the one with the same limits in process, and sessions right after
+// mcp-session (the same session, not sealed), so that the two measurements
+// compared are seconds apart.
 func allConfigs(guardMax int) []config {
 	return []config{
 		{Name: cfgDirect, Upstream: upstreamResponder, Direct: true, Keys: 1, Baseline: cfgProxy},
 		{Name: cfgProxy, Upstream: upstreamResponder, Keys: 1, Baseline: cfgProxy},
 		{Name: cfgMCP, Upstream: upstreamResponder, Handler: "mcp", Keys: 1, Baseline: cfgProxy},
-		{Name: cfgSessions, Upstream: upstreamResponder, Handler: sessionsHandler, Proxy: sessionsProxy, Keys: 1, Baseline: cfgMCP, Sessions: true},
+		{Name: cfgMCPSession, Upstream: upstreamResponder, Handler: "mcp", Keys: 1, Baseline: cfgProxy, Sessions: true},
+		{Name: cfgSessions, Upstream: upstreamResponder, Handler: sessionsHandler, Proxy: sessionsProxy, Keys: 1, Baseline: cfgMCPSession, Sessions: true, Sealed: true},
 		{Name: cfgLimits1, Upstream: upstreamResponder, Handler: twoLimits, Keys: 1, Baseline: cfgProxy},
 		{Name: cfgRedis1, Upstream: upstreamResponder, Handler: twoLimitsRedis, Keys: 1, Baseline: cfgProxy, Redis: true, InProcess: cfgLimits1},
 		{Name: cfgLimits100k, Upstream: upstreamResponder, Handler: twoLimits, Keys: manyKeys, Baseline: cfgProxy},

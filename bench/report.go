@@ -266,13 +266,14 @@ func goals(rows []row, fe *firstEvents, sizes []int) []goal {
 			}
 		}
 	}
-	// Sessions against mcp {} measured just before: opening the token
-	// (about a quarter of a microsecond), restoring the id, the pinned
-	// choice and writing the token back should stay within the noise.
+	// Sessions against mcp {} carrying the same session unsealed, measured
+	// just before: opening the token (about a quarter of a microsecond),
+	// restoring the id, the pinned choice, writing the token back and the
+	// token's extra bytes should stay within the noise.
 	for _, size := range sizes {
 		if r := findRow(rows, cfgSessions, size); r != nil {
-			atLeast(fmt.Sprintf("throughput, sessions / mcp {} (within noise), %s", sizeLabel(size)), r.Ratio, 0.97)
-			atMost(fmt.Sprintf("p50 added, sessions over mcp {} (within noise), %s", sizeLabel(size)), r.AddedP50, 5, "%")
+			atLeast(fmt.Sprintf("throughput, sessions / mcp {} with the session unsealed (within noise), %s", sizeLabel(size)), r.Ratio, 0.97)
+			atMost(fmt.Sprintf("p50 added, sessions over mcp {} with the session unsealed (within noise), %s", sizeLabel(size)), r.AddedP50, 5, "%")
 		}
 	}
 	for _, size := range sizes {

@@ -21,13 +21,14 @@ const sessionProtocolVersion = "2025-11-25"
 const initializeBody = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"` + sessionProtocolVersion + `","capabilities":{},"clientInfo":{"name":"caddy-mcp-bench","version":"1"}}}`
 
 // openSession opens a session through the gateway at addr, as a client of
-// the 2025 revisions does, and returns the token the gateway sealed for it.
+// the 2025 revisions does, and returns the token the gateway sealed for it
+// (sealed), or the responder's own id passed through (not sealed).
 // An initialize without Mcp-Session-Id must be
 // answered with a token that is not the responder's own id (sealed, not
 // passed through); a tools/call naming the token must reach the responder
 // with its own id (it answers any other with 404) and be answered with
 // the token again.
-func openSession(addr string) (string, error) {
+func openSession(addr string, sealed bool) (string, error) {
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	post := func(body []byte, hdr map[string]string) (*http.Response, []byte, error) {
 		req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/mcp", bytes.NewReader(body))
@@ -62,7 +63,9 @@ func openSession(addr string) (string, error) {
 	switch {
 	case token == "":
 		return "", fmt.Errorf("opening a session: the gateway's answer names none (the responder named %q)", responderSessionID)
-	case token == responderSessionID:
+	case !sealed && token != responderSessionID:
+		return "", fmt.Errorf("opening a session: the gateway changed the responder's id %q to %q, with sessions off", responderSessionID, token)
+	case sealed && token == responderSessionID:
 		return "", fmt.Errorf("opening a session: the gateway passed the responder's own session id %q through instead of a sealed token", token)
 	case strings.ContainsAny(token, "\r\n"):
 		return "", fmt.Errorf("opening a session: a token that cannot be sent back: %q", token)
