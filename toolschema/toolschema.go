@@ -1,0 +1,487 @@
+// Package toolschema checks a tool call's arguments against the tool's
+// inputSchema, as the MCP server advertised it in tools/list, and words each
+// problem for the model that made the call: one envelope.FieldProblem per
+// field, in the §6 form ("Expected one of: draft, sent, paid", "Unknown
+// field 'emial'. … Did you mean 'email'?"), never a validator's keyword
+// dump.
+//
+// The validator is github.com/santhosh-tekuri/jsonschema/v6: it supports
+// every draft MCP servers write (2020-12 by default, draft-07 and older when
+// $schema says so), asserts formats, and reports each failure as a typed
+// kind with its values (the missing names, the allowed values, the bound),
+// from which the words are made. google/jsonschema-go, which the Go SDK
+// uses, reports failures as strings only.
+//
+// A schema is compiled once and never loads anything: a $ref outside the
+// schema itself fails to compile (a hostile server must not make the
+// gateway fetch URLs or read files), and so does a schema over MaxSchema
+// bytes.
+package toolschema
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+
+	"github.com/caddymcp/caddy-mcp/envelope"
+)
+
+// MaxSchema bounds the inputSchema compiled, in bytes.
+const MaxSchema = 64 << 10
+
+// MaxProblems bounds the fields one answer names.
+const MaxProblems = 10
+
+// Schema is a compiled inputSchema.
+type Schema struct {
+	sch *jsonschema.Schema
+	// doc is the schema as decoded, for the names of the fields a path
+	// allows (suggestions for unknown ones).
+	doc any
+}
+
+// schemaURL names the schema being compiled; nothing is loaded from it or
+// from any address relative to it.
+const schemaURL = "https://caddy-mcp.invalid/input-schema.json"
+
+// Compile compiles an inputSchema: 2020-12 unless its $schema names
+// another draft, formats asserted.
+func Compile(raw []byte) (*Schema, error) {
+	if len(raw) > MaxSchema {
+		return nil, fmt.Errorf("inputSchema of %d bytes, over the %d compiled", len(raw), MaxSchema)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("inputSchema is not JSON: %w", err)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.AssertFormat()
+	c.UseLoader(noLoader{})
+	if err := c.AddResource(schemaURL, doc); err != nil {
+		return nil, err
+	}
+	sch, err := c.Compile(schemaURL)
+	if err != nil {
+		return nil, err
+	}
+	return &Schema{sch: sch, doc: doc}, nil
+}
+
+// noLoader loads nothing.
+type noLoader struct{}
+
+func (noLoader) Load(url string) (any, error) {
+	return nil, errors.New("a schema may only refer to itself")
+}
+
+// Check validates a call's arguments (a JSON object; absent counts as {})
+// and returns what is wrong, nil when nothing is. Arguments that are not
+// JSON are one problem at the root.
+func (s *Schema) Check(args []byte) []envelope.FieldProblem {
+	if len(bytes.TrimSpace(args)) == 0 {
+		args = []byte("{}")
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
+	if err != nil {
+		return []envelope.FieldProblem{{Problem: "The arguments are not valid JSON", Sent: nil, Expected: "Expected a JSON object."}}
+	}
+	err = s.sch.Validate(inst)
+	if err == nil {
+		return nil
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return []envelope.FieldProblem{{Problem: "The arguments could not be checked", Sent: args}}
+	}
+	c := collector{s: s, inst: inst}
+	c.walk(ve)
+	return c.problems
+}
+
+type collector struct {
+	s        *Schema
+	inst     any
+	problems []envelope.FieldProblem
+}
+
+// walk collects the leaves of a failure: the keywords that failed where
+// they failed, not the schemas that contained them.
+func (c *collector) walk(e *jsonschema.ValidationError) {
+	switch e.ErrorKind.(type) {
+	case *kind.Schema, *kind.Group, *kind.AllOf, *kind.Reference:
+		for _, cause := range e.Causes {
+			c.walk(cause)
+		}
+		return
+	}
+	for _, p := range c.word(e.InstanceLocation, e.ErrorKind) {
+		if len(c.problems) == MaxProblems || slices.ContainsFunc(c.problems, func(q envelope.FieldProblem) bool {
+			return q.Path == p.Path && q.Problem == p.Problem
+		}) {
+			continue
+		}
+		c.problems = append(c.problems, p)
+	}
+}
+
+// word turns one failed keyword at loc into problems, one per field.
+func (c *collector) word(loc []string, k jsonschema.ErrorKind) []envelope.FieldProblem {
+	at := func(problem, expected string) []envelope.FieldProblem {
+		return []envelope.FieldProblem{{Path: path(loc), Problem: problem, Sent: c.sent(loc), Expected: expected}}
+	}
+	switch k := k.(type) {
+	case *kind.Required:
+		out := make([]envelope.FieldProblem, 0, len(k.Missing))
+		for _, name := range k.Missing {
+			out = append(out, envelope.FieldProblem{Path: path(append(slices.Clip(loc), name)), Problem: "Missing required field", Expected: c.expectedType(append(slices.Clip(loc), name))})
+		}
+		return out
+	case *kind.DependentRequired:
+		return c.missingWith(loc, k.Prop, k.Missing)
+	case *kind.Dependency:
+		return c.missingWith(loc, k.Prop, k.Missing)
+	case *kind.AdditionalProperties:
+		out := make([]envelope.FieldProblem, 0, len(k.Properties))
+		known := c.s.fieldsAt(loc)
+		for _, name := range k.Properties {
+			field := append(slices.Clip(loc), name)
+			expected := "Remove it."
+			if near := nearest(name, known); near != "" {
+				expected = "Did you mean '" + near + "'?"
+			} else if len(known) > 0 {
+				expected = "Expected only: " + strings.Join(known, ", ") + "."
+			}
+			out = append(out, envelope.FieldProblem{Path: path(field), Problem: "Unknown field '" + name + "'", Sent: c.sent(field), Expected: expected})
+		}
+		return out
+	case *kind.Type:
+		return at("Wrong type", "Expected "+typeWords(k.Want)+".")
+	case *kind.Enum:
+		return at("Not an allowed value", "Expected one of: "+valueList(k.Want)+".")
+	case *kind.Const:
+		return at("Not the allowed value", "Expected exactly: "+value(k.Want)+".")
+	case *kind.Format:
+		return at("Invalid "+k.Want+" format", formatWords(k.Want))
+	case *kind.MinLength:
+		return at("Too short", "Expected at least "+count(k.Want, "character")+".")
+	case *kind.MaxLength:
+		return at("Too long", "Expected at most "+count(k.Want, "character")+".")
+	case *kind.Pattern:
+		return at("Does not match the required pattern", "Expected text matching the pattern "+k.Want+".")
+	case *kind.Minimum:
+		return at("Too small", "Expected at least "+number(k.Want)+".")
+	case *kind.Maximum:
+		return at("Too large", "Expected at most "+number(k.Want)+".")
+	case *kind.ExclusiveMinimum:
+		return at("Too small", "Expected more than "+number(k.Want)+".")
+	case *kind.ExclusiveMaximum:
+		return at("Too large", "Expected less than "+number(k.Want)+".")
+	case *kind.MultipleOf:
+		return at("Not a multiple of "+number(k.Want), "Expected a multiple of "+number(k.Want)+".")
+	case *kind.MinItems:
+		return at("Too few items", "Expected at least "+count(k.Want, "item")+".")
+	case *kind.MaxItems:
+		return at("Too many items", "Expected at most "+count(k.Want, "item")+".")
+	case *kind.UniqueItems:
+		return at("Duplicate items", fmt.Sprintf("Expected every item to differ: items %d and %d are equal.", k.Duplicates[0], k.Duplicates[1]))
+	case *kind.MinProperties:
+		return at("Too few fields", "Expected at least "+count(k.Want, "field")+".")
+	case *kind.MaxProperties:
+		return at("Too many fields", "Expected at most "+count(k.Want, "field")+".")
+	case *kind.AdditionalItems:
+		return at("Too many items", "Expected no items beyond those the schema lists.")
+	case *kind.Contains, *kind.MinContains:
+		return at("No item of the required kind", "Expected at least one item matching the schema.")
+	case *kind.MaxContains:
+		return at("Too many items of one kind", "Expected fewer items matching the schema.")
+	case *kind.PropertyNames:
+		return at("Invalid field name '"+k.Property+"'", "Expected field names the schema allows.")
+	case *kind.AnyOf, *kind.OneOf:
+		return at("Matches none of the allowed shapes", "Expected a value matching exactly one of the shapes in the tool's schema.")
+	case *kind.Not:
+		return at("Not allowed", "Expected a value the tool's schema does not exclude.")
+	case *kind.FalseSchema:
+		return at("Not allowed here", "Remove it.")
+	}
+	return at("Invalid value", "")
+}
+
+// missingWith words the fields missing because prop was given.
+func (c *collector) missingWith(loc []string, prop string, missing []string) []envelope.FieldProblem {
+	out := make([]envelope.FieldProblem, 0, len(missing))
+	for _, name := range missing {
+		out = append(out, envelope.FieldProblem{Path: path(append(slices.Clip(loc), name)), Problem: "Missing field, required when '" + prop + "' is given"})
+	}
+	return out
+}
+
+// path writes a location as the §6 form does: dot-separated, "" for the
+// root.
+func path(loc []string) string { return strings.Join(loc, ".") }
+
+// sent is the JSON at loc in the instance, nil when there is none.
+func (c *collector) sent(loc []string) json.RawMessage {
+	v, ok := lookup(c.inst, loc)
+	if !ok {
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+func lookup(v any, loc []string) (any, bool) {
+	for _, seg := range loc {
+		switch t := v.(type) {
+		case map[string]any:
+			var ok bool
+			if v, ok = t[seg]; !ok {
+				return nil, false
+			}
+		case []any:
+			i, err := strconv.Atoi(seg)
+			if err != nil || i < 0 || i >= len(t) {
+				return nil, false
+			}
+			v = t[i]
+		default:
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+// schemaAt follows loc through the schema's properties and items, as far
+// as the schema says plainly what a field is.
+func (s *Schema) schemaAt(loc []string) (map[string]any, bool) {
+	m, ok := s.doc.(map[string]any)
+	for _, seg := range loc {
+		if !ok {
+			return nil, false
+		}
+		if props, isMap := m["properties"].(map[string]any); isMap {
+			if next, found := props[seg].(map[string]any); found {
+				m = next
+				continue
+			}
+		}
+		if _, err := strconv.Atoi(seg); err == nil {
+			if next, found := m["items"].(map[string]any); found {
+				m = next
+				continue
+			}
+		}
+		return nil, false
+	}
+	return m, ok
+}
+
+// fieldsAt are the field names the schema declares at loc, sorted.
+func (s *Schema) fieldsAt(loc []string) []string {
+	m, ok := s.schemaAt(loc)
+	if !ok {
+		return nil
+	}
+	props, _ := m["properties"].(map[string]any)
+	names := make([]string, 0, len(props))
+	for name := range props {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// expectedType is "Expected <a type>." for a field whose schema names one,
+// or "Expected a value.".
+func (c *collector) expectedType(loc []string) string {
+	m, ok := c.s.schemaAt(loc)
+	if !ok {
+		return "Expected a value."
+	}
+	if enum, isList := m["enum"].([]any); isList && len(enum) > 0 {
+		return "Expected one of: " + valueList(enum) + "."
+	}
+	switch t := m["type"].(type) {
+	case string:
+		return "Expected " + typeWords([]string{t}) + "."
+	case []any:
+		var names []string
+		for _, n := range t {
+			if s, isString := n.(string); isString {
+				names = append(names, s)
+			}
+		}
+		if len(names) > 0 {
+			return "Expected " + typeWords(names) + "."
+		}
+	}
+	return "Expected a value."
+}
+
+var typeArticles = map[string]string{
+	"string": "a string", "number": "a number", "integer": "an integer", "boolean": "a boolean",
+	"object": "an object", "array": "an array", "null": "null",
+}
+
+// typeWords: "a string", "a string or null".
+func typeWords(types []string) string {
+	words := make([]string, 0, len(types))
+	for _, t := range types {
+		if w, ok := typeArticles[t]; ok {
+			words = append(words, w)
+		} else {
+			words = append(words, t)
+		}
+	}
+	return strings.Join(words, " or ")
+}
+
+// formatNames are the formats whose expectation reads better than "a
+// valid <format>".
+var formatNames = map[string]string{
+	"email": "a valid email address", "idn-email": "a valid email address",
+	"uri": "an absolute URI such as https://example.com/x", "uri-reference": "a URI reference",
+	"iri": "an absolute IRI", "iri-reference": "an IRI reference",
+	"date": "a date such as 2026-07-28", "date-time": "a date and time such as 2026-07-28T09:30:00Z",
+	"time": "a time such as 09:30:00Z", "duration": "an ISO 8601 duration such as P1DT2H",
+	"uuid": "a UUID such as 123e4567-e89b-12d3-a456-426614174000",
+	"ipv4": "an IPv4 address such as 192.0.2.1", "ipv6": "an IPv6 address such as 2001:db8::1",
+	"hostname": "a host name such as example.com", "idn-hostname": "a host name",
+	"regex": "a regular expression", "json-pointer": "a JSON pointer such as /a/b",
+	"relative-json-pointer": "a relative JSON pointer", "uri-template": "a URI template",
+}
+
+func formatWords(format string) string {
+	if w, ok := formatNames[format]; ok {
+		return "Expected " + w + "."
+	}
+	return "Expected a valid " + format + "."
+}
+
+// value writes one JSON value as the model would write it back: strings
+// bare, the rest as JSON.
+func value(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// valueList writes allowed values, at most 20 of them.
+func valueList(vs []any) string {
+	const most = 20
+	words := make([]string, 0, min(len(vs), most))
+	for i, v := range vs {
+		if i == most {
+			words = append(words, fmt.Sprintf("and %d more", len(vs)-most))
+			break
+		}
+		words = append(words, value(v))
+	}
+	return strings.Join(words, ", ")
+}
+
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}
+
+// number writes a bound as JavaScript would (100, 0.5, 1e+21).
+func number(r *big.Rat) string {
+	if r.IsInt() {
+		return r.Num().String()
+	}
+	f, _ := r.Float64()
+	return string(envelope.AppendNumber(nil, f))
+}
+
+// nearest is the known name closest to name, when it is close enough to be
+// a typo of it.
+func nearest(name string, known []string) string {
+	best, bestDist := "", 0
+	for _, k := range known {
+		d := distance(strings.ToLower(name), strings.ToLower(k))
+		if best == "" || d < bestDist {
+			best, bestDist = k, d
+		}
+	}
+	if best == "" || bestDist > max(2, len(best)/3) {
+		return ""
+	}
+	return best
+}
+
+// distance is the Damerau-Levenshtein distance (with adjacent
+// transpositions) between a and b, in bytes, bounded in cost by the names'
+// lengths (field names of a schema and of a call).
+func distance(a, b string) int {
+	if len(a) > 256 || len(b) > 256 {
+		return max(len(a), len(b))
+	}
+	prev2 := make([]int, len(b)+1)
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(b)]
+}
+
+// Nearest returns up to n of the names closest to name, nearest first: the
+// tools a model most likely meant.
+func Nearest(name string, names []string, n int) []string {
+	type scored struct {
+		name string
+		d    int
+	}
+	all := make([]scored, 0, len(names))
+	for _, k := range names {
+		d := distance(strings.ToLower(name), strings.ToLower(k))
+		if strings.Contains(strings.ToLower(k), strings.ToLower(name)) || strings.Contains(strings.ToLower(name), strings.ToLower(k)) {
+			d = min(d, 1)
+		}
+		all = append(all, scored{k, d})
+	}
+	slices.SortFunc(all, func(a, b scored) int {
+		if a.d != b.d {
+			return a.d - b.d
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	out := make([]string, 0, min(n, len(all)))
+	for _, s := range all[:min(n, len(all))] {
+		out = append(out, s.name)
+	}
+	return out
+}
