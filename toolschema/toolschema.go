@@ -104,13 +104,21 @@ func (s *Schema) Check(args []byte) []envelope.FieldProblem {
 	}
 	c := collector{s: s, inst: inst}
 	c.walk(ve)
-	return c.problems
+	// The validator's order follows maps: sorted by path, the answer is the
+	// same for the same call.
+	slices.SortStableFunc(c.problems, func(a, b envelope.FieldProblem) int { return strings.Compare(a.Path, b.Path) })
+	return c.problems[:min(len(c.problems), MaxProblems)]
 }
+
+// maxCollected bounds the problems gathered before the first MaxProblems
+// (by path) are kept.
+const maxCollected = 1000
 
 type collector struct {
 	s        *Schema
 	inst     any
 	problems []envelope.FieldProblem
+	seen     map[string]bool // path and problem, once each
 }
 
 // walk collects the leaves of a failure: the keywords that failed where
@@ -123,12 +131,25 @@ func (c *collector) walk(e *jsonschema.ValidationError) {
 		}
 		return
 	}
-	for _, p := range c.word(e.InstanceLocation, e.ErrorKind) {
-		if len(c.problems) == MaxProblems || slices.ContainsFunc(c.problems, func(q envelope.FieldProblem) bool {
-			return q.Path == p.Path && q.Problem == p.Problem
-		}) {
+	k := e.ErrorKind
+	switch k.(type) {
+	case *kind.Not, *kind.FalseSchema:
+		// additionalProperties: {"not": {}} (what the Go SDK writes for
+		// a struct) or false, met by a field: an unknown field.
+		if n := len(e.InstanceLocation); n > 0 && strings.HasSuffix(e.SchemaURL, "/additionalProperties") {
+			k = &kind.AdditionalProperties{Properties: []string{e.InstanceLocation[n-1]}}
+			e = &jsonschema.ValidationError{InstanceLocation: e.InstanceLocation[:n-1]}
+		}
+	}
+	for _, p := range c.word(e.InstanceLocation, k) {
+		key := p.Path + "\x00" + p.Problem
+		if len(c.problems) == maxCollected || c.seen[key] {
 			continue
 		}
+		if c.seen == nil {
+			c.seen = make(map[string]bool)
+		}
+		c.seen[key] = true
 		c.problems = append(c.problems, p)
 	}
 }

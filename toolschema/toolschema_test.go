@@ -192,3 +192,13 @@ func BenchmarkCheck1KiBManyObjects(b *testing.B) {
 		}
 	}
 }
+
+// The Go SDK writes additionalProperties as {"not": {}}: a field it meets
+// is unknown, worded as additionalProperties: false is.
+func TestNotAnythingIsAnUnknownField(t *testing.T) {
+	s, err := Compile([]byte(`{"type":"object","properties":{"to":{"type":"integer"}},"required":["to"],"additionalProperties":{"not":{}}}`))
+	require.NoError(t, err)
+	problems := s.Check([]byte(`{"to":1,"too":2}`))
+	require.Len(t, problems, 1)
+	assert.Equal(t, envelope.FieldProblem{Path: "too", Problem: "Unknown field 'too'", Sent: []byte("2"), Expected: "Did you mean 'to'?"}, problems[0])
+}
