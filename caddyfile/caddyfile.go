@@ -28,6 +28,7 @@
 //		upstream_retry_after <duration>       # default 30s
 //		sse_keepalive <duration>|off          # comment line on idle event streams, default 25s
 //		log_key                               # log the key of refused requests
+//		validate                              # check tools/call arguments against the learned inputSchema
 //		upstream_cancels_on_close             # the upstream stops a 2026-07-28 call when its stream closes
 //		sessions {                            # pin 2025-era sessions to their upstream (package session)
 //			secret <secret...>                # the first seals, all open; default: keys in Caddy's storage
@@ -159,6 +160,8 @@ func unmarshalOption(d *caddyfile.Dispenser, cfg *handler.Handler, names map[str
 		cfg.SSEKeepalive, err = keepalive(d)
 	case "log_key":
 		cfg.LogKey, err = true, noArgs(d)
+	case "validate":
+		cfg.ValidateCalls, err = true, noArgs(d)
 	case "upstream_cancels_on_close":
 		cfg.UpstreamCancelsOnClose, err = true, noArgs(d)
 	case "upstream_retry_after":

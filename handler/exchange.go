@@ -27,6 +27,7 @@ type exchange struct {
 	// holding it (nil when allocated), and the body handed on to the
 	// upstream. one backs msgs without allocating.
 	msgs   []jsonrpc.Message
+	body   []byte
 	batch  bool
 	pooled *[]byte
 	reader bodyReader

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,7 +32,7 @@ const maxHeldBody = 64 << 10
 func (h *Handler) forward(w http.ResponseWriter, x *exchange, next caddyhttp.Handler) (err error) {
 	x.forwarded = true
 	u := &x.watch
-	*u = upstreamWatch{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, x: x, pins: h.pins, keepaliveEvery: time.Duration(h.SSEKeepalive)}
+	*u = upstreamWatch{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, x: x, pins: h.pins, list: h.watchList(x), keepaliveEvery: time.Duration(h.SSEKeepalive)}
 	up := x.r
 	if len(x.slots) > 0 && !(h.UpstreamCancelsOnClose && x.era.closingCancels()) {
 		// The request holds places in the guard, and its upstream goes on
@@ -63,6 +64,9 @@ func (h *Handler) forward(w http.ResponseWriter, x *exchange, next caddyhttp.Han
 	err = next.ServeHTTP(u, up)
 	u.stopKeepalive()
 	u.keepSealed()
+	if u.list != nil {
+		u.list.finish()
+	}
 	err, _ = h.settle(x, u, err, false)
 	return err
 }
@@ -112,6 +116,9 @@ func (h *Handler) settle(x *exchange, u *upstreamWatch, err error, broke bool) (
 type upstreamWatch struct {
 	caddyhttp.ResponseWriterWrapper
 	x *exchange
+	// list learns the tools of a tools/list answer (nil: not one, or
+	// validate is off).
+	list *listCapture
 	// pins seals the session ids the upstream answers with (nil: off);
 	// sealed is the header the client was given.
 	pins   *pins
@@ -159,6 +166,16 @@ func (u *upstreamWatch) WriteHeader(status int) {
 	if followed {
 		u.sse = newSSETracker(u.x.msgs, u.x.era)
 	}
+	if u.list != nil && (!readable || status != http.StatusOK) {
+		u.list.over = true
+	} else if u.list != nil {
+		if n, err := strconv.ParseInt(hdr.Get("Content-Length"), 10, 64); err == nil {
+			u.list.want = n
+		}
+	}
+	if u.list != nil && u.sse != nil {
+		u.sse.onMessage = u.list.event
+	}
 	u.ResponseWriterWrapper.WriteHeader(status)
 	if followed && u.keepaliveEvery > 0 {
 		u.ka = startKeepalive(u.ResponseWriterWrapper.ResponseWriter, u.keepaliveEvery)
@@ -189,6 +206,8 @@ func (u *upstreamWatch) Write(p []byte) (int, error) {
 	}
 	if u.sse != nil {
 		u.sse.observe(p)
+	} else if u.list != nil {
+		u.list.write(p)
 	}
 	return u.toClient(p)
 }

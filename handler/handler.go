@@ -15,6 +15,8 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
+
+	"github.com/caddymcp/caddy-mcp/toolschema"
 )
 
 func init() {
@@ -54,6 +56,17 @@ type Handler struct {
 	// reverse_proxy), behind a session id the gateway seals. Default: off;
 	// session ids pass as the upstream wrote them.
 	Sessions *Sessions `json:"sessions,omitempty"`
+
+	// ValidateCalls checks each tools/call's arguments against the inputSchema
+	// the upstream gave the tool in its last tools/list answer (learned as
+	// it passes through, per endpoint and authorization scope). A call
+	// that breaks it is answered by the gateway with a <validation_error>
+	// result the model can correct itself from, without reaching the
+	// upstream; a call to a tool a complete list does not hold gets
+	// UNKNOWN_ACTION with the nearest names. Rate limits count the call
+	// first; a refused call takes no guard place. A call whose tool has no
+	// known schema passes. Default: off.
+	ValidateCalls bool `json:"validate,omitempty"`
 
 	// Concurrency bounds the requests in flight to the upstream; requests
 	// beyond it wait in a queue or are refused with SERVER_BUSY.
@@ -114,6 +127,7 @@ type Handler struct {
 	origins     originPolicy
 	shared      SharedStore
 	pins        *pins
+	catalog     *toolschema.Catalog
 	limits      []*limit
 	concurrency *concurrencyGuard
 	// keyInputs are the parts of a request key templates read, which a
@@ -156,6 +170,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	var err error
 	if h.origins, err = newOriginPolicy(h.AllowedOrigins); err != nil {
 		return err
+	}
+	if h.ValidateCalls {
+		h.catalog = sharedCatalog()
 	}
 	if h.Sessions != nil {
 		if h.pins, err = newPins(ctx, h.Sessions, h.logger); err != nil {

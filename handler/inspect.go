@@ -38,6 +38,7 @@ func (h *Handler) inspect(w http.ResponseWriter, x *exchange) error {
 	if err != nil {
 		return err
 	}
+	x.body = body
 	x.reader.Reset(body)
 	r.Body = &x.reader
 	r.ContentLength = int64(len(body))

@@ -47,6 +47,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		if d := h.admit(x, repl); d != nil {
 			return h.refuse(w, x, d)
 		}
+		// After the limits: a refused call still cost its tokens.
+		if answered, err := h.validate(w, x); answered {
+			return err
+		}
 		if err := h.enter(x, repl); err != nil {
 			x.refund(time.Now())
 			return h.shed(w, x, err)

@@ -39,6 +39,8 @@ type sseTracker struct {
 	midEvent bool
 	// lastCR: the last write ended with a CR, whose LF may start the next.
 	lastCR bool
+	// onMessage, when set, reads the data of each message event.
+	onMessage func(data []byte)
 }
 
 // newSSETracker returns a tracker for the answer to msgs, sent in era e, or
@@ -149,6 +151,9 @@ func (t *sseTracker) dispatch() {
 		}
 		return nil
 	})
+	if t.onMessage != nil {
+		t.onMessage(t.data)
+	}
 }
 
 // appendDiscard ends the event the upstream left unfinished so that clients

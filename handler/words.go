@@ -185,6 +185,26 @@ func originRefused(origin string) envelope.Envelope {
 		Envelope()
 }
 
+// unknownTool: validate is on, the upstream's tool list is known and
+// complete, and the call names a tool it does not hold.
+func unknownTool(tool string, nearest []string) envelope.Envelope {
+	b := envelope.New(envelope.UnknownAction, "The tool "+quote(clip(tool))+" does not exist on this MCP server").
+		Suggest("Call one of the available tools by its exact name, or list the tools again.")
+	if len(nearest) > 0 {
+		b = b.Actions(nearest...)
+	}
+	return b.Envelope()
+}
+
+// argumentsRefused is the envelope logged and counted for a call whose
+// arguments break the tool's schema; the model reads the <validation_error>
+// itself.
+func argumentsRefused(tool string, problems int) envelope.Envelope {
+	return envelope.New(envelope.ValidationError, fmt.Sprintf("The arguments of %s break its inputSchema (%d fields)", quote(clip(tool)), problems)).
+		Suggest("Fix the fields and call the tool again.").
+		Envelope()
+}
+
 // noPrincipal: sessions are bound to the caller's credentials, and the
 // initialize request carried none.
 func noPrincipal() envelope.Envelope {

@@ -45,7 +45,7 @@ type Catalog struct {
 type toolList struct {
 	tools    map[string]*compiled
 	complete bool
-	expires  time.Time // zero: no ttlMs
+	expires  time.Time // when ttlMs says it is stale; zero: no ttlMs
 	// pending gathers the pages of a listing under way.
 	pending map[string]*compiled
 }
@@ -208,6 +208,12 @@ const (
 
 // Lookup finds a tool's schema under key, then under the key's public
 // scope; names are the complete list's tools when the tool is Absent.
+//
+// A list's ttlMs (MCP 2026-07-28) is a freshness hint for serving a cached
+// list, which the gateway never does: it checks arguments against the
+// schema the client was last given whatever its age (a changed schema
+// comes with a new tools/list, learned as it passes), and refuses a tool
+// missing from the list only while the list is fresh.
 func (c *Catalog) Lookup(key ListKey, tool string, now time.Time) (s *Schema, found Found, names []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -216,17 +222,15 @@ func (c *Catalog) Lookup(key ListKey, tool string, now time.Time) (s *Schema, fo
 		if l == nil {
 			continue
 		}
-		if !l.expires.IsZero() && now.After(l.expires) {
-			delete(c.lists, k)
-			continue
-		}
 		if cs, ok := l.tools[tool]; ok {
 			if cs.err != nil {
 				return nil, BadSchema, nil
 			}
 			return cs.schema, Known, nil
 		}
-		if !l.complete {
+		// ttlMs says how long the list stays fresh: past it, a tool
+		// missing from it may have been added since.
+		if !l.complete || (!l.expires.IsZero() && !now.Before(l.expires)) {
 			return nil, Unlisted, nil
 		}
 		names = make([]string, 0, len(l.tools))

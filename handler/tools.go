@@ -1,0 +1,222 @@
+package handler
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+	"github.com/caddymcp/caddy-mcp/toolschema"
+)
+
+// Learning tools and checking calls against them (Handler.ValidateCalls): the
+// response step reads the tools/list answers passing through (a JSON body
+// or the response event of a stream, every page), and keeps each tool's
+// inputSchema per endpoint and authorization scope (toolschema.Catalog);
+// the request step checks a tools/call's arguments against it after the
+// rate limits have counted the call and before it takes a guard place.
+
+// catalog is the process's tools, shared by every handler that validates
+// and kept across config reloads: clients list tools once, when they
+// connect, and a reload must not leave their calls unchecked. Lists are
+// keyed by endpoint (host and path), so sites do not mix.
+var (
+	catalogOnce sync.Once
+	catalog     *toolschema.Catalog
+)
+
+func sharedCatalog() *toolschema.Catalog {
+	catalogOnce.Do(func() { catalog = toolschema.NewCatalog(0, 0) })
+	return catalog
+}
+
+// maxListBody bounds the tools/list answer read to learn from; a longer one
+// passes through unread (its calls are then not checked).
+const maxListBody = 8 << 20
+
+// listCapture follows the upstream's answer to one tools/list request, and
+// learns from it before its last byte reaches the client: a client sends
+// its next call as soon as it has the list.
+type listCapture struct {
+	id    json.RawMessage
+	first bool // the request had no cursor: a listing begins
+	key   toolschema.ListKey
+	body  []byte
+	// want is the answer's Content-Length, -1 when it has none (chunked:
+	// its end reaches the client only once the handler has returned).
+	want int64
+	// over: the answer outgrew maxListBody, or is not readable; done: it
+	// was learned from.
+	over, done bool
+	learn      func(c *listCapture, result []byte)
+}
+
+// listKey is the list a request's tools come from: the endpoint it was
+// sent to (with the replica its session is pinned to), and its
+// authorization scope.
+func listKey(x *exchange) toolschema.ListKey {
+	endpoint := x.r.Host + x.r.URL.Path
+	if x.session != nil {
+		endpoint += " " + x.session.Upstream
+	}
+	var scope string
+	if auth := x.r.Header.Get("Authorization"); auth != "" {
+		sum := sha256.Sum256([]byte(normalizedAuthorization(auth)))
+		scope = hex.EncodeToString(sum[:16])
+	}
+	return toolschema.ListKey{Endpoint: endpoint, Scope: scope}
+}
+
+// watchList returns the capture for a POST holding one tools/list request,
+// nil otherwise.
+func (h *Handler) watchList(x *exchange) *listCapture {
+	if h.catalog == nil || x.batch || len(x.msgs) != 1 {
+		return nil
+	}
+	m := &x.msgs[0]
+	if m.Kind != jsonrpc.Request || string(m.Method) != "tools/list" {
+		return nil
+	}
+	var req struct {
+		Params struct {
+			Cursor *string `json:"cursor"`
+		} `json:"params"`
+	}
+	_ = json.Unmarshal(x.body, &req) // the scanner read it: it is JSON
+	return &listCapture{id: bytes.Clone(m.ID), first: req.Params.Cursor == nil, key: listKey(x), want: -1, learn: h.learn}
+}
+
+// write follows the bytes of a JSON answer, before they go to the client.
+func (c *listCapture) write(p []byte) {
+	if c.over || c.done {
+		return
+	}
+	if len(c.body)+len(p) > maxListBody {
+		c.over, c.body = true, nil
+		return
+	}
+	c.body = append(c.body, p...)
+	if c.want >= 0 && int64(len(c.body)) >= c.want {
+		c.finish()
+	}
+}
+
+// event reads a stream's message event: the response to the listing is the
+// one carrying its id.
+func (c *listCapture) event(data []byte) {
+	if c.done {
+		return
+	}
+	if result := resultFor(data, c.id); result != nil {
+		c.done = true
+		c.learn(c, result)
+	}
+}
+
+// finish learns from a JSON answer that is complete.
+func (c *listCapture) finish() {
+	if c.done || c.over {
+		return
+	}
+	c.done = true
+	if result := resultFor(c.body, c.id); result != nil {
+		c.learn(c, result)
+	}
+}
+
+// resultFor is the result of the response with id in a JSON-RPC message,
+// nil when it holds none.
+func resultFor(data []byte, id json.RawMessage) []byte {
+	var resp struct {
+		ID     json.RawMessage `json:"id"`
+		Result json.RawMessage `json:"result"`
+	}
+	if json.Unmarshal(data, &resp) != nil || !bytes.Equal(bytes.TrimSpace(resp.ID), id) || len(resp.Result) == 0 {
+		return nil
+	}
+	return resp.Result
+}
+
+// learn records what a tools/list answer said: only what the upstream
+// wrote, with status 200 (the capture gives up on anything else).
+func (h *Handler) learn(c *listCapture, result []byte) {
+	page, err := h.catalog.Learn(c.key, result, c.first, time.Now())
+	if err != nil {
+		return
+	}
+	toolsLearned.Add(float64(page.Tools - len(page.Bad)))
+	for name, err := range page.Bad {
+		badSchemas.Inc()
+		h.logger.Warn("a tool's inputSchema does not compile: its calls pass unchecked",
+			zap.String("tool", clip(name)), zap.Error(err))
+	}
+}
+
+// validate checks a tools/call's arguments against the tool's learned
+// schema, answering the call itself when they break it (a CallToolResult
+// with the §6 text, isError) or when the tool is not in a complete list
+// (UNKNOWN_ACTION); it reports whether it answered. A call it cannot check
+// passes, and is counted.
+func (h *Handler) validate(w http.ResponseWriter, x *exchange) (bool, error) {
+	if h.catalog == nil || x.batch || len(x.msgs) != 1 || !isCall(&x.msgs[0]) {
+		return false, nil
+	}
+	m := &x.msgs[0]
+	tool := string(m.Name)
+	schema, found, names := h.catalog.Lookup(listKey(x), tool, x.start)
+	switch found {
+	case toolschema.Absent:
+		validations.WithLabelValues("unknown_tool").Inc()
+		env := unknownTool(tool, toolschema.Nearest(tool, names, 5))
+		return true, h.answer(w, x, &env, http.StatusOK)
+	case toolschema.Known:
+	default:
+		validations.WithLabelValues("unchecked").Inc()
+		return false, nil
+	}
+	var call struct {
+		Params struct {
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"params"`
+	}
+	_ = json.Unmarshal(x.body, &call)
+	problems := schema.Check(call.Params.Arguments)
+	if problems == nil {
+		validations.WithLabelValues("valid").Inc()
+		return false, nil
+	}
+	validations.WithLabelValues("invalid").Inc()
+	env := argumentsRefused(tool, len(problems))
+	h.answered(x, &env)
+	text := envelope.ValidationText(tool, problems)
+	body := make([]byte, 0, 96+len(text)+len(m.ID))
+	body = append(body, `{"jsonrpc":"2.0","id":`...)
+	body = append(body, m.ID...)
+	body = append(body, `,"result":{"content":[{"type":"text","text":`...)
+	body = envelope.AppendJSONString(body, text)
+	body = append(body, `}],"isError":true}}`...)
+	return true, writeJSON(w, http.StatusOK, &env, body)
+}
+
+var (
+	validations = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "caddy", Subsystem: "mcp", Name: "validations_total",
+		Help: "tools/call arguments checked against the learned inputSchema, by outcome: valid, invalid, unknown_tool, or unchecked (no schema known: the call passed).",
+	}, []string{"outcome"})
+	toolsLearned = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "caddy", Subsystem: "mcp", Name: "tools_learned_total",
+		Help: "Tools learned from tools/list answers, with a schema that compiles.",
+	})
+	badSchemas = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "caddy", Subsystem: "mcp", Name: "tool_schemas_invalid_total",
+		Help: "Tools listed with an inputSchema that does not compile (their calls pass unchecked).",
+	})
+)

@@ -1,0 +1,173 @@
+package test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/caddymcp/caddy-mcp/test/mcptest"
+)
+
+// With validate, the gateway learns the demo server's tools from the
+// tools/list answer passing through, and answers a call whose arguments
+// break a tool's inputSchema itself: a <validation_error> result, which the
+// official clients hand to the model as a result, not an exception. The
+// model fixes the call and it succeeds.
+
+func TestBadArgumentsGetAValidationErrorTheClientReadsAsAResult(t *testing.T) {
+	g := mcptest.StartGateway(t, "mcp {\n\tvalidate\n}\n"+mcptest.ProxyTo(mcptest.StartDemoServer(t)))
+	endpoint := g.URL + "/mcp"
+
+	t.Run("go client", func(t *testing.T) {
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "validate-go", Version: "1"}, nil).
+			Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: endpoint}, nil)
+		require.NoError(t, err)
+		defer cs.Close()
+		_, err = cs.ListTools(t.Context(), nil)
+		require.NoError(t, err)
+
+		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "count", Arguments: map[string]any{"to": 500, "intervl_ms": 5}})
+		require.NoError(t, err, "a result, not an error")
+		require.True(t, res.IsError)
+		assert.Equal(t, `<validation_error action="count">
+<field name="intervl_ms">Unknown field 'intervl_ms'. You sent: 5. Did you mean 'interval_ms'?</field>
+<field name="to">Too large. You sent: 500. Expected at most 100.</field>
+<recovery>Fix the fields above and call the tool again. Do not explain the error.</recovery>
+</validation_error>`, mcptest.TextOf(t, res))
+
+		res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "count", Arguments: map[string]any{"to": 2, "interval_ms": 0}})
+		require.NoError(t, err)
+		assert.False(t, res.IsError, "fixed, it reaches the server: %s", mcptest.TextOf(t, res))
+
+	})
+
+	t.Run("typescript client", func(t *testing.T) {
+		out := mcptest.RunTSClient(t, mcptest.TSScript{URL: endpoint, Steps: []mcptest.TSStep{
+			mcptest.ListToolsStep(),
+			mcptest.CallToolStep("add", map[string]any{"a": "one", "b": 2}),
+			mcptest.CallToolStep("add", map[string]any{"a": 1, "b": 2}),
+			mcptest.CallToolStep("echo", map[string]any{}),
+		}})
+		require.Len(t, out.Results, 4)
+		assert.Empty(t, out.TransportErrors)
+		bad := out.Results[1].CallToolResult(t)
+		assert.True(t, bad.IsError)
+		assert.Equal(t, `<validation_error action="add">
+<field name="a">Wrong type. You sent: 'one'. Expected a number.</field>
+<recovery>Fix the fields above and call the tool again. Do not explain the error.</recovery>
+</validation_error>`, out.Results[1].Text())
+		fixed := out.Results[2].CallToolResult(t)
+		assert.False(t, fixed.IsError)
+		assert.Equal(t, "3", out.Results[2].Text())
+		assert.Contains(t, out.Results[3].Text(), `<field name="text">Missing required field. You sent: (missing). Expected a string.</field>`)
+	})
+}
+
+// Rate limits count a call before it is validated: refused calls still
+// cost their tokens, so validation is no free CPU.
+func TestRefusedArgumentsStillCostTheirTokens(t *testing.T) {
+	site := "mcp {\n\tvalidate\n\trate_limit calls {\n\t\trate 2/1h\n\t}\n}\n" + mcptest.ProxyTo(mcptest.StartDemoServer(t))
+	g := mcptest.StartGateway(t, site)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "validate-limits", Version: "1"}, nil).
+		Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: g.URL + "/mcp"}, nil)
+	require.NoError(t, err)
+	defer cs.Close()
+	_, err = cs.ListTools(t.Context(), nil)
+	require.NoError(t, err)
+	for _, want := range []string{"<validation_error", "<validation_error", `code="RATE_LIMITED"`} {
+		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "add", Arguments: map[string]any{"a": "x", "b": 1}})
+		require.NoError(t, err)
+		assert.Contains(t, mcptest.TextOf(t, res), want)
+	}
+}
+
+// listServer is an MCP server of the 2025 revisions as far as the gateway
+// sees it: a tools/list without ttlMs or cacheScope (so private to the
+// credentials that listed it, and complete until listed again), and calls
+// answered "ran" when they reach it.
+func listServer(t *testing.T) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		w.Header().Set("Content-Type", "application/json")
+		switch req.Method {
+		case "tools/list":
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[
+				{"name":"get_invoice","inputSchema":{"type":"object","properties":{"id":{"type":"string","format":"email"}},"required":["id"]}},
+				{"name":"list_invoices","inputSchema":{"type":"object"}},
+				{"name":"delete_invoice","inputSchema":{"type":"object"}}]}}`, req.ID)
+		default:
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"ran"}]}}`, req.ID)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// postAs sends one JSON-RPC request with Authorization auth and returns the
+// answer's text.
+func postAs(t *testing.T, url, auth, body string) string {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", auth)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return string(b)
+}
+
+// Before its tools are listed, or for other credentials (the list is
+// private to those that listed it), the gateway knows no schema: calls
+// pass. Once a complete list is known, a tool it does not hold gets
+// UNKNOWN_ACTION with the nearest names.
+func TestCallsPassWhileNoSchemaIsKnown(t *testing.T) {
+	g := mcptest.StartGateway(t, "mcp {\n\tvalidate\n}\n"+mcptest.ProxyTo(listServer(t)))
+	url := g.URL + "/mcp"
+	call := func(auth, tool, args string) string {
+		return postAs(t, url, auth, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"`+tool+`","arguments":`+args+`}}`)
+	}
+	assert.Contains(t, call("Bearer alice", "get_invoice", `{"id":"x"}`), `"ran"`, "nothing listed yet")
+	postAs(t, url, "Bearer alice", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	assert.Contains(t, call("Bearer alice", "get_invoice", `{"id":"x"}`), `Invalid email format. You sent: 'x'. Expected a valid email address.`)
+	assert.Contains(t, call("Bearer alice", "get_invoice", `{"id":"a@example.com"}`), `"ran"`)
+	assert.Contains(t, call("Bearer bob", "get_invoice", `{"id":"x"}`), `"ran"`, "bob's credentials listed nothing")
+	unknown := call("Bearer alice", "get_invoce", `{}`)
+	assert.Contains(t, unknown, `<tool_error code=\"UNKNOWN_ACTION\" severity=\"error\">`)
+	assert.Contains(t, unknown, `<available_actions>\n  <action>get_invoice</action>\n  <action>delete_invoice</action>\n  <action>list_invoices</action>\n</available_actions>`)
+	assert.Contains(t, unknown, `"isError":true`)
+}
+
+// A list with ttlMs 0 (what the Go SDK server sends at 2026-07-28) is stale
+// at once: its schemas still check arguments, but a tool missing from it
+// may have been added since, so the call goes to the server.
+func TestUnknownToolsPassWhileTheListIsStale(t *testing.T) {
+	g := mcptest.StartGateway(t, "mcp {\n\tvalidate\n}\n"+mcptest.ProxyTo(mcptest.StartDemoServer(t)))
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "validate-2026", Version: "1"}, nil).
+		Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: g.URL + "/mcp"}, nil)
+	require.NoError(t, err)
+	defer cs.Close()
+	_, err = cs.ListTools(t.Context(), nil)
+	require.NoError(t, err)
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "add", Arguments: map[string]any{"a": true, "b": 1}})
+	require.NoError(t, err)
+	assert.Contains(t, mcptest.TextOf(t, res), `<field name="a">Wrong type. You sent: true. Expected a number.</field>`)
+	_, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "ad", Arguments: map[string]any{}})
+	require.Error(t, err, "the server's own answer to an unknown tool")
+	assert.NotContains(t, err.Error(), "UNKNOWN_ACTION")
+}
