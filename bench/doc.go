@@ -23,6 +23,10 @@
 //	direct             the upstream itself: the floor the machine allows
 //	reverse_proxy      Caddy with a plain reverse_proxy: the baseline
 //	mcp                mcp {} before the reverse_proxy: inspection only
+//	validate           mcp { validate }: before the first round the
+//	                   benchmark lists the responder's tools through it (one
+//	                   tool, echo, whose schema asks for a string), and then
+//	                   every measured call is checked against that schema
 //	mcp-session        mcp {} with every request in a session of the
 //	                   upstream's, named by the upstream's own id
 //	sessions           the same session with mcp { sessions { secret … } }

@@ -236,6 +236,13 @@ func (b *bench) start(tmp string) error {
 		b.caddies[c.Name] = p
 	}
 	for _, c := range b.sel.Running {
+		if c.ListsTools {
+			if err := listTools(b.caddies[c.Name].Addr); err != nil {
+				return fmt.Errorf("%s: %w", c.Name, err)
+			}
+		}
+	}
+	for _, c := range b.sel.Running {
 		if !c.Sessions {
 			continue
 		}

@@ -42,6 +42,10 @@ type config struct {
 	// request (session.go). Sealed: the gateway seals it (sessions on);
 	// otherwise the id passes as the upstream wrote it.
 	Sessions, Sealed bool
+	// ListsTools configurations get one tools/list through the gateway
+	// before the first round, so that validate knows the echo tool's
+	// schema and checks every measured call against it.
+	ListsTools bool
 }
 
 const (
@@ -54,6 +58,7 @@ const (
 	cfgDirect      = "direct"
 	cfgProxy       = "reverse_proxy"
 	cfgMCP         = "mcp"
+	cfgValidate    = "validate"
 	cfgMCPSession  = "mcp-session"
 	cfgSessions    = "sessions"
 	cfgLimits1     = "limits-1key"
@@ -132,6 +137,7 @@ func allConfigs(guardMax int) []config {
 		{Name: cfgMCP, Upstream: upstreamResponder, Handler: "mcp", Keys: 1, Baseline: cfgProxy},
 		{Name: cfgMCPSession, Upstream: upstreamResponder, Handler: "mcp", Keys: 1, Baseline: cfgProxy, Sessions: true},
 		{Name: cfgSessions, Upstream: upstreamResponder, Handler: sessionsHandler, Proxy: sessionsProxy, Keys: 1, Baseline: cfgMCPSession, Sessions: true, Sealed: true},
+		{Name: cfgValidate, Upstream: upstreamResponder, Handler: "mcp {\n\tvalidate\n}", Keys: 1, Baseline: cfgProxy, ListsTools: true},
 		{Name: cfgLimits1, Upstream: upstreamResponder, Handler: twoLimits, Keys: 1, Baseline: cfgProxy},
 		{Name: cfgRedis1, Upstream: upstreamResponder, Handler: twoLimitsRedis, Keys: 1, Baseline: cfgProxy, Redis: true, InProcess: cfgLimits1},
 		{Name: cfgLimits100k, Upstream: upstreamResponder, Handler: twoLimits, Keys: manyKeys, Baseline: cfgProxy},

@@ -266,6 +266,12 @@ func goals(rows []row, fe *firstEvents, sizes []int) []goal {
 			}
 		}
 	}
+	// validate checks every call against the learned schema.
+	for _, size := range sizes {
+		if r := findRow(rows, cfgValidate, size); r != nil && size <= 1<<10 {
+			atLeast(fmt.Sprintf("throughput, validate / reverse_proxy, %s", sizeLabel(size)), r.Ratio, 0.90)
+		}
+	}
 	// Sessions against mcp {} carrying the same session unsealed, measured
 	// just before: opening the token (about a quarter of a microsecond),
 	// restoring the id, the pinned choice, writing the token back and the

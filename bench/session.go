@@ -82,6 +82,39 @@ func openSession(addr string, sealed bool) (string, error) {
 	return token, nil
 }
 
+// listTools sends one tools/list through the gateway at addr, and checks
+// that validate learned from it: a call whose text is a number must then be
+// answered by the gateway with a <validation_error>.
+func listTools(addr string) error {
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	post := func(body string) (string, error) {
+		req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/mcp", strings.NewReader(body))
+		if err != nil {
+			return "", err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := client.Do(req)
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		return string(b), err
+	}
+	if _, err := post(`{"jsonrpc":"2.0","id":0,"method":"tools/list"}`); err != nil {
+		return fmt.Errorf("listing tools: %w", err)
+	}
+	answer, err := post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":7}}}`)
+	if err != nil {
+		return fmt.Errorf("a call with a wrong argument: %w", err)
+	}
+	if !strings.Contains(answer, "<validation_error") {
+		return fmt.Errorf("a call with a wrong argument was not refused by validate: %q", answer)
+	}
+	return nil
+}
+
 // sessionLines are the header lines that name the session of token in
 // every request: Mcp-Session-Id and MCP-Protocol-Version.
 func sessionLines(token string) string {

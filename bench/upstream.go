@@ -82,6 +82,13 @@ func (s *responder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	h["Mcp-Session-Id"] = sessionHeader
 	id := jsonrpcID(body)
+	if bytes.Contains(body, toolsListMethod) {
+		out := appendToolsList(make([]byte, 0, 512), id)
+		h["Content-Type"] = jsonType
+		h["Content-Length"] = []string{strconv.Itoa(len(out))}
+		_, _ = w.Write(out)
+		return
+	}
 	if r.URL.Path == ssePath {
 		h["Content-Type"] = eventType
 		h["Cache-Control"] = noCache
@@ -97,6 +104,23 @@ func (s *responder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h["Content-Type"] = jsonType
 	h["Content-Length"] = []string{string(strconv.AppendInt(lenBuf[:0], int64(len(out)), 10))}
 	_, _ = w.Write(out)
+}
+
+var toolsListMethod = []byte(`"method":"tools/list"`)
+
+// echoSchema is the inputSchema the responder lists for echo, the tool
+// every measured call names: one required string, nothing else, as the
+// demo server's echo has it.
+const echoSchema = `{"type":"object","properties":{"text":{"type":"string","description":"the text to echo back"}},"required":["text"],"additionalProperties":false}`
+
+// appendToolsList appends the responder's answer to tools/list: one tool,
+// echo, in a complete list without ttlMs (an MCP server of the 2025
+// revisions).
+func appendToolsList(b, id []byte) []byte {
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	b = append(b, `,"result":{"tools":[{"name":"echo","description":"Echoes text.","inputSchema":`+echoSchema+`}]}}`...)
+	return b
 }
 
 // readInto reads r to its end, appending to buf.

@@ -182,13 +182,7 @@ func (h *Handler) validate(w http.ResponseWriter, x *exchange) (bool, error) {
 		validations.WithLabelValues("unchecked").Inc()
 		return false, nil
 	}
-	var call struct {
-		Params struct {
-			Arguments json.RawMessage `json:"arguments"`
-		} `json:"params"`
-	}
-	_ = json.Unmarshal(x.body, &call)
-	problems := schema.Check(call.Params.Arguments)
+	problems := schema.CheckCall(x.body)
 	if problems == nil {
 		validations.WithLabelValues("valid").Inc()
 		return false, nil

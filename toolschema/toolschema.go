@@ -88,19 +88,44 @@ func (noLoader) Load(url string) (any, error) {
 // JSON are one problem at the root.
 func (s *Schema) Check(args []byte) []envelope.FieldProblem {
 	if len(bytes.TrimSpace(args)) == 0 {
-		args = []byte("{}")
+		return s.check(map[string]any{})
 	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
+	inst, err := decode(args)
 	if err != nil {
-		return []envelope.FieldProblem{{Problem: "The arguments are not valid JSON", Sent: nil, Expected: "Expected a JSON object."}}
+		return notJSON
 	}
-	err = s.sch.Validate(inst)
+	return s.check(inst)
+}
+
+var notJSON = []envelope.FieldProblem{{Problem: "The arguments are not valid JSON", Expected: "Expected a JSON object."}}
+
+// CheckCall checks the arguments of the tools/call a JSON-RPC message body
+// holds (absent arguments count as {}), decoding the body once.
+func (s *Schema) CheckCall(body []byte) []envelope.FieldProblem {
+	msg, err := decode(body)
+	if err != nil {
+		return notJSON
+	}
+	var args any = map[string]any{}
+	if m, ok := msg.(map[string]any); ok {
+		if params, ok := m["params"].(map[string]any); ok {
+			if a, ok := params["arguments"]; ok {
+				args = a
+			}
+		}
+	}
+	return s.check(args)
+}
+
+// check validates decoded arguments.
+func (s *Schema) check(inst any) []envelope.FieldProblem {
+	err := s.sch.Validate(inst)
 	if err == nil {
 		return nil
 	}
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
-		return []envelope.FieldProblem{{Problem: "The arguments could not be checked", Sent: args}}
+		return []envelope.FieldProblem{{Problem: "The arguments could not be checked: " + err.Error()}}
 	}
 	c := collector{s: s, inst: inst}
 	c.walk(ve)

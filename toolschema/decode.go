@@ -1,0 +1,302 @@
+package toolschema
+
+import (
+	"encoding/json"
+	"errors"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// decode reads one JSON value into what the validator takes: maps, slices,
+// strings, json.Number, bools and nil, as jsonschema.UnmarshalJSON does,
+// in one pass over the bytes (encoding/json's Decoder scans them twice),
+// with strings that hold no escape copied once. A member given twice keeps
+// its last value, as encoding/json (and so the Go SDK's servers) do.
+func decode(b []byte) (any, error) {
+	d := decoder{b: b}
+	v, err := d.value(0)
+	if err != nil {
+		return nil, err
+	}
+	d.space()
+	if d.i != len(d.b) {
+		return nil, d.fail("data after the value")
+	}
+	return v, nil
+}
+
+// maxDepth bounds nesting, as the JSON-RPC scanner does.
+const maxDepth = 1000
+
+type decoder struct {
+	b []byte
+	i int
+}
+
+var errSyntax = errors.New("invalid JSON")
+
+func (d *decoder) fail(what string) error {
+	return errors.Join(errSyntax, errors.New(what+" at offset "+strconv.Itoa(d.i)))
+}
+
+func (d *decoder) space() {
+	for d.i < len(d.b) {
+		switch d.b[d.i] {
+		case ' ', '\t', '\n', '\r':
+			d.i++
+		default:
+			return
+		}
+	}
+}
+
+func (d *decoder) value(depth int) (any, error) {
+	if depth > maxDepth {
+		return nil, d.fail("nesting too deep")
+	}
+	d.space()
+	if d.i == len(d.b) {
+		return nil, d.fail("unexpected end")
+	}
+	switch c := d.b[d.i]; {
+	case c == '{':
+		return d.object(depth)
+	case c == '[':
+		return d.array(depth)
+	case c == '"':
+		return d.string()
+	case c == 't':
+		return true, d.literal("true")
+	case c == 'f':
+		return false, d.literal("false")
+	case c == 'n':
+		return nil, d.literal("null")
+	case c == '-' || (c >= '0' && c <= '9'):
+		return d.number()
+	}
+	return nil, d.fail("unexpected character")
+}
+
+func (d *decoder) literal(word string) error {
+	if len(d.b)-d.i < len(word) || string(d.b[d.i:d.i+len(word)]) != word {
+		return d.fail("invalid literal")
+	}
+	d.i += len(word)
+	return nil
+}
+
+func (d *decoder) object(depth int) (any, error) {
+	d.i++ // {
+	m := make(map[string]any)
+	d.space()
+	if d.i < len(d.b) && d.b[d.i] == '}' {
+		d.i++
+		return m, nil
+	}
+	for {
+		d.space()
+		if d.i == len(d.b) || d.b[d.i] != '"' {
+			return nil, d.fail("expected a member name")
+		}
+		k, err := d.string()
+		if err != nil {
+			return nil, err
+		}
+		d.space()
+		if d.i == len(d.b) || d.b[d.i] != ':' {
+			return nil, d.fail("expected ':'")
+		}
+		d.i++
+		v, err := d.value(depth + 1)
+		if err != nil {
+			return nil, err
+		}
+		m[k] = v
+		d.space()
+		if d.i == len(d.b) {
+			return nil, d.fail("unexpected end")
+		}
+		switch d.b[d.i] {
+		case ',':
+			d.i++
+		case '}':
+			d.i++
+			return m, nil
+		default:
+			return nil, d.fail("expected ',' or '}'")
+		}
+	}
+}
+
+func (d *decoder) array(depth int) (any, error) {
+	d.i++ // [
+	a := make([]any, 0, 4)
+	d.space()
+	if d.i < len(d.b) && d.b[d.i] == ']' {
+		d.i++
+		return a, nil
+	}
+	for {
+		v, err := d.value(depth + 1)
+		if err != nil {
+			return nil, err
+		}
+		a = append(a, v)
+		d.space()
+		if d.i == len(d.b) {
+			return nil, d.fail("unexpected end")
+		}
+		switch d.b[d.i] {
+		case ',':
+			d.i++
+		case ']':
+			d.i++
+			return a, nil
+		default:
+			return nil, d.fail("expected ',' or ']'")
+		}
+	}
+}
+
+// string reads a string; invalid UTF-8 becomes U+FFFD, as encoding/json
+// makes it.
+func (d *decoder) string() (string, error) {
+	d.i++ // "
+	start := d.i
+	plain := true
+	for ; d.i < len(d.b); d.i++ {
+		c := d.b[d.i]
+		switch {
+		case c == '"':
+			if plain {
+				s := d.b[start:d.i]
+				d.i++
+				if utf8.Valid(s) {
+					return string(s), nil
+				}
+				return string([]rune(string(s))), nil
+			}
+			return d.unescape(start)
+		case c == '\\':
+			plain = false
+			d.i++ // the escaped byte never ends the string
+		case c < 0x20:
+			return "", d.fail("control character in a string")
+		}
+	}
+	return "", d.fail("unterminated string")
+}
+
+// unescape decodes the string that began at start and ends at d.i.
+func (d *decoder) unescape(start int) (string, error) {
+	end := d.i
+	d.i++
+	out := make([]byte, 0, end-start)
+	for i := start; i < end; {
+		c := d.b[i]
+		if c != '\\' {
+			r, size := utf8.DecodeRune(d.b[i:end])
+			out = utf8.AppendRune(out, r)
+			i += size
+			continue
+		}
+		if i+1 >= end {
+			return "", d.fail("invalid escape")
+		}
+		switch e := d.b[i+1]; e {
+		case '"', '\\', '/':
+			out = append(out, e)
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			r, ok := hex4(d.b, i+2, end)
+			if !ok {
+				return "", d.fail("invalid \\u escape")
+			}
+			i += 6
+			if utf16.IsSurrogate(r) {
+				if r2, ok := hex4(d.b, i+2, end); ok && i+1 < end && d.b[i] == '\\' && d.b[i+1] == 'u' {
+					if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
+						out = utf8.AppendRune(out, dec)
+						i += 6
+						continue
+					}
+				}
+				r = utf8.RuneError
+			}
+			out = utf8.AppendRune(out, r)
+			continue
+		default:
+			return "", d.fail("invalid escape")
+		}
+		i += 2
+	}
+	return string(out), nil
+}
+
+// hex4 reads four hex digits at b[i:], within end.
+func hex4(b []byte, i, end int) (rune, bool) {
+	if i+4 > end {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[i : i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
+}
+
+// number reads a number in JSON's grammar.
+func (d *decoder) number() (any, error) {
+	start := d.i
+	if d.b[d.i] == '-' {
+		d.i++
+	}
+	digits := func() int {
+		n := 0
+		for d.i < len(d.b) && d.b[d.i] >= '0' && d.b[d.i] <= '9' {
+			d.i++
+			n++
+		}
+		return n
+	}
+	if d.i < len(d.b) && d.b[d.i] == '0' {
+		d.i++
+	} else if digits() == 0 {
+		return nil, d.fail("invalid number")
+	}
+	if d.i < len(d.b) && d.b[d.i] == '.' {
+		d.i++
+		if digits() == 0 {
+			return nil, d.fail("invalid number")
+		}
+	}
+	if d.i < len(d.b) && (d.b[d.i] == 'e' || d.b[d.i] == 'E') {
+		d.i++
+		if d.i < len(d.b) && (d.b[d.i] == '+' || d.b[d.i] == '-') {
+			d.i++
+		}
+		if digits() == 0 {
+			return nil, d.fail("invalid number")
+		}
+	}
+	return json.Number(d.b[start:d.i]), nil
+}
