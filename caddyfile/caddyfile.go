@@ -29,6 +29,9 @@
 //		sse_keepalive <duration>|off          # comment line on idle event streams, default 25s
 //		log_key                               # log the key of refused requests
 //		validate                              # check tools/call arguments against the learned inputSchema
+//		contract <file> {                     # the approved tools (caddy mcp-lock): drift logged, told to the model
+//			on_breaking warn|refuse           # default warn
+//		}
 //		upstream_cancels_on_close             # the upstream stops a 2026-07-28 call when its stream closes
 //		sessions {                            # pin 2025-era sessions to their upstream (package session)
 //			secret <secret...>                # the first seals, all open; default: keys in Caddy's storage
@@ -162,6 +165,8 @@ func unmarshalOption(d *caddyfile.Dispenser, cfg *handler.Handler, names map[str
 		cfg.LogKey, err = true, noArgs(d)
 	case "validate":
 		cfg.ValidateCalls, err = true, noArgs(d)
+	case "contract":
+		cfg.Contract, err = unmarshalContract(d)
 	case "upstream_cancels_on_close":
 		cfg.UpstreamCancelsOnClose, err = true, noArgs(d)
 	case "upstream_retry_after":
@@ -176,6 +181,34 @@ func unmarshalOption(d *caddyfile.Dispenser, cfg *handler.Handler, names map[str
 		return d.Errf("unrecognized subdirective %q", sub)
 	}
 	return err
+}
+
+// unmarshalContract reads contract <file> [{ on_breaking warn|refuse }].
+func unmarshalContract(d *caddyfile.Dispenser) (*handler.Contract, error) {
+	c := new(handler.Contract)
+	if !d.NextArg() {
+		return nil, d.Errf("contract needs a lockfile: contract <file> (written by caddy mcp-lock)")
+	}
+	c.File = d.Val()
+	if d.NextArg() {
+		return nil, d.ArgErr()
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		switch d.Val() {
+		case "on_breaking":
+			v, err := oneArg(d)
+			if err != nil {
+				return nil, err
+			}
+			c.OnBreaking = v
+		default:
+			return nil, d.Errf("unrecognized contract subdirective %q", d.Val())
+		}
+	}
+	if err := c.Validate(); err != nil {
+		return nil, d.Errf("contract: %v", err)
+	}
+	return c, nil
 }
 
 // unmarshalSessions reads sessions { secret ...; ttl ...; bind ... }.

@@ -110,6 +110,13 @@ func appendText(dst []byte, s string) []byte { return appendEscaped(dst, s, fals
 // appendAttr escapes an attribute value: all five XML entities.
 func appendAttr(dst []byte, s string) []byte { return appendEscaped(dst, s, true) }
 
+// AppendText appends s escaped as the envelope escapes element text, for
+// sections written beside an envelope (<contract_awareness>).
+func AppendText(dst []byte, s string) []byte { return appendText(dst, s) }
+
+// AppendAttr appends s escaped as the envelope escapes attribute values.
+func AppendAttr(dst []byte, s string) []byte { return appendAttr(dst, s) }
+
 func appendEscaped(dst []byte, s string, attr bool) []byte {
 	start := 0
 	for i := 0; i < len(s); i++ {

@@ -55,7 +55,7 @@ func (h *Handler) answer(w http.ResponseWriter, x *exchange, env *envelope.Envel
 			body = append(body, ',')
 		}
 		if isCall(m) {
-			body = env.AppendToolResult(body, m.ID)
+			body = h.appendCallResult(body, x, env, m.ID, string(m.Name))
 		} else {
 			body = env.AppendRPCError(body, m.ID, x.era.rpcCode(env))
 		}

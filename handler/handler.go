@@ -68,6 +68,12 @@ type Handler struct {
 	// known schema passes. Default: off.
 	ValidateCalls bool `json:"validate,omitempty"`
 
+	// Contract compares every tools/list answer with a lockfile of the
+	// tools an operator approved (written by caddy mcp-lock), and tells a
+	// model what changed when a call to a changed tool fails (see
+	// Contract). Default: none.
+	Contract *Contract `json:"contract,omitempty"`
+
 	// Concurrency bounds the requests in flight to the upstream; requests
 	// beyond it wait in a queue or are refused with SERVER_BUSY.
 	Concurrency *Concurrency `json:"concurrency,omitempty"`
@@ -128,6 +134,7 @@ type Handler struct {
 	shared      SharedStore
 	pins        *pins
 	catalog     *toolschema.Catalog
+	contract    *contractState
 	limits      []*limit
 	concurrency *concurrencyGuard
 	// keyInputs are the parts of a request key templates read, which a
@@ -171,7 +178,12 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.origins, err = newOriginPolicy(h.AllowedOrigins); err != nil {
 		return err
 	}
-	if h.ValidateCalls {
+	if h.Contract != nil {
+		if h.contract, err = newContractState(h.Contract, h.logger); err != nil {
+			return fmt.Errorf("contract: %w", err)
+		}
+	}
+	if h.ValidateCalls || h.contract != nil {
 		h.catalog = sharedCatalog()
 	}
 	if h.Sessions != nil {
@@ -234,6 +246,11 @@ func (h *Handler) Validate() error {
 			if err := rl.Validate(); err != nil {
 				errs = append(errs, fmt.Errorf("rate_limit %q: %w", name, err))
 			}
+		}
+	}
+	if h.Contract != nil {
+		if err := h.Contract.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("contract: %w", err))
 		}
 	}
 	if h.Sessions != nil {

@@ -148,6 +148,9 @@ func resultFor(data []byte, id json.RawMessage) []byte {
 // learn records what a tools/list answer said: only what the upstream
 // wrote, with status 200 (the capture gives up on anything else).
 func (h *Handler) learn(c *listCapture, result []byte) {
+	if h.contract != nil {
+		h.contract.learn(c.key, result, c.first)
+	}
 	page, err := h.catalog.Learn(c.key, result, c.first, time.Now())
 	if err != nil {
 		return
@@ -171,6 +174,12 @@ func (h *Handler) validate(w http.ResponseWriter, x *exchange) (bool, error) {
 	}
 	m := &x.msgs[0]
 	tool := string(m.Name)
+	if env, refused := h.refuseBroken(x, tool); refused {
+		return true, h.answer(w, x, &env, http.StatusOK)
+	}
+	if !h.ValidateCalls {
+		return false, nil
+	}
 	schema, found, names := h.catalog.Lookup(listKey(x), tool, x.start)
 	switch found {
 	case toolschema.Absent:
@@ -191,12 +200,11 @@ func (h *Handler) validate(w http.ResponseWriter, x *exchange) (bool, error) {
 	env := argumentsRefused(tool, len(problems))
 	h.answered(x, &env)
 	text := envelope.ValidationText(tool, problems)
-	body := make([]byte, 0, 96+len(text)+len(m.ID))
-	body = append(body, `{"jsonrpc":"2.0","id":`...)
-	body = append(body, m.ID...)
-	body = append(body, `,"result":{"content":[{"type":"text","text":`...)
-	body = envelope.AppendJSONString(body, text)
-	body = append(body, `}],"isError":true}}`...)
+	texts := []string{text}
+	if aw := h.awareness(x, tool); aw != "" {
+		texts = append(texts, aw)
+	}
+	body := appendTextResult(make([]byte, 0, 96+len(text)+len(m.ID)), m.ID, true, texts...)
 	return true, writeJSON(w, http.StatusOK, &env, body)
 }
 

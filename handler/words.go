@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/caddymcp/caddy-mcp/busy"
+	"github.com/caddymcp/caddy-mcp/contract"
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 )
@@ -202,6 +203,19 @@ func unknownTool(tool string, nearest []string) envelope.Envelope {
 func argumentsRefused(tool string, problems int) envelope.Envelope {
 	return envelope.New(envelope.ValidationError, fmt.Sprintf("The arguments of %s break its inputSchema (%d fields)", quote(clip(tool)), problems)).
 		Suggest("Fix the fields and call the tool again.").
+		Envelope()
+}
+
+// contractBroken: on_breaking refuse, and the tool changed in ways that
+// break calls written against the approved contract.
+func contractBroken(tool string, changes []string) envelope.Envelope {
+	details := make([]envelope.Detail, 0, min(len(changes), contract.MaxAwareness))
+	for i, c := range changes[:min(len(changes), contract.MaxAwareness)] {
+		details = append(details, envelope.Detail{Key: fmt.Sprintf("change_%d", i+1), Value: c})
+	}
+	return envelope.New(envelope.Forbidden, "The tool "+quote(clip(tool))+" changed since its contract was approved, in ways that break calls; this gateway refuses it until the change is approved").
+		Suggest("Tell the user the tool is unavailable until its operator approves its new contract; do not retry.").
+		Details(details...).
 		Envelope()
 }
 

@@ -1,0 +1,93 @@
+package contract
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func tool(name, desc, schema string) Tool {
+	return Tool{Name: name, Description: desc, InputSchema: json.RawMessage(schema)}
+}
+
+const invoiceV1 = `{"type":"object","properties":{
+	"id":{"type":"string"},
+	"status":{"type":"string","enum":["draft","sent","paid"]},
+	"limit":{"type":"integer","minimum":1,"maximum":100,"default":10},
+	"note":{"type":"string","maxLength":200},
+	"lines":{"type":"array","items":{"type":"object","properties":{"qty":{"type":"integer","minimum":1}}}}
+},"required":["id"],"additionalProperties":false}`
+
+const invoiceV2 = `{"type":"object","properties":{
+	"id":{"type":"integer"},
+	"status":{"type":"string","enum":["draft","paid","void"]},
+	"limit":{"type":"integer","minimum":1,"maximum":50,"default":20},
+	"note":{"type":"string","maxLength":500},
+	"lines":{"type":"array","items":{"type":"object","properties":{"qty":{"type":"integer","minimum":2}}}},
+	"currency":{"type":"string"},
+	"region":{"type":"string"}
+},"required":["id","region"],"additionalProperties":false}`
+
+func TestDiffSaysWhatChangedAndHowMuchItMatters(t *testing.T) {
+	locked := []Tool{tool("get_invoice", "Gets an invoice.", invoiceV1), tool("old_tool", "", `{"type":"object"}`), tool("same", "s", `{"type":"object"}`)}
+	live := []Tool{tool("get_invoice", "Gets an invoice by id.", invoiceV2), tool("new_tool", "", `{"type":"object"}`), tool("same", "s", `{"type":"object"}`)}
+	var got []string
+	for _, d := range Diff(locked, live) {
+		got = append(got, string(d.Severity)+" "+d.Tool+": "+d.What)
+	}
+	assert.Equal(t, []string{
+		"RISKY get_invoice: Its description changed: 'Gets an invoice by id.'",
+		"BREAKING get_invoice: Field 'id': the type is now integer (was string).",
+		"RISKY get_invoice: Field 'limit': the default is now 20 (was 10).",
+		"BREAKING get_invoice: Field 'limit': the maximum is now 50 (was 100).",
+		"BREAKING get_invoice: Field 'lines.items.qty': the minimum is now 2 (was 1).",
+		"RISKY get_invoice: Field 'note': the longest length is now 500 (was 200).",
+		"BREAKING get_invoice: Field 'status': no longer allows 'sent'.",
+		"RISKY get_invoice: Field 'status': now also allows 'void'.",
+		"SAFE get_invoice: Field 'currency': a new optional field.",
+		"BREAKING get_invoice: Field 'region': a new required field.",
+		"BREAKING old_tool: The tool was removed.",
+		"SAFE new_tool: A new tool.",
+	}, got)
+	assert.Equal(t, Breaking, Worst(Diff(locked, live)))
+	assert.Empty(t, Diff(locked, locked))
+}
+
+func TestAwarenessListsFiveBreakingFirst(t *testing.T) {
+	deltas := Diff([]Tool{tool("get_invoice", "Gets an invoice.", invoiceV1)}, []Tool{tool("get_invoice", "Gets an invoice by id.", invoiceV2)})
+	assert.Equal(t, `<contract_awareness action="get_invoice">
+<change severity="BREAKING">Field 'id': the type is now integer (was string).</change>
+<change severity="BREAKING">Field 'limit': the maximum is now 50 (was 100).</change>
+<change severity="BREAKING">Field 'lines.items.qty': the minimum is now 2 (was 1).</change>
+<change severity="BREAKING">Field 'status': no longer allows 'sent'.</change>
+<change severity="BREAKING">Field 'region': a new required field.</change>
+<recovery>The tool changed since the contract you may know: list the tools again and call it as it is now.</recovery>
+</contract_awareness>`, Awareness("get_invoice", deltas))
+	assert.Empty(t, Awareness("other", deltas))
+	assert.Empty(t, Awareness("t", []Delta{{Tool: "t", Severity: Safe, What: "x"}}), "SAFE changes are not told")
+	assert.Contains(t, Awareness(`a"<b`, []Delta{{Tool: `a"<b`, Severity: Risky, What: "x < y & z"}}), `action="a&quot;&lt;b"`)
+}
+
+func TestLockfileRoundTrip(t *testing.T) {
+	l := &Lockfile{Version: Version, Server: "http://x/mcp", Tools: []Tool{tool("b", "", `{ "type" : "object" }`), tool("a", "A", `{}`)}}
+	b, err := l.Marshal()
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "tools.lock.json")
+	require.NoError(t, os.WriteFile(path, b, 0o644))
+	got, err := Load(path)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a", "b"}, []string{got.Tools[0].Name, got.Tools[1].Name}, "sorted")
+	assert.JSONEq(t, `{"type":"object"}`, string(got.Tools[1].InputSchema))
+
+	require.NoError(t, os.WriteFile(path, []byte(`{"caddy_mcp_lock":2}`), 0o644))
+	_, err = Load(path)
+	assert.ErrorContains(t, err, "version 2")
+	require.NoError(t, os.WriteFile(path, []byte(`not json`), 0o644))
+	_, err = Load(path)
+	assert.True(t, strings.Contains(err.Error(), "not a lockfile"))
+}
