@@ -63,7 +63,7 @@ func run(caddyfile string) error {
 	}
 	defer caddy.Stop() //nolint:errcheck // exiting anyway
 
-	printUsage(upstream)
+	printUsage(upstream, caddyfile)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	<-ctx.Done()
@@ -89,11 +89,11 @@ func serveDemo() (addr string, stop func(), err error) {
 	return ln.Addr().String(), func() { _ = srv.Close() }, nil
 }
 
-func printUsage(upstream string) {
+func printUsage(upstream, caddyfile string) {
 	root := filepath.Join(caddy.AppDataDir(), "pki", "authorities", "local", "root.crt")
 	fmt.Printf(`
 caddy-mcp demo
-  gateway:     https://localhost:8443/mcp   (Caddy, examples/Caddyfile)
+  gateway:     https://localhost:8443/mcp   (Caddy, %s)
   MCP server:  http://%s/mcp   (tools: echo, add, count, slow)
   CA root:     %s
 
@@ -105,5 +105,5 @@ Call a tool through the gateway (run it 4 times: the 4th is RATE_LIMITED):
     https://localhost:8443/mcp
 
 Press Ctrl-C to stop.
-`, upstream, root, root)
+`, caddyfile, upstream, root, root)
 }
