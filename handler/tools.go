@@ -5,10 +5,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
@@ -38,6 +41,9 @@ func sharedCatalog() *toolschema.Catalog {
 	return catalog
 }
 
+// maxValidatedBody bounds the calls checked: larger ones pass unchecked.
+const maxValidatedBody = 256 << 10
+
 // maxListBody bounds the tools/list answer read to learn from; a longer one
 // passes through unread (its calls are then not checked).
 const maxListBody = 8 << 20
@@ -60,19 +66,41 @@ type listCapture struct {
 }
 
 // listKey is the list a request's tools come from: the endpoint it was
-// sent to (with the replica its session is pinned to), and its
-// authorization scope.
+// sent to, as Caddy routed it (the listener, the scheme, the host in lower
+// case without its port, the path before any handle_path stripped it, and
+// the replica a session is pinned to), and its authorization scope: the
+// credentials' digest, or "anonymous" (never the public scope, which only
+// a server's cacheScope public opens).
 func listKey(x *exchange) toolschema.ListKey {
-	endpoint := x.r.Host + x.r.URL.Path
-	if x.session != nil {
-		endpoint += " " + x.session.Upstream
+	r := x.r
+	var b strings.Builder
+	if addr, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+		b.WriteString(addr.String())
 	}
-	var scope string
-	if auth := x.r.Header.Get("Authorization"); auth != "" {
+	if r.TLS != nil {
+		b.WriteString(" https ")
+	} else {
+		b.WriteString(" http ")
+	}
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	b.WriteString(strings.ToLower(host))
+	p := r.URL.Path
+	if orig, ok := r.Context().Value(caddyhttp.OriginalRequestCtxKey).(http.Request); ok && orig.URL != nil {
+		p = orig.URL.Path
+	}
+	b.WriteString(p)
+	if x.session != nil {
+		b.WriteString(" " + x.session.Upstream)
+	}
+	scope := "anonymous"
+	if auth := r.Header.Get("Authorization"); auth != "" {
 		sum := sha256.Sum256([]byte(normalizedAuthorization(auth)))
 		scope = hex.EncodeToString(sum[:16])
 	}
-	return toolschema.ListKey{Endpoint: endpoint, Scope: scope}
+	return toolschema.ListKey{Endpoint: b.String(), Scope: scope}
 }
 
 // watchList returns the capture for a POST holding one tools/list request,
@@ -85,13 +113,27 @@ func (h *Handler) watchList(x *exchange) *listCapture {
 	if m.Kind != jsonrpc.Request || string(m.Method) != "tools/list" {
 		return nil
 	}
-	var req struct {
-		Params struct {
-			Cursor *string `json:"cursor"`
-		} `json:"params"`
+	// The cursor as the servers read it (case-sensitive, a byte-order mark
+	// skipped); a request the gateway cannot read as surely as they do
+	// (a cursor under another letter case, any other parameter that may
+	// filter the list) teaches nothing.
+	v, err := toolschema.Decode(x.body)
+	if err != nil {
+		return nil
 	}
-	_ = json.Unmarshal(x.body, &req) // the scanner read it: it is JSON
-	return &listCapture{id: bytes.Clone(m.ID), first: req.Params.Cursor == nil, key: listKey(x), want: -1, learn: h.learn}
+	msg, _ := v.(map[string]any)
+	params, _ := msg["params"].(map[string]any)
+	first := true
+	for k, val := range params {
+		switch {
+		case k == "cursor":
+			first = val == nil
+		case k == "_meta":
+		default:
+			return nil
+		}
+	}
+	return &listCapture{id: bytes.Clone(m.ID), first: first, key: listKey(x), want: -1, learn: h.learn}
 }
 
 // write follows the bytes of a JSON answer, before they go to the client.
@@ -169,7 +211,20 @@ func (h *Handler) learn(c *listCapture, result []byte) {
 // (UNKNOWN_ACTION); it reports whether it answered. A call it cannot check
 // passes, and is counted.
 func (h *Handler) validate(w http.ResponseWriter, x *exchange) (bool, error) {
-	if h.catalog == nil || x.batch || len(x.msgs) != 1 || !isCall(&x.msgs[0]) {
+	if h.catalog == nil {
+		return false, nil
+	}
+	if x.batch || len(x.msgs) != 1 {
+		if h.ValidateCalls {
+			for i := range x.msgs {
+				if isCall(&x.msgs[i]) {
+					validations.WithLabelValues("unchecked").Inc()
+				}
+			}
+		}
+		return false, nil
+	}
+	if !isCall(&x.msgs[0]) {
 		return false, nil
 	}
 	m := &x.msgs[0]
@@ -178,6 +233,12 @@ func (h *Handler) validate(w http.ResponseWriter, x *exchange) (bool, error) {
 		return true, h.answer(w, x, &env, http.StatusOK)
 	}
 	if !h.ValidateCalls {
+		return false, nil
+	}
+	if len(x.body) > maxValidatedBody {
+		// Checking costs CPU with the bytes (a pattern over megabytes of
+		// text takes seconds): large calls pass, as the server reads them.
+		validations.WithLabelValues("unchecked").Inc()
 		return false, nil
 	}
 	schema, found, names := h.catalog.Lookup(listKey(x), tool, x.start)

@@ -171,3 +171,33 @@ func TestUnknownToolsPassWhileTheListIsStale(t *testing.T) {
 	require.Error(t, err, "the server's own answer to an unknown tool")
 	assert.NotContains(t, err.Error(), "UNKNOWN_ACTION")
 }
+
+// What one caller lists never judges another's calls, unless the server
+// marked the list public: not a list fetched without credentials, not a
+// list fetched through another route to another server, and not a list the
+// gateway cannot read as the server does (a cursor under another case).
+func TestListsJudgeOnlyTheCallsTheyBelongTo(t *testing.T) {
+	invoices := strings.TrimPrefix(listServer(t), "http://")
+	g := mcptest.StartGateway(t, "mcp {\n\tvalidate\n}\nreverse_proxy "+invoices)
+	url := g.URL + "/mcp"
+	list := func(auth, params string) { postAs(t, url, auth, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":`+params+`}`) }
+	badCall := func(auth string) string {
+		return postAs(t, url, auth, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_invoice","arguments":{"id":"x"}}}`)
+	}
+
+	list("", `{"Cursor":null,"cursor":"p2"}`)
+	assert.Contains(t, badCall(""), `"ran"`, "a request read otherwise by the server teaches nothing")
+	list("", `{}`)
+	assert.Contains(t, badCall(""), "<validation_error", "anonymous callers share the anonymous list")
+	assert.Contains(t, badCall("Bearer alice"), `"ran"`, "alice's calls are not judged by a list fetched without credentials")
+}
+
+func TestAnotherRoutesListDoesNotJudgeThisOne(t *testing.T) {
+	invoices := strings.TrimPrefix(listServer(t), "http://")
+	demo := strings.TrimPrefix(strings.TrimSuffix(mcptest.StartDemoServer(t), "/mcp"), "http://")
+	g2 := mcptest.StartGateway(t, "handle_path /a/* {\n\tmcp {\n\t\tvalidate\n\t}\n\treverse_proxy "+invoices+"\n}\n"+
+		"handle_path /b/* {\n\tmcp {\n\t\tvalidate\n\t}\n\t"+mcptest.ProxyTo("http://"+demo)+"\n}")
+	postAs(t, g2.URL+"/b/mcp", "", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	got := postAs(t, g2.URL+"/a/mcp", "", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_invoice","arguments":{"id":"x"}}}`)
+	assert.Contains(t, got, `"ran"`, "another route's list does not judge this one's calls")
+}

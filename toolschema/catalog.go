@@ -9,11 +9,14 @@ import (
 )
 
 // Bounds of what a Catalog keeps. A list beyond MaxTools tools keeps the
-// first MaxTools; a compiled schema is kept once however many lists name
-// it.
+// first MaxTools, and is not complete; a compiled schema is kept once
+// however many lists name it, and the compiled schemas held are bounded by
+// count and by the bytes of their text (a compiled schema takes up to about
+// 32 times its text: a 63 KB schema of enums took 2 MB).
 const (
 	DefaultMaxLists   = 1000
 	DefaultMaxSchemas = 10000
+	MaxSchemaBytes    = 8 << 20
 	MaxTools          = 5000
 )
 
@@ -36,24 +39,28 @@ type Catalog struct {
 	mu         sync.Mutex
 	lists      map[ListKey]*toolList
 	schemas    map[[32]byte]*compiled
+	bytes      int // the text of the schemas held
 	maxLists   int
 	maxSchemas int
 }
 
 // toolList is one list: complete once every page of a listing, from the
-// first to the one without nextCursor, was learned.
+// first to the one without nextCursor, was learned. A tool names its
+// schema by the hash of its text: the schema itself is held by the
+// catalog's cache only, so that evicting it frees it.
 type toolList struct {
-	tools    map[string]*compiled
+	tools    map[string][32]byte
 	complete bool
 	expires  time.Time // when ttlMs says it is stale; zero: no ttlMs
 	// pending gathers the pages of a listing under way.
-	pending map[string]*compiled
+	pending map[string][32]byte
 }
 
-// compiled is a schema and whether it compiled.
+// compiled is a schema and whether it compiled, and the size of its text.
 type compiled struct {
 	schema *Schema
 	err    error
+	size   int
 }
 
 // NewCatalog returns an empty catalog with the given bounds (0: the
@@ -102,19 +109,20 @@ func (c *Catalog) Learn(key ListKey, result []byte, first bool, now time.Time) (
 		key.Scope = ""
 	}
 	page := Page{Tools: len(res.Tools)}
-	tools := make(map[string]*compiled, len(res.Tools))
-	for i, t := range res.Tools {
-		if i == MaxTools || t.Name == "" {
-			break
+	tools := make(map[string][32]byte, min(len(res.Tools), MaxTools))
+	truncated := len(res.Tools) > MaxTools
+	for _, t := range res.Tools[:min(len(res.Tools), MaxTools)] {
+		if t.Name == "" {
+			continue
 		}
-		cs := c.compile(t.InputSchema)
-		if cs.err != nil {
+		sum, cs, fresh := c.compile(t.InputSchema)
+		if cs.err != nil && fresh {
 			if page.Bad == nil {
 				page.Bad = make(map[string]error)
 			}
 			page.Bad[t.Name] = cs.err
 		}
-		tools[t.Name] = cs
+		tools[t.Name] = sum
 	}
 	last := res.NextCursor == nil || *res.NextCursor == ""
 
@@ -128,7 +136,7 @@ func (c *Catalog) Learn(key ListKey, result []byte, first bool, now time.Time) (
 				break
 			}
 		}
-		l = &toolList{tools: map[string]*compiled{}}
+		l = &toolList{tools: map[string][32]byte{}}
 		c.lists[key] = l
 	}
 	switch {
@@ -137,9 +145,11 @@ func (c *Catalog) Learn(key ListKey, result []byte, first bool, now time.Time) (
 	case first:
 		l.pending = tools
 	case l.pending != nil:
-		for name, cs := range tools {
+		for name, sum := range tools {
 			if len(l.pending) < MaxTools {
-				l.pending[name] = cs
+				l.pending[name] = sum
+			} else {
+				truncated = true
 			}
 		}
 		if last {
@@ -148,12 +158,15 @@ func (c *Catalog) Learn(key ListKey, result []byte, first bool, now time.Time) (
 	default:
 		// A page of a listing whose start this gateway did not see: its
 		// tools are known, the list is not complete.
-		for name, cs := range tools {
+		for name, sum := range tools {
 			if len(l.tools) < MaxTools {
-				l.tools[name] = cs
+				l.tools[name] = sum
 			}
 		}
 		l.complete = false
+	}
+	if truncated {
+		l.complete = false // a tool beyond the bound is not absent
 	}
 	l.expires = time.Time{}
 	if res.TTLMs != nil && *res.TTLMs >= 0 {
@@ -163,28 +176,30 @@ func (c *Catalog) Learn(key ListKey, result []byte, first bool, now time.Time) (
 	return page, nil
 }
 
-// compile returns the compiled schema of raw, from the cache when it holds
-// the same bytes.
-func (c *Catalog) compile(raw []byte) *compiled {
-	sum := sha256.Sum256(raw)
+// compile returns the hash of raw and its compiled schema, from the cache
+// when it holds the same bytes; fresh says it was compiled now.
+func (c *Catalog) compile(raw []byte) (sum [32]byte, cs *compiled, fresh bool) {
+	sum = sha256.Sum256(raw)
 	c.mu.Lock()
 	cs, ok := c.schemas[sum]
 	c.mu.Unlock()
 	if ok {
-		return cs
+		return sum, cs, false
 	}
 	s, err := Compile(raw)
-	cs = &compiled{schema: s, err: err}
+	cs = &compiled{schema: s, err: err, size: len(raw)}
 	c.mu.Lock()
-	if len(c.schemas) >= c.maxSchemas {
-		for k := range c.schemas {
+	for len(c.schemas) > 0 && (len(c.schemas) >= c.maxSchemas || c.bytes+cs.size > MaxSchemaBytes) {
+		for k, old := range c.schemas {
 			delete(c.schemas, k)
+			c.bytes -= old.size
 			break
 		}
 	}
 	c.schemas[sum] = cs
+	c.bytes += cs.size
 	c.mu.Unlock()
-	return cs
+	return sum, cs, true
 }
 
 // Found is what a catalog knows of a tool.
@@ -222,8 +237,12 @@ func (c *Catalog) Lookup(key ListKey, tool string, now time.Time) (s *Schema, fo
 		if l == nil {
 			continue
 		}
-		if cs, ok := l.tools[tool]; ok {
-			if cs.err != nil {
+		if sum, ok := l.tools[tool]; ok {
+			cs, held := c.schemas[sum]
+			switch {
+			case !held:
+				return nil, Unlisted, nil // evicted: unchecked until listed again
+			case cs.err != nil:
 				return nil, BadSchema, nil
 			}
 			return cs.schema, Known, nil

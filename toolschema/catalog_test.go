@@ -93,3 +93,26 @@ func TestCatalogIsBounded(t *testing.T) {
 	assert.Equal(t, 3, lists)
 	assert.Equal(t, 2, schemas)
 }
+
+func TestEvictedSchemasAreFreedAndTruncatedListsIncomplete(t *testing.T) {
+	c := NewCatalog(10, 1)
+	key := ListKey{Endpoint: "e"}
+	_, err := c.Learn(key, []byte(`{"tools":[{"name":"a","inputSchema":{"type":"object","minProperties":1}},{"name":"b","inputSchema":{"type":"object","minProperties":2}}]}`), true, now)
+	require.NoError(t, err)
+	_, schemas := c.Len()
+	assert.Equal(t, 1, schemas, "one schema held: the other's list entry names it only")
+	_, fa, _ := c.Lookup(key, "a", now)
+	_, fb, _ := c.Lookup(key, "b", now)
+	assert.ElementsMatch(t, []Found{Known, Unlisted}, []Found{fa, fb}, "the evicted one passes unchecked")
+
+	var tools []string
+	for i := range MaxTools + 1 {
+		tools = append(tools, fmt.Sprintf(`{"name":"t%d","inputSchema":{"type":"object"}}`, i))
+	}
+	_, err = c.Learn(key, []byte(`{"tools":[{"name":""},`+strings.Join(tools, ",")+`]}`), true, now)
+	require.NoError(t, err)
+	_, found, _ := c.Lookup(key, "zzz", now)
+	assert.Equal(t, Unlisted, found, "a list cut at MaxTools says nothing of the tools beyond")
+	_, found, _ = c.Lookup(key, "t3", now)
+	assert.Equal(t, Known, found, "a nameless tool does not end the list")
+}

@@ -1,6 +1,7 @@
 package toolschema
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"strconv"
@@ -12,9 +13,28 @@ import (
 // strings, json.Number, bools and nil, as jsonschema.UnmarshalJSON does,
 // in one pass over the bytes (encoding/json's Decoder scans them twice),
 // with strings that hold no escape copied once. A member given twice keeps
-// its last value, as encoding/json (and so the Go SDK's servers) do.
-func decode(b []byte) (any, error) {
-	d := decoder{b: b}
+// its last value, and invalid UTF-8 becomes U+FFFD, as encoding/json and
+// the JSON package of the Go SDK's servers (segmentio/encoding) read them.
+// A leading byte-order mark is skipped, as the TypeScript and Python SDKs
+// skip it. A number is refused when a float64 cannot hold it, or when it is
+// written in more than maxNumber bytes (ErrNumberRange): the validator
+// makes every number a big.Rat, at a cost that grows with its exponent and
+// digits, and MCP servers read numbers as float64 anyway.
+func decode(b []byte) (any, error) { return decodeDepth(b, maxDepth) }
+
+// Decode is decode for callers outside the package: a JSON-RPC body's
+// params, read as the servers read them.
+func Decode(b []byte) (any, error) { return decode(b) }
+
+// ErrNumberRange is a number no float64 holds, or one written too long.
+var ErrNumberRange = errors.New("a number out of range")
+
+// maxNumber bounds a number's text, in bytes.
+const maxNumber = 64
+
+func decodeDepth(b []byte, depth int) (any, error) {
+	b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))
+	d := decoder{b: b, maxDepth: depth}
 	v, err := d.value(0)
 	if err != nil {
 		return nil, err
@@ -30,8 +50,9 @@ func decode(b []byte) (any, error) {
 const maxDepth = 1000
 
 type decoder struct {
-	b []byte
-	i int
+	b        []byte
+	i        int
+	maxDepth int
 }
 
 var errSyntax = errors.New("invalid JSON")
@@ -52,7 +73,7 @@ func (d *decoder) space() {
 }
 
 func (d *decoder) value(depth int) (any, error) {
-	if depth > maxDepth {
+	if depth > d.maxDepth {
 		return nil, d.fail("nesting too deep")
 	}
 	d.space()
@@ -298,5 +319,12 @@ func (d *decoder) number() (any, error) {
 			return nil, d.fail("invalid number")
 		}
 	}
-	return json.Number(d.b[start:d.i]), nil
+	text := d.b[start:d.i]
+	if len(text) > maxNumber {
+		return nil, ErrNumberRange
+	}
+	if _, err := strconv.ParseFloat(string(text), 64); err != nil {
+		return nil, ErrNumberRange
+	}
+	return json.Number(text), nil
 }

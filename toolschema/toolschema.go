@@ -37,6 +37,11 @@ import (
 // MaxSchema bounds the inputSchema compiled, in bytes.
 const MaxSchema = 64 << 10
 
+// maxSchemaDepth bounds a schema's nesting: compiling grows much faster
+// than its size with depth (a hostile server's "not" nested 2000 deep took
+// seconds).
+const maxSchemaDepth = 64
+
 // MaxProblems bounds the fields one answer names.
 const MaxProblems = 10
 
@@ -58,9 +63,9 @@ func Compile(raw []byte) (*Schema, error) {
 	if len(raw) > MaxSchema {
 		return nil, fmt.Errorf("inputSchema of %d bytes, over the %d compiled", len(raw), MaxSchema)
 	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	doc, err := decodeDepth(raw, maxSchemaDepth)
 	if err != nil {
-		return nil, fmt.Errorf("inputSchema is not JSON: %w", err)
+		return nil, fmt.Errorf("inputSchema is not JSON, or nested deeper than %d: %w", maxSchemaDepth, err)
 	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
@@ -92,24 +97,35 @@ func (s *Schema) Check(args []byte) []envelope.FieldProblem {
 	}
 	inst, err := decode(args)
 	if err != nil {
-		return notJSON
+		return decodeProblem(err)
 	}
 	return s.check(inst)
 }
 
-var notJSON = []envelope.FieldProblem{{Problem: "The arguments are not valid JSON", Expected: "Expected a JSON object."}}
+var (
+	notJSON     = []envelope.FieldProblem{{Problem: "The arguments are not valid JSON", Expected: "Expected a JSON object."}}
+	numberRange = []envelope.FieldProblem{{Problem: "A number is out of range", Expected: "Expected numbers a 64-bit float holds, written in at most 64 characters."}}
+)
+
+func decodeProblem(err error) []envelope.FieldProblem {
+	if errors.Is(err, ErrNumberRange) {
+		return numberRange
+	}
+	return notJSON
+}
 
 // CheckCall checks the arguments of the tools/call a JSON-RPC message body
 // holds (absent arguments count as {}), decoding the body once.
 func (s *Schema) CheckCall(body []byte) []envelope.FieldProblem {
 	msg, err := decode(body)
 	if err != nil {
-		return notJSON
+		return decodeProblem(err)
 	}
 	var args any = map[string]any{}
 	if m, ok := msg.(map[string]any); ok {
 		if params, ok := m["params"].(map[string]any); ok {
-			if a, ok := params["arguments"]; ok {
+			// Null arguments are none, as the SDK servers read them.
+			if a, ok := params["arguments"]; ok && a != nil {
 				args = a
 			}
 		}
@@ -117,8 +133,14 @@ func (s *Schema) CheckCall(body []byte) []envelope.FieldProblem {
 	return s.check(args)
 }
 
-// check validates decoded arguments.
-func (s *Schema) check(inst any) []envelope.FieldProblem {
+// check validates decoded arguments. A panic in the validator is a
+// problem at the root, not a crashed request.
+func (s *Schema) check(inst any) (problems []envelope.FieldProblem) {
+	defer func() {
+		if v := recover(); v != nil {
+			problems = []envelope.FieldProblem{{Problem: fmt.Sprintf("The arguments could not be checked (%v)", v)}}
+		}
+	}()
 	err := s.sch.Validate(inst)
 	if err == nil {
 		return nil
@@ -132,7 +154,9 @@ func (s *Schema) check(inst any) []envelope.FieldProblem {
 	// The validator's order follows maps: sorted by path, the answer is the
 	// same for the same call.
 	slices.SortStableFunc(c.problems, func(a, b envelope.FieldProblem) int { return strings.Compare(a.Path, b.Path) })
-	return c.problems[:min(len(c.problems), MaxProblems)]
+	kept := c.problems[:min(len(c.problems), MaxProblems)]
+	c.suggest(kept)
+	return kept
 }
 
 // maxCollected bounds the problems gathered before the first MaxProblems
@@ -144,6 +168,32 @@ type collector struct {
 	inst     any
 	problems []envelope.FieldProblem
 	seen     map[string]bool // path and problem, once each
+	unknown  map[string]unknownField
+}
+
+// unknownField is where an unknown field was met, for its suggestion.
+type unknownField struct {
+	parent []string
+	name   string
+}
+
+// suggest fills in what to expect instead of each unknown field kept.
+func (c *collector) suggest(problems []envelope.FieldProblem) {
+	for i := range problems {
+		u, ok := c.unknown[problems[i].Path]
+		if !ok || problems[i].Expected != "" || !strings.HasPrefix(problems[i].Problem, "Unknown field") {
+			continue
+		}
+		known := c.s.fieldsAt(u.parent)
+		switch near := nearest(u.name, known); {
+		case near != "":
+			problems[i].Expected = "Did you mean '" + near + "'?"
+		case len(known) > 0:
+			problems[i].Expected = "Expected only: " + strings.Join(known, ", ") + "."
+		default:
+			problems[i].Expected = "Remove it."
+		}
+	}
 }
 
 // walk collects the leaves of a failure: the keywords that failed where
@@ -196,17 +246,17 @@ func (c *collector) word(loc []string, k jsonschema.ErrorKind) []envelope.FieldP
 	case *kind.Dependency:
 		return c.missingWith(loc, k.Prop, k.Missing)
 	case *kind.AdditionalProperties:
+		// What to expect instead is worked out for the fields kept only
+		// (suggest): a call may name thousands.
 		out := make([]envelope.FieldProblem, 0, len(k.Properties))
-		known := c.s.fieldsAt(loc)
 		for _, name := range k.Properties {
 			field := append(slices.Clip(loc), name)
-			expected := "Remove it."
-			if near := nearest(name, known); near != "" {
-				expected = "Did you mean '" + near + "'?"
-			} else if len(known) > 0 {
-				expected = "Expected only: " + strings.Join(known, ", ") + "."
+			p := envelope.FieldProblem{Path: path(field), Problem: "Unknown field '" + name + "'", Sent: c.sent(field)}
+			if c.unknown == nil {
+				c.unknown = make(map[string]unknownField)
 			}
-			out = append(out, envelope.FieldProblem{Path: path(field), Problem: "Unknown field '" + name + "'", Sent: c.sent(field), Expected: expected})
+			c.unknown[p.Path] = unknownField{parent: slices.Clip(loc), name: name}
+			out = append(out, p)
 		}
 		return out
 	case *kind.Type:

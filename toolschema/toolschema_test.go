@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -201,4 +202,25 @@ func TestNotAnythingIsAnUnknownField(t *testing.T) {
 	problems := s.Check([]byte(`{"to":1,"too":2}`))
 	require.Len(t, problems, 1)
 	assert.Equal(t, envelope.FieldProblem{Path: "too", Problem: "Unknown field 'too'", Sent: []byte("2"), Expected: "Did you mean 'to'?"}, problems[0])
+}
+
+// Numbers the validator would make huge big.Rats of (seconds each, or a
+// panic past 1e1000000) are refused before it sees them.
+func TestHugeNumbersAreRefusedCheaply(t *testing.T) {
+	s, err := Compile([]byte(`{"type":"object","properties":{"n":{"type":"number","minimum":1},"ids":{"type":"array","items":{"type":"integer"}}}}`))
+	require.NoError(t, err)
+	for _, args := range []string{`{"n":1e1000001}`, `{"ids":[` + strings.TrimSuffix(strings.Repeat("1e999999,", 500), ",") + `]}`} {
+		start := time.Now()
+		problems := s.Check([]byte(args))
+		require.Len(t, problems, 1)
+		assert.Equal(t, "A number is out of range", problems[0].Problem)
+		assert.Less(t, time.Since(start), time.Second)
+	}
+	assert.Nil(t, s.CheckCall([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":null}}`)), "null arguments are none")
+}
+
+func TestDeepSchemasDoNotCompile(t *testing.T) {
+	deep := strings.Repeat(`{"not":`, 100) + `{}` + strings.Repeat(`}`, 100)
+	_, err := Compile([]byte(deep))
+	assert.ErrorContains(t, err, "nested deeper than 64")
 }
