@@ -180,7 +180,9 @@ func TestListsJudgeOnlyTheCallsTheyBelongTo(t *testing.T) {
 	invoices := strings.TrimPrefix(listServer(t), "http://")
 	g := mcptest.StartGateway(t, "mcp {\n\tvalidate\n}\nreverse_proxy "+invoices)
 	url := g.URL + "/mcp"
-	list := func(auth, params string) { postAs(t, url, auth, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":`+params+`}`) }
+	list := func(auth, params string) {
+		postAs(t, url, auth, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":`+params+`}`)
+	}
 	badCall := func(auth string) string {
 		return postAs(t, url, auth, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_invoice","arguments":{"id":"x"}}}`)
 	}
