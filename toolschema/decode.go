@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
-	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 )
 
 // decode reads one JSON value into what the validator takes: maps, slices,
@@ -180,28 +181,27 @@ func (d *decoder) array(depth int) (any, error) {
 	}
 }
 
-// string reads a string; invalid UTF-8 becomes U+FFFD, as encoding/json
-// makes it.
+// string reads a string, checking its escapes; its content is decoded as
+// the JSON-RPC scanner decodes strings (jsonrpc.AppendUnquoted), as
+// encoding/json does: invalid UTF-8 and lone surrogates become U+FFFD.
 func (d *decoder) string() (string, error) {
 	d.i++ // "
 	start := d.i
 	plain := true
 	for ; d.i < len(d.b); d.i++ {
-		c := d.b[d.i]
-		switch {
+		switch c := d.b[d.i]; {
 		case c == '"':
-			if plain {
-				s := d.b[start:d.i]
-				d.i++
-				if utf8.Valid(s) {
-					return string(s), nil
-				}
-				return string([]rune(string(s))), nil
+			raw := d.b[start:d.i]
+			d.i++
+			if plain && utf8.Valid(raw) {
+				return string(raw), nil
 			}
-			return d.unescape(start)
+			return string(jsonrpc.AppendUnquoted(make([]byte, 0, len(raw)), raw)), nil
 		case c == '\\':
 			plain = false
-			d.i++ // the escaped byte never ends the string
+			if !d.escape() {
+				return "", d.fail("invalid escape")
+			}
 		case c < 0x20:
 			return "", d.fail("control character in a string")
 		}
@@ -209,80 +209,28 @@ func (d *decoder) string() (string, error) {
 	return "", d.fail("unterminated string")
 }
 
-// unescape decodes the string that began at start and ends at d.i.
-func (d *decoder) unescape(start int) (string, error) {
-	end := d.i
-	d.i++
-	out := make([]byte, 0, end-start)
-	for i := start; i < end; {
-		c := d.b[i]
-		if c != '\\' {
-			r, size := utf8.DecodeRune(d.b[i:end])
-			out = utf8.AppendRune(out, r)
-			i += size
-			continue
+// escape checks the escape at d.i and leaves d.i on its last byte.
+func (d *decoder) escape() bool {
+	if d.i+1 >= len(d.b) {
+		return false
+	}
+	switch d.b[d.i+1] {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		d.i++
+		return true
+	case 'u':
+		if d.i+6 > len(d.b) {
+			return false
 		}
-		if i+1 >= end {
-			return "", d.fail("invalid escape")
-		}
-		switch e := d.b[i+1]; e {
-		case '"', '\\', '/':
-			out = append(out, e)
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		case 'n':
-			out = append(out, '\n')
-		case 'r':
-			out = append(out, '\r')
-		case 't':
-			out = append(out, '\t')
-		case 'u':
-			r, ok := hex4(d.b, i+2, end)
-			if !ok {
-				return "", d.fail("invalid \\u escape")
+		for _, c := range d.b[d.i+2 : d.i+6] {
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+				return false
 			}
-			i += 6
-			if utf16.IsSurrogate(r) {
-				if r2, ok := hex4(d.b, i+2, end); ok && i+1 < end && d.b[i] == '\\' && d.b[i+1] == 'u' {
-					if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
-						out = utf8.AppendRune(out, dec)
-						i += 6
-						continue
-					}
-				}
-				r = utf8.RuneError
-			}
-			out = utf8.AppendRune(out, r)
-			continue
-		default:
-			return "", d.fail("invalid escape")
 		}
-		i += 2
+		d.i += 5
+		return true
 	}
-	return string(out), nil
-}
-
-// hex4 reads four hex digits at b[i:], within end.
-func hex4(b []byte, i, end int) (rune, bool) {
-	if i+4 > end {
-		return 0, false
-	}
-	var r rune
-	for _, c := range b[i : i+4] {
-		switch {
-		case c >= '0' && c <= '9':
-			r = r<<4 | rune(c-'0')
-		case c >= 'a' && c <= 'f':
-			r = r<<4 | rune(c-'a'+10)
-		case c >= 'A' && c <= 'F':
-			r = r<<4 | rune(c-'A'+10)
-		default:
-			return 0, false
-		}
-	}
-	return r, true
+	return false
 }
 
 // number reads a number in JSON's grammar.

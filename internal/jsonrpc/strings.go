@@ -33,10 +33,13 @@ func (s *scanner) memberKey(buf []byte) ([]byte, error) {
 	return unquote(buf, raw), nil
 }
 
-// unquote appends the content of a valid JSON string, without its quotes,
-// decoded as encoding/json decodes it: escapes resolved, a surrogate pair
-// joined, and a lone surrogate or a byte of invalid UTF-8 turned into
-// U+FFFD.
+// AppendUnquoted appends the content of a valid JSON string (raw, without
+// its quotes, its escapes well formed), decoded as encoding/json decodes
+// it: escapes resolved, a surrogate pair joined, and a lone surrogate or a
+// byte of invalid UTF-8 turned into U+FFFD.
+func AppendUnquoted(dst, raw []byte) []byte { return unquote(dst, raw) }
+
+// unquote is AppendUnquoted.
 func unquote(dst, raw []byte) []byte {
 	for i := 0; i < len(raw); {
 		c := raw[i]
