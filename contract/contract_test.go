@@ -2,10 +2,12 @@ package contract
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -90,4 +92,47 @@ func TestLockfileRoundTrip(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte(`not json`), 0o644))
 	_, err = Load(path)
 	assert.True(t, strings.Contains(err.Error(), "not a lockfile"))
+}
+
+// A hostile server's enum of 200,000 values, and a schema over the bound,
+// cost the comparison time in proportion to their size.
+func TestDiffCostFollowsSize(t *testing.T) {
+	var a, b strings.Builder
+	a.WriteString(`{"type":"object","properties":{"e":{"enum":[`)
+	b.WriteString(`{"type":"object","properties":{"e":{"enum":[`)
+	for i := range 200000 {
+		if i > 0 {
+			a.WriteString(",")
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&a, "%d", i)
+		fmt.Fprintf(&b, "%d", i+1)
+	}
+	a.WriteString(`]}}}`)
+	b.WriteString(`]}}}`)
+	start := time.Now()
+	deltas := diffSchemas("t", json.RawMessage(a.String()), json.RawMessage(b.String()))
+	assert.Less(t, time.Since(start), 2*time.Second)
+	require.Len(t, deltas, 1, "over MaxSchema: one change, not field by field")
+	assert.Equal(t, Risky, deltas[0].Severity)
+
+	start = time.Now()
+	deltas = Diff([]Tool{tool("t", "", string(enumOf(0, 9000)))}, []Tool{tool("t", "", string(enumOf(1, 9001)))})
+	assert.Less(t, time.Since(start), time.Second, "linear in the values")
+	require.Len(t, deltas, 2)
+	assert.Equal(t, "Field 'e': no longer allows 0.", deltas[0].What)
+	assert.Equal(t, "Field 'e': now also allows 9000.", deltas[1].What)
+}
+
+func enumOf(from, to int) []byte {
+	var b strings.Builder
+	b.WriteString(`{"properties":{"e":{"enum":[`)
+	for i := from; i < to; i++ {
+		if i > from {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, "%d", i)
+	}
+	b.WriteString(`]}}}`)
+	return []byte(b.String())
 }

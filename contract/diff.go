@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -16,6 +17,12 @@ import (
 // no longer required or a default changed is RISKY (a call still passes,
 // and may mean something else); a new optional field is SAFE.
 func diffSchemas(tool string, oldRaw, newRaw json.RawMessage) []Delta {
+	if len(oldRaw) > MaxSchema || len(newRaw) > MaxSchema {
+		if !bytes.Equal(oldRaw, newRaw) {
+			return []Delta{{Tool: tool, Severity: Risky, What: fmt.Sprintf("Its input schema changed (over %d KiB: not compared field by field).", MaxSchema>>10)}}
+		}
+		return nil
+	}
 	var old, now map[string]any
 	_ = json.Unmarshal(oldRaw, &old)
 	_ = json.Unmarshal(newRaw, &now)
@@ -28,6 +35,10 @@ type differ struct {
 	tool string
 	out  []Delta
 }
+
+// MaxSchema bounds the schemas compared field by field, as the gateway
+// bounds the schemas it compiles.
+const MaxSchema = 64 << 10
 
 // maxDiffDepth bounds how far into nested schemas changes are looked for.
 const maxDiffDepth = 16
@@ -174,23 +185,31 @@ func (d *differ) enum(field string, old, now any) {
 		d.add(Breaking, field, "the value must now be one of %s.", showList(nv))
 		return
 	}
-	var removed, added []any
-	for _, v := range ov {
-		if !slices.ContainsFunc(nv, func(w any) bool { return reflect.DeepEqual(v, w) }) {
-			removed = append(removed, v)
-		}
-	}
-	for _, v := range nv {
-		if !slices.ContainsFunc(ov, func(w any) bool { return reflect.DeepEqual(v, w) }) {
-			added = append(added, v)
-		}
-	}
+	// Compared by their JSON, in sets: linear in the values, however many
+	// a hostile server lists.
+	removed, added := missing(ov, nv), missing(nv, ov)
 	if len(removed) > 0 {
 		d.add(Breaking, field, "no longer allows %s.", showList(removed))
 	}
 	if len(added) > 0 {
 		d.add(Risky, field, "now also allows %s.", showList(added))
 	}
+}
+
+// missing is the values of a that b lacks.
+func missing(a, b []any) []any {
+	in := make(map[string]bool, len(b))
+	for _, v := range b {
+		k, _ := json.Marshal(v)
+		in[string(k)] = true
+	}
+	var out []any
+	for _, v := range a {
+		if k, _ := json.Marshal(v); !in[string(k)] {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 func typeSet(v any) []string {
