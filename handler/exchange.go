@@ -12,6 +12,7 @@ import (
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 	"github.com/caddymcp/caddy-mcp/ratelimit"
 	"github.com/caddymcp/caddy-mcp/session"
+	"github.com/caddymcp/caddy-mcp/toolschema"
 )
 
 // exchange is what the handler knows of one HTTP request, and what it did
@@ -49,6 +50,10 @@ type exchange struct {
 	session    *openedSession
 	sessionBuf openedSession
 	principal  *session.Principal
+
+	// toolsKey is the list its tools come from, once listKey has worked
+	// it out (tools.go).
+	toolsKey *toolschema.ListKey
 
 	// Written by forward: the request went to the upstream, and watch
 	// follows its answer.

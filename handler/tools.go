@@ -65,13 +65,22 @@ type listCapture struct {
 	learn      func(c *listCapture, result []byte)
 }
 
-// listKey is the list a request's tools come from: the endpoint it was
+// listKey (worked out once per request) is the list a request's tools come from: the endpoint it was
 // sent to, as Caddy routed it (the listener, the scheme, the host in lower
 // case without its port, the path before any handle_path stripped it, and
 // the replica a session is pinned to), and its authorization scope: the
 // credentials' digest, or "anonymous" (never the public scope, which only
 // a server's cacheScope public opens).
 func listKey(x *exchange) toolschema.ListKey {
+	if x.toolsKey != nil {
+		return *x.toolsKey
+	}
+	x.toolsKey = &toolschema.ListKey{Endpoint: endpointOf(x), Scope: credentialsScope(x.r)}
+	return *x.toolsKey
+}
+
+// endpointOf is the endpoint part of a request's list key.
+func endpointOf(x *exchange) string {
 	r := x.r
 	var b strings.Builder
 	if addr, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
@@ -95,12 +104,17 @@ func listKey(x *exchange) toolschema.ListKey {
 	if x.session != nil {
 		b.WriteString(" " + x.session.Upstream)
 	}
-	scope := "anonymous"
-	if auth := r.Header.Get("Authorization"); auth != "" {
-		sum := sha256.Sum256([]byte(normalizedAuthorization(auth)))
-		scope = hex.EncodeToString(sum[:16])
+	return b.String()
+}
+
+// credentialsScope is the scope part of a request's list key.
+func credentialsScope(r *http.Request) string {
+	auth := r.Header.Get("Authorization")
+	if auth == "" {
+		return "anonymous"
 	}
-	return toolschema.ListKey{Endpoint: b.String(), Scope: scope}
+	sum := sha256.Sum256([]byte(normalizedAuthorization(auth)))
+	return hex.EncodeToString(sum[:16])
 }
 
 // watchList returns the capture for a POST holding one tools/list request,
