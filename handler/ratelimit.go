@@ -16,6 +16,7 @@ import (
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 	"github.com/caddymcp/caddy-mcp/ratelimit"
+	"github.com/caddymcp/caddy-mcp/toolpolicy"
 )
 
 // RateLimit is one named token-bucket limit.
@@ -110,7 +111,7 @@ type limit struct {
 	key     *keyTemplate
 	lim     ratelimit.Limit
 	methods []string
-	tools   []glob
+	tools   []toolpolicy.Glob
 	// toolPatterns are the globs as configured, for the status view.
 	toolPatterns []string
 	maxKeys      int
@@ -153,7 +154,7 @@ func newLimit(name string, cfg *RateLimit, shared SharedStore, logger *zap.Logge
 		l.methods = []string{"tools/call"}
 	}
 	for _, t := range cfg.Tools {
-		l.tools = append(l.tools, compileGlob(t))
+		l.tools = append(l.tools, toolpolicy.CompileGlob(t))
 	}
 	l.scope = scopeOf(l.key.text)
 	l.deniedMessage, l.details = rateLimitWords(l)
@@ -204,7 +205,7 @@ func (l *limit) applies(m *jsonrpc.Message) bool {
 		return false
 	}
 	for _, g := range l.tools {
-		if g.match(string(m.Name)) {
+		if g.Match(string(m.Name)) {
 			return true
 		}
 	}
@@ -238,29 +239,4 @@ func sortedNames[V any](m map[string]V) []string {
 	}
 	slices.Sort(names)
 	return names
-}
-
-// glob is a pattern where * matches any run of characters and every other
-// character matches itself.
-type glob []string
-
-func compileGlob(p string) glob { return strings.Split(p, "*") }
-
-func (g glob) match(s string) bool {
-	if len(g) == 1 {
-		return s == g[0]
-	}
-	first, last := g[0], g[len(g)-1]
-	if len(s) < len(first)+len(last) || !strings.HasPrefix(s, first) || !strings.HasSuffix(s, last) {
-		return false
-	}
-	s = s[len(first) : len(s)-len(last)]
-	for _, part := range g[1 : len(g)-1] {
-		i := strings.Index(s, part)
-		if i < 0 {
-			return false
-		}
-		s = s[i+len(part):]
-	}
-	return true
 }
