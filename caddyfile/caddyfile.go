@@ -64,6 +64,7 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/handler"
 	"github.com/caddymcp/caddy-mcp/ratelimit"
+	"github.com/caddymcp/caddy-mcp/toolpolicy"
 )
 
 // Parse is the mcp directive's unmarshaler, for
@@ -167,6 +168,8 @@ func unmarshalOption(d *caddyfile.Dispenser, cfg *handler.Handler, names map[str
 		cfg.ValidateCalls, err = true, noArgs(d)
 	case "contract":
 		cfg.Contract, err = unmarshalContract(d)
+	case "tools":
+		cfg.Tools, err = unmarshalTools(d)
 	case "upstream_cancels_on_close":
 		cfg.UpstreamCancelsOnClose, err = true, noArgs(d)
 	case "upstream_retry_after":
@@ -209,6 +212,56 @@ func unmarshalContract(d *caddyfile.Dispenser) (*handler.Contract, error) {
 		return nil, d.Errf("contract: %v", err)
 	}
 	return c, nil
+}
+
+// unmarshalTools reads tools { allow <glob...>; deny <glob...>;
+// deprecate <tool> <message> [<replacement...>]; timeout <glob> <duration> },
+// each line as often as needed.
+func unmarshalTools(d *caddyfile.Dispenser) (*handler.Tools, error) {
+	block := at(d)
+	if d.NextArg() {
+		return nil, d.ArgErr()
+	}
+	t := new(handler.Tools)
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		sub := d.Val()
+		args := d.RemainingArgs()
+		switch sub {
+		case "allow", "deny":
+			if len(args) == 0 {
+				return nil, d.Errf("tools: %s needs at least one tool name or glob", sub)
+			}
+			if sub == "allow" {
+				t.Allow = append(t.Allow, args...)
+			} else {
+				t.Deny = append(t.Deny, args...)
+			}
+		case "deprecate":
+			if len(args) < 2 {
+				return nil, d.Errf(`tools: deprecate <tool> "<message>" [<replacement>...]`)
+			}
+			d := toolpolicy.Deprecation{Tool: args[0], Message: args[1]}
+			if len(args) > 2 {
+				d.Replacements = args[2:]
+			}
+			t.Deprecate = append(t.Deprecate, d)
+		case "timeout":
+			if len(args) != 2 {
+				return nil, d.Errf("tools: timeout <tool glob> <duration>")
+			}
+			after, err := caddy.ParseDuration(args[1])
+			if err != nil || after <= 0 {
+				return nil, d.Errf("tools: timeout %s: %q is not a positive duration", args[0], args[1])
+			}
+			t.Timeouts = append(t.Timeouts, handler.ToolTimeout{Tools: args[0], After: caddy.Duration(after)})
+		default:
+			return nil, d.Errf("unrecognized tools subdirective %q", sub)
+		}
+	}
+	if err := t.Validate(); err != nil {
+		return nil, errAt(block, fmt.Errorf("tools: %w", err))
+	}
+	return t, nil
 }
 
 // unmarshalSessions reads sessions { secret ...; ttl ...; bind ... }.

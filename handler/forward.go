@@ -32,7 +32,15 @@ const maxHeldBody = 64 << 10
 func (h *Handler) forward(w http.ResponseWriter, x *exchange, next caddyhttp.Handler) (err error) {
 	x.forwarded = true
 	u := &x.watch
-	*u = upstreamWatch{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, x: x, pins: h.pins, list: h.watchList(x), keepaliveEvery: time.Duration(h.SSEKeepalive)}
+	list := h.watchList(x)
+	read := h.readAnswer(x, list)
+	if read != nil {
+		list = nil // learned from as the client is given it
+		// The answer must be read: not compressed.
+		delete(x.r.Header, "Accept-Encoding")
+		defer countCall(read)
+	}
+	*u = upstreamWatch{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, x: x, pins: h.pins, list: list, read: read, keepaliveEvery: time.Duration(h.SSEKeepalive)}
 	up := x.r
 	if len(x.slots) > 0 && !(h.UpstreamCancelsOnClose && x.era.closingCancels()) {
 		// The request holds places in the guard, and its upstream goes on
@@ -45,6 +53,11 @@ func (h *Handler) forward(w http.ResponseWriter, x *exchange, next caddyhttp.Han
 		up = x.r.WithContext(context.WithoutCancel(x.r.Context()))
 		u.drain = true
 	}
+	if d, cut, cancel := h.startDeadline(x, up); d != nil {
+		u.deadline, up = d, cut
+		defer cancel(nil)
+		defer d.timer.Stop()
+	}
 	defer func() {
 		v := recover()
 		if v == nil {
@@ -55,7 +68,7 @@ func (h *Handler) forward(w http.ResponseWriter, x *exchange, next caddyhttp.Han
 		// breaks an answer it has started.
 		var settled bool
 		if v == http.ErrAbortHandler {
-			err, settled = h.settle(x, u, nil, true)
+			err, settled = h.settle(x, u, nil, true, next)
 		}
 		if !settled {
 			panic(v)
@@ -67,7 +80,7 @@ func (h *Handler) forward(w http.ResponseWriter, x *exchange, next caddyhttp.Han
 	if u.list != nil {
 		u.list.finish()
 	}
-	err, _ = h.settle(x, u, err, false)
+	err, _ = h.settle(x, u, err, false, next)
 	return err
 }
 
@@ -77,10 +90,22 @@ func (h *Handler) forward(w http.ResponseWriter, x *exchange, next caddyhttp.Han
 // client is gone; the upstream's held answer, or an envelope in its place;
 // the envelope for a proxy error; or the end of an event stream that owes
 // responses. settled reports whether it answered.
-func (h *Handler) settle(x *exchange, u *upstreamWatch, err error, broke bool) (_ error, settled bool) {
+func (h *Handler) settle(x *exchange, u *upstreamWatch, err error, broke bool, next caddyhttp.Handler) (_ error, settled bool) {
 	switch {
 	case x.r.Context().Err() != nil:
 		return err, false
+	case u.deadline.passed() && u.owesAnswer():
+		return h.timeUp(x, u, next), true
+	case u.read != nil && u.read.holding && (broke || err != nil) && u.read.failed == nil:
+		// The upstream broke its answer before its end, which the client
+		// has not seen any of.
+		clearEntityHeaders(u.Header())
+		env := streamBroken("the connection to the MCP server broke", time.Duration(h.UpstreamRetryAfter))
+		return h.answer(u.ResponseWriterWrapper.ResponseWriter, x, &env, http.StatusOK), true
+	case u.read != nil && u.read.holding:
+		return h.releaseRead(u), true
+	case u.read != nil && u.read.failed != nil && u.sse != nil:
+		return u.failStream(), true
 	case u.held:
 		return h.replaceHeld(u), true
 	case broke || err == nil:
@@ -138,9 +163,32 @@ type upstreamWatch struct {
 	// drain: the answer is read to its end even when the client is gone;
 	// gone: it is, and what the upstream writes is dropped.
 	drain, gone bool
+	// read reads (and may edit) the answer for the tools policy (nil:
+	// none); deadline is the call's (nil: none), and cut says it passed
+	// before the upstream answered, whose request was then cancelled.
+	read     *answerRead
+	deadline *deadline
+	cut      bool
+}
+
+// owesAnswer reports whether the client has not had the answer to its
+// request yet: nothing was sent, or the stream still owes the response.
+func (u *upstreamWatch) owesAnswer() bool {
+	return u.nothingSent() || (u.sse != nil && u.sse.owed.left > 0)
+}
+
+// nothingSent reports whether nothing of the answer reached the client.
+func (u *upstreamWatch) nothingSent() bool {
+	return u.status == 0 || u.cut || (u.read != nil && u.read.holding)
 }
 
 func (u *upstreamWatch) WriteHeader(status int) {
+	if u.cut || (u.status == 0 && u.deadline.passed()) {
+		// What the proxy says of a request the deadline cancelled (499):
+		// the gateway answers for it.
+		u.cut = true
+		return
+	}
 	if status < 200 || u.status != 0 {
 		if u.pins != nil && status < 200 {
 			delete(u.Header(), "Mcp-Session-Id") // an upstream's own id, in a 1xx
@@ -165,6 +213,23 @@ func (u *upstreamWatch) WriteHeader(status int) {
 	followed := eventStream && readable && status == http.StatusOK
 	if followed {
 		u.sse = newSSETracker(u.x.msgs, u.x.era)
+	} else {
+		u.deadline.answered() // the answer has begun
+	}
+	if u.read != nil {
+		switch {
+		case followed && u.sse != nil:
+			u.sse.edit = u.read
+		case status == http.StatusOK && (!readable || eventStream) && u.read.failClosed:
+			u.read.failed, u.read.holding = errAnswerEncoded, true
+			return
+		case status == http.StatusOK && !eventStream:
+			u.read.holding, u.read.length = true, hdr["Content-Length"]
+			delete(hdr, "Content-Length")
+			return // the header goes with the body, once read
+		default:
+			u.read = nil // an answer the policy has no say in
+		}
 	}
 	if u.list != nil && (!readable || status != http.StatusOK) {
 		u.list.over = true
@@ -186,6 +251,12 @@ func (u *upstreamWatch) Write(p []byte) (int, error) {
 	if u.status == 0 {
 		u.WriteHeader(http.StatusOK)
 	}
+	if u.cut {
+		return len(p), nil
+	}
+	if u.read != nil && u.read.holding {
+		return u.hold(p)
+	}
 	if u.held {
 		switch {
 		case u.overflow:
@@ -205,7 +276,19 @@ func (u *upstreamWatch) Write(p []byte) (int, error) {
 		}
 	}
 	if u.sse != nil {
-		u.sse.observe(p)
+		out, err := u.sse.observe(p)
+		if err != nil {
+			return 0, err
+		}
+		if u.sse.owed.left == 0 {
+			u.deadline.answered()
+		}
+		if u.sse.edit != nil || len(out) != len(p) {
+			if _, err := u.toClient(out); err != nil {
+				return 0, err
+			}
+			return len(p), nil
+		}
 	} else if u.list != nil {
 		u.list.write(p)
 	}
@@ -239,7 +322,7 @@ type writerOnly struct{ io.Writer }
 // FlushError flushes, except while an answer is held back: flushing then
 // would send a 200 header before the handler has decided.
 func (u *upstreamWatch) FlushError() error {
-	if u.held || (u.drain && u.left()) {
+	if u.held || u.cut || (u.read != nil && u.read.holding) || (u.drain && u.left()) {
 		return nil
 	}
 	err := u.ka.flush(http.NewResponseController(u.ResponseWriterWrapper.ResponseWriter).Flush)

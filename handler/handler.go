@@ -16,6 +16,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
+	"github.com/caddymcp/caddy-mcp/toolpolicy"
 	"github.com/caddymcp/caddy-mcp/toolschema"
 )
 
@@ -73,6 +74,11 @@ type Handler struct {
 	// model what changed when a call to a changed tool fails (see
 	// Contract). Default: none.
 	Contract *Contract `json:"contract,omitempty"`
+
+	// Tools is the tool policy: which tools may be listed and called,
+	// which are deprecated, and how long their calls may run (see Tools).
+	// Default: every tool, as the upstream lists it, without a deadline.
+	Tools *Tools `json:"tools,omitempty"`
 
 	// Concurrency bounds the requests in flight to the upstream; requests
 	// beyond it wait in a queue or are refused with SERVER_BUSY.
@@ -134,6 +140,7 @@ type Handler struct {
 	shared      SharedStore
 	pins        *pins
 	catalog     *toolschema.Catalog
+	policy      *toolpolicy.Rules
 	contract    *contractState
 	limits      []*limit
 	concurrency *concurrencyGuard
@@ -183,7 +190,12 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 			return fmt.Errorf("contract: %w", err)
 		}
 	}
-	if h.ValidateCalls || h.contract != nil {
+	if h.Tools != nil {
+		if h.policy, err = h.Tools.rules(); err != nil {
+			return fmt.Errorf("tools: %w", err)
+		}
+	}
+	if h.ValidateCalls || h.contract != nil || h.policy != nil {
 		h.catalog = sharedCatalog()
 	}
 	if h.Sessions != nil {
@@ -251,6 +263,11 @@ func (h *Handler) Validate() error {
 	if h.Contract != nil {
 		if err := h.Contract.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("contract: %w", err))
+		}
+	}
+	if h.Tools != nil {
+		if err := h.Tools.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("tools: %w", err))
 		}
 	}
 	if h.Sessions != nil {

@@ -17,7 +17,9 @@ const maxEventData = 1 << 20
 // sseTracker follows an upstream's event-stream answer to a POST, as it is
 // written through, to know which requests still await their response and
 // whether the client could resume the stream. It never delays, buffers for
-// the client, or changes an event.
+// the client, or changes an event, except in edit mode (edit set): each
+// event is then held until its blank line, and the response the request
+// is owed may be sent rewritten.
 type sseTracker struct {
 	owed owedResponses
 	// era is the request's: whether event ids make a stream resumable, and
@@ -41,6 +43,19 @@ type sseTracker struct {
 	lastCR bool
 	// onMessage, when set, reads the data of each message event.
 	onMessage func(data []byte)
+
+	// Edit mode. raw holds the bytes received since the last write that
+	// are not sent yet, from sent on; lineEnd ends the line being
+	// handled; out gathers what a write sends; id is the event's id
+	// field, and rewritten the data to send in place of the event's.
+	edit      *answerRead
+	raw       []byte
+	sent      int
+	lineEnd   int
+	out       []byte
+	id        []byte
+	hasID     bool
+	rewritten []byte
 }
 
 // newSSETracker returns a tracker for the answer to msgs, sent in era e, or
@@ -59,9 +74,37 @@ func (t *sseTracker) repairable() bool {
 	return t.owed.left > 0 && !t.resumable && !t.unreadable
 }
 
-// observe follows the bytes the upstream wrote.
-func (t *sseTracker) observe(p []byte) {
-	if len(p) == 0 {
+// observe follows the bytes the upstream wrote, and returns those to send
+// now: p itself, except in edit mode.
+func (t *sseTracker) observe(p []byte) ([]byte, error) {
+	if t.edit == nil {
+		t.scan(p, 0)
+		return p, nil
+	}
+	base := len(t.raw)
+	t.raw = append(t.raw, p...)
+	t.out = t.out[:0]
+	t.scan(p, base)
+	if t.unreadable || len(t.raw) > 2*maxEventData {
+		// An event too large to hold: it cannot be rewritten.
+		if t.edit.failClosed {
+			t.edit.failed, t.raw = errAnswerTooLarge, nil
+			return nil, errAnswerTooLarge
+		}
+		t.out = append(t.out, t.raw[t.sent:]...)
+		t.raw, t.edit = nil, nil
+		return t.out, nil
+	}
+	t.raw = append(t.raw[:0], t.raw[t.sent:]...)
+	t.sent = 0
+	return t.out, nil
+}
+
+// scan reads the lines of p, whose first byte is raw's byte base in edit
+// mode.
+func (t *sseTracker) scan(p []byte, base int) {
+	n := len(p)
+	if n == 0 {
 		return // the CR of a CRLF may still be waiting for its LF
 	}
 	if t.lastCR && p[0] == '\n' {
@@ -79,14 +122,22 @@ func (t *sseTracker) observe(p []byte) {
 			t.appendPartial(line)
 			line = t.partial
 		}
+		// A CR LF pair ends one line.
+		end := i
+		if p[i] == '\r' && i+1 < len(p) && p[i+1] == '\n' {
+			end++
+		}
+		p = p[end+1:]
+		t.lineEnd = base + n - len(p)
 		t.line(line)
 		t.partial = t.partial[:0]
-		// A CR LF pair ends one line.
-		if p[i] == '\r' && i+1 < len(p) && p[i+1] == '\n' {
-			i++
-		}
-		p = p[i+1:]
 	}
+}
+
+// send moves the held bytes up to the end of the current line to out.
+func (t *sseTracker) send() {
+	t.out = append(t.out, t.raw[t.sent:t.lineEnd]...)
+	t.sent = t.lineEnd
 }
 
 func (t *sseTracker) appendPartial(p []byte) {
@@ -111,6 +162,9 @@ func (t *sseTracker) line(line []byte) {
 		return
 	}
 	if line[0] == ':' {
+		if t.edit != nil && !t.midEvent {
+			t.send() // a keep-alive between events is not held
+		}
 		return // a comment, such as a keep-alive
 	}
 	t.midEvent = true
@@ -133,6 +187,9 @@ func (t *sseTracker) line(line []byte) {
 		if len(value) > 0 && bytes.IndexByte(value, 0) < 0 && t.era.resumes() {
 			t.resumable = true
 		}
+		if t.edit != nil && bytes.IndexByte(value, 0) < 0 {
+			t.id, t.hasID = append(t.id[:0], value...), true
+		}
 	}
 }
 
@@ -141,9 +198,22 @@ func (t *sseTracker) line(line []byte) {
 func (t *sseTracker) dispatch() {
 	defer func() {
 		t.data, t.event, t.dataLines, t.midEvent = t.data[:0], t.event[:0], 0, false
+		if t.edit != nil {
+			t.sendEvent()
+		}
 	}()
 	if t.dataLines == 0 || (len(t.event) > 0 && string(t.event) != "message") {
 		return
+	}
+	if t.edit != nil {
+		out, err := t.edit.rewrite(t.data)
+		switch {
+		case err != nil && t.edit.failClosed:
+			t.edit.failed = err
+			t.rewritten = t.edit.fail(err)
+		case out != nil:
+			t.rewritten = out
+		}
 	}
 	_, _ = jsonrpc.Each(t.data, func(m jsonrpc.Message) error {
 		if m.Kind == jsonrpc.Response {
@@ -154,6 +224,30 @@ func (t *sseTracker) dispatch() {
 	if t.onMessage != nil {
 		t.onMessage(t.data)
 	}
+}
+
+// sendEvent sends the event just dispatched: as it came, or with its data
+// rewritten (its id kept, other fields dropped).
+func (t *sseTracker) sendEvent() {
+	if t.rewritten == nil {
+		t.send()
+		t.hasID = false
+		return
+	}
+	if t.hasID {
+		t.out = append(t.out, "id: "...)
+		t.out = append(t.out, t.id...)
+		t.out = append(t.out, '\n')
+	}
+	t.out = append(t.out, "event: message\n"...)
+	for line := range bytes.SplitSeq(t.rewritten, []byte("\n")) {
+		t.out = append(t.out, "data: "...)
+		t.out = append(t.out, line...)
+		t.out = append(t.out, '\n')
+	}
+	t.out = append(t.out, '\n')
+	t.sent = t.lineEnd
+	t.rewritten, t.hasID = nil, false
 }
 
 // appendDiscard ends the event the upstream left unfinished so that clients

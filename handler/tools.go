@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -207,6 +208,11 @@ func (h *Handler) learn(c *listCapture, result []byte) {
 	if h.contract != nil {
 		h.contract.learn(c.key, result, c.first)
 	}
+	h.learnTools(c, result)
+}
+
+// learnTools keeps the tools of a tools/list answer in the catalog.
+func (h *Handler) learnTools(c *listCapture, result []byte) {
 	page, err := h.catalog.Learn(c.key, result, c.first, time.Now())
 	if err != nil {
 		return
@@ -227,6 +233,11 @@ func (h *Handler) learn(c *listCapture, result []byte) {
 func (h *Handler) validate(w http.ResponseWriter, x *exchange) (bool, error) {
 	if h.catalog == nil {
 		return false, nil
+	}
+	if h.policy != nil {
+		if answered, err := h.refuseHidden(w, x); answered {
+			return true, err
+		}
 	}
 	if x.batch || len(x.msgs) != 1 {
 		if h.ValidateCalls {
@@ -259,6 +270,9 @@ func (h *Handler) validate(w http.ResponseWriter, x *exchange) (bool, error) {
 	switch found {
 	case toolschema.Absent:
 		validations.WithLabelValues("unknown_tool").Inc()
+		if h.policy != nil {
+			names = slices.DeleteFunc(names, func(name string) bool { return !h.policy.Allowed(name) })
+		}
 		env := unknownTool(tool, toolschema.Nearest(tool, names, 5))
 		return true, h.answer(w, x, &env, http.StatusOK)
 	case toolschema.Known:

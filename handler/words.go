@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/caddymcp/caddy-mcp/contract"
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+	"github.com/caddymcp/caddy-mcp/toolpolicy"
 )
 
 // The words the model reads: every envelope the gateway writes is made here,
@@ -342,4 +344,49 @@ func clip(s string) string {
 		cut--
 	}
 	return s[:cut] + "... (" + strconv.Itoa(len(s)) + " bytes)"
+}
+
+// The tool policy.
+
+// hiddenInBatch: a batch calls a tool the policy hides; nothing in it ran.
+func hiddenInBatch(tool string) envelope.Envelope {
+	return envelope.New(envelope.UnknownAction, "This batch calls the tool "+quote(clip(tool))+", which does not exist on this MCP server; nothing in the batch ran").
+		Suggest("Send the batch again without that call, or list the tools to see which exist.").
+		Envelope()
+}
+
+// toolDeprecated: the warning a deprecated tool's successful result
+// carries.
+func toolDeprecated(tool string, d *toolpolicy.Deprecation) envelope.Envelope {
+	b := envelope.New(envelope.Deprecated, "The tool "+quote(clip(tool))+" is deprecated: "+d.Message).Warning()
+	if len(d.Replacements) > 0 {
+		return b.Suggest("This call succeeded, and its result above is valid. Use " + strings.Join(d.Replacements, " or ") + " for the next calls instead.").
+			Actions(d.Replacements...).
+			Envelope()
+	}
+	return b.Suggest("This call succeeded, and its result above is valid. Stop relying on this tool: it may be removed.").Envelope()
+}
+
+// toolTimedOut: a call ran past the deadline the policy gives its tool.
+func toolTimedOut(tool string, after time.Duration) envelope.Envelope {
+	return envelope.New(envelope.Timeout, "The tool "+quote(clip(tool))+" did not answer within "+formatWindow(after)+", the longest this gateway lets it run; the gateway asked the MCP server to stop it").
+		Suggest("The call may still complete on the server: check its effect before retrying, so that it does not run twice.").
+		Details(envelope.Detail{Key: "timeout", Value: formatWindow(after)}).
+		Envelope()
+}
+
+// listUnreadable: a tools/list answer the gateway must filter and cannot
+// read.
+func listUnreadable(err error) envelope.Envelope {
+	return envelope.New(envelope.InternalError, "The MCP server's tool list could not be read by this gateway, which must filter it: "+err.Error()).
+		Suggest("Tell the user the tools cannot be listed through this gateway right now; retrying will not help.").
+		Envelope()
+}
+
+// listInBatch: a batch holds a tools/list, whose answer the gateway edits
+// only when it comes alone.
+func listInBatch() envelope.Envelope {
+	return envelope.New(envelope.ValidationError, "This batch holds a tools/list request, which this gateway answers only when it is sent alone; nothing in the batch ran").
+		Suggest("Send tools/list as a request of its own, then the rest of the batch.").
+		Envelope()
 }

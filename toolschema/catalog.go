@@ -268,3 +268,21 @@ func (c *Catalog) Len() (lists, schemas int) {
 	defer c.mu.Unlock()
 	return len(c.lists), len(c.schemas)
 }
+
+// Names are the tools the list under key holds (or, failing it, the list
+// its endpoint marked public), sorted; nil when none is known.
+func (c *Catalog) Names(key ListKey) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, k := range []ListKey{key, {Endpoint: key.Endpoint}} {
+		if l := c.lists[k]; l != nil {
+			names := make([]string, 0, len(l.tools))
+			for name := range l.tools {
+				names = append(names, name)
+			}
+			slices.Sort(names)
+			return names
+		}
+	}
+	return nil
+}

@@ -1,0 +1,391 @@
+package handler
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+	"github.com/caddymcp/caddy-mcp/toolpolicy"
+	"github.com/caddymcp/caddy-mcp/toolschema"
+)
+
+// The tool policy (Handler.Tools): which tools the clients may list and
+// call, which are deprecated, and how long a call may run. The rules
+// themselves live in toolpolicy; here they meet the exchange: a call to a
+// hidden tool is answered as if it did not exist, the answers to
+// tools/list and tools/call are read (and edited) through an answerRead
+// (rewrite.go), and a call past its deadline is cut, answered with TIMEOUT,
+// and cancelled upstream.
+
+// Tools is the tool policy of the tools block.
+type Tools struct {
+	// Allow lists the tools that may be listed and called, as globs (*
+	// matches any run of characters). Default: every tool.
+	Allow []string `json:"allow,omitempty"`
+	// Deny hides the tools matching these globs, even when allowed. A
+	// hidden tool is removed from every tools/list answer, and a call to it
+	// is answered UNKNOWN_ACTION, as for a tool that does not exist.
+	Deny []string `json:"deny,omitempty"`
+	// Deprecate marks tools as deprecated: their calls still run, a
+	// successful result gets a DEPRECATED warning block (isError stays
+	// false), and their description in tools/list starts with a notice.
+	Deprecate []toolpolicy.Deprecation `json:"deprecate,omitempty"`
+	// Timeouts bound how long the calls of matching tools may take, from
+	// when the gateway received them; the first that matches a tool is
+	// its own. Default: none.
+	Timeouts []ToolTimeout `json:"timeouts,omitempty"`
+}
+
+// ToolTimeout is a deadline for the calls of the tools matching a glob.
+type ToolTimeout struct {
+	Tools string         `json:"tools"`
+	After caddy.Duration `json:"after"`
+}
+
+// Validate checks the policy.
+func (t *Tools) Validate() error {
+	_, err := t.rules()
+	return err
+}
+
+func (t *Tools) rules() (*toolpolicy.Rules, error) {
+	deadlines := make([]toolpolicy.Deadline, 0, len(t.Timeouts))
+	for _, d := range t.Timeouts {
+		deadlines = append(deadlines, toolpolicy.Deadline{Tools: d.Tools, After: time.Duration(d.After)})
+	}
+	return toolpolicy.New(t.Allow, t.Deny, t.Deprecate, deadlines)
+}
+
+// refuseHidden answers a request that calls a tool the policy hides: a
+// single call gets UNKNOWN_ACTION with the nearest tools it may call, as a
+// tool that does not exist would; a batch holding one is refused whole.
+// The decision reads the name only: it says nothing of what exists. A
+// batch holding a tools/list is refused too when the policy edits lists
+// (its answer is only edited alone).
+func (h *Handler) refuseHidden(w http.ResponseWriter, x *exchange) (bool, error) {
+	for i := range x.msgs {
+		m := &x.msgs[i]
+		if x.batch && m.Kind == jsonrpc.Request && string(m.Method) == "tools/list" && h.policy.EditsLists() {
+			env := listInBatch()
+			return true, h.answer(w, x, &env, http.StatusOK)
+		}
+		if !isCall(m) || h.policy.Allowed(string(m.Name)) {
+			continue
+		}
+		tool := string(m.Name)
+		toolCalls.WithLabelValues("denied").Inc()
+		if x.batch {
+			env := hiddenInBatch(tool)
+			return true, h.answer(w, x, &env, http.StatusOK)
+		}
+		var allowed []string
+		for _, name := range h.catalog.Names(listKey(x)) {
+			if h.policy.Allowed(name) {
+				allowed = append(allowed, name)
+			}
+		}
+		env := unknownTool(tool, toolschema.Nearest(tool, allowed, 5))
+		return true, h.answer(w, x, &env, http.StatusOK)
+	}
+	return false, nil
+}
+
+// readAnswer returns what reads the upstream's answer to a request the
+// policy has a say in: a tools/list, whose tools are filtered (and learned
+// from as filtered), or a tools/call, whose outcome is counted and whose
+// success carries a deprecation warning. nil for any other request.
+func (h *Handler) readAnswer(x *exchange, list *listCapture) *answerRead {
+	if h.policy == nil || x.batch || len(x.msgs) != 1 {
+		return nil
+	}
+	m := &x.msgs[0]
+	switch {
+	case m.Kind == jsonrpc.Request && string(m.Method) == "tools/list" && h.policy.EditsLists():
+		id := bytes.Clone(m.ID)
+		return &answerRead{id: id, max: maxListBody, failClosed: h.policy.Hides(),
+			rewrite: func(resp []byte) ([]byte, error) {
+				return h.filterList(id, list, resp)
+			},
+			fail: func(err error) []byte {
+				env := listUnreadable(err)
+				h.answered(x, &env)
+				return env.AppendRPCError(nil, id, x.era.rpcCode(&env))
+			},
+		}
+	case isCall(m):
+		tool := string(m.Name)
+		read := &answerRead{id: bytes.Clone(m.ID), max: maxEditedResult, call: true}
+		read.rewrite = func(resp []byte) ([]byte, error) {
+			return h.callAnswered(x, read, tool, resp)
+		}
+		return read
+	}
+	return nil
+}
+
+// countCall counts the outcome of a call the policy read the answer to.
+func countCall(read *answerRead) {
+	if read.call {
+		toolCalls.WithLabelValues(cmp.Or(read.outcome, "unread")).Inc()
+	}
+}
+
+// maxEditedResult bounds a call result held to add a warning to; a larger
+// one passes as it is, without the warning (its outcome is still counted
+// when it comes as an event).
+const maxEditedResult = 1 << 20
+
+// filterList applies the policy to the upstream's answer to the tools/list
+// with this id, and learns the tools from what the client is given (when
+// list says the request is one to learn from).
+func (h *Handler) filterList(id json.RawMessage, list *listCapture, resp []byte) ([]byte, error) {
+	result, err := resultOf(resp, id)
+	if err != nil || result.Start == 0 {
+		return nil, err // not the response owed, or an error: as it is
+	}
+	original := resp[result.Start:result.End]
+	filtered, removed, err := h.policy.FilterList(original)
+	if err != nil {
+		return nil, err
+	}
+	if list != nil && h.contract != nil {
+		h.contract.learn(list.key, original, list.first)
+	}
+	if list != nil {
+		h.learnTools(list, filtered)
+	}
+	toolsHidden.Add(float64(removed))
+	if len(filtered) == len(original) && bytes.Equal(filtered, original) {
+		return nil, nil
+	}
+	return splice(resp, result, filtered), nil
+}
+
+// callAnswered counts the outcome of a tools/call, and adds the
+// deprecation warning to a successful result.
+func (h *Handler) callAnswered(x *exchange, read *answerRead, tool string, resp []byte) ([]byte, error) {
+	result, err := resultOf(resp, read.id)
+	if err != nil || result.Start == 0 {
+		if err == nil && isResponseTo(resp, read.id) {
+			read.outcome = "rpc_error"
+		}
+		return nil, nil
+	}
+	body := resp[result.Start:result.End]
+	isError, _ := toolpolicy.IsError(body)
+	read.outcome = "success"
+	if isError {
+		read.outcome = "is_error"
+	}
+	d := h.policy.Deprecated(tool)
+	if d == nil || isError {
+		return nil, nil
+	}
+	env := toolDeprecated(tool, d)
+	block := append([]byte(`{"type":"text","text":`), envelope.AppendJSONString(nil, env.Text())...)
+	block = append(block, '}')
+	edited, ok := toolpolicy.AppendContent(body, block)
+	if !ok {
+		return nil, nil
+	}
+	deprecatedCalls.Inc()
+	h.logger.Debug("deprecated tool called", zap.String("tool", clip(tool)))
+	return splice(resp, result, edited), nil
+}
+
+// resultOf finds the result of the response in msg that answers id; a
+// zero Member when msg is not that response, or an error response.
+func resultOf(msg []byte, id json.RawMessage) (jsonrpc.Member, error) {
+	var (
+		result jsonrpc.Member
+		match  bool
+		bad    bool
+	)
+	err := jsonrpc.Members(msg, func(m jsonrpc.Member) bool {
+		switch {
+		case string(m.Key) == "id":
+			match = bytes.Equal(msg[m.Start:m.End], id)
+		case string(m.Key) == "result":
+			bad = bad || result.Start != 0
+			result = m
+		case bytes.EqualFold(m.Key, []byte("result")), bytes.EqualFold(m.Key, []byte("id")):
+			bad = true
+		}
+		return !bad
+	})
+	switch {
+	case err != nil:
+		return jsonrpc.Member{}, errors.Join(toolpolicy.ErrUnreadable, err)
+	case bad:
+		return jsonrpc.Member{}, toolpolicy.ErrUnreadable
+	case !match:
+		return jsonrpc.Member{}, nil
+	}
+	return result, nil
+}
+
+// isResponseTo reports whether msg is a JSON-RPC message with this id.
+func isResponseTo(msg []byte, id json.RawMessage) bool {
+	match := false
+	_ = jsonrpc.Members(msg, func(m jsonrpc.Member) bool {
+		if string(m.Key) == "id" {
+			match = bytes.Equal(msg[m.Start:m.End], id)
+			return false
+		}
+		return true
+	})
+	return match
+}
+
+// splice is msg with the value of m replaced.
+func splice(msg []byte, m jsonrpc.Member, value []byte) []byte {
+	out := make([]byte, 0, len(msg)-(m.End-m.Start)+len(value))
+	out = append(out, msg[:m.Start]...)
+	out = append(out, value...)
+	return append(out, msg[m.End:]...)
+}
+
+// Deadlines.
+
+// errDeadline is why a call past its deadline was cut.
+var errDeadline = errors.New("the tool's deadline passed")
+
+// deadline follows one call's deadline: the upstream request's context is
+// cancelled when it passes before the answer is on its way.
+type deadline struct {
+	after time.Duration
+	timer *time.Timer
+	ctx   context.Context
+}
+
+// startDeadline gives the upstream request of a call with a deadline a
+// context that ends at it; nil when the call has none.
+func (h *Handler) startDeadline(x *exchange, up *http.Request) (*deadline, *http.Request, context.CancelCauseFunc) {
+	if h.policy == nil || x.batch || len(x.msgs) != 1 || !isCall(&x.msgs[0]) {
+		return nil, up, nil
+	}
+	after := h.policy.Deadline(string(x.msgs[0].Name))
+	if after <= 0 {
+		return nil, up, nil
+	}
+	ctx, cancel := context.WithCancelCause(up.Context())
+	d := &deadline{after: after, ctx: ctx}
+	d.timer = time.AfterFunc(max(0, after-time.Since(x.start)), func() { cancel(errDeadline) })
+	return d, up.WithContext(ctx), cancel
+}
+
+// answered stops the deadline: the answer is on its way.
+func (d *deadline) answered() {
+	if d != nil {
+		d.timer.Stop()
+	}
+}
+
+// passed reports whether the deadline cut the call.
+func (d *deadline) passed() bool {
+	return d != nil && context.Cause(d.ctx) == errDeadline
+}
+
+// timeUp answers a call cut at its deadline with TIMEOUT: as the answer
+// when nothing was sent yet, or as the final event of its stream. The
+// guard place is freed, and the upstream told to stop.
+func (h *Handler) timeUp(x *exchange, u *upstreamWatch, next caddyhttp.Handler) error {
+	if u.read != nil {
+		u.read.outcome = "timeout"
+	}
+	env := toolTimedOut(string(x.msgs[0].Name), u.deadline.after)
+	w := u.ResponseWriterWrapper.ResponseWriter
+	var err error
+	switch {
+	case u.nothingSent():
+		if u.read != nil {
+			u.read.holding, u.read.body = false, nil
+		}
+		clearEntityHeaders(w.Header())
+		err = h.answer(w, x, &env, http.StatusOK)
+	case u.sse != nil && u.sse.owed.left > 0:
+		h.answered(x, &env)
+		if _, err = w.Write(u.sse.appendRepair(nil, &env)); err == nil {
+			err = http.NewResponseController(w).Flush()
+		}
+	}
+	x.releaseSlots(time.Now())
+	h.cancelUpstream(x, next)
+	return err
+}
+
+// cancelUpstream tells the upstream to stop a call cut at its deadline.
+// From MCP 2026-07-28 on, closing the call's stream (which cutting it did)
+// is the cancellation. Before it, closing means nothing: the gateway sends
+// notifications/cancelled on the call's session, through the rest of the
+// route (so that it reaches the replica the session is pinned to).
+func (h *Handler) cancelUpstream(x *exchange, next caddyhttp.Handler) {
+	if x.era.closingCancels() {
+		return
+	}
+	body := fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%s,"reason":"the gateway's deadline for this tool passed"}}`, x.msgs[0].ID)
+	ctx, stop := context.WithTimeout(context.WithoutCancel(x.r.Context()), cancelTimeout)
+	defer stop()
+	r := x.r.Clone(ctx)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	r.GetBody = nil
+	for _, k := range []string{"Content-Length", "Content-Encoding", "Transfer-Encoding", "Last-Event-Id", "Mcp-Method", "Mcp-Name", "Expect"} {
+		delete(r.Header, k)
+	}
+	r.Header["Content-Type"] = contentTypeJSON
+	r.Header["Accept"] = []string{"application/json, text/event-stream"}
+	sink := &discard{header: make(http.Header)}
+	if err := next.ServeHTTP(sink, r); err != nil || sink.status >= 300 {
+		h.logger.Debug("notifications/cancelled not taken by the upstream", zap.Int("status", sink.status), zap.Error(err))
+	}
+}
+
+// cancelTimeout bounds the wait for the upstream to take a cancellation.
+const cancelTimeout = 5 * time.Second
+
+// discard is the response writer of a request the gateway sends itself.
+type discard struct {
+	header http.Header
+	status int
+}
+
+func (d *discard) Header() http.Header { return d.header }
+func (d *discard) WriteHeader(status int) {
+	if d.status == 0 {
+		d.status = status
+	}
+}
+func (d *discard) Write(p []byte) (int, error) {
+	d.WriteHeader(http.StatusOK)
+	return len(p), nil
+}
+func (d *discard) Flush() {}
+
+var (
+	toolCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "caddy", Subsystem: "mcp", Name: "tool_calls_total",
+		Help: "tools/call requests under a tools policy, by outcome: success, is_error (the tool failed: isError true), rpc_error (a JSON-RPC error), denied (a hidden tool), timeout (cut at its deadline), unread (no answer the gateway could read).",
+	}, []string{"outcome"})
+	deprecatedCalls = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "caddy", Subsystem: "mcp", Name: "deprecated_calls_total",
+		Help: "Successful calls of deprecated tools, answered with a DEPRECATED warning.",
+	})
+	toolsHidden = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "caddy", Subsystem: "mcp", Name: "tools_hidden_total",
+		Help: "Tools removed from tools/list answers by the tools policy.",
+	})
+)

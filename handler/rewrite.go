@@ -1,0 +1,121 @@
+package handler
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+)
+
+// Reading the upstream's answer to one request, and changing what the
+// policy changes in it (policy.go). A JSON answer is held until it is
+// complete, then sent at once, edited or not; an event stream is passed
+// event by event, each held only until its blank line, so that progress
+// reaches the client as it happens (sseTracker's edit mode).
+
+// answerRead reads the answer to the one request of an exchange.
+type answerRead struct {
+	id json.RawMessage
+	// rewrite is given each JSON-RPC message of the answer (a JSON body,
+	// or the data of a message event) and returns what to send instead:
+	// nil to send the message as it is.
+	rewrite func(msg []byte) ([]byte, error)
+	// max bounds the bytes held: a longer JSON answer passes as it is,
+	// unread, unless failClosed.
+	max int
+	// failClosed: an answer that cannot be read is not sent; fail is the
+	// message sent in its place (a tools/list whose hidden tools could
+	// otherwise leak).
+	failClosed bool
+	fail       func(err error) []byte
+	// call: the request is a tools/call, whose outcome is counted: ""
+	// until its response is read.
+	call    bool
+	outcome string
+
+	// holding: a JSON answer is being held; length is the Content-Length
+	// it came with.
+	holding bool
+	length  []string
+	body    []byte
+	// failed is why the answer could not be read, when failClosed.
+	failed error
+}
+
+// errAnswerTooLarge stops an answer that outgrew what the gateway holds to
+// read it, when it may not be sent unread.
+var errAnswerTooLarge = errors.New("the answer is larger than the gateway reads")
+
+// errAnswerEncoded: the answer is compressed, and cannot be read.
+var errAnswerEncoded = errors.New("the answer is compressed")
+
+// hold keeps the bytes of a JSON answer until it is complete.
+func (u *upstreamWatch) hold(p []byte) (int, error) {
+	r := u.read
+	if r.failed != nil {
+		return len(p), nil
+	}
+	if len(r.body)+len(p) <= r.max {
+		r.body = append(r.body, p...)
+		return len(p), nil
+	}
+	if r.failClosed {
+		// Failing the write stops the proxy's copy: what was held is
+		// answered for in settle.
+		r.failed, r.body = errAnswerTooLarge, nil
+		return 0, r.failed
+	}
+	// Too long to edit: it goes as it came, from its first byte.
+	r.holding = false
+	if r.length != nil {
+		u.Header()["Content-Length"] = r.length
+	}
+	u.ResponseWriterWrapper.WriteHeader(u.status)
+	if _, err := u.toClient(r.body); err != nil {
+		return 0, err
+	}
+	r.body = nil
+	return u.toClient(p)
+}
+
+// releaseRead sends a JSON answer held whole: as the upstream wrote it,
+// edited, or (failClosed, when it cannot be read) replaced.
+func (h *Handler) releaseRead(u *upstreamWatch) error {
+	r := u.read
+	r.holding = false
+	body := r.body
+	r.body = nil
+	if r.failed == nil {
+		out, err := r.rewrite(body)
+		switch {
+		case err != nil && r.failClosed:
+			r.failed = err
+		case out != nil:
+			body = out
+		}
+	}
+	hdr := u.Header()
+	if r.failed != nil {
+		clearEntityHeaders(hdr)
+		body = r.fail(r.failed)
+		hdr["Content-Type"] = contentTypeJSON
+	}
+	hdr["Content-Length"] = []string{strconv.Itoa(len(body))}
+	u.ResponseWriterWrapper.WriteHeader(u.status)
+	_, err := u.toClient(body)
+	return err
+}
+
+// failStream ends an event stream whose answer could not be read, and
+// may not be sent unread, with the message sent in its place.
+func (u *upstreamWatch) failStream() error {
+	r := u.read
+	out := append([]byte("event: message\ndata: "), r.fail(r.failed)...)
+	out = append(out, "\n\n"...)
+	u.sse.owed.clear()
+	w := u.ResponseWriterWrapper.ResponseWriter
+	if _, err := w.Write(out); err != nil {
+		return err
+	}
+	return http.NewResponseController(w).Flush()
+}

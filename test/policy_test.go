@@ -1,0 +1,324 @@
+package test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/test/mcptest"
+)
+
+// The tool policy in front of a stateful Go SDK server: hidden tools are
+// absent from tools/list and answered UNKNOWN_ACTION without reaching the
+// server; a deprecated tool's result carries a DEPRECATED warning on the
+// success path; a call past its deadline is answered TIMEOUT, and the
+// server is told to stop it.
+
+const policySite = `mcp {
+	tools {
+		deny admin_* *delete*
+		deprecate old_search "Use search_v2 instead" search_v2
+		timeout slow_* 700ms
+	}
+}
+`
+
+// policyServer is what the server saw: the tools that ran, the calls whose
+// context ended before they finished, and the requestIds of the
+// notifications/cancelled it received.
+type policyServer struct {
+	mu        sync.Mutex
+	ran       []string
+	cancelled chan string
+	notified  chan string
+}
+
+func (p *policyServer) record(name string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.ran = append(p.ran, name)
+}
+
+func (p *policyServer) hasRun(name string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Contains(p.ran, name)
+}
+
+type queryArgs struct {
+	Query string `json:"query"`
+}
+
+func startPolicyServer(t *testing.T) (*policyServer, string) {
+	p := &policyServer{cancelled: make(chan string, 16), notified: make(chan string, 16)}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "policy", Version: "1"}, nil)
+	text := func(s string) *mcp.CallToolResult {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+	}
+	for _, name := range []string{"search_docs", "search_v2", "old_search", "admin_reset", "purge_delete_all"} {
+		mcp.AddTool(srv, &mcp.Tool{Name: name, Description: "The " + name + " tool."}, func(ctx context.Context, req *mcp.CallToolRequest, in queryArgs) (*mcp.CallToolResult, any, error) {
+			p.record(name)
+			return text(name + " found " + in.Query), nil, nil
+		})
+	}
+	slow := func(ctx context.Context, req *mcp.CallToolRequest, in queryArgs) (*mcp.CallToolResult, any, error) {
+		p.record(req.Params.Name)
+		if tok := req.Params.GetProgressToken(); tok != nil {
+			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Total: 10, Message: "working"})
+		}
+		select {
+		case <-ctx.Done():
+			p.cancelled <- req.Params.Name
+			return nil, nil, ctx.Err()
+		case <-time.After(30 * time.Second):
+			return text("finally"), nil, nil
+		}
+	}
+	mcp.AddTool(srv, &mcp.Tool{Name: "slow_report"}, slow)
+	mcp.AddTool(srv, &mcp.Tool{Name: "slow_progress"}, slow)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	url := mcptest.ServeMCP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			body, _ := io.ReadAll(r.Body)
+			var msg struct {
+				Method string `json:"method"`
+				Params struct {
+					RequestID json.RawMessage `json:"requestId"`
+				} `json:"params"`
+			}
+			if json.Unmarshal(body, &msg) == nil && msg.Method == "notifications/cancelled" {
+				p.notified <- string(msg.Params.RequestID)
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		h.ServeHTTP(w, r)
+	}))
+	return p, url
+}
+
+// within waits for a value on c, failing the test after a while.
+func within(t *testing.T, c chan string, what string) string {
+	t.Helper()
+	select {
+	case v := <-c:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the server never saw %s", what)
+		return ""
+	}
+}
+
+func TestToolPolicyWithTheGoClient(t *testing.T) {
+	p, upstream := startPolicyServer(t)
+	g := mcptest.StartGateway(t, policySite+mcptest.ProxyTo(upstream))
+	var progress []string
+	var progressMu sync.Mutex
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "policy-go", Version: "1"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			progressMu.Lock()
+			defer progressMu.Unlock()
+			progress = append(progress, req.Params.Message)
+		},
+	}).Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: g.URL + "/mcp"}, nil)
+	require.NoError(t, err)
+	defer cs.Close()
+
+	list, err := cs.ListTools(t.Context(), nil)
+	require.NoError(t, err)
+	var names []string
+	for _, tool := range list.Tools {
+		names = append(names, tool.Name)
+		if tool.Name == "old_search" {
+			assert.Equal(t, "DEPRECATED: Use search_v2 instead. The old_search tool.", tool.Description)
+		}
+	}
+	assert.ElementsMatch(t, []string{"search_docs", "search_v2", "old_search", "slow_report", "slow_progress"}, names)
+
+	t.Run("a hidden tool does not exist", func(t *testing.T) {
+		for _, tool := range []string{"admin_reset", "purge_delete_all"} {
+			res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: tool, Arguments: map[string]any{}})
+			require.NoError(t, err, "a result, not an error")
+			require.True(t, res.IsError)
+			text := mcptest.TextOf(t, res)
+			assert.Contains(t, text, `<tool_error code="UNKNOWN_ACTION" severity="error">`)
+			assert.Contains(t, text, "does not exist on this MCP server")
+			assert.NotContains(t, text, "<action>admin_", "no hidden name among the suggestions")
+			assert.NotContains(t, text, "<action>purge_")
+			assert.False(t, p.hasRun(tool), "the server never saw the call")
+		}
+	})
+
+	t.Run("a deprecated tool warns on the success path", func(t *testing.T) {
+		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "old_search", Arguments: map[string]any{"query": "q"}})
+		require.NoError(t, err)
+		assert.False(t, res.IsError)
+		require.Len(t, res.Content, 2)
+		assert.Equal(t, "old_search found q", res.Content[0].(*mcp.TextContent).Text)
+		warning := res.Content[1].(*mcp.TextContent).Text
+		assert.Equal(t, `<tool_error code="DEPRECATED" severity="warning">
+<message>The tool "old_search" is deprecated: Use search_v2 instead</message>
+<recovery>This call succeeded, and its result above is valid. Use search_v2 for the next calls instead.</recovery>
+<available_actions>
+  <action>search_v2</action>
+</available_actions>
+</tool_error>`, warning)
+		parsed, err := envelope.Parse(warning)
+		require.NoError(t, err)
+		assert.Equal(t, envelope.SeverityWarning, parsed.Severity)
+		assert.Nil(t, res.StructuredContent)
+
+		res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "search_docs", Arguments: map[string]any{"query": "q"}})
+		require.NoError(t, err)
+		assert.Equal(t, "search_docs found q", mcptest.TextOf(t, res), "other tools untouched")
+	})
+
+	t.Run("a slow tool is cut at its deadline", func(t *testing.T) {
+		start := time.Now()
+		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "slow_report", Arguments: map[string]any{"query": "q"}})
+		require.NoError(t, err)
+		assert.Less(t, time.Since(start), 10*time.Second)
+		require.True(t, res.IsError)
+		text := mcptest.TextOf(t, res)
+		assert.Contains(t, text, `<tool_error code="TIMEOUT" severity="error">`)
+		assert.Contains(t, text, `did not answer within 700ms`)
+		assert.Contains(t, text, "check its effect before retrying")
+		assert.Equal(t, "slow_report", within(t, p.cancelled, "the call cancelled"))
+		assert.NotEmpty(t, within(t, p.notified, "notifications/cancelled"))
+	})
+
+	t.Run("a streamed call that sent progress ends with the envelope", func(t *testing.T) {
+		params := &mcp.CallToolParams{Name: "slow_progress", Arguments: map[string]any{"query": "q"}}
+		params.SetProgressToken("p1")
+		res, err := cs.CallTool(t.Context(), params)
+		require.NoError(t, err)
+		require.True(t, res.IsError)
+		assert.Contains(t, mcptest.TextOf(t, res), `code="TIMEOUT"`)
+		progressMu.Lock()
+		assert.Equal(t, []string{"working"}, progress)
+		progressMu.Unlock()
+		assert.Equal(t, "slow_progress", within(t, p.cancelled, "the call cancelled"))
+		within(t, p.notified, "notifications/cancelled")
+	})
+
+	// The session lives on: the next call works.
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "search_v2", Arguments: map[string]any{"query": "z"}})
+	require.NoError(t, err)
+	assert.Equal(t, "search_v2 found z", mcptest.TextOf(t, res))
+}
+
+func TestToolPolicyWithTheTypeScriptClient(t *testing.T) {
+	p, upstream := startPolicyServer(t)
+	g := mcptest.StartGateway(t, policySite+mcptest.ProxyTo(upstream))
+	slow := mcptest.CallToolStep("slow_report", map[string]any{"query": "q"})
+	slow.TimeoutMS = 20000
+	out := mcptest.RunTSClient(t, mcptest.TSScript{URL: g.URL + "/mcp", Steps: []mcptest.TSStep{
+		mcptest.ListToolsStep(),
+		mcptest.CallToolStep("admin_reset", map[string]any{}),
+		mcptest.CallToolStep("old_search", map[string]any{"query": "q"}),
+		slow,
+		mcptest.CallToolStep("search_v2", map[string]any{"query": "z"}),
+	}})
+	require.Len(t, out.Results, 5)
+	assert.Empty(t, out.TransportErrors)
+
+	var list mcp.ListToolsResult
+	require.NoError(t, out.Results[0].Decode(&list))
+	var names []string
+	for _, tool := range list.Tools {
+		names = append(names, tool.Name)
+	}
+	assert.NotContains(t, names, "admin_reset")
+	assert.NotContains(t, names, "purge_delete_all")
+	assert.Contains(t, names, "old_search")
+
+	hidden := out.Results[1].CallToolResult(t)
+	assert.True(t, hidden.IsError)
+	assert.Contains(t, out.Results[1].Text(), `code="UNKNOWN_ACTION"`)
+	assert.False(t, p.hasRun("admin_reset"))
+
+	deprecated := out.Results[2].CallToolResult(t)
+	assert.False(t, deprecated.IsError, "the client takes it as a success")
+	require.Len(t, deprecated.Content, 2)
+	assert.Contains(t, deprecated.Content[1].(*mcp.TextContent).Text, `<tool_error code="DEPRECATED" severity="warning">`)
+
+	require.True(t, out.Results[3].OK, "a result, not the client's own timeout: %+v", out.Results[3].Error)
+	assert.True(t, out.Results[3].CallToolResult(t).IsError)
+	assert.Contains(t, out.Results[3].Text(), `code="TIMEOUT"`)
+	assert.Equal(t, "slow_report", within(t, p.cancelled, "the call cancelled"))
+	within(t, p.notified, "notifications/cancelled")
+
+	assert.Equal(t, "search_v2 found z", out.Results[4].Text())
+}
+
+// At MCP 2026-07-28 closing the call's stream is the cancellation: the
+// gateway closes it at the deadline, and sends no notification.
+func TestToolDeadlineClosesTheStreamFrom2026(t *testing.T) {
+	closed := make(chan string, 4)
+	notified := make(chan string, 4)
+	upstream := mcptest.ServeMCP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if strings.Contains(string(body), "notifications/cancelled") {
+			notified <- string(body)
+		}
+		select {
+		case <-r.Context().Done():
+			closed <- r.Header.Get("Mcp-Name")
+		case <-time.After(30 * time.Second):
+		}
+	}))
+	g := mcptest.StartGateway(t, "mcp {\n\ttools {\n\t\ttimeout slow_* 300ms\n\t}\n}\n"+mcptest.ProxyTo(upstream))
+	body := `{"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"slow_thing","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, g.URL+"/mcp", strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "tools/call")
+	req.Header.Set("Mcp-Name", "slow_thing")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	got, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, string(got), `"id":"c1"`)
+	assert.Contains(t, string(got), `code=\"TIMEOUT\"`)
+	assert.Contains(t, string(got), `"isError":true`)
+	assert.Equal(t, "slow_thing", within(t, closed, "its stream closed"))
+	select {
+	case n := <-notified:
+		t.Fatalf("a 2026-07-28 server got a notification: %s", n)
+	case <-time.After(200 * time.Millisecond):
+	}
+}
+
+// A tools/list answer the gateway must filter and cannot read with
+// certainty never reaches the client as it is.
+func TestAListThatCannotBeFilteredIsNotSent(t *testing.T) {
+	upstream := mcptest.ServeMCP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			ID json.RawMessage `json:"id"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"ok"}],"Tools":[{"name":"admin_x"}]}}`, req.ID)
+	}))
+	g := mcptest.StartGateway(t, "mcp {\n\ttools {\n\t\tdeny admin_*\n\t}\n}\n"+mcptest.ProxyTo(upstream))
+	got := postAs(t, g.URL+"/mcp", "", `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`)
+	assert.NotContains(t, got, "admin_x")
+	assert.Contains(t, got, `"id":7`)
+	assert.Contains(t, got, "INTERNAL_ERROR")
+}
