@@ -10,6 +10,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -91,6 +92,7 @@ func TestEveryCaddyfileAdapts(t *testing.T) {
 		cfgRedis1:     {`"per_client":{"burst":1000000000,"key":"{http.request.header.X-Client}","rate":"1/1h"}`, `"per_client_tool":`, `"backend":"redis"`, `"addresses":["redis://127.0.0.1:6379/0"]`},
 		cfgRedis100k:  {`"per_client":`, `"per_client_tool":`, `"backend":"redis"`},
 		cfgGuard:      {`"concurrency":{"max":1000}`},
+		cfgTools:      {`"tools":{"deny":["admin_*","*delete*"]`, `"timeouts":[{"after":60000000000,"tools":"*"}]`},
 		cfgDenied:     {`"deny":{"burst":1,"rate":"1/1h"}`},
 		cfgSDKMCP:     {`"handler":"mcp"`},
 	}
@@ -175,9 +177,14 @@ func TestSessionsAreComparedWithMCP(t *testing.T) {
 		s.hist.record(p50)
 		return s
 	}
-	proxy := &series{Config: all[1], Size: 1024, Samples: []*sample{smp(1000, time.Millisecond)}}
-	mcp := &series{Config: all[3], Size: 1024, Samples: []*sample{smp(900, 1100*time.Microsecond)}}
-	sessions := &series{Config: all[4], Size: 1024, Samples: []*sample{smp(891, 1133*time.Microsecond)}}
+	named := func(name string) config {
+		i := slices.IndexFunc(all, func(c config) bool { return c.Name == name })
+		require.GreaterOrEqual(t, i, 0, name)
+		return all[i]
+	}
+	proxy := &series{Config: named(cfgProxy), Size: 1024, Samples: []*sample{smp(1000, time.Millisecond)}}
+	mcp := &series{Config: named(cfgMCPSession), Size: 1024, Samples: []*sample{smp(900, 1100*time.Microsecond)}}
+	sessions := &series{Config: named(cfgSessions), Size: 1024, Samples: []*sample{smp(891, 1133*time.Microsecond)}}
 	require.Equal(t, cfgMCPSession, mcp.Config.Name)
 	require.Equal(t, cfgSessions, sessions.Config.Name)
 	rows := summarise([]*series{proxy, mcp, sessions})

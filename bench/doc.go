@@ -27,6 +27,10 @@
 //	                   benchmark lists the responder's tools through it (one
 //	                   tool, echo, whose schema asks for a string), and then
 //	                   every measured call is checked against that schema
+//	tools              mcp { tools { deny …; deprecate …; timeout * 1m } }:
+//	                   every measured call (echo) is checked against the
+//	                   policy, runs under a deadline, and has its answer
+//	                   read to count its outcome; its baseline is mcp
 //	mcp-session        mcp {} with every request in a session of the
 //	                   upstream's, named by the upstream's own id
 //	sessions           the same session with mcp { sessions { secret … } }

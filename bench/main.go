@@ -241,6 +241,11 @@ func (b *bench) start(tmp string) error {
 				return fmt.Errorf("%s: %w", c.Name, err)
 			}
 		}
+		if c.Policy {
+			if err := checkPolicy(b.caddies[c.Name].Addr); err != nil {
+				return fmt.Errorf("%s: %w", c.Name, err)
+			}
+		}
 	}
 	for _, c := range b.sel.Running {
 		if !c.Sessions {

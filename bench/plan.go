@@ -46,6 +46,9 @@ type config struct {
 	// before the first round, so that validate knows the echo tool's
 	// schema and checks every measured call against it.
 	ListsTools bool
+	// Policy configurations hide a tool: before the first round, a call
+	// to it must be answered UNKNOWN_ACTION by the gateway.
+	Policy bool
 }
 
 const (
@@ -59,6 +62,7 @@ const (
 	cfgProxy       = "reverse_proxy"
 	cfgMCP         = "mcp"
 	cfgValidate    = "validate"
+	cfgTools       = "tools"
 	cfgMCPSession  = "mcp-session"
 	cfgSessions    = "sessions"
 	cfgLimits1     = "limits-1key"
@@ -116,6 +120,18 @@ func limitsWith(store string) string {
 	return b.String()
 }
 
+// toolsHandler is a tool policy as an operator writes one: tools hidden,
+// one deprecated, and a deadline for every call, so that each measured call
+// (to echo, neither hidden nor deprecated) is checked against the policy,
+// runs under a deadline, and has its answer read to count its outcome.
+const toolsHandler = `mcp {
+	tools {
+		deny admin_* *delete*
+		deprecate old_echo "Use echo instead" echo
+		timeout * 1m
+	}
+}`
+
 // sessionsHandler turns sessions on with a fixed secret (sessionSecret), and
 // sessionsProxy sends each request of a session to the upstream that holds
 // it, the others round robin.
@@ -135,6 +151,7 @@ func allConfigs(guardMax int) []config {
 		{Name: cfgDirect, Upstream: upstreamResponder, Direct: true, Keys: 1, Baseline: cfgProxy},
 		{Name: cfgProxy, Upstream: upstreamResponder, Keys: 1, Baseline: cfgProxy},
 		{Name: cfgMCP, Upstream: upstreamResponder, Handler: "mcp", Keys: 1, Baseline: cfgProxy},
+		{Name: cfgTools, Upstream: upstreamResponder, Handler: toolsHandler, Keys: 1, Baseline: cfgMCP, Policy: true},
 		{Name: cfgMCPSession, Upstream: upstreamResponder, Handler: "mcp", Keys: 1, Baseline: cfgProxy, Sessions: true},
 		{Name: cfgSessions, Upstream: upstreamResponder, Handler: sessionsHandler, Proxy: sessionsProxy, Keys: 1, Baseline: cfgMCPSession, Sessions: true, Sealed: true},
 		{Name: cfgValidate, Upstream: upstreamResponder, Handler: "mcp {\n\tvalidate\n}", Keys: 1, Baseline: cfgProxy, ListsTools: true},

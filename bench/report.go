@@ -272,6 +272,13 @@ func goals(rows []row, fe *firstEvents, sizes []int) []goal {
 			atLeast(fmt.Sprintf("throughput, validate / reverse_proxy, %s", sizeLabel(size)), r.Ratio, 0.90)
 		}
 	}
+	// The tools policy against mcp {}: the name checked against its globs,
+	// a deadline armed and stopped, and the answer held and read.
+	for _, size := range sizes {
+		if r := findRow(rows, cfgTools, size); r != nil && size <= 1<<10 {
+			atLeast(fmt.Sprintf("throughput, tools / mcp {}, %s", sizeLabel(size)), r.Ratio, 0.95)
+		}
+	}
 	// Sessions against mcp {} carrying the same session unsealed, measured
 	// just before: opening the token (about a quarter of a microsecond),
 	// restoring the id, the pinned choice, writing the token back and the

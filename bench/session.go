@@ -82,12 +82,11 @@ func openSession(addr string, sealed bool) (string, error) {
 	return token, nil
 }
 
-// listTools sends one tools/list through the gateway at addr, and checks
-// that validate learned from it: a call whose text is a number must then be
-// answered by the gateway with a <validation_error>.
-func listTools(addr string) error {
+// poster posts one JSON-RPC body to the gateway at addr and returns its
+// answer.
+func poster(addr string) func(body string) (string, error) {
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	post := func(body string) (string, error) {
+	return func(body string) (string, error) {
 		req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/mcp", strings.NewReader(body))
 		if err != nil {
 			return "", err
@@ -102,6 +101,26 @@ func listTools(addr string) error {
 		b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		return string(b), err
 	}
+}
+
+// checkPolicy checks that the gateway at addr enforces its tools policy: a
+// call to a hidden tool is answered UNKNOWN_ACTION.
+func checkPolicy(addr string) error {
+	answer, err := poster(addr)(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"admin_reset","arguments":{}}}`)
+	if err != nil {
+		return fmt.Errorf("a call to a hidden tool: %w", err)
+	}
+	if !strings.Contains(answer, `code=\"UNKNOWN_ACTION\"`) {
+		return fmt.Errorf("a call to a hidden tool was not refused by the tools policy: %q", answer)
+	}
+	return nil
+}
+
+// listTools sends one tools/list through the gateway at addr, and checks
+// that validate learned from it: a call whose text is a number must then be
+// answered by the gateway with a <validation_error>.
+func listTools(addr string) error {
+	post := poster(addr)
 	if _, err := post(`{"jsonrpc":"2.0","id":0,"method":"tools/list"}`); err != nil {
 		return fmt.Errorf("listing tools: %w", err)
 	}
