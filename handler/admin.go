@@ -66,7 +66,9 @@ type HandlerStatus struct {
 	// Sessions is where the session keys come from (secrets or storage),
 	// how many are held, the id of the one sealing, the ttl, and whether
 	// sessions are bound; absent when sessions are off.
-	Sessions    *SessionsStatus    `json:"sessions,omitempty"`
+	Sessions *SessionsStatus `json:"sessions,omitempty"`
+	// Tools is the tool policy as configured; absent without one.
+	Tools       *Tools             `json:"tools,omitempty"`
 	RateLimits  []RateLimitStatus  `json:"rate_limits"`
 	Concurrency *ConcurrencyStatus `json:"concurrency,omitempty"`
 }
@@ -143,6 +145,7 @@ func (h *Handler) status() HandlerStatus {
 	if h.shared != nil {
 		s.Store = h.shared.Status()
 	}
+	s.Tools = h.Tools
 	s.RateLimits = make([]RateLimitStatus, 0, len(h.limits))
 	for _, l := range h.limits {
 		s.RateLimits = append(s.RateLimits, RateLimitStatus{

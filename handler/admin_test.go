@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/stretchr/testify/assert"
@@ -106,6 +107,13 @@ func TestStatusWithoutLimitsOrGuard(t *testing.T) {
 	raw, err := json.Marshal(s)
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"rate_limits":[]}`, string(raw))
+}
+
+func TestStatusShowsTheToolPolicy(t *testing.T) {
+	h := provision(t, &Handler{Tools: &Tools{Deny: []string{"admin_*"}, Timeouts: []ToolTimeout{{Tools: "slow_*", After: caddy.Duration(45 * time.Second)}}}})
+	raw, err := json.Marshal(h.status())
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"tools":{"deny":["admin_*"],"timeouts":[{"tools":"slow_*","after":45000000000}]},"rate_limits":[]}`, string(raw))
 }
 
 func TestStatusAnswersOnlyGET(t *testing.T) {
