@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strconv"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 )
@@ -34,8 +35,162 @@ var ErrNumberRange = errors.New("a number out of range")
 const maxNumber = 64
 
 func decodeDepth(b []byte, depth int) (any, error) {
-	b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))
-	d := decoder{b: b, maxDepth: depth}
+	return decodeWith(decoder{b: b, maxDepth: depth})
+}
+
+// decodeArguments reads a tools/call body as decode does, checking all of
+// it, but keeps only params.arguments, with its string values read as ""
+// (for a Schema.blind): nil when the body is not an object, its params not
+// an object, or its arguments absent or null.
+func decodeArguments(b []byte) (any, error) {
+	d := decoder{b: bytes.TrimPrefix(b, []byte("\xef\xbb\xbf")), maxDepth: maxDepth, blind: true}
+	v, err := d.skim(0, argumentsPath)
+	if err != nil {
+		return nil, err
+	}
+	d.space()
+	if d.i != len(d.b) {
+		return nil, d.fail("data after the value")
+	}
+	return v, nil
+}
+
+var argumentsPath = []string{"params", "arguments"}
+
+// skim reads a value as value does, keeping only the member path names
+// (the last of them when given twice), nil when it is not there.
+func (d *decoder) skim(depth int, path []string) (any, error) {
+	if len(path) == 0 {
+		return d.value(depth)
+	}
+	if depth > d.maxDepth {
+		return nil, d.fail("nesting too deep")
+	}
+	d.space()
+	if d.i == len(d.b) || d.b[d.i] != '{' {
+		return nil, d.skip(depth)
+	}
+	d.i++ // {
+	d.space()
+	if d.i < len(d.b) && d.b[d.i] == '}' {
+		d.i++
+		return nil, nil
+	}
+	var kept any
+	for {
+		d.space()
+		if d.i == len(d.b) || d.b[d.i] != '"' {
+			return nil, d.fail("expected a member name")
+		}
+		raw, plain, err := d.scanString()
+		if err != nil {
+			return nil, err
+		}
+		match := string(raw) == path[0]
+		if !plain {
+			match = string(jsonrpc.AppendUnquoted(nil, raw)) == path[0]
+		}
+		d.space()
+		if d.i == len(d.b) || d.b[d.i] != ':' {
+			return nil, d.fail("expected ':'")
+		}
+		d.i++
+		if match {
+			kept, err = d.skim(depth+1, path[1:])
+		} else {
+			err = d.skip(depth + 1)
+		}
+		if err != nil {
+			return nil, err
+		}
+		d.space()
+		if d.i == len(d.b) {
+			return nil, d.fail("unexpected end")
+		}
+		switch d.b[d.i] {
+		case ',':
+			d.i++
+		case '}':
+			d.i++
+			return kept, nil
+		default:
+			return nil, d.fail("expected ',' or '}'")
+		}
+	}
+}
+
+// skip reads a value as value does, accepting exactly what it accepts,
+// and keeps nothing.
+func (d *decoder) skip(depth int) error {
+	if depth > d.maxDepth {
+		return d.fail("nesting too deep")
+	}
+	d.space()
+	if d.i == len(d.b) {
+		return d.fail("unexpected end")
+	}
+	switch c := d.b[d.i]; {
+	case c == '{' || c == '[':
+		end := byte('}')
+		if c == '[' {
+			end = ']'
+		}
+		d.i++
+		d.space()
+		if d.i < len(d.b) && d.b[d.i] == end {
+			d.i++
+			return nil
+		}
+		for {
+			if c == '{' {
+				d.space()
+				if d.i == len(d.b) || d.b[d.i] != '"' {
+					return d.fail("expected a member name")
+				}
+				if _, _, err := d.scanString(); err != nil {
+					return err
+				}
+				d.space()
+				if d.i == len(d.b) || d.b[d.i] != ':' {
+					return d.fail("expected ':'")
+				}
+				d.i++
+			}
+			if err := d.skip(depth + 1); err != nil {
+				return err
+			}
+			d.space()
+			if d.i == len(d.b) {
+				return d.fail("unexpected end")
+			}
+			switch d.b[d.i] {
+			case ',':
+				d.i++
+			case end:
+				d.i++
+				return nil
+			default:
+				return d.fail("expected ',' or '" + string(end) + "'")
+			}
+		}
+	case c == '"':
+		_, _, err := d.scanString()
+		return err
+	case c == 't':
+		return d.literal("true")
+	case c == 'f':
+		return d.literal("false")
+	case c == 'n':
+		return d.literal("null")
+	case c == '-' || (c >= '0' && c <= '9'):
+		_, err := d.numberText()
+		return err
+	}
+	return d.fail("unexpected character")
+}
+
+func decodeWith(d decoder) (any, error) {
+	d.b = bytes.TrimPrefix(d.b, []byte("\xef\xbb\xbf"))
 	v, err := d.value(0)
 	if err != nil {
 		return nil, err
@@ -54,6 +209,9 @@ type decoder struct {
 	b        []byte
 	i        int
 	maxDepth int
+	// blind: string values (not member names) are checked and read as "",
+	// for a schema that never looks at their content (Schema.blind).
+	blind bool
 }
 
 var errSyntax = errors.New("invalid JSON")
@@ -87,6 +245,11 @@ func (d *decoder) value(depth int) (any, error) {
 	case c == '[':
 		return d.array(depth)
 	case c == '"':
+		if d.blind {
+			// Checked, not kept: the schema reads no string's content.
+			_, _, err := d.scanString()
+			return "", err
+		}
 		return d.string()
 	case c == 't':
 		return true, d.literal("true")
@@ -185,28 +348,45 @@ func (d *decoder) array(depth int) (any, error) {
 // the JSON-RPC scanner decodes strings (jsonrpc.AppendUnquoted), as
 // encoding/json does: invalid UTF-8 and lone surrogates become U+FFFD.
 func (d *decoder) string() (string, error) {
+	raw, plain, err := d.scanString()
+	if err != nil {
+		return "", err
+	}
+	if plain && utf8.Valid(raw) {
+		return string(raw), nil
+	}
+	// Unquoted into a buffer nothing else holds: it becomes the string
+	// without a second copy.
+	buf := jsonrpc.AppendUnquoted(make([]byte, 0, len(raw)), raw)
+	return unsafe.String(unsafe.SliceData(buf), len(buf)), nil
+}
+
+// scanString reads a string, checking its escapes, and returns its bytes
+// between the quotes; plain says it holds no escape.
+func (d *decoder) scanString() (raw []byte, plain bool, err error) {
 	d.i++ // "
 	start := d.i
-	plain := true
-	for ; d.i < len(d.b); d.i++ {
+	plain = true
+	for {
+		d.i = jsonrpc.SkipPlain(d.b, d.i)
+		if d.i >= len(d.b) {
+			return nil, false, d.fail("unterminated string")
+		}
 		switch c := d.b[d.i]; {
 		case c == '"':
-			raw := d.b[start:d.i]
+			raw = d.b[start:d.i]
 			d.i++
-			if plain && utf8.Valid(raw) {
-				return string(raw), nil
-			}
-			return string(jsonrpc.AppendUnquoted(make([]byte, 0, len(raw)), raw)), nil
+			return raw, plain, nil
 		case c == '\\':
 			plain = false
 			if !d.escape() {
-				return "", d.fail("invalid escape")
+				return nil, false, d.fail("invalid escape")
 			}
-		case c < 0x20:
-			return "", d.fail("control character in a string")
+			d.i++
+		default:
+			return nil, false, d.fail("control character in a string")
 		}
 	}
-	return "", d.fail("unterminated string")
 }
 
 // escape checks the escape at d.i and leaves d.i on its last byte.
@@ -235,6 +415,15 @@ func (d *decoder) escape() bool {
 
 // number reads a number in JSON's grammar.
 func (d *decoder) number() (any, error) {
+	text, err := d.numberText()
+	if err != nil {
+		return nil, err
+	}
+	return json.Number(text), nil
+}
+
+// numberText reads a number in JSON's grammar, and returns its text.
+func (d *decoder) numberText() ([]byte, error) {
 	start := d.i
 	if d.b[d.i] == '-' {
 		d.i++
@@ -274,5 +463,5 @@ func (d *decoder) number() (any, error) {
 	if _, err := strconv.ParseFloat(string(text), 64); err != nil {
 		return nil, ErrNumberRange
 	}
-	return json.Number(text), nil
+	return text, nil
 }

@@ -39,6 +39,11 @@ func (s *scanner) memberKey(buf []byte) ([]byte, error) {
 // byte of invalid UTF-8 turned into U+FFFD.
 func AppendUnquoted(dst, raw []byte) []byte { return unquote(dst, raw) }
 
+// SkipPlain returns the index of the first byte at or after i that does not
+// stand for itself in a JSON string (a quote, a backslash or a control
+// character), len(b) if there is none, eight bytes at a time.
+func SkipPlain(b []byte, i int) int { return skipPlain(b, i) }
+
 // unquote is AppendUnquoted.
 func unquote(dst, raw []byte) []byte {
 	for i := 0; i < len(raw); {
