@@ -53,7 +53,8 @@ type exchange struct {
 
 	// toolsKey is the list its tools come from, once listKey has worked
 	// it out (tools.go).
-	toolsKey *toolschema.ListKey
+	toolsKey    toolschema.ListKey
+	toolsKeySet bool
 
 	// Written by forward: the request went to the upstream, and watch
 	// follows its answer.

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
@@ -81,4 +83,35 @@ func provisionB(b *testing.B, h *Handler) *Handler {
 	h.logger = zap.NewNop()
 	b.Cleanup(func() { _ = h.Cleanup() })
 	return h
+}
+
+// BenchmarkServeForwardedValidate is BenchmarkServeForwardedInspectOnly with
+// validate on and the tool's schema learned, with the bench's echo body
+// (prose with escapes).
+func BenchmarkServeForwardedValidate(b *testing.B) {
+	h := provisionB(b, &Handler{ValidateCalls: true})
+	body := echoCall1KiB()
+	key := listKey(&exchange{r: post(body)})
+	const list = `{"tools":[{"name":"echo","description":"Echoes text.","inputSchema":{"type":"object","properties":{"text":{"type":"string","description":"the text to echo back"}},"required":["text"],"additionalProperties":false}}]}`
+	if _, err := h.catalog.Learn(key, []byte(list), true, time.Now()); err != nil {
+		b.Fatal(err)
+	}
+	benchServe(b, h, body)
+}
+
+func BenchmarkServeForwardedInspectOnlyEcho(b *testing.B) {
+	benchServe(b, provisionB(b, &Handler{}), echoCall1KiB())
+}
+
+func echoCall1KiB() string {
+	const head = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"`
+	const tail = `"}}}`
+	const prose = `The gateway reads every call before the server does; it must not be what the user waits for. \"Quoted,\" she said.\n`
+	var s strings.Builder
+	s.WriteString(head)
+	for s.Len() < 1024-len(tail)-len(prose) {
+		s.WriteString(prose)
+	}
+	s.WriteString(tail)
+	return s.String()
 }

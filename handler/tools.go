@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -73,39 +75,58 @@ type listCapture struct {
 // credentials' digest, or "anonymous" (never the public scope, which only
 // a server's cacheScope public opens).
 func listKey(x *exchange) toolschema.ListKey {
-	if x.toolsKey != nil {
-		return *x.toolsKey
+	if !x.toolsKeySet {
+		x.toolsKey, x.toolsKeySet = toolschema.ListKey{Endpoint: endpointOf(x), Scope: credentialsScope(x.r)}, true
 	}
-	x.toolsKey = &toolschema.ListKey{Endpoint: endpointOf(x), Scope: credentialsScope(x.r)}
-	return *x.toolsKey
+	return x.toolsKey
 }
+
+// lastEndpoint is the endpoint endpointOf worked out last: a request to
+// the same one (nearly every request, on most gateways) reuses its string
+// instead of allocating another.
+var lastEndpoint atomic.Pointer[string]
 
 // endpointOf is the endpoint part of a request's list key.
 func endpointOf(x *exchange) string {
 	r := x.r
-	var b strings.Builder
+	var arr [128]byte
+	b := arr[:0]
 	if addr, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
-		b.WriteString(addr.String())
+		// As addr.String() writes it, without allocating.
+		if ta, ok := addr.(*net.TCPAddr); ok && len(ta.IP) > 0 {
+			ap := ta.AddrPort()
+			b = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()).AppendTo(b)
+		} else {
+			b = append(b, addr.String()...)
+		}
 	}
 	if r.TLS != nil {
-		b.WriteString(" https ")
+		b = append(b, " https "...)
 	} else {
-		b.WriteString(" http ")
+		b = append(b, " http "...)
 	}
 	host := r.Host
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
+	if strings.IndexByte(host, ':') >= 0 {
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
 	}
-	b.WriteString(strings.ToLower(host))
+	b = append(b, strings.ToLower(host)...)
 	p := r.URL.Path
 	if orig, ok := r.Context().Value(caddyhttp.OriginalRequestCtxKey).(http.Request); ok && orig.URL != nil {
 		p = orig.URL.Path
 	}
-	b.WriteString(p)
+	b = append(b, p...)
 	if x.session != nil {
-		b.WriteString(" " + x.session.Upstream)
+		b = append(b, ' ')
+		b = append(b, x.session.Upstream...)
 	}
-	return b.String()
+	if last := lastEndpoint.Load(); last != nil && *last == string(b) {
+		return *last
+	}
+	e := string(b)
+	lastEndpoint.Store(&e)
+	return e
 }
 
 // credentialsScope is the scope part of a request's list key.
@@ -243,7 +264,7 @@ func (h *Handler) validate(w http.ResponseWriter, x *exchange) (bool, error) {
 		if h.ValidateCalls {
 			for i := range x.msgs {
 				if isCall(&x.msgs[i]) {
-					validations.WithLabelValues("unchecked").Inc()
+					validUnchecked.Inc()
 				}
 			}
 		}
@@ -263,13 +284,13 @@ func (h *Handler) validate(w http.ResponseWriter, x *exchange) (bool, error) {
 	if len(x.body) > maxValidatedBody {
 		// Checking costs CPU with the bytes (a pattern over megabytes of
 		// text takes seconds): large calls pass, as the server reads them.
-		validations.WithLabelValues("unchecked").Inc()
+		validUnchecked.Inc()
 		return false, nil
 	}
 	schema, found, names := h.catalog.Lookup(listKey(x), tool, x.start)
 	switch found {
 	case toolschema.Absent:
-		validations.WithLabelValues("unknown_tool").Inc()
+		validUnknown.Inc()
 		if h.policy != nil {
 			names = slices.DeleteFunc(names, func(name string) bool { return !h.policy.Allowed(name) })
 		}
@@ -277,15 +298,15 @@ func (h *Handler) validate(w http.ResponseWriter, x *exchange) (bool, error) {
 		return true, h.answer(w, x, &env, http.StatusOK)
 	case toolschema.Known:
 	default:
-		validations.WithLabelValues("unchecked").Inc()
+		validUnchecked.Inc()
 		return false, nil
 	}
 	problems := schema.CheckCall(x.body)
 	if problems == nil {
-		validations.WithLabelValues("valid").Inc()
+		validValid.Inc()
 		return false, nil
 	}
-	validations.WithLabelValues("invalid").Inc()
+	validInvalid.Inc()
 	env := argumentsRefused(tool, len(problems))
 	h.answered(x, &env)
 	text := envelope.ValidationText(tool, problems)
@@ -302,7 +323,12 @@ var (
 		Namespace: "caddy", Subsystem: "mcp", Name: "validations_total",
 		Help: "tools/call arguments checked against the learned inputSchema, by outcome: valid, invalid, unknown_tool, or unchecked (no schema known: the call passed).",
 	}, []string{"outcome"})
-	toolsLearned = prometheus.NewCounter(prometheus.CounterOpts{
+	// The outcomes' counters, looked up once rather than on every call.
+	validValid     = validations.WithLabelValues("valid")
+	validInvalid   = validations.WithLabelValues("invalid")
+	validUnknown   = validations.WithLabelValues("unknown_tool")
+	validUnchecked = validations.WithLabelValues("unchecked")
+	toolsLearned   = prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: "caddy", Subsystem: "mcp", Name: "tools_learned_total",
 		Help: "Tools learned from tools/list answers, with a schema that compiles.",
 	})
