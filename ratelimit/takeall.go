@@ -50,10 +50,10 @@ type Batcher interface {
 
 // A Batch makes several stores' decisions at once.
 type Batch interface {
-	// TakeEach sets out[i] to what reqs[i].Store.Take would decide, making
-	// every decision at once. It gives back nothing: a request allowed
-	// keeps its tokens when another is denied.
-	TakeEach(now time.Time, reqs []Request, out []Decision)
+	// TakeAll sets out[i] to what reqs[i].Store.Take would decide, making
+	// every decision at once, all or nothing as the package's TakeAll: when
+	// one is denied, no request keeps its tokens.
+	TakeAll(now time.Time, reqs []Request, out []Decision)
 	// RefundEach gives back each request's tokens, as Store.Refund would,
 	// all at once.
 	RefundEach(now time.Time, reqs []Request)
@@ -91,30 +91,14 @@ func commonBatch(reqs []Request) Batch {
 	return b
 }
 
-// takeBatched is TakeAll with every decision made at once: the tokens of
-// the requests allowed are given back when one is denied, as TakeAll gives
-// back those taken before the denial.
+// takeBatched is TakeAll with every decision made at once, by the batch.
 func takeBatched(now time.Time, b Batch, reqs []Request) (denied int, d Decision) {
 	out := make([]Decision, len(reqs))
-	b.TakeEach(now, reqs, out)
-	denied = -1
+	b.TakeAll(now, reqs, out)
 	for i, o := range out {
 		if !o.Allowed {
-			denied = i
-			break
+			return i, o
 		}
 	}
-	if denied < 0 {
-		return -1, out[len(out)-1]
-	}
-	var allowed []Request
-	for i, r := range reqs {
-		if out[i].Allowed {
-			allowed = append(allowed, r)
-		}
-	}
-	if len(allowed) > 0 {
-		b.RefundEach(now, allowed)
-	}
-	return denied, out[denied]
+	return -1, out[len(out)-1]
 }

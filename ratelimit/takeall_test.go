@@ -86,10 +86,20 @@ func (b *countingBatch) RefundEach(now time.Time, reqs []ratelimit.Request) {
 	}
 }
 
-func (b *countingBatch) TakeEach(now time.Time, reqs []ratelimit.Request, out []ratelimit.Decision) {
+func (b *countingBatch) TakeAll(now time.Time, reqs []ratelimit.Request, out []ratelimit.Decision) {
 	b.calls++
+	denied := false
 	for i, r := range reqs {
 		out[i] = r.Store.Take(now, r.Key, r.Cost, r.Limit)
+		denied = denied || !out[i].Allowed
+	}
+	if !denied {
+		return
+	}
+	for i, r := range reqs {
+		if out[i].Allowed {
+			r.Store.Refund(now, r.Key, r.Cost, r.Limit)
+		}
 	}
 }
 
@@ -115,10 +125,10 @@ func TestStoresOfOneBatchDecideTogether(t *testing.T) {
 	require.Equal(t, 1, denied)
 	assert.Equal(t, time.Hour, d.RetryAfter)
 	assert.Equal(t, 1, perClient.Len(), "a's bucket only: b's token came back, and its bucket is full again")
-	assert.Equal(t, 1, b.refunds, "in one call")
+	assert.Equal(t, 2, b.calls, "denied in one call, all or nothing")
 
 	ratelimit.RefundAll(now, event("a"))
-	assert.Equal(t, 2, b.refunds, "a refund of a whole event is one call too")
+	assert.Equal(t, 1, b.refunds, "a refund of a whole event is one call")
 	assert.Equal(t, 0, perClient.Len(), "a's token came back")
 
 	// Stores of different batches, or a single request, go one by one.

@@ -2,7 +2,6 @@ package redisstore
 
 import (
 	"context"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,12 +27,17 @@ const (
 // conn is what a store needs of a Redis client: the bucket script and a
 // probe. It is safe for concurrent use.
 type conn interface {
-	// buckets runs the bucket script on each key, with the args of the same
-	// index, in one round trip (a pipeline; on a cluster, one per node, at
-	// once). errs[i] is Redis's error reply for key i (the script failed on
-	// it: a wrong type, no memory, no permission); err is a failure of the
-	// exchange itself, which decided nothing.
-	buckets(ctx context.Context, keys []string, args [][]string) (res [][3]int64, errs []error, err error)
+	// buckets runs the bucket script's op ("take" or "refund") on keys,
+	// args holding each key's cost, burst, events and window, four a key,
+	// in one round trip. On a single Redis that is one script on every
+	// key, so a take is all or nothing there (together is true); on a
+	// cluster, where the keys of a script must share a slot, it is one
+	// script per key, and a take refused on one key keeps the tokens taken
+	// on the others. errs[i] is Redis's error reply about key i (the
+	// script failed on it, or on the run that held it: no memory, no
+	// permission); err is a failure of the exchange itself, which decided
+	// nothing.
+	buckets(ctx context.Context, op string, keys, args []string) (res [][3]int64, errs []error, together bool, err error)
 	ping(ctx context.Context) error
 	close()
 }
@@ -79,17 +83,18 @@ func (b *backend) Destruct() error {
 	return nil
 }
 
-// run runs the bucket script for each key in one round trip, unless Redis
-// is known to be down; decided[i] is false when Redis did not decide key i.
-func (b *backend) run(keys []string, args [][]string) (res [][3]int64, decided []bool) {
+// run runs the bucket script's op on keys in one round trip, unless Redis
+// is known to be down; decided[i] is false when Redis did not decide key
+// i, and together says whether the keys were decided as one (conn.buckets).
+func (b *backend) run(op string, keys, args []string) (res [][3]int64, decided []bool, together bool) {
 	decided = make([]bool, len(keys))
 	if b.down.Load() {
 		b.skipped.Add(float64(len(keys)))
-		return nil, decided
+		return nil, decided, false
 	}
 	ctx, cancel := context.WithTimeout(b.stopping, b.timeout)
 	start := time.Now()
-	res, errs, err := b.conn.buckets(ctx, keys, args)
+	res, errs, together, err := b.conn.buckets(ctx, op, keys, args)
 	cancel()
 	b.roundTrip.Observe(time.Since(start).Seconds())
 	if err != nil {
@@ -97,7 +102,7 @@ func (b *backend) run(keys []string, args [][]string) (res [][3]int64, decided [
 		if b.failures.Add(1) >= tripAfter {
 			b.trip(err)
 		}
-		return nil, decided
+		return nil, decided, false
 	}
 	b.failures.Store(0)
 	for i, e := range errs {
@@ -111,7 +116,7 @@ func (b *backend) run(keys []string, args [][]string) (res [][3]int64, decided [
 		decided[i] = true
 		b.inRedis.Inc()
 	}
-	return res, decided
+	return res, decided, together
 }
 
 // logRefused logs an error reply, once a minute at most.
@@ -123,18 +128,38 @@ func (b *backend) logRefused(err error) {
 	}
 }
 
-// TakeEach makes the decisions of several limits' stores on this Redis in
-// one round trip: a request meeting two limits costs one round trip, not
-// two. (ratelimit.TakeAll gives back the tokens of the others when one is
-// denied.)
-func (b *backend) TakeEach(now time.Time, reqs []ratelimit.Request, out []ratelimit.Decision) {
-	res, decided := b.runFor("take", reqs)
+// TakeAll makes the decisions of several limits' stores on this Redis in
+// one round trip, all or nothing: a request meeting two limits costs one
+// round trip, not two, and on a single Redis a request one limit refuses
+// costs no more, since the script then writes no bucket. On a cluster the
+// tokens the others took go back in a second round trip; decisions made
+// without Redis give theirs back to the node's own buckets.
+func (b *backend) TakeAll(now time.Time, reqs []ratelimit.Request, out []ratelimit.Decision) {
+	res, decided, together := b.runFor("take", reqs)
+	denied := false
 	for i, r := range reqs {
-		if !decided[i] {
+		if decided[i] {
+			out[i] = decision(res[i])
+		} else {
 			out[i] = r.Store.(*Store).unchecked(now, r.Key, r.Cost, r.Limit)
-			continue
 		}
-		out[i] = decision(res[i])
+		denied = denied || !out[i].Allowed
+	}
+	if !denied {
+		return
+	}
+	var kept []ratelimit.Request // in Redis
+	for i, r := range reqs {
+		switch s := r.Store.(*Store); {
+		case !out[i].Allowed:
+		case !decided[i]:
+			s.uncheckedRefund(now, r.Key, r.Cost, r.Limit)
+		case !together:
+			kept = append(kept, r)
+		}
+	}
+	if len(kept) > 0 {
+		b.RefundEach(now, kept)
 	}
 }
 
@@ -142,25 +167,25 @@ func (b *backend) TakeEach(now time.Time, reqs []ratelimit.Request, out []rateli
 // trip; those Redis cannot take back go to the node's own buckets where
 // on_error is local.
 func (b *backend) RefundEach(now time.Time, reqs []ratelimit.Request) {
-	_, decided := b.runFor("refund", reqs)
+	_, decided, _ := b.runFor("refund", reqs)
 	for i, r := range reqs {
-		if s := r.Store.(*Store); !decided[i] && s.onError == Local {
-			s.local.Refund(now, r.Key, r.Cost, r.Limit)
+		if !decided[i] {
+			r.Store.(*Store).uncheckedRefund(now, r.Key, r.Cost, r.Limit)
 		}
 	}
 }
 
 // runFor runs the bucket script's op ("take" or "refund") for each request
 // of this Redis's stores, in one round trip.
-func (b *backend) runFor(op string, reqs []ratelimit.Request) (res [][3]int64, decided []bool) {
+func (b *backend) runFor(op string, reqs []ratelimit.Request) (res [][3]int64, decided []bool, together bool) {
 	keys := make([]string, len(reqs))
-	argv := make([][]string, len(reqs))
+	args := make([]string, 0, 4*len(reqs))
 	for i, r := range reqs {
-		keys[i] = r.Store.(*Store).bucketKey(r.Key)
-		argv[i] = []string{op, strconv.Itoa(r.Cost), strconv.Itoa(r.Limit.Burst),
-			strconv.Itoa(r.Limit.Rate.Events), strconv.FormatInt(int64(r.Limit.Rate.Window), 10)}
+		s := r.Store.(*Store)
+		keys[i] = s.bucketKey(r.Key)
+		args = s.appendArgs(args, r.Cost, r.Limit)
 	}
-	return b.run(keys, argv)
+	return b.run(op, keys, args)
 }
 
 // trip marks Redis down after a failed decision and starts the prober,

@@ -52,3 +52,21 @@ func BenchmarkDecisionParallel64(b *testing.B) {
 		}
 	})
 }
+
+// Two limits of one request, decided together: one script, one round trip.
+func BenchmarkDecisionTwoLimits(b *testing.B) {
+	srv := redistest.Start(b)
+	r := &redisstore.Redis{Addresses: []string{srv.URL()}}
+	provisionIn(b, r)
+	lim := ratelimit.Limit{Rate: ratelimit.Rate{Events: 1 << 30, Window: time.Second}, Burst: 1 << 30}
+	reqs := []ratelimit.Request{
+		{Store: r.Store("per_client", ratelimit.NewMemory(0)), Key: "10.0.0.1", Cost: 1, Limit: lim},
+		{Store: r.Store("per_client_tool", ratelimit.NewMemory(0)), Key: "10.0.0.1/echo", Cost: 1, Limit: lim},
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if denied, d := ratelimit.TakeAll(time.Now(), reqs); denied >= 0 || d.Unchecked {
+			b.Fatalf("decision %d %+v", denied, d)
+		}
+	}
+}

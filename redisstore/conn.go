@@ -177,14 +177,15 @@ func (c *lazyConn) connecting() <-chan struct{} {
 	return done
 }
 
-func (c *lazyConn) buckets(ctx context.Context, keys []string, args [][]string) ([][3]int64, []error, error) {
+func (c *lazyConn) buckets(ctx context.Context, op string, keys, args []string) ([][3]int64, []error, bool, error) {
 	client, err := c.get(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
-	cmds := make(rueidis.Commands, len(keys))
-	for i, key := range keys {
-		cmds[i] = client.B().Evalsha().Sha1(c.sha).Numkeys(1).Key(key).Arg(args[i]...).Build()
+	runs := scriptRuns(op, keys, args, client.Mode() != rueidis.ClientModeCluster)
+	cmds := make(rueidis.Commands, len(runs))
+	for i, r := range runs {
+		cmds[i] = client.B().Evalsha().Sha1(c.sha).Numkeys(int64(len(r.keys))).Key(r.keys...).Arg(r.argv...).Build()
 	}
 	results := client.DoMulti(ctx, cmds...)
 	for try := 1; try < connTries && ctx.Err() == nil && brokenConn(results); try++ {
@@ -198,24 +199,47 @@ func (c *lazyConn) buckets(ctx context.Context, keys []string, args [][]string) 
 	}
 	res := make([][3]int64, len(keys))
 	errs := make([]error, len(keys))
+	k := 0
 	for i, r := range results {
+		run := runs[i]
 		if e, ok := rueidis.IsRedisErr(r.Error()); ok && e.IsNoScript() {
 			// Redis restarted, or failed over, and lost its scripts: this
 			// one goes alone, loading the script again.
-			r = c.script.Exec(ctx, client, keys[i:i+1], args[i])
+			r = c.script.Exec(ctx, client, run.keys, run.argv)
 		}
-		if err := r.Error(); err != nil {
-			if _, reply := rueidis.IsRedisErr(err); !reply {
-				return nil, nil, err // the exchange failed: nothing was decided
-			}
-			errs[i] = err
-			continue
+		err := r.Error()
+		if err == nil {
+			err = answer(r, res[k:k+len(run.keys)])
+		} else if _, reply := rueidis.IsRedisErr(err); !reply {
+			return nil, nil, false, err // the exchange failed: nothing was decided
 		}
-		if res[i], err = answer(r); err != nil {
-			errs[i] = err
+		for j := range run.keys {
+			errs[k+j] = err
 		}
+		k += len(run.keys)
 	}
-	return res, errs, nil
+	return res, errs, len(runs) == 1, nil
+}
+
+// scriptRun is one run of the bucket script: op on keys, argv being op and
+// each key's four arguments.
+type scriptRun struct {
+	keys, argv []string
+}
+
+// scriptRuns is how the bucket script decides keys: in one run on a single
+// Redis, one run per key on a cluster, where the keys of a script must
+// share a slot and a request's buckets do not.
+func scriptRuns(op string, keys, args []string, single bool) []scriptRun {
+	if single || len(keys) == 1 {
+		argv := make([]string, 0, 1+len(args))
+		return []scriptRun{{keys: keys, argv: append(append(argv, op), args...)}}
+	}
+	runs := make([]scriptRun, len(keys))
+	for i := range keys {
+		runs[i] = scriptRun{keys: keys[i : i+1], argv: append([]string{op}, args[4*i:4*i+4]...)}
+	}
+	return runs
 }
 
 // connTries bounds the attempts on broken connections (see buckets).
@@ -233,18 +257,20 @@ func brokenConn(results []rueidis.RedisResult) bool {
 	return true
 }
 
-// answer reads the bucket script's answer.
-func answer(r rueidis.RedisResult) ([3]int64, error) {
-	var res [3]int64
+// answer reads the bucket script's answer: three numbers for each bucket
+// of res.
+func answer(r rueidis.RedisResult, res [][3]int64) error {
 	v, err := r.AsIntSlice()
 	if err != nil {
-		return res, err
+		return err
 	}
-	if len(v) != len(res) {
-		return res, fmt.Errorf("bucket script answered %d values, want %d", len(v), len(res))
+	if len(v) != 3*len(res) {
+		return fmt.Errorf("bucket script answered %d values, want %d", len(v), 3*len(res))
 	}
-	copy(res[:], v)
-	return res, nil
+	for i := range res {
+		copy(res[i][:], v[3*i:])
+	}
+	return nil
 }
 
 // ping runs the bucket script through the pipeline decisions use, on a key
@@ -252,7 +278,7 @@ func answer(r rueidis.RedisResult) ([3]int64, error) {
 // connection while the one decisions go through is still broken. An error
 // reply (no permission on the key, say) is an answer too.
 func (c *lazyConn) ping(ctx context.Context) error {
-	_, _, err := c.buckets(ctx, []string{probeKey}, [][]string{{"refund", "0", "1", "1", "1000000000"}})
+	_, _, _, err := c.buckets(ctx, "refund", []string{probeKey}, []string{"0", "1", "1", "1000000000"})
 	return err
 }
 

@@ -159,7 +159,7 @@ func (r *Redis) Cleanup() error {
 // Store returns the named limit's buckets in Redis; local is the node's
 // own store for the limit, used as OnError says when Redis cannot decide.
 func (r *Redis) Store(limit string, local ratelimit.Store) ratelimit.Store {
-	return &Store{b: r.b, head: r.KeyPrefix + "{" + limit + ":", onError: r.OnError, local: local}
+	return newStore(r.b, r.KeyPrefix, limit, r.OnError, local)
 }
 
 // Status is the store as /mcp/status shows it.

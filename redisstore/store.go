@@ -3,7 +3,9 @@ package redisstore
 import (
 	_ "embed"
 	"math"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddymcp/caddy-mcp/ratelimit"
@@ -44,17 +46,36 @@ const DenyRetryAfter = 2 * time.Second
 type Store struct {
 	b *backend
 	// head is the bucket keys' beginning: the prefix, "{", the limit's
-	// name and ":".
+	// name (escaped as keys are) and ":".
 	head    string
 	onError OnError
 	local   ratelimit.Store
+	// args is the last Limit the store decided under, as the script reads
+	// it: made again only when the Limit changes (a reload).
+	args atomic.Pointer[limitArgs]
+}
+
+// limitArgs is a Limit's burst, events and window (nanoseconds), written
+// out for the bucket script.
+type limitArgs struct {
+	lim  ratelimit.Limit
+	text [3]string
 }
 
 var _ ratelimit.Batcher = (*Store)(nil)
 
+// newStore is the named limit's store on b.
+func newStore(b *backend, prefix, limit string, onError OnError, local ratelimit.Store) *Store {
+	if strings.ContainsAny(limit, "{}%:") {
+		limit = nameEscaper.Replace(limit)
+	}
+	return &Store{b: b, head: prefix + "{" + limit + ":", onError: onError, local: local}
+}
+
 // bucketKey is the Redis key of key's bucket. Braces in a client's key are
 // escaped: a } would end the hash tag early, and put every key beginning
-// with one on the same slot.
+// with one on the same slot. (The limit's name is escaped too, colons
+// included, so that limit a with key b:c is not limit a:b with key c.)
 func (s *Store) bucketKey(key string) string {
 	if strings.ContainsAny(key, "{}%") {
 		key = tagEscaper.Replace(key)
@@ -62,13 +83,27 @@ func (s *Store) bucketKey(key string) string {
 	return s.head + key + "}"
 }
 
-var tagEscaper = strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D")
+var (
+	tagEscaper  = strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D")
+	nameEscaper = strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D", ":", "%3A")
+)
+
+// appendArgs appends the bucket script's arguments for one bucket: cost,
+// burst, events and window.
+func (s *Store) appendArgs(args []string, cost int, lim ratelimit.Limit) []string {
+	a := s.args.Load()
+	if a == nil || a.lim != lim {
+		a = &limitArgs{lim: lim, text: [3]string{strconv.Itoa(lim.Burst), strconv.Itoa(lim.Rate.Events), strconv.FormatInt(int64(lim.Rate.Window), 10)}}
+		s.args.Store(a)
+	}
+	return append(args, strconv.Itoa(cost), a.text[0], a.text[1], a.text[2])
+}
 
 // Take takes cost tokens from key's bucket, on Redis's clock (now is only
 // used when Redis cannot decide and local does).
 func (s *Store) Take(now time.Time, key string, cost int, lim ratelimit.Limit) ratelimit.Decision {
 	var out [1]ratelimit.Decision
-	s.b.TakeEach(now, []ratelimit.Request{{Store: s, Key: key, Cost: cost, Limit: lim}}, out[:])
+	s.b.TakeAll(now, []ratelimit.Request{{Store: s, Key: key, Cost: cost, Limit: lim}}, out[:])
 	return out[0]
 }
 
@@ -90,9 +125,8 @@ func decision(res [3]int64) ratelimit.Decision {
 // Duration.
 const maxWaitMicros = math.MaxInt64 / 4 / 1000
 
-// Refund gives back cost tokens; when Redis cannot take them back and
-// on_error is local, the node's own bucket does (if it decided the Take, it
-// holds them; if not, it ignores a refund to a full bucket).
+// Refund gives back cost tokens; when Redis cannot take them back, they
+// go to the node's own bucket (uncheckedRefund).
 func (s *Store) Refund(now time.Time, key string, cost int, lim ratelimit.Limit) {
 	if cost <= 0 {
 		return
@@ -112,6 +146,16 @@ func (s *Store) unchecked(now time.Time, key string, cost int, lim ratelimit.Lim
 		return ratelimit.Decision{RetryAfter: DenyRetryAfter, Unchecked: true}
 	}
 	return s.local.Take(now, key, cost, lim)
+}
+
+// uncheckedRefund gives back tokens Redis cannot take back, or did not
+// take: the node's own bucket holds them where on_error is local (if it
+// decided the Take, it holds them; if not, it ignores a refund to a full
+// bucket).
+func (s *Store) uncheckedRefund(now time.Time, key string, cost int, lim ratelimit.Limit) {
+	if s.onError == Local {
+		s.local.Refund(now, key, cost, lim)
+	}
 }
 
 // validPrefix reports whether a key prefix is usable: a brace would start a

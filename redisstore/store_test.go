@@ -300,8 +300,9 @@ func scriptCalls(t *testing.T, srv *redistest.Server) int {
 	return n
 }
 
-// A request meeting two limits on one Redis has both decided in one round
-// trip, all or nothing: when one denies, the other's tokens come back.
+// A request meeting two limits on one Redis has both decided by one script
+// in one round trip, all or nothing: when one denies, the script writes
+// no bucket, so the other's tokens were never taken.
 func TestSeveralLimitsAreDecidedTogether(t *testing.T) {
 	srv := redistest.Start(t)
 	r := &redisstore.Redis{Addresses: []string{srv.URL()}}
@@ -321,15 +322,17 @@ func TestSeveralLimitsAreDecidedTogether(t *testing.T) {
 	before, trips := scriptCalls(t, srv), roundTrips(t, reg)
 	denied, _ = ratelimit.TakeAll(time.Now(), reqs())
 	assert.Equal(t, -1, denied)
-	assert.Equal(t, 2, scriptCalls(t, srv)-before, "one request, two limits: two scripts")
+	assert.Equal(t, 1, scriptCalls(t, srv)-before, "one request, two limits: one script")
 	assert.Equal(t, uint64(1), roundTrips(t, reg)-trips, "in one round trip")
 
-	trips = roundTrips(t, reg)
+	before, trips = scriptCalls(t, srv), roundTrips(t, reg)
 	denied, d := ratelimit.TakeAll(time.Now(), reqs())
 	assert.Equal(t, 1, denied, "the global limit is spent")
-	assert.Equal(t, uint64(2), roundTrips(t, reg)-trips, "one round trip to decide, one to give back")
+	assert.Equal(t, uint64(1), roundTrips(t, reg)-trips, "refused in one round trip: nothing to give back")
+	assert.Equal(t, 1, scriptCalls(t, srv)-before)
 	assert.Positive(t, d.RetryAfter)
-	// The per-client limit gave back the token the denied request took.
+	// The per-client limit kept the tokens of the two admitted requests
+	// only.
 	left := perClient.Take(time.Now(), "c", 98, wide)
 	assert.True(t, left.Allowed, "98 of 100 tokens are left: the refused request took none")
 	assert.Equal(t, 0, left.Remaining)
@@ -343,6 +346,73 @@ func TestSeveralLimitsAreDecidedTogether(t *testing.T) {
 		denied, _ := ratelimit.TakeAll(time.Now(), reqs())
 		return denied == -1 && srv.CLI(t, "EXISTS", "caddy-mcp:{global:}") == "1"
 	}, 10*time.Second, 20*time.Millisecond, "decided in the restarted Redis")
+}
+
+// On a Redis Cluster a request's buckets sit on several masters (a hash
+// tag each), so each is decided by a script of its own, all in one round
+// trip; when one denies, the others' tokens go back in a second.
+func TestSeveralLimitsOnAClusterAreAllOrNothing(t *testing.T) {
+	cluster := redistest.StartCluster(t, 3)
+	r := &redisstore.Redis{Addresses: cluster.URLs()}
+	reg := provisionIn(t, r)
+	perClient := r.Store("per_client", ratelimit.NewMemory(0))
+	perTool := r.Store("per_tool", ratelimit.NewMemory(0))
+	wide, narrow := limitOf(t, "100/1h", 100), limitOf(t, "2/1h", 2)
+	reqs := []ratelimit.Request{
+		{Store: perClient, Key: "127.0.0.1", Cost: 1, Limit: wide},
+		{Store: perTool, Key: "echo", Cost: 1, Limit: narrow},
+	}
+	require.Eventually(t, func() bool {
+		denied, d := ratelimit.TakeAll(time.Now(), reqs)
+		return denied == -1 && !d.Unchecked && cluster.CLI(t, "EXISTS", "caddy-mcp:{per_tool:echo}") == "1"
+	}, 10*time.Second, 20*time.Millisecond, "the cluster client finds every master")
+	trips := roundTrips(t, reg)
+	denied, _ := ratelimit.TakeAll(time.Now(), reqs)
+	require.Equal(t, -1, denied)
+	assert.Equal(t, uint64(1), roundTrips(t, reg)-trips, "two masters, one round trip")
+
+	trips = roundTrips(t, reg)
+	denied, d := ratelimit.TakeAll(time.Now(), reqs)
+	assert.Equal(t, 1, denied, "per_tool is spent")
+	assert.Positive(t, d.RetryAfter)
+	assert.Equal(t, uint64(2), roundTrips(t, reg)-trips, "one round trip to decide, one to give back")
+	left := perClient.Take(time.Now(), "127.0.0.1", 98, wide)
+	assert.True(t, left.Allowed, "98 of 100 tokens are left: the refused request's came back")
+	assert.Equal(t, 0, left.Remaining)
+}
+
+// A bucket named twice in one decision (two handlers' limits of one name)
+// is one bucket, decided in order: the second take sees what the first
+// left.
+func TestABucketNamedTwiceIsOneBucket(t *testing.T) {
+	srv := redistest.Start(t)
+	r := provision(t, &redisstore.Redis{Addresses: []string{srv.URL()}})
+	lim := limitOf(t, "3/1h", 3)
+	one, other := r.Store("shared", ratelimit.NewMemory(0)), r.Store("shared", ratelimit.NewMemory(0))
+	reqs := func(cost int) []ratelimit.Request {
+		return []ratelimit.Request{{Store: one, Key: "c", Cost: cost, Limit: lim}, {Store: other, Key: "c", Cost: cost, Limit: lim}}
+	}
+	denied, d := ratelimit.TakeAll(time.Now(), reqs(2))
+	assert.Equal(t, 1, denied, "2 + 2 tokens of a bucket of 3")
+	assert.Equal(t, 1, d.Remaining)
+	assert.Equal(t, "0", srv.CLI(t, "EXISTS", "caddy-mcp:{shared:c}"), "refused: nothing written")
+	denied, d = ratelimit.TakeAll(time.Now(), reqs(1))
+	assert.Equal(t, -1, denied)
+	assert.Equal(t, 1, d.Remaining, "1 + 1 of 3")
+	assert.False(t, one.Take(time.Now(), "c", 2, lim).Allowed)
+	assert.True(t, one.Take(time.Now(), "c", 1, lim).Allowed)
+}
+
+// Limit names are escaped in bucket keys: limit a with key b:c and limit
+// a:b with key c are two buckets, not one.
+func TestLimitNamesAreEscapedInBucketKeys(t *testing.T) {
+	srv := redistest.Start(t)
+	r := provision(t, &redisstore.Redis{Addresses: []string{srv.URL()}})
+	lim := limitOf(t, "1/1h", 1)
+	a, ab := r.Store("a", ratelimit.NewMemory(0)), r.Store("a:b", ratelimit.NewMemory(0))
+	require.True(t, a.Take(time.Now(), "b:c", 1, lim).Allowed)
+	assert.True(t, ab.Take(time.Now(), "c", 1, lim).Allowed, "a bucket of its own")
+	assert.Equal(t, "1", srv.CLI(t, "EXISTS", "caddy-mcp:{a%3Ab:c}"))
 }
 
 // A key under the prefix that is not a bucket (written by something else)
