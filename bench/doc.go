@@ -132,7 +132,12 @@
 // only such side-by-side comparisons mean anything, while absolute req/s
 // depend on the machine and its neighbours. The latencies are those of a
 // closed loop at full load, so they are mostly queueing: p50 is roughly
-// clients / throughput.
+// clients / throughput. The Caddy CPU column is the CPU time (user and
+// system, from /proc/PID/stat, so on Linux only) that configuration's Caddy
+// process used per good answer over the warm-up and the window: what the
+// gateway costs the machine, whether or not the closed loop kept the cores
+// busy. Its resolution is a clock tick (10 ms) per measurement, about 1 %
+// of one.
 //
 // After the table, each *-redis configuration and body size has a line:
 // its throughput against reverse_proxy; its p50 minus that of the same
@@ -151,7 +156,11 @@
 // many decisions Redis did not make, from Caddy's
 // caddy_mcp_store_decisions_total (a timeout, or the breaker open after
 // one): those were made with the node's own buckets and cost no round trip,
-// so a row with any understates what Redis costs.
+// so a row with any understates what Redis costs. Last come the CPU time
+// redis-server used per admitted request, and Caddy's, beside Caddy's for
+// the same limits in process: where the cost of keeping buckets in Redis
+// goes, on a machine whose cores Redis shares with Caddy, the upstream and
+// the load generator.
 //
 // The targets at the end are such same-run comparisons, but for one count:
 // mcp {} keeps ≥ 0.95 of reverse_proxy's throughput with 1 KiB bodies and

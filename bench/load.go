@@ -55,6 +55,9 @@ type sample struct {
 	// and those across its ends.
 	Answered uint64
 	Window   time.Duration
+	// CPU is the CPU time the Caddy process measured used over the
+	// warm-up and the window (0 where the system does not tell).
+	CPU time.Duration
 	// Redis is what the measurement asked of the benchmark's Redis, for
 	// the configurations that keep their buckets there.
 	Redis *redisUse

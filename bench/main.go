@@ -405,14 +405,33 @@ func (b *bench) round(round int, all []*series, sse map[string][]*sample) error 
 	return nil
 }
 
-// measureOnce is one measurement of a round. For a configuration that keeps
-// its buckets in Redis, it also counts the commands Redis processed
-// meanwhile: nothing else asks that Redis anything while c is measured.
+// measureOnce is one measurement of a round, with the CPU time Caddy used.
+// For a configuration that keeps its buckets in Redis, it also counts the
+// commands Redis processed meanwhile, and its CPU time: nothing else asks
+// that Redis anything while c is measured.
 func (b *bench) measureOnce(c config, size int) (*sample, error) {
 	o := b.o
-	if !c.Redis {
-		return measure(b.target(c, size), o.clients, o.warmup, o.duration, &b.stop), nil
+	p := b.caddies[c.Name]
+	cpuBefore, cpuOK := caddyrun.ProcessCPU(p.Pid())
+	var smp *sample
+	if c.Redis {
+		var err error
+		if smp, err = b.measureRedis(c, size); err != nil {
+			return nil, err
+		}
+	} else {
+		smp = measure(b.target(c, size), o.clients, o.warmup, o.duration, &b.stop)
 	}
+	if cpuAfter, ok := caddyrun.ProcessCPU(p.Pid()); ok && cpuOK {
+		smp.CPU = cpuAfter - cpuBefore
+	}
+	return smp, nil
+}
+
+// measureRedis is a measurement of a configuration keeping its buckets in
+// Redis, with what it asked of Redis.
+func (b *bench) measureRedis(c config, size int) (*sample, error) {
+	o := b.o
 	admin := b.caddies[c.Name].Admin
 	decided, err := readStoreDecisions(admin)
 	if err != nil {
@@ -422,7 +441,9 @@ func (b *bench) measureOnce(c config, size int) (*sample, error) {
 	if err != nil {
 		return nil, err
 	}
+	cpuBefore, cpuOK := b.redis.cpu()
 	smp := measure(b.target(c, size), o.clients, o.warmup, o.duration, &b.stop)
+	cpuAfter, ok := b.redis.cpu()
 	after, err := b.redis.counters()
 	if err != nil {
 		return nil, err
@@ -434,6 +455,9 @@ func (b *bench) measureOnce(c config, size int) (*sample, error) {
 	smp.Redis = useBetween(before, after, smp.Answered)
 	smp.Redis.Decisions, smp.Redis.Fallbacks = nowDecided.all-decided.all, nowDecided.fallbacks-decided.fallbacks
 	smp.Redis.RoundTrips = nowDecided.roundTrips - decided.roundTrips
+	if ok && cpuOK {
+		smp.Redis.CPU = cpuAfter - cpuBefore
+	}
 	return smp, nil
 }
 

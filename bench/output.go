@@ -97,10 +97,10 @@ func (r *report) writeHeader(w io.Writer) {
 // writeRows is the throughput and latency table, then the first error of
 // each row that had any.
 func (r *report) writeRows(w io.Writer) {
-	fmt.Fprintln(w, "Figures are the median over the rounds [smallest–largest]. Ratios and added latencies are taken round by round against the baseline (reverse_proxy to the same upstream, same body, unless the row names another) measured in the same round, then summarised.")
+	fmt.Fprintln(w, "Figures are the median over the rounds [smallest–largest]. Ratios and added latencies are taken round by round against the baseline (reverse_proxy to the same upstream, same body, unless the row names another) measured in the same round, then summarised. Caddy CPU is the CPU time the configuration's Caddy process used per answer, warm-up included (Linux only).")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| config | body | req/s | × reverse_proxy | p50 | p99 | p50 added | p99 added | errors |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| config | body | req/s | × reverse_proxy | p50 | p99 | p50 added | p99 added | Caddy CPU | errors |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
 	for _, row := range r.Rows {
 		name := row.Config
 		if row.Upstream == upstreamSDK {
@@ -109,13 +109,13 @@ func (r *report) writeRows(w io.Writer) {
 		if row.Baseline != cfgProxy && row.Baseline != cfgSDKProxy {
 			name += " (against " + baselineLabel(row.Baseline) + ")"
 		}
-		fmt.Fprintf(w, "| %s | %s | %s [%s–%s] | %.2f [%.2f–%.2f] | %s ms | %s ms | %s | %s | %d |\n",
+		fmt.Fprintf(w, "| %s | %s | %s [%s–%s] | %.2f [%.2f–%.2f] | %s ms | %s ms | %s | %s | %s | %d |\n",
 			name, sizeLabel(row.Size),
 			thousands(row.RPS.Median), thousands(row.RPS.Min), thousands(row.RPS.Max),
 			row.Ratio.Median, row.Ratio.Min, row.Ratio.Max,
 			millis(row.P50.Median), millis(row.P99.Median),
 			percent(row.AddedP50.Median), percent(row.AddedP99.Median),
-			row.Errors)
+			cpuPerRequest(row.CPU), row.Errors)
 	}
 	for _, row := range r.Rows {
 		if row.Errors > 0 {
@@ -137,7 +137,7 @@ func (r *report) writeRedis(w io.Writer) {
 	if len(rows) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "\nRate-limit buckets in Redis, against the same limits in process (median over the rounds [smallest–largest]). p50 added is the round's p50 minus that of the in-process configuration measured just before it. Round trips are the exchanges the store had with Redis during the measurement (warm-up included; a pipeline of several scripts is one), divided by the requests admitted meanwhile; scripts are the EVALSHA and EVAL calls Redis received, and commands all those it processed, the ones each script runs inside Redis included, the benchmark's own INFO excluded:")
+	fmt.Fprintln(w, "\nRate-limit buckets in Redis, against the same limits in process (median over the rounds [smallest–largest]). p50 added is the round's p50 minus that of the in-process configuration measured just before it. Round trips are the exchanges the store had with Redis during the measurement (warm-up included; a pipeline of several scripts is one), divided by the requests admitted meanwhile; scripts are the EVALSHA and EVAL calls Redis received, and commands all those it processed, the ones each script runs inside Redis included, the benchmark's own INFO excluded; CPU is the time each process used per admitted request:")
 	fmt.Fprintln(w)
 	for _, row := range rows {
 		added := "– (" + row.InProcess + " not measured)"
@@ -148,6 +148,12 @@ func (r *report) writeRedis(w io.Writer) {
 		if c, sc, rt := row.RedisCommands, row.RedisScripts, row.RedisRoundTrips; c != nil && sc != nil && rt != nil {
 			cmds = fmt.Sprintf("%.2f [%.2f–%.2f] Redis round trips per admitted request (%.2f scripts, %.2f commands processed)", rt.Median, rt.Min, rt.Max, sc.Median, c.Median)
 		}
+		if row.RedisCPU != nil {
+			cmds += fmt.Sprintf("; CPU per request: redis-server %s, Caddy %s", cpuPerRequest(row.RedisCPU), cpuPerRequest(row.CPU))
+			if in := r.find(row.InProcess, row.Size); in != nil && in.CPU != nil {
+				cmds += fmt.Sprintf(" (%s: %s)", row.InProcess, cpuPerRequest(in.CPU))
+			}
+		}
 		fallbacks := ""
 		if row.RedisFallbacks > 0 {
 			fallbacks = fmt.Sprintf("; **%d of %d decisions (%.1f %%) made without Redis** (no answer within the store's timeout, or the breaker open): the handler's own buckets decided them, and they cost no round trip", row.RedisFallbacks, row.RedisDecisions, 100*float64(row.RedisFallbacks)/float64(row.RedisDecisions))
@@ -155,6 +161,25 @@ func (r *report) writeRedis(w io.Writer) {
 		fmt.Fprintf(w, "- %s, %s: %.2f× reverse_proxy [%.2f–%.2f]; p50 %s; %s%s\n", row.Config, sizeLabel(row.Size),
 			row.Ratio.Median, row.Ratio.Min, row.Ratio.Max, added, cmds, fallbacks)
 	}
+}
+
+// cpuPerRequest is a CPU time per request, in microseconds, or – where
+// it was not measured.
+func cpuPerRequest(s *spread) string {
+	if s == nil {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f µs", s.Median)
+}
+
+// find is the row of the named configuration and body size, or nil.
+func (r *report) find(name string, size int) *row {
+	for i := range r.Rows {
+		if r.Rows[i].Config == name && r.Rows[i].Size == size {
+			return &r.Rows[i]
+		}
+	}
+	return nil
 }
 
 // writeFirstEvents is the SSE time to first event, when it was measured.

@@ -22,6 +22,9 @@ import (
 // redisInstall is what to run where redis-server is missing.
 const redisInstall = "apt-get install redis-server"
 
+// cpu is the CPU time the server has used so far.
+func (r *redisServer) cpu() (time.Duration, bool) { return caddyrun.ProcessCPU(r.cmd.Process.Pid) }
+
 // redisServer is the benchmark's own redis-server: on a free loopback port,
 // nothing saved to disk, run for the whole benchmark and shared by the
 // configurations whose limits keep their buckets in Redis.
@@ -209,6 +212,9 @@ type redisUse struct {
 	// its own buckets. From Caddy's caddy_mcp_store_decisions_total.
 	Decisions uint64 `json:"decisions"`
 	Fallbacks uint64 `json:"fallbacks"`
+	// CPU is the CPU time redis-server used meanwhile (0 where the system
+	// does not tell).
+	CPU time.Duration `json:"cpu_ns"`
 }
 
 // useBetween is what was asked of Redis between two counter reads, for

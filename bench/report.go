@@ -71,9 +71,14 @@ type row struct {
 	// RedisDecisions are the decisions asked of the Redis store over the
 	// rounds, and RedisFallbacks those Redis did not make (a timeout, or
 	// the breaker open): the handler made them with its own buckets.
-	RedisDecisions uint64     `json:"redis_decisions,omitempty"`
-	RedisFallbacks uint64     `json:"redis_fallbacks,omitempty"`
-	Rounds         []roundFig `json:"rounds"`
+	RedisDecisions uint64 `json:"redis_decisions,omitempty"`
+	RedisFallbacks uint64 `json:"redis_fallbacks,omitempty"`
+	// CPU is the CPU time the Caddy process used per good answer, and
+	// RedisCPU redis-server's, in microseconds (absent where the system
+	// does not tell).
+	CPU      *spread    `json:"caddy_cpu_us_per_request,omitempty"`
+	RedisCPU *spread    `json:"redis_cpu_us_per_request,omitempty"`
+	Rounds   []roundFig `json:"rounds"`
 }
 
 // roundFig is one round's measurement.
@@ -109,8 +114,14 @@ func summarise(all []*series) []row {
 		if s.Config.InProcess != "" {
 			inProcess = findSeries(all, s.Config.InProcess, s.Size)
 		}
-		var overInProcess, redisCmds, redisScripts, redisTrips []float64
+		var overInProcess, redisCmds, redisScripts, redisTrips, cpu, redisCPU []float64
 		for i, smp := range s.Samples {
+			if smp.CPU > 0 && smp.Answered > 0 {
+				cpu = append(cpu, us(smp.CPU)/float64(smp.Answered))
+			}
+			if smp.Redis != nil && smp.Redis.CPU > 0 && smp.Answered > 0 {
+				redisCPU = append(redisCPU, us(smp.Redis.CPU)/float64(smp.Answered))
+			}
 			rps = append(rps, smp.RPS())
 			p50 = append(p50, ms(smp.P50()))
 			p99 = append(p99, ms(smp.P99()))
@@ -146,6 +157,7 @@ func summarise(all []*series) []row {
 		r.AddedP50, r.AddedP99 = spreadOf(add50), spreadOf(add99)
 		r.AddedP50InProcess, r.RedisCommands, r.RedisScripts = spreadOrNil(overInProcess), spreadOrNil(redisCmds), spreadOrNil(redisScripts)
 		r.RedisRoundTrips = spreadOrNil(redisTrips)
+		r.CPU, r.RedisCPU = spreadOrNil(cpu), spreadOrNil(redisCPU)
 		rows = append(rows, r)
 	}
 	return rows
