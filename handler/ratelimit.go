@@ -26,7 +26,8 @@ type RateLimit struct {
 	// {client_ip} in a Caddyfile), the client's address, which honours the
 	// server's trusted_proxies. Any placeholder works, including
 	// {http.mcp.tool}, {http.mcp.session_id} and header values; note that a
-	// session id alone is chosen by the client and so is spoofable. An
+	// session id alone is chosen by the client and so is spoofable, unless
+	// sessions are on (then it is the id in a token the gateway sealed). An
 	// unknown placeholder is a configuration error; a request giving twice a
 	// header the key reads is refused.
 	Key string `json:"key,omitempty"`

@@ -34,7 +34,9 @@ type Sessions struct {
 	// every one opens, so a secret is rotated by putting a new one first
 	// and keeping the old one for TTL. Placeholders ({env.*}) are expanded
 	// when the config loads; each must be at least 16 bytes (32 random
-	// bytes, e.g. from openssl rand -base64 32, are best). Default: keys
+	// bytes, e.g. from openssl rand -base64 32, are best), but an old one
+	// (any but the first) that expands to nothing is left out, so that
+	// {env.MCP_SESSION_SECRET_OLD} may stay unset between rotations. Default: keys
 	// generated and kept in Caddy's storage and rotated every 12 hours, so
 	// that every node sharing the storage shares them.
 	Secrets []string `json:"secrets,omitempty"`
@@ -65,6 +67,26 @@ func (s *Sessions) Validate() error {
 	return nil
 }
 
+// expandSecrets replaces the placeholders of the secrets. An old secret
+// (any but the first) that expands to nothing is left out: between
+// rotations its variable is unset, and there is no older key to open
+// with. The first seals, and must be there.
+func expandSecrets(templates []string) ([]string, error) {
+	repl := caddy.NewReplacer()
+	secrets := make([]string, 0, len(templates))
+	for i, t := range templates {
+		s := repl.ReplaceAll(t, "")
+		switch {
+		case s == "" && i == 0:
+			return nil, fmt.Errorf("secret 1 of %d, which seals, is empty (%s): set it to at least %d bytes (32 random bytes: openssl rand -base64 32)", len(templates), clip(t), session.MinSecret)
+		case s == "":
+			continue
+		}
+		secrets = append(secrets, s)
+	}
+	return secrets, nil
+}
+
 // pins is the handler's sessions at work: the keys, and what to seal.
 type pins struct {
 	ttl    time.Duration
@@ -78,10 +100,9 @@ type pins struct {
 func newPins(ctx caddy.Context, cfg *Sessions, logger *zap.Logger) (*pins, error) {
 	p := &pins{ttl: cmp.Or(time.Duration(cfg.TTL), DefaultSessionTTL), bind: cfg.Bind, now: time.Now, logger: logger}
 	if len(cfg.Secrets) > 0 {
-		repl := caddy.NewReplacer()
-		secrets := make([]string, len(cfg.Secrets))
-		for i, s := range cfg.Secrets {
-			secrets[i] = repl.ReplaceAll(s, "")
+		secrets, err := expandSecrets(cfg.Secrets)
+		if err != nil {
+			return nil, err
 		}
 		ring, err := session.FromSecrets(secrets)
 		if err != nil {

@@ -355,17 +355,25 @@ func TestSessionTokensThatDoNotOpenGet404(t *testing.T) {
 	})
 }
 
+// Rotation as the README writes it: the secrets from two variables, the
+// old one unset until a rotation, then the new secret first and the old
+// one kept, then the old one gone.
 func TestSessionKeysRotateWithoutBreakingSessions(t *testing.T) {
 	a := startReplica(t, "a")
 	const newSecret = "the-next-session-secret-0123456789"
 	site := func(secrets string) string {
 		return poolSite("sessions {\n\tsecret "+secrets+"\n}", []string{a.hostport}, mcpSessionLB)
 	}
-	g := mcptest.StartGateway(t, site(poolSecret))
+	fromEnv := site("{env.CADDY_MCP_TEST_SECRET} {env.CADDY_MCP_TEST_SECRET_OLD}")
+	t.Setenv("CADDY_MCP_TEST_SECRET", poolSecret)
+	t.Setenv("CADDY_MCP_TEST_SECRET_OLD", "")
+	g := mcptest.StartGateway(t, fromEnv)
 	endpoint := g.URL + "/mcp"
 	cs, token, _, _ := openSession(t, endpoint, "")
 
-	g.Reload(t, site(newSecret+" "+poolSecret))
+	t.Setenv("CADDY_MCP_TEST_SECRET", newSecret)
+	t.Setenv("CADDY_MCP_TEST_SECRET_OLD", poolSecret)
+	g.Reload(t, fromEnv)
 	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "whoami"})
 	require.NoError(t, err, "the old secret still opens")
 	assert.False(t, res.IsError)
