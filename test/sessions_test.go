@@ -205,12 +205,17 @@ type replica struct {
 
 func startReplica(t *testing.T, name string) *replica {
 	t.Helper()
-	server := mcp.NewServer(&mcp.Implementation{Name: name, Version: "1"}, nil)
+	return serveReplica(t, name, mcp.NewServer(&mcp.Implementation{Name: name, Version: "1"}, nil), nil)
+}
+
+// serveReplica adds whoami to server and serves it on a loopback port.
+func serveReplica(t *testing.T, name string, server *mcp.Server, opts *mcp.StreamableHTTPOptions) *replica {
+	t.Helper()
 	mcp.AddTool(server, &mcp.Tool{Name: "whoami", InputSchema: &jsonschema.Schema{Type: "object"}},
 		func(_ context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name + " " + req.Session.ID()}}}, nil, nil
 		})
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, opts)
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() {
 		srv.CloseClientConnections()
@@ -589,4 +594,110 @@ func TestUpstreamIDsDoNotLeakInInterimResponsesOrTrailers(t *testing.T) {
 	for k, v := range resp.Trailer {
 		assert.NotContains(t, v, "raw-in-trailer", "trailer %s", k)
 	}
+}
+
+// A stream that breaks after an event id is resumed with GET and
+// Last-Event-ID: the gateway opens the token, and the replica holding the
+// session replays what the client missed. (Any other replica would answer
+// 404: it has no such session.)
+func TestLastEventIDReconnectsReachTheirReplica(t *testing.T) {
+	release := make(chan struct{})
+	a, b := startResumableReplica(t, "a", release), startResumableReplica(t, "b", release)
+	g := mcptest.StartGateway(t, poolSite(sessionsOn, []string{a.hostport, b.hostport}, mcpSessionLB))
+	endpoint := g.URL + "/mcp"
+	_, token, name, upstreamID := openSession(t, endpoint, "")
+
+	// The call streams a progress event, then waits: the client leaves
+	// after that event, remembering its id.
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, endpoint,
+		strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"wait","arguments":{},"_meta":{"progressToken":"p"}}}`))
+	require.NoError(t, err)
+	sessionHeaders(req, token)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	lastID := ""
+	for sc := bufio.NewScanner(resp.Body); sc.Scan(); {
+		if id, ok := strings.CutPrefix(sc.Text(), "id: "); ok {
+			lastID = id
+		}
+		if strings.Contains(sc.Text(), "notifications/progress") {
+			break
+		}
+	}
+	require.NoError(t, resp.Body.Close())
+	require.NotEmpty(t, lastID, "an event id to resume from")
+	close(release)
+
+	req, err = http.NewRequestWithContext(t.Context(), http.MethodGet, endpoint, nil)
+	require.NoError(t, err)
+	sessionHeaders(req, token)
+	req.Header.Set("Last-Event-ID", lastID)
+	resp, err = http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "the replica holding the session resumes it")
+	var replayed strings.Builder
+	for sc := bufio.NewScanner(resp.Body); sc.Scan() && !strings.Contains(replayed.String(), `"id":7`); {
+		replayed.WriteString(sc.Text() + "\n")
+	}
+	assert.Contains(t, replayed.String(), `"id":7,"result"`)
+	assert.Contains(t, replayed.String(), name+" "+upstreamID, "answered by the session's replica")
+}
+
+// startResumableReplica is a stateful Go SDK server keeping its streams'
+// events, so that a client may resume one, with a tool that sends one
+// progress notification and answers once release is closed.
+func startResumableReplica(t *testing.T, name string, release <-chan struct{}) *replica {
+	t.Helper()
+	server := mcp.NewServer(&mcp.Implementation{Name: name, Version: "1"}, nil)
+	mcp.AddTool(server, &mcp.Tool{Name: "wait", InputSchema: &jsonschema.Schema{Type: "object"}},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+			if token := req.Params.GetProgressToken(); token != nil {
+				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: 1})
+			}
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name + " " + req.Session.ID()}}}, nil, nil
+		})
+	return serveReplica(t, name, server, &mcp.StreamableHTTPOptions{EventStore: mcp.NewMemoryEventStore(nil)})
+}
+
+// sessionHeaders are the headers of a 2025-11-25 request in the session
+// token names.
+func sessionHeaders(req *http.Request, token string) {
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	req.Header.Set("Mcp-Session-Id", token)
+}
+
+// MCP 2026-07-28 has no sessions: through a gateway with sessions on, its
+// calls are balanced by the fallback policy and answered as directly, and
+// no token is issued.
+func TestStatelessClientsPassAPoolWithSessions(t *testing.T) {
+	stateless := &mcp.StreamableHTTPOptions{Stateless: true}
+	a := serveReplica(t, "a", mcp.NewServer(&mcp.Implementation{Name: "a", Version: "1"}, nil), stateless)
+	b := serveReplica(t, "b", mcp.NewServer(&mcp.Implementation{Name: "b", Version: "1"}, nil), stateless)
+	g := mcptest.StartGateway(t, poolSite(sessionsOn, []string{a.hostport, b.hostport}, mcpSessionLB))
+	tr := &headerTransport{add: http.Header{}}
+	c := mcp.NewClient(&mcp.Implementation{Name: "stateless-client", Version: "1"}, nil)
+	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: g.URL + "/mcp", HTTPClient: &http.Client{Transport: tr}}, nil)
+	require.NoError(t, err)
+	defer cs.Close()
+	require.Equal(t, "2026-07-28", cs.InitializeResult().ProtocolVersion)
+	answered := map[string]int{}
+	for range 4 {
+		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "whoami"})
+		require.NoError(t, err)
+		require.False(t, res.IsError, "%v", res.Content)
+		answered[strings.Fields(mcptest.TextOf(t, res))[0]]++
+	}
+	assert.Equal(t, map[string]int{"a": 2, "b": 2}, answered, "balanced round robin, as the fallback says")
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	assert.Empty(t, tr.session, "no session, no token")
 }
