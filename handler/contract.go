@@ -202,24 +202,23 @@ func (h *Handler) awareness(x *exchange, tool string) string {
 	return contract.Awareness(tool, h.contract.deltas(listKey(x), tool))
 }
 
-// refuseBroken answers a call to a tool whose contract broke, when
-// on_breaking is refuse; it reports whether it answered.
-func (h *Handler) refuseBroken(x *exchange, tool string) (envelope.Envelope, bool) {
+// refuseBroken reports whether a call to tool is refused, on_breaking
+// being refuse and the tool's contract broken, and the breaking changes.
+func (h *Handler) refuseBroken(x *exchange, tool string) (breaking []string, refused bool) {
 	if h.contract == nil || !h.contract.refuse {
-		return envelope.Envelope{}, false
+		return nil, false
 	}
 	deltas := h.contract.deltas(listKey(x), tool)
 	if contract.Worst(deltas) != contract.Breaking {
-		return envelope.Envelope{}, false
+		return nil, false
 	}
-	var what []string
 	for _, d := range deltas {
 		if d.Severity == contract.Breaking {
-			what = append(what, d.What)
+			breaking = append(breaking, d.What)
 		}
 	}
-	slices.Sort(what)
-	return contractBroken(tool, what), true
+	slices.Sort(breaking)
+	return breaking, true
 }
 
 // appendCallResult appends the answer to a tools/call: the envelope as a

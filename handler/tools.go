@@ -261,11 +261,19 @@ func (h *Handler) validate(w http.ResponseWriter, x *exchange) (bool, error) {
 		}
 	}
 	if x.batch || len(x.msgs) != 1 {
-		if h.ValidateCalls {
-			for i := range x.msgs {
-				if isCall(&x.msgs[i]) {
-					validUnchecked.Inc()
-				}
+		// A batch's arguments pass unchecked, but a tool whose contract
+		// broke is refused in a batch as alone: the whole batch is.
+		for i := range x.msgs {
+			m := &x.msgs[i]
+			if !isCall(m) {
+				continue
+			}
+			if breaking, refused := h.refuseBroken(x, string(m.Name)); refused {
+				env := contractBrokenInBatch(string(m.Name), breaking)
+				return true, h.answer(w, x, &env, http.StatusOK)
+			}
+			if h.ValidateCalls {
+				validUnchecked.Inc()
 			}
 		}
 		return false, nil
@@ -275,7 +283,8 @@ func (h *Handler) validate(w http.ResponseWriter, x *exchange) (bool, error) {
 	}
 	m := &x.msgs[0]
 	tool := string(m.Name)
-	if env, refused := h.refuseBroken(x, tool); refused {
+	if breaking, refused := h.refuseBroken(x, tool); refused {
+		env := contractBroken(tool, breaking)
 		return true, h.answer(w, x, &env, http.StatusOK)
 	}
 	if !h.ValidateCalls {

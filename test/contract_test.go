@@ -17,6 +17,7 @@ import (
 	"github.com/caddymcp/caddy-mcp/contract"
 	"github.com/caddymcp/caddy-mcp/internal/caddyrun"
 	"github.com/caddymcp/caddy-mcp/test/mcptest"
+	"github.com/caddymcp/caddy-mcp/test/wire"
 )
 
 // invoiceServer is a Go SDK server with one tool, get_invoice, whose
@@ -115,4 +116,15 @@ func TestContractDriftIsToldToTheModel(t *testing.T) {
 	assert.Contains(t, text, "changed since its contract was approved")
 	assert.Contains(t, text, "Field 'region': a new required field.")
 	assert.True(t, strings.Contains(res.Content[1].(*mcp.TextContent).Text, "<contract_awareness"), "a reload keeps what changed")
+
+	// A batch holding the call is refused whole, not passed unchecked.
+	resp, body := post(t, g.URL+"/mcp", `[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_invoice","arguments":{"id":"7","limit":80}}},{"jsonrpc":"2.0","id":2,"method":"tools/list"}]`)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	answers, err := wire.Answers(body)
+	require.NoError(t, err, "%s", body)
+	require.Len(t, answers, 2, "%s", body)
+	for _, a := range answers {
+		assert.Contains(t, string(a), `FORBIDDEN`)
+		assert.Contains(t, string(a), `This batch calls the tool \"get_invoice\", which changed since its contract was approved`)
+	}
 }
