@@ -295,34 +295,94 @@ func (c *collector) suggest(problems []envelope.FieldProblem) {
 // walk collects the leaves of a failure: the keywords that failed where
 // they failed, not the schemas that contained them.
 func (c *collector) walk(e *jsonschema.ValidationError) {
-	switch e.ErrorKind.(type) {
-	case *kind.Schema, *kind.Group, *kind.AllOf, *kind.Reference:
+	if isContainer(e.ErrorKind) {
 		for _, cause := range e.Causes {
 			c.walk(cause)
 		}
 		return
 	}
 	k := e.ErrorKind
+	switch k := k.(type) {
+	case *kind.AnyOf:
+		if c.walkBranches(e) {
+			return
+		}
+	case *kind.OneOf:
+		if len(k.Subschemas) == 0 && c.walkBranches(e) {
+			return
+		}
+	}
 	switch k.(type) {
 	case *kind.Not, *kind.FalseSchema:
 		// additionalProperties: {"not": {}} (what the Go SDK writes for
-		// a struct) or false, met by a field: an unknown field.
-		if n := len(e.InstanceLocation); n > 0 && strings.HasSuffix(e.SchemaURL, "/additionalProperties") {
+		// a struct) or false, or unevaluatedProperties: false, met by a
+		// field: an unknown field.
+		if n := len(e.InstanceLocation); n > 0 && (strings.HasSuffix(e.SchemaURL, "/additionalProperties") || strings.HasSuffix(e.SchemaURL, "/unevaluatedProperties")) {
 			k = &kind.AdditionalProperties{Properties: []string{e.InstanceLocation[n-1]}}
 			e = &jsonschema.ValidationError{InstanceLocation: e.InstanceLocation[:n-1]}
 		}
 	}
 	for _, p := range c.word(e.InstanceLocation, k) {
-		key := p.Path + "\x00" + p.Problem
-		if len(c.problems) == maxCollected || c.seen[key] {
+		c.add(p)
+	}
+}
+
+// add keeps a problem, once, up to maxCollected.
+func (c *collector) add(p envelope.FieldProblem) {
+	key := p.Path + "\x00" + p.Problem
+	if len(c.problems) == maxCollected || c.seen[key] {
+		return
+	}
+	if c.seen == nil {
+		c.seen = make(map[string]bool)
+	}
+	c.seen[key] = true
+	c.problems = append(c.problems, p)
+}
+
+// walkBranches words an anyOf or a oneOf that no branch matched by what
+// its branches say, when they say something plain, and reports whether
+// they did: branches that differ only by type (["string", "null"], as a
+// pydantic Optional writes) make one "Wrong type" naming every type; a
+// single branch whose type fits the value (the one member of a union of
+// objects a value claims to be) is walked, so that the model learns which
+// of its fields failed rather than that no shape fitted.
+func (c *collector) walkBranches(e *jsonschema.ValidationError) bool {
+	var types []string
+	var fits []*jsonschema.ValidationError
+	for _, branch := range e.Causes {
+		leaf := branch
+		for len(leaf.Causes) == 1 && isContainer(leaf.ErrorKind) {
+			leaf = leaf.Causes[0]
+		}
+		if t, ok := leaf.ErrorKind.(*kind.Type); ok && slices.Equal(leaf.InstanceLocation, e.InstanceLocation) {
+			types = append(types, t.Want...)
 			continue
 		}
-		if c.seen == nil {
-			c.seen = make(map[string]bool)
-		}
-		c.seen[key] = true
-		c.problems = append(c.problems, p)
+		fits = append(fits, branch)
 	}
+	switch {
+	case len(fits) == 0 && len(types) > 0:
+		slices.Sort(types)
+		for _, p := range c.word(e.InstanceLocation, &kind.Type{Want: slices.Compact(types)}) {
+			c.add(p)
+		}
+		return true
+	case len(fits) == 1:
+		c.walk(fits[0])
+		return true
+	}
+	return false
+}
+
+// isContainer reports whether an error of kind k only holds the errors of
+// the keywords under it.
+func isContainer(k jsonschema.ErrorKind) bool {
+	switch k.(type) {
+	case *kind.Schema, *kind.Group, *kind.AllOf, *kind.Reference:
+		return true
+	}
+	return false
 }
 
 // word turns one failed keyword at loc into problems, one per field.
@@ -397,7 +457,12 @@ func (c *collector) word(loc []string, k jsonschema.ErrorKind) []envelope.FieldP
 		return at("Too many items of one kind", "Expected fewer items matching the schema.")
 	case *kind.PropertyNames:
 		return at("Invalid field name '"+k.Property+"'", "Expected field names the schema allows.")
-	case *kind.AnyOf, *kind.OneOf:
+	case *kind.AnyOf:
+		return at("Matches none of the allowed shapes", "Expected a value matching at least one of the shapes in the tool's schema.")
+	case *kind.OneOf:
+		if len(k.Subschemas) > 1 {
+			return at(fmt.Sprintf("Matches %d of the allowed shapes, where only one may match", len(k.Subschemas)), "Expected a value matching exactly one of the shapes in the tool's schema.")
+		}
 		return at("Matches none of the allowed shapes", "Expected a value matching exactly one of the shapes in the tool's schema.")
 	case *kind.Not:
 		return at("Not allowed", "Expected a value the tool's schema does not exclude.")
@@ -420,17 +485,21 @@ func (c *collector) missingWith(loc []string, prop string, missing []string) []e
 // root.
 func path(loc []string) string { return strings.Join(loc, ".") }
 
-// sent is the JSON at loc in the instance, nil when there is none.
+// sent is the JSON at loc in the instance, nil when there is none: as
+// decoded and written again (an object's fields sorted by name), with <, >
+// and & as sent rather than escaped for HTML.
 func (c *collector) sent(loc []string) json.RawMessage {
 	v, ok := lookup(c.inst, loc)
 	if !ok {
 		return nil
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return nil
 	}
-	return b
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
 
 func lookup(v any, loc []string) (any, bool) {
