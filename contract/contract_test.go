@@ -60,6 +60,28 @@ func TestDiffSaysWhatChangedAndHowMuchItMatters(t *testing.T) {
 	assert.Empty(t, Diff(locked, locked))
 }
 
+// A keyword that only narrows (const, pattern, format, type) breaks calls
+// when added or changed, and none when lifted.
+func TestNarrowingKeywordsBreakWhenAddedNotWhenLifted(t *testing.T) {
+	schema := func(props string) string { return `{"type":"object","properties":{` + props + `}}` }
+	tests := []struct{ old, now, want string }{
+		{`"a":{"type":"string","format":"email"}`, `"a":{"type":"string"}`, "RISKY Field 'a': the format ('email') was lifted."},
+		{`"a":{"type":"string"}`, `"a":{"type":"string","format":"email"}`, "BREAKING Field 'a': the format is now 'email' (there was none)."},
+		{`"a":{"type":"string","pattern":"^x"}`, `"a":{"type":"string","pattern":"^y"}`, "BREAKING Field 'a': the pattern is now '^y' (was '^x')."},
+		{`"a":{"const":"v1"}`, `"a":{}`, "RISKY Field 'a': the only allowed value ('v1') was lifted."},
+		{`"a":{}`, `"a":{"const":"v2"}`, "BREAKING Field 'a': the only allowed value is now 'v2' (there was none)."},
+		{`"a":{"type":"integer"}`, `"a":{}`, "RISKY Field 'a': any type is now accepted (was integer)."},
+		{`"a":{}`, `"a":{"type":"integer"}`, "BREAKING Field 'a': the type must now be integer (any was accepted)."},
+	}
+	for _, tt := range tests {
+		var got []string
+		for _, d := range Diff([]Tool{tool("t", "", schema(tt.old))}, []Tool{tool("t", "", schema(tt.now))}) {
+			got = append(got, string(d.Severity)+" "+d.What)
+		}
+		assert.Equal(t, []string{tt.want}, got, "%s -> %s", tt.old, tt.now)
+	}
+}
+
 func TestAwarenessListsFiveBreakingFirst(t *testing.T) {
 	deltas := Diff([]Tool{tool("get_invoice", "Gets an invoice.", invoiceV1)}, []Tool{tool("get_invoice", "Gets an invoice by id.", invoiceV2)})
 	assert.Equal(t, `<contract_awareness action="get_invoice">

@@ -62,27 +62,28 @@ func (d *differ) schema(field string, old, now map[string]any, depth int) {
 	if depth > maxDiffDepth || old == nil || now == nil {
 		return
 	}
-	if ot, nt := typeSet(old["type"]), typeSet(now["type"]); ot != nil && nt != nil && !slices.Equal(ot, nt) {
+	switch ot, nt := typeSet(old["type"]), typeSet(now["type"]); {
+	case ot != nil && nt != nil && !slices.Equal(ot, nt):
 		sev := Breaking
 		if subset(ot, nt) {
 			sev = Risky
 		}
 		d.add(sev, field, "the type is now %s (was %s).", strings.Join(nt, " or "), strings.Join(ot, " or "))
+	case ot != nil && nt == nil:
+		d.add(Risky, field, "any type is now accepted (was %s).", strings.Join(ot, " or "))
+	case ot == nil && nt != nil:
+		d.add(Breaking, field, "the type must now be %s (any was accepted).", strings.Join(nt, " or "))
 	}
 	d.enum(field, old["enum"], now["enum"])
-	if !reflect.DeepEqual(old["const"], now["const"]) && (old["const"] != nil || now["const"] != nil) {
-		d.add(Breaking, field, "the only allowed value is now %s.", show(now["const"]))
+	d.constraint(field, "the only allowed value", old["const"], now["const"])
+	for _, k := range []string{"pattern", "format"} {
+		d.constraint(field, "the "+k, old[k], now[k])
 	}
 	if !reflect.DeepEqual(old["default"], now["default"]) && (old["default"] != nil || now["default"] != nil) {
 		d.add(Risky, field, "the default is now %s (was %s).", show(now["default"]), show(old["default"]))
 	}
 	for _, b := range bounds {
 		d.bound(field, b, old[b.keyword], now[b.keyword])
-	}
-	for _, k := range []string{"pattern", "format"} {
-		if !reflect.DeepEqual(old[k], now[k]) {
-			d.add(Breaking, field, "the %s is now %s (was %s).", k, show(now[k]), show(old[k]))
-		}
 	}
 	d.properties(field, old, now, depth)
 	if oi, ni := asMap(old["items"]), asMap(now["items"]); oi != nil && ni != nil {
@@ -126,6 +127,21 @@ func (d *differ) properties(field string, old, now map[string]any, depth int) {
 				d.add(Risky, join(field, name), "the field is no longer required.")
 			}
 		}
+	}
+}
+
+// constraint compares a keyword that only narrows what is allowed (const,
+// pattern, format): added or changed, calls that passed may not; removed,
+// every call that passed still does.
+func (d *differ) constraint(field, words string, old, now any) {
+	switch {
+	case reflect.DeepEqual(old, now):
+	case now == nil:
+		d.add(Risky, field, "%s (%s) was lifted.", words, show(old))
+	case old == nil:
+		d.add(Breaking, field, "%s is now %s (there was none).", words, show(now))
+	default:
+		d.add(Breaking, field, "%s is now %s (was %s).", words, show(now), show(old))
 	}
 }
 

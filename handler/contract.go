@@ -69,10 +69,14 @@ type contractKey struct {
 }
 
 type liveList struct {
-	// started: the first page of the listing under way was seen.
-	started bool
-	pending []contract.Tool
-	deltas  []contract.Delta
+	// started: the first page of the listing under way was seen; over:
+	// its pages held more than toolschema.MaxTools tools.
+	started, over bool
+	pending       []contract.Tool
+	// compared: a whole list was compared with the lockfile, and deltas
+	// are its changes (none when it matches).
+	compared bool
+	deltas   []contract.Delta
 	// seen is the last drift logged, so that each is logged once.
 	seen string
 }
@@ -123,18 +127,28 @@ func (s *contractState) learn(key toolschema.ListKey, result []byte, first bool)
 		contractLists[ck] = l
 	}
 	if first {
-		l.pending, l.started = nil, true
+		l.pending, l.started, l.over = nil, true, false
 	}
 	if !l.started {
 		return // a page of a listing whose start this gateway did not see
 	}
 	if len(l.pending)+len(res.Tools) <= toolschema.MaxTools {
 		l.pending = append(l.pending, res.Tools...)
+	} else {
+		l.pending, l.over = nil, true
 	}
 	if !last {
 		return
 	}
-	l.deltas = contract.Diff(s.locked, l.pending)
+	if l.over {
+		// Part of a list would read as tools removed: a list this long is
+		// not compared, and nothing is told or refused for it.
+		l.compared, l.deltas, l.started = false, nil, false
+		s.logger.Warn("the tools listed are too many to compare with the contract: drift is not checked for this list",
+			zap.String("endpoint", key.Endpoint), zap.Int("max_tools", toolschema.MaxTools))
+		return
+	}
+	l.compared, l.deltas = true, contract.Diff(s.locked, l.pending)
 	l.pending, l.started = nil, false
 	s.logDrift(key, l)
 }
@@ -180,7 +194,7 @@ func (s *contractState) deltas(key toolschema.ListKey, tool string) []contract.D
 	contractMu.Lock()
 	defer contractMu.Unlock()
 	for _, k := range []toolschema.ListKey{key, {Endpoint: key.Endpoint}} {
-		if l := contractLists[contractKey{s.lock, k}]; l != nil && l.deltas != nil {
+		if l := contractLists[contractKey{s.lock, k}]; l != nil && l.compared {
 			var out []contract.Delta
 			for _, d := range l.deltas {
 				if d.Tool == tool {
