@@ -203,3 +203,39 @@ func TestAnotherRoutesListDoesNotJudgeThisOne(t *testing.T) {
 	got := postAs(t, g2.URL+"/a/mcp", "", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_invoice","arguments":{"id":"x"}}}`)
 	assert.Contains(t, got, `"ran"`, "another route's list does not judge this one's calls")
 }
+
+// A call refused by validation takes no guard place: with the one place
+// held by a slow call, a call breaking its schema is still told what to
+// fix, while a valid call is shed. Every outcome is counted.
+func TestRefusedArgumentsTakeNoGuardPlace(t *testing.T) {
+	site := "mcp {\n\tvalidate\n\tconcurrency {\n\t\tmax 1\n\t\tqueue 0\n\t}\n}\n" + mcptest.ProxyTo(mcptest.StartDemoServer(t))
+	g := mcptest.StartGatewayWith(t, mcptest.GatewayConfig{Site: site, Admin: true})
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "validate-guard", Version: "1"}, nil).
+		Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: g.URL + "/mcp"}, nil)
+	require.NoError(t, err)
+	defer cs.Close()
+	before := mcpMetrics(t, g.AdminURL)
+	_, err = cs.ListTools(t.Context(), nil)
+	require.NoError(t, err)
+
+	slow := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{"ms": 3000}})
+		slow <- err
+	}()
+	gaugesReach(t, g.AdminURL, map[string]float64{`caddy_mcp_inflight{guard="default"}`: 1})
+
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "add", Arguments: map[string]any{"a": "x", "b": 1}})
+	require.NoError(t, err)
+	assert.Contains(t, mcptest.TextOf(t, res), "<validation_error", "refused by validation, not by the guard")
+	res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "add", Arguments: map[string]any{"a": 1, "b": 1}})
+	require.NoError(t, err)
+	assert.Contains(t, mcptest.TextOf(t, res), `code="SERVER_BUSY"`, "the one place is held")
+	require.NoError(t, <-slow)
+
+	got := delta(before, mcpMetrics(t, g.AdminURL))
+	assert.Equal(t, 1.0, got[`caddy_mcp_validations_total{outcome="invalid"}`])
+	assert.Equal(t, 2.0, got[`caddy_mcp_validations_total{outcome="valid"}`], "the slow call and the shed one")
+	assert.Equal(t, 4.0, got[`caddy_mcp_tools_learned_total{}`], "the demo server's tools")
+	assert.Zero(t, got[`caddy_mcp_tool_schemas_invalid_total{}`])
+}
