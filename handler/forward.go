@@ -12,6 +12,7 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 	"github.com/caddymcp/caddy-mcp/session"
+	"github.com/caddymcp/caddy-mcp/toolschema"
 )
 
 // Forwarding: the request goes to the next handler (reverse_proxy), and its
@@ -40,7 +41,7 @@ func (h *Handler) forward(w http.ResponseWriter, x *exchange, next caddyhttp.Han
 		delete(x.r.Header, "Accept-Encoding")
 		defer countCall(read)
 	}
-	*u = upstreamWatch{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, x: x, pins: h.pins, list: list, read: read, keepaliveEvery: time.Duration(h.SSEKeepalive)}
+	*u = upstreamWatch{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, x: x, pins: h.pins, list: list, catalog: h.catalog, read: read, keepaliveEvery: time.Duration(h.SSEKeepalive)}
 	up := x.r
 	if len(x.slots) > 0 && !(h.UpstreamCancelsOnClose && x.era.closingCancels()) {
 		// The request holds places in the guard, and its upstream goes on
@@ -142,8 +143,10 @@ type upstreamWatch struct {
 	caddyhttp.ResponseWriterWrapper
 	x *exchange
 	// list learns the tools of a tools/list answer (nil: not one, or
-	// validate is off).
-	list *listCapture
+	// validate is off); catalog forgets the request's list when an event
+	// stream says the tools changed (nil: no tools are learned).
+	list    *listCapture
+	catalog *toolschema.Catalog
 	// pins seals the session ids the upstream answers with (nil: off);
 	// sealed is the header the client was given.
 	pins   *pins
@@ -169,6 +172,14 @@ type upstreamWatch struct {
 	read     *answerRead
 	deadline *deadline
 	cut      bool
+}
+
+// toolsChanged forgets the tools learned for the request's list, and the
+// list every caller shares: the server says they changed.
+func (u *upstreamWatch) toolsChanged() {
+	key := listKey(u.x)
+	u.catalog.Forget(key)
+	u.catalog.Forget(toolschema.ListKey{Endpoint: key.Endpoint})
 }
 
 // owesAnswer reports whether the client has not had the answer to its
@@ -213,6 +224,14 @@ func (u *upstreamWatch) WriteHeader(status int) {
 	followed := eventStream && readable && status == http.StatusOK
 	if followed {
 		u.sse = newSSETracker(u.x.msgs, u.x.era)
+		if u.catalog != nil {
+			if u.sse == nil {
+				// A stream that owes no response (the standalone GET one)
+				// is read for its notifications.
+				u.sse = &sseTracker{era: u.x.era}
+			}
+			u.sse.toolsChanged = u.toolsChanged
+		}
 	} else {
 		u.deadline.answered() // the answer has begun
 	}

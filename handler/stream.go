@@ -41,8 +41,11 @@ type sseTracker struct {
 	midEvent bool
 	// lastCR: the last write ended with a CR, whose LF may start the next.
 	lastCR bool
-	// onMessage, when set, reads the data of each message event.
-	onMessage func(data []byte)
+	// onMessage, when set, reads the data of each message event;
+	// toolsChanged, when set, is called on each
+	// notifications/tools/list_changed.
+	onMessage    func(data []byte)
+	toolsChanged func()
 
 	// Edit mode. raw holds the bytes received since the last write that
 	// are not sent yet, from sent on; lineEnd ends the line being
@@ -216,8 +219,11 @@ func (t *sseTracker) dispatch() {
 		}
 	}
 	_, _ = jsonrpc.Each(t.data, func(m jsonrpc.Message) error {
-		if m.Kind == jsonrpc.Response {
+		switch {
+		case m.Kind == jsonrpc.Response:
 			t.owed.settle(m.ID)
+		case m.Kind == jsonrpc.Notification && t.toolsChanged != nil && string(m.Method) == "notifications/tools/list_changed":
+			t.toolsChanged()
 		}
 		return nil
 	})

@@ -1,6 +1,7 @@
 package test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -8,7 +9,9 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -238,4 +241,46 @@ func TestRefusedArgumentsTakeNoGuardPlace(t *testing.T) {
 	assert.Equal(t, 2.0, got[`caddy_mcp_validations_total{outcome="valid"}`], "the slow call and the shed one")
 	assert.Equal(t, 4.0, got[`caddy_mcp_tools_learned_total{}`], "the demo server's tools")
 	assert.Zero(t, got[`caddy_mcp_tool_schemas_invalid_total{}`])
+}
+
+// When the server says its tools changed (notifications/tools/list_changed,
+// here on the session's GET stream), the schemas learned before are
+// forgotten: a call valid under the new schema reaches the server, where
+// the old one would have refused it.
+func TestAListChangedNotificationForgetsTheSchemas(t *testing.T) {
+	server := mcp.NewServer(&mcp.Implementation{Name: "changing", Version: "1"}, nil)
+	addTool := func(argType string) {
+		server.AddTool(&mcp.Tool{Name: "store", InputSchema: &jsonschema.Schema{Type: "object",
+			Properties: map[string]*jsonschema.Schema{"v": {Type: argType}}, Required: []string{"v"}}},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "stored"}}}, nil
+			})
+	}
+	addTool("number")
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil))
+	t.Cleanup(srv.Close)
+	g := mcptest.StartGateway(t, "mcp {\n\tvalidate\n}\n"+mcptest.ProxyTo(srv.URL))
+
+	changed := make(chan struct{}, 1)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "validate-changes", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	}).Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: g.URL + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	require.NoError(t, err)
+	defer cs.Close()
+	_, err = cs.ListTools(t.Context(), nil)
+	require.NoError(t, err)
+	call := func() string {
+		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "store", Arguments: map[string]any{"v": "text"}})
+		require.NoError(t, err)
+		return mcptest.TextOf(t, res)
+	}
+	assert.Contains(t, call(), "<validation_error", "a number was expected")
+
+	addTool("string")
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no notifications/tools/list_changed reached the client")
+	}
+	assert.Equal(t, "stored", call(), "the old schema is forgotten: the call reaches the server")
 }

@@ -262,6 +262,15 @@ func (c *Catalog) Lookup(key ListKey, tool string, now time.Time) (s *Schema, fo
 	return nil, NoList, nil
 }
 
+// Forget drops the list under key: the server said its tools changed
+// (notifications/tools/list_changed), so what the list held may be wrong
+// until it is listed again, and calls pass unchecked meanwhile.
+func (c *Catalog) Forget(key ListKey) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.lists, key)
+}
+
 // Len is how many lists and compiled schemas the catalog holds.
 func (c *Catalog) Len() (lists, schemas int) {
 	c.mu.Lock()
