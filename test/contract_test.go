@@ -108,6 +108,18 @@ func TestContractDriftIsToldToTheModel(t *testing.T) {
 <recovery>The tool changed since the contract you may know: list the tools again and call it as it is now.</recovery>
 </contract_awareness>`, res.Content[1].(*mcp.TextContent).Text)
 
+	// An upstream failure for the changed tool carries what changed too.
+	up.set(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "database unavailable", http.StatusInternalServerError)
+	}))
+	res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "get_invoice", Arguments: map[string]any{"id": "7", "limit": 20, "region": "eu"}})
+	require.NoError(t, err)
+	require.True(t, res.IsError)
+	require.Len(t, res.Content, 2, "the failure, then what changed")
+	assert.Contains(t, res.Content[0].(*mcp.TextContent).Text, `<tool_error code="INTERNAL_ERROR"`)
+	assert.Contains(t, res.Content[1].(*mcp.TextContent).Text, `<change severity="BREAKING">Field 'region': a new required field.</change>`)
+	up.set(invoiceServer(true))
+
 	g.Reload(t, site("refuse"))
 	res = call()
 	require.True(t, res.IsError)
