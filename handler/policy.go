@@ -315,7 +315,11 @@ func (h *Handler) timeUp(x *exchange, u *upstreamWatch, next caddyhttp.Handler) 
 			u.read.holding, u.read.body = false, nil
 		}
 		clearEntityHeaders(w.Header())
-		err = h.answer(w, x, &env, http.StatusOK)
+		if err = h.answer(w, x, &env, http.StatusOK); err == nil {
+			// Sent now: the cancellation below may take the upstream a
+			// while to accept, and the client must not wait for it.
+			err = http.NewResponseController(w).Flush()
+		}
 	case u.sse != nil && u.sse.owed.left > 0:
 		h.answered(x, &env)
 		if _, err = w.Write(u.sse.appendRepair(nil, &env)); err == nil {

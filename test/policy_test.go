@@ -42,8 +42,17 @@ const policySite = `mcp {
 type policyServer struct {
 	mu        sync.Mutex
 	ran       []string
+	callIDs   map[string]string // the JSON-RPC id of each tool's last call
 	cancelled chan string
 	notified  chan string
+	// takeCancellation delays taking a notifications/cancelled (nil: none).
+	takeCancellation chan struct{}
+}
+
+func (p *policyServer) callID(tool string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.callIDs[tool]
 }
 
 func (p *policyServer) record(name string) {
@@ -63,7 +72,7 @@ type queryArgs struct {
 }
 
 func startPolicyServer(t *testing.T) (*policyServer, string) {
-	p := &policyServer{cancelled: make(chan string, 16), notified: make(chan string, 16)}
+	p := &policyServer{callIDs: map[string]string{}, cancelled: make(chan string, 16), notified: make(chan string, 16)}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "policy", Version: "1"}, nil)
 	text := func(s string) *mcp.CallToolResult {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
@@ -94,13 +103,25 @@ func startPolicyServer(t *testing.T) (*policyServer, string) {
 		if r.Method == http.MethodPost {
 			body, _ := io.ReadAll(r.Body)
 			var msg struct {
-				Method string `json:"method"`
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
 				Params struct {
+					Name      string          `json:"name"`
 					RequestID json.RawMessage `json:"requestId"`
 				} `json:"params"`
 			}
-			if json.Unmarshal(body, &msg) == nil && msg.Method == "notifications/cancelled" {
-				p.notified <- string(msg.Params.RequestID)
+			if json.Unmarshal(body, &msg) == nil {
+				switch msg.Method {
+				case "tools/call":
+					p.mu.Lock()
+					p.callIDs[msg.Params.Name] = string(msg.ID)
+					p.mu.Unlock()
+				case "notifications/cancelled":
+					if p.takeCancellation != nil {
+						<-p.takeCancellation
+					}
+					p.notified <- string(msg.Params.RequestID)
+				}
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
@@ -155,6 +176,7 @@ func TestToolPolicyWithTheGoClient(t *testing.T) {
 			text := mcptest.TextOf(t, res)
 			assert.Contains(t, text, `<tool_error code="UNKNOWN_ACTION" severity="error">`)
 			assert.Contains(t, text, "does not exist on this MCP server")
+			assert.Contains(t, text, "<available_actions>", "the nearest names it may call instead")
 			assert.NotContains(t, text, "<action>admin_", "no hidden name among the suggestions")
 			assert.NotContains(t, text, "<action>purge_")
 			assert.False(t, p.hasRun(tool), "the server never saw the call")
@@ -196,7 +218,7 @@ func TestToolPolicyWithTheGoClient(t *testing.T) {
 		assert.Contains(t, text, `did not answer within 700ms`)
 		assert.Contains(t, text, "check its effect before retrying")
 		assert.Equal(t, "slow_report", within(t, p.cancelled, "the call cancelled"))
-		assert.NotEmpty(t, within(t, p.notified, "notifications/cancelled"))
+		assert.Equal(t, p.callID("slow_report"), within(t, p.notified, "notifications/cancelled"), "the cancelled request's id")
 	})
 
 	t.Run("a streamed call that sent progress ends with the envelope", func(t *testing.T) {
@@ -261,6 +283,30 @@ func TestToolPolicyWithTheTypeScriptClient(t *testing.T) {
 	within(t, p.notified, "notifications/cancelled")
 
 	assert.Equal(t, "search_v2 found z", out.Results[4].Text())
+}
+
+// A call cut at its deadline frees its guard place at once, and its
+// TIMEOUT is sent at once, however long the upstream takes to accept the
+// cancellation.
+func TestAToolDeadlineAnswersAndFreesThePlaceAtOnce(t *testing.T) {
+	p, upstream := startPolicyServer(t)
+	p.takeCancellation = make(chan struct{})
+	g := mcptest.StartGateway(t, "mcp {\n\ttools {\n\t\ttimeout slow_* 300ms\n\t}\n\tconcurrency {\n\t\tmax 1\n\t\tqueue 0\n\t}\n}\n"+mcptest.ProxyTo(upstream))
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "policy-guard", Version: "1"}, nil).
+		Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: g.URL + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	require.NoError(t, err)
+	defer cs.Close()
+
+	start := time.Now()
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "slow_report", Arguments: map[string]any{"query": "q"}})
+	require.NoError(t, err)
+	assert.Contains(t, mcptest.TextOf(t, res), `code="TIMEOUT"`)
+	assert.Less(t, time.Since(start), 3*time.Second, "not held until the upstream takes the cancellation")
+	res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "search_docs", Arguments: map[string]any{"query": "q"}})
+	require.NoError(t, err)
+	assert.Equal(t, "search_docs found q", mcptest.TextOf(t, res), "the one place was freed at the deadline")
+	close(p.takeCancellation)
+	assert.Equal(t, p.callID("slow_report"), within(t, p.notified, "notifications/cancelled"))
 }
 
 // At MCP 2026-07-28 closing the call's stream is the cancellation: the
