@@ -64,13 +64,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 }
 
 // passesUninspected reports whether a body the handler could not inspect may
-// still go to the upstream: only when no rate limit or guard is configured,
-// since any of them could apply to a message the handler cannot read, and
-// only when the body does not claim to be JSON (a body that claims it and is
-// not is malformed). A body in a Content-Encoding counts as not inspected,
-// whatever its bytes: a server that decodes it reads other bytes.
+// still go to the upstream: only when nothing configured governs what
+// such a body may hold (no rate limit, no guard, no tools policy, no
+// contract that refuses), since any of them could apply to a message the
+// handler cannot read (a server that decodes gzip, or reads JSON5, would run
+// a call to a denied tool), and only when the body does not claim to be
+// JSON (a body that claims it and is not is malformed). A body in a
+// Content-Encoding counts as not inspected, whatever its bytes: a server
+// that decodes it reads other bytes. validate alone lets it pass: a call it
+// cannot check passes, as one whose tool it does not know does.
 func (h *Handler) passesUninspected(err error, r *http.Request) bool {
-	if len(h.limits) > 0 || h.concurrency != nil {
+	if len(h.limits) > 0 || h.concurrency != nil || h.policy != nil || (h.contract != nil && h.contract.refuse) {
 		return false
 	}
 	var syntax *jsonrpc.SyntaxError

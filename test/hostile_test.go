@@ -99,6 +99,31 @@ reverse_proxy `+up.addr)
 	assert.EqualValues(t, 1, up.calls.peak.Load(), "one call at a time reached the upstream")
 }
 
+// A tools policy governs what a body may call as a limit does: a body the
+// gateway cannot read (compressed for a server that decodes it, or not JSON
+// for one that reads it leniently) could call a denied tool, and is refused.
+func TestBodyGamesDoNotWalkAroundTheToolPolicy(t *testing.T) {
+	up := startUpstream(t, pythonContentType)
+	g := mcptest.StartGateway(t, "mcp {\n\ttools {\n\t\tdeny admin_*\n\t}\n}\nreverse_proxy "+up.addr)
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	_, _ = zw.Write([]byte(wire.ToolCall("gz", "admin_reset")))
+	require.NoError(t, zw.Close())
+	for _, c := range []struct {
+		name, body string
+		header     []string
+		status     int
+	}{
+		{"gzip body", gz.String(), []string{"Content-Type", "application/json", "Content-Encoding", "gzip"}, http.StatusUnsupportedMediaType},
+		{"single quotes as text/plain", `{'jsonrpc':'2.0','id':1,'method':'tools/call','params':{'name':'admin_reset'}}`, []string{"Content-Type", "text/plain"}, http.StatusBadRequest},
+	} {
+		resp, body := post(t, g.URL+"/mcp", c.body, withHeader(c.header...))
+		assert.Equal(t, c.status, resp.StatusCode, "%s: %s", c.name, body)
+		assert.Contains(t, string(body), "VALIDATION_ERROR", c.name)
+	}
+	assert.Zero(t, up.received.Load(), "nothing reached the upstream")
+}
+
 func TestBodyNotJSONPassesToTheUpstreamWhenNothingLimitsIt(t *testing.T) {
 	up := startUpstream(t, pythonContentType)
 	g := mcptest.StartGateway(t, "mcp\nreverse_proxy "+up.addr)
