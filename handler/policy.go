@@ -108,6 +108,9 @@ func (h *Handler) refuseHidden(w http.ResponseWriter, x *exchange) (bool, error)
 // from as filtered), or a tools/call, whose outcome is counted and whose
 // success carries a deprecation warning. nil for any other request.
 func (h *Handler) readAnswer(x *exchange, list *listCapture) *answerRead {
+	if h.policy != nil && x.r.Method == http.MethodGet && h.policy.EditsLists() && len(x.r.Header["Last-Event-Id"]) > 0 {
+		return h.readReplay(x)
+	}
 	if h.policy == nil || x.batch || len(x.msgs) != 1 {
 		return nil
 	}
@@ -134,6 +137,55 @@ func (h *Handler) readAnswer(x *exchange, list *listCapture) *answerRead {
 		return read
 	}
 	return nil
+}
+
+// readReplay reads a resumed stream (a GET with Last-Event-ID), which
+// replays what an earlier POST's stream carried: the answer to a tools/list
+// among it must be filtered as it was the first time, or a client that left
+// that stream after its first event would read the hidden tools here.
+// Which response answers a tools/list is not known on this stream, so
+// every result holding "tools" is filtered; one that cannot be is replaced
+// by an error for its id. (A replayed call result gets no deprecation
+// warning: nothing here says which tool it is from.)
+func (h *Handler) readReplay(x *exchange) *answerRead {
+	return &answerRead{max: maxListBody, failClosed: h.policy.Hides(),
+		rewrite: func(msg []byte) ([]byte, error) {
+			result, err := resultOf(msg, nil)
+			if err != nil || result.Start == 0 || msg[result.Start] != '{' {
+				return nil, err
+			}
+			original := msg[result.Start:result.End]
+			filtered, removed, err := h.policy.FilterList(original)
+			if err != nil {
+				env := listUnreadable(err)
+				h.answered(x, &env)
+				return env.AppendRPCError(nil, idOf(msg), x.era.rpcCode(&env)), nil
+			}
+			toolsHidden.Add(float64(removed))
+			if bytes.Equal(filtered, original) {
+				return nil, nil
+			}
+			return splice(msg, result, filtered), nil
+		},
+		fail: func(err error) []byte {
+			env := listUnreadable(err)
+			h.answered(x, &env)
+			return env.AppendRPCError(nil, nil, x.era.rpcCode(&env))
+		},
+	}
+}
+
+// idOf is the id of a JSON-RPC message, nil when it has none.
+func idOf(msg []byte) json.RawMessage {
+	var id json.RawMessage
+	_ = jsonrpc.Members(msg, func(m jsonrpc.Member) bool {
+		if string(m.Key) == "id" {
+			id = msg[m.Start:m.End]
+			return false
+		}
+		return true
+	})
+	return id
 }
 
 // countCall counts the outcome of a call the policy read the answer to.
@@ -206,8 +258,9 @@ func (h *Handler) callAnswered(x *exchange, read *answerRead, tool string, resp 
 	return splice(resp, result, edited), nil
 }
 
-// resultOf finds the result of the response in msg that answers id; a
-// zero Member when msg is not that response, or an error response.
+// resultOf finds the result of the response in msg that answers id (any
+// id, when nil); a zero Member when msg is not that response, or an error
+// response.
 func resultOf(msg []byte, id json.RawMessage) (jsonrpc.Member, error) {
 	var (
 		result jsonrpc.Member
@@ -217,7 +270,7 @@ func resultOf(msg []byte, id json.RawMessage) (jsonrpc.Member, error) {
 	err := jsonrpc.Members(msg, func(m jsonrpc.Member) bool {
 		switch {
 		case string(m.Key) == "id":
-			match = bytes.Equal(msg[m.Start:m.End], id)
+			match = id == nil || bytes.Equal(msg[m.Start:m.End], id)
 		case string(m.Key) == "result":
 			bad = bad || result.Start != 0
 			result = m

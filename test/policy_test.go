@@ -1,6 +1,7 @@
 package test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -367,4 +368,86 @@ func TestAListThatCannotBeFilteredIsNotSent(t *testing.T) {
 	assert.NotContains(t, got, "admin_x")
 	assert.Contains(t, got, `"id":7`)
 	assert.Contains(t, got, "INTERNAL_ERROR")
+}
+
+// A stream resumed with Last-Event-ID replays what the stream of an
+// earlier POST carried: a tools/list answer among it is filtered as it was
+// the first time, so a client that left that stream after its first event
+// does not read the hidden tools on the replay.
+func TestAResumedStreamHidesWhatTheListDid(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "replay", Version: "1"}, nil)
+	for _, name := range []string{"search_docs", "admin_reset"} {
+		mcp.AddTool(srv, &mcp.Tool{Name: name}, func(context.Context, *mcp.CallToolRequest, queryArgs) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{}, nil, nil
+		})
+	}
+	upstream := mcptest.ServeMCP(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+		&mcp.StreamableHTTPOptions{EventStore: mcp.NewMemoryEventStore(nil)}))
+	g := mcptest.StartGateway(t, "mcp {\n\ttools {\n\t\tdeny admin_*\n\t}\n}\n"+mcptest.ProxyTo(upstream))
+	endpoint := g.URL + "/mcp"
+	session := sessionOf(t, endpoint)
+
+	post, err := http.NewRequestWithContext(t.Context(), http.MethodPost, endpoint, strings.NewReader(`{"jsonrpc":"2.0","id":41,"method":"tools/list"}`))
+	require.NoError(t, err)
+	resumeHeaders(post, session)
+	resp, err := http.DefaultClient.Do(post)
+	require.NoError(t, err)
+	firstID := ""
+	for sc := bufio.NewScanner(resp.Body); sc.Scan() && firstID == ""; {
+		if id, ok := strings.CutPrefix(sc.Text(), "id: "); ok {
+			firstID = id
+		}
+	}
+	require.NoError(t, resp.Body.Close(), "the client leaves after the first event")
+	require.NotEmpty(t, firstID, "a priming event with an id")
+
+	// The server takes a moment to see the first stream gone (409 until
+	// then).
+	require.Eventually(t, func() bool {
+		get, err := http.NewRequestWithContext(t.Context(), http.MethodGet, endpoint, nil)
+		require.NoError(t, err)
+		resumeHeaders(get, session)
+		get.Header.Set("Last-Event-ID", firstID)
+		resp, err = http.DefaultClient.Do(get)
+		require.NoError(t, err)
+		if resp.StatusCode == http.StatusConflict {
+			resp.Body.Close()
+			return false
+		}
+		return true
+	}, 5*time.Second, 20*time.Millisecond)
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("resuming from %q: %s: %s", firstID, resp.Status, b)
+	}
+	var replayed strings.Builder
+	for sc := bufio.NewScanner(resp.Body); sc.Scan() && !strings.Contains(replayed.String(), `"id":41`); {
+		replayed.WriteString(sc.Text() + "\n")
+	}
+	assert.Contains(t, replayed.String(), `"search_docs"`, "the list is replayed")
+	assert.NotContains(t, replayed.String(), "admin_reset", "filtered as the first time")
+}
+
+// sessionOf opens a 2025-11-25 session through endpoint with the Go SDK
+// client and returns its Mcp-Session-Id.
+func sessionOf(t *testing.T, endpoint string) string {
+	t.Helper()
+	tr := &headerTransport{add: http.Header{}}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "replay-client", Version: "1"}, nil).
+		Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: tr}},
+			&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	require.NotEmpty(t, tr.session)
+	return tr.session
+}
+
+func resumeHeaders(req *http.Request, session string) {
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	req.Header.Set("Mcp-Session-Id", session)
 }
