@@ -97,6 +97,9 @@ func startPolicyServer(t *testing.T) (*policyServer, string) {
 			return text("finally"), nil, nil
 		}
 	}
+	mcp.AddTool(srv, &mcp.Tool{Name: "failing"}, func(context.Context, *mcp.CallToolRequest, queryArgs) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "the index is offline"}}}, nil, nil
+	})
 	mcp.AddTool(srv, &mcp.Tool{Name: "slow_report"}, slow)
 	mcp.AddTool(srv, &mcp.Tool{Name: "slow_progress"}, slow)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
@@ -145,7 +148,8 @@ func within(t *testing.T, c chan string, what string) string {
 
 func TestToolPolicyWithTheGoClient(t *testing.T) {
 	p, upstream := startPolicyServer(t)
-	g := mcptest.StartGateway(t, policySite+mcptest.ProxyTo(upstream))
+	g := mcptest.StartGatewayWith(t, mcptest.GatewayConfig{Site: policySite + mcptest.ProxyTo(upstream), Admin: true})
+	before := mcpMetrics(t, g.AdminURL)
 	var progress []string
 	var progressMu sync.Mutex
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "policy-go", Version: "1"}, &mcp.ClientOptions{
@@ -167,7 +171,7 @@ func TestToolPolicyWithTheGoClient(t *testing.T) {
 			assert.Equal(t, "DEPRECATED: Use search_v2 instead. The old_search tool.", tool.Description)
 		}
 	}
-	assert.ElementsMatch(t, []string{"search_docs", "search_v2", "old_search", "slow_report", "slow_progress"}, names)
+	assert.ElementsMatch(t, []string{"search_docs", "search_v2", "old_search", "failing", "slow_report", "slow_progress"}, names)
 
 	t.Run("a hidden tool does not exist", func(t *testing.T) {
 		for _, tool := range []string{"admin_reset", "purge_delete_all"} {
@@ -240,6 +244,30 @@ func TestToolPolicyWithTheGoClient(t *testing.T) {
 	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "search_v2", Arguments: map[string]any{"query": "z"}})
 	require.NoError(t, err)
 	assert.Equal(t, "search_v2 found z", mcptest.TextOf(t, res))
+
+	// A tool that fails is no success.
+	res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "failing", Arguments: map[string]any{"query": "z"}})
+	require.NoError(t, err)
+	assert.True(t, res.IsError)
+	assert.Equal(t, map[string]float64{
+		`caddy_mcp_tool_calls_total{outcome="denied"}`:   2,
+		`caddy_mcp_tool_calls_total{outcome="success"}`:  3,
+		`caddy_mcp_tool_calls_total{outcome="timeout"}`:  2,
+		`caddy_mcp_tool_calls_total{outcome="is_error"}`: 1,
+		`caddy_mcp_deprecated_calls_total{}`:             1,
+		`caddy_mcp_tools_hidden_total{}`:                 2,
+	}, toolMetrics(delta(before, mcpMetrics(t, g.AdminURL))))
+}
+
+// toolMetrics are the tools policy's series among m.
+func toolMetrics(m map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range m {
+		if strings.HasPrefix(k, "caddy_mcp_tool_calls_total") || strings.HasPrefix(k, "caddy_mcp_deprecated_calls_total") || strings.HasPrefix(k, "caddy_mcp_tools_hidden_total") {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 func TestToolPolicyWithTheTypeScriptClient(t *testing.T) {
