@@ -94,6 +94,15 @@ func (h *Handler) forward(w http.ResponseWriter, x *exchange, next caddyhttp.Han
 func (h *Handler) settle(x *exchange, u *upstreamWatch, err error, broke bool, next caddyhttp.Handler) (_ error, settled bool) {
 	switch {
 	case x.r.Context().Err() != nil:
+		if u.deadline.passed() {
+			// The client left, and the call ran on (its places held) until
+			// its deadline cut it: the server is told to stop it all the
+			// same.
+			if u.read != nil {
+				u.read.outcome = "timeout"
+			}
+			h.cancelUpstream(x, next)
+		}
 		return err, false
 	case u.deadline.passed() && u.owesAnswer():
 		return h.timeUp(x, u, next), true

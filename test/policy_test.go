@@ -44,6 +44,7 @@ type policyServer struct {
 	mu        sync.Mutex
 	ran       []string
 	callIDs   map[string]string // the JSON-RPC id of each tool's last call
+	started   chan string       // the slow tools, as they start
 	cancelled chan string
 	notified  chan string
 	// takeCancellation delays taking a notifications/cancelled (nil: none).
@@ -73,7 +74,7 @@ type queryArgs struct {
 }
 
 func startPolicyServer(t *testing.T) (*policyServer, string) {
-	p := &policyServer{callIDs: map[string]string{}, cancelled: make(chan string, 16), notified: make(chan string, 16)}
+	p := &policyServer{callIDs: map[string]string{}, started: make(chan string, 16), cancelled: make(chan string, 16), notified: make(chan string, 16)}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "policy", Version: "1"}, nil)
 	text := func(s string) *mcp.CallToolResult {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
@@ -86,6 +87,7 @@ func startPolicyServer(t *testing.T) (*policyServer, string) {
 	}
 	slow := func(ctx context.Context, req *mcp.CallToolRequest, in queryArgs) (*mcp.CallToolResult, any, error) {
 		p.record(req.Params.Name)
+		p.started <- req.Params.Name
 		if tok := req.Params.GetProgressToken(); tok != nil {
 			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Total: 10, Message: "working"})
 		}
@@ -336,6 +338,29 @@ func TestAToolDeadlineAnswersAndFreesThePlaceAtOnce(t *testing.T) {
 	assert.Equal(t, "search_docs found q", mcptest.TextOf(t, res), "the one place was freed at the deadline")
 	close(p.takeCancellation)
 	assert.Equal(t, p.callID("slow_report"), within(t, p.notified, "notifications/cancelled"))
+}
+
+// A client that leaves a 2025-era call holding a guard place leaves it
+// running (closing cancels nothing then); its deadline still cuts it, and
+// the server is told to stop.
+func TestAToolDeadlineCutsACallItsClientLeft(t *testing.T) {
+	p, upstream := startPolicyServer(t)
+	g := mcptest.StartGateway(t, "mcp {\n\ttools {\n\t\ttimeout slow_* 500ms\n\t}\n\tconcurrency {\n\t\tmax 2\n\t}\n}\n"+mcptest.ProxyTo(upstream))
+	endpoint := g.URL + "/mcp"
+	session := sessionOf(t, endpoint)
+	ctx, leave := context.WithCancel(t.Context())
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint,
+		strings.NewReader(`{"jsonrpc":"2.0","id":"left-1","method":"tools/call","params":{"name":"slow_report","arguments":{"query":"q"}}}`))
+	require.NoError(t, err)
+	resumeHeaders(req, session)
+	go func() {
+		<-p.started
+		leave()
+	}()
+	_, err = http.DefaultClient.Do(req)
+	require.Error(t, err, "the client left")
+	assert.Equal(t, `"left-1"`, within(t, p.notified, "notifications/cancelled"))
+	assert.Equal(t, "slow_report", within(t, p.cancelled, "the call cancelled"))
 }
 
 // At MCP 2026-07-28 closing the call's stream is the cancellation: the
