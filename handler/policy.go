@@ -19,7 +19,6 @@ import (
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 	"github.com/caddymcp/caddy-mcp/toolpolicy"
-	"github.com/caddymcp/caddy-mcp/toolschema"
 )
 
 // The tool policy (Handler.Tools): which tools the clients may list and
@@ -91,13 +90,7 @@ func (h *Handler) refuseHidden(w http.ResponseWriter, x *exchange) (bool, error)
 			env := hiddenInBatch(tool)
 			return true, h.answer(w, x, &env, http.StatusOK)
 		}
-		var allowed []string
-		for _, name := range h.catalog.Names(listKey(x)) {
-			if h.policy.Allowed(name) {
-				allowed = append(allowed, name)
-			}
-		}
-		env := unknownTool(tool, toolschema.Nearest(tool, allowed, 5))
+		env := unknownTool(tool, h.nearestAllowed(tool, h.catalog.Names(listKey(x))))
 		return true, h.answer(w, x, &env, http.StatusOK)
 	}
 	return false, nil

@@ -288,6 +288,14 @@ func (h *Handler) validate(w http.ResponseWriter, x *exchange) (bool, error) {
 		return true, h.answer(w, x, &env, http.StatusOK)
 	}
 	if !h.ValidateCalls {
+		if h.policy != nil && h.policy.Hides() {
+			// A tool a complete, fresh list lacks gets the answer a hidden
+			// one gets, so that the two look alike.
+			if _, found, names := h.catalog.Lookup(listKey(x), tool, x.start); found == toolschema.Absent {
+				env := unknownTool(tool, h.nearestAllowed(tool, names))
+				return true, h.answer(w, x, &env, http.StatusOK)
+			}
+		}
 		return false, nil
 	}
 	if len(x.body) > maxValidatedBody {
@@ -300,10 +308,7 @@ func (h *Handler) validate(w http.ResponseWriter, x *exchange) (bool, error) {
 	switch found {
 	case toolschema.Absent:
 		validUnknown.Inc()
-		if h.policy != nil {
-			names = slices.DeleteFunc(names, func(name string) bool { return !h.policy.Allowed(name) })
-		}
-		env := unknownTool(tool, toolschema.Nearest(tool, names, 5))
+		env := unknownTool(tool, h.nearestAllowed(tool, names))
 		return true, h.answer(w, x, &env, http.StatusOK)
 	case toolschema.Known:
 	default:
@@ -325,6 +330,15 @@ func (h *Handler) validate(w http.ResponseWriter, x *exchange) (bool, error) {
 	}
 	body := appendTextResult(make([]byte, 0, 96+len(text)+len(m.ID)), m.ID, true, texts...)
 	return true, writeJSON(w, http.StatusOK, &env, body)
+}
+
+// nearestAllowed are the five names nearest to tool among names, none of
+// them hidden by the tools policy.
+func (h *Handler) nearestAllowed(tool string, names []string) []string {
+	if h.policy != nil {
+		names = slices.DeleteFunc(names, func(name string) bool { return !h.policy.Allowed(name) })
+	}
+	return toolschema.Nearest(tool, names, 5)
 }
 
 var (

@@ -504,3 +504,21 @@ func resumeHeaders(req *http.Request, session string) {
 	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
 	req.Header.Set("Mcp-Session-Id", session)
 }
+
+// Once the caller's tools are listed (a complete list, fresh), a call to a
+// tool the list lacks gets the answer a hidden tool gets: a client cannot
+// tell what the deny rules match by what it is answered.
+func TestHiddenAndMissingToolsLookAlike(t *testing.T) {
+	g := mcptest.StartGateway(t, "mcp {\n\ttools {\n\t\tdeny delete_*\n\t}\n}\n"+mcptest.ProxyTo(listServer(t)))
+	url := g.URL + "/mcp"
+	call := func(tool string) string {
+		return postAs(t, url, "Bearer alice", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"`+tool+`","arguments":{}}}`)
+	}
+	assert.Contains(t, call("no_such_tool"), `"ran"`, "nothing listed yet: the server answers for its own tools")
+	listed := postAs(t, url, "Bearer alice", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	require.NotContains(t, listed, "delete_invoice")
+
+	hidden, missing := call("delete_invoice"), call("delete_invoicf")
+	assert.Contains(t, hidden, `UNKNOWN_ACTION`)
+	assert.Equal(t, hidden, strings.ReplaceAll(missing, "delete_invoicf", "delete_invoice"), "the same answer, but for the name")
+}
