@@ -518,7 +518,10 @@ func TestHiddenAndMissingToolsLookAlike(t *testing.T) {
 	listed := postAs(t, url, "Bearer alice", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
 	require.NotContains(t, listed, "delete_invoice")
 
-	hidden, missing := call("delete_invoice"), call("delete_invoicf")
+	// Both names are as far from the tools listed, so that their nearest
+	// names are the same too.
+	hidden, missing := call("delete_invoice"), call("remove_invoice")
 	assert.Contains(t, hidden, `UNKNOWN_ACTION`)
-	assert.Equal(t, hidden, strings.ReplaceAll(missing, "delete_invoicf", "delete_invoice"), "the same answer, but for the name")
+	assert.NotContains(t, missing, `"ran"`, "the missing tool's call does not reach the server")
+	assert.Equal(t, hidden, strings.ReplaceAll(missing, "remove_invoice", "delete_invoice"), "the same answer, but for the name")
 }
