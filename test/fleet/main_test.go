@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -234,6 +235,22 @@ func messages(contentType string, raw []byte) ([][]byte, error) {
 func call(t *testing.T, n *fleettest.Node) answer {
 	t.Helper()
 	a, err := send(n)
+	require.NoError(t, err)
+	return a
+}
+
+// callAfterReload is call for the first call after a reload: a connection
+// the old config's server accepted as it shut down is closed without an
+// answer (Go's http.Server does that to a connection it reads a request on
+// after Shutdown began), and a POST that got no byte of an answer, never
+// handled, is sent again, as a client should.
+func callAfterReload(t *testing.T, n *fleettest.Node) answer {
+	t.Helper()
+	a, err := send(n)
+	if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
+		t.Logf("sent again after a reload: %v", err)
+		a, err = send(n)
+	}
 	require.NoError(t, err)
 	return a
 }

@@ -55,7 +55,7 @@ func TestReloadKeepsConnectionsAndBuckets(t *testing.T) {
 	require.NotEmpty(t, before, "the node's connections to Redis")
 
 	a.Reload(t, site(up, append(shared, "max_request_body 1MiB")...))
-	after := call(t, a)
+	after := callAfterReload(t, a)
 	require.Equal(t, rateLimited, after.outcome, "the bucket spent before the reload")
 	assert.LessOrEqual(t, spent[3].env.RetryAfter-after.env.RetryAfter, 1.0,
 		"retry_after %v before the reload, %v after", spent[3].env.RetryAfter, after.env.RetryAfter)
