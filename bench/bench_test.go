@@ -426,8 +426,13 @@ func TestRatiosAreTakenRoundByRound(t *testing.T) {
 	}
 	// The machine slows down in round 2; the gateway stays at 90 % of the
 	// proxy's throughput in each round.
-	proxy := &series{Config: all[1], Size: 1024, Samples: []*sample{smp(1000, time.Millisecond), smp(500, 2*time.Millisecond)}}
-	mcp := &series{Config: all[2], Size: 1024, Samples: []*sample{smp(900, 1100*time.Microsecond), smp(450, 2200*time.Microsecond)}}
+	named := func(name string) config {
+		i := slices.IndexFunc(all, func(c config) bool { return c.Name == name })
+		require.GreaterOrEqual(t, i, 0, name)
+		return all[i]
+	}
+	proxy := &series{Config: named(cfgProxy), Size: 1024, Samples: []*sample{smp(1000, time.Millisecond), smp(500, 2*time.Millisecond)}}
+	mcp := &series{Config: named(cfgMCP), Size: 1024, Samples: []*sample{smp(900, 1100*time.Microsecond), smp(450, 2200*time.Microsecond)}}
 	rows := summarise([]*series{proxy, mcp})
 	r := findRow(rows, cfgMCP, 1024)
 	require.NotNil(t, r)

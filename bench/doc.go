@@ -22,6 +22,10 @@
 //
 //	direct             the upstream itself: the floor the machine allows
 //	reverse_proxy      Caddy with a plain reverse_proxy: the baseline
+//	control            Caddy's vars (setting one variable) before the same
+//	                   reverse_proxy: a middleware that costs next to
+//	                   nothing, so that its row shows what a comparison with
+//	                   the baseline reads for no cost at all, noise included
 //	mcp                mcp {} before the reverse_proxy: inspection only
 //	validate           mcp { validate }: before the first round the
 //	                   benchmark lists the responder's tools through it (one

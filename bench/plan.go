@@ -60,6 +60,7 @@ const (
 const (
 	cfgDirect      = "direct"
 	cfgProxy       = "reverse_proxy"
+	cfgControl     = "control"
 	cfgMCP         = "mcp"
 	cfgValidate    = "validate"
 	cfgTools       = "tools"
@@ -79,6 +80,13 @@ const (
 
 // manyKeys is the number of distinct rate-limit keys of limits-100k.
 const manyKeys = 100_000
+
+// controlHandler is a middleware that does next to nothing (Caddy's vars,
+// setting one variable): measured against reverse_proxy as every other
+// configuration is, it shows what such a comparison reads for a handler
+// that costs nothing, noise included, the floor any target is read
+// against.
+const controlHandler = "vars bench_control 1"
 
 // twoLimits are two rate limits that never trigger, keyed by the X-Client
 // header the load generator varies, one of them with a key that also needs
@@ -150,6 +158,7 @@ func allConfigs(guardMax int) []config {
 	return []config{
 		{Name: cfgDirect, Upstream: upstreamResponder, Direct: true, Keys: 1, Baseline: cfgProxy},
 		{Name: cfgProxy, Upstream: upstreamResponder, Keys: 1, Baseline: cfgProxy},
+		{Name: cfgControl, Upstream: upstreamResponder, Handler: controlHandler, Keys: 1, Baseline: cfgProxy},
 		{Name: cfgMCP, Upstream: upstreamResponder, Handler: "mcp", Keys: 1, Baseline: cfgProxy},
 		{Name: cfgTools, Upstream: upstreamResponder, Handler: toolsHandler, Keys: 1, Baseline: cfgMCP, Policy: true},
 		{Name: cfgMCPSession, Upstream: upstreamResponder, Handler: "mcp", Keys: 1, Baseline: cfgProxy, Sessions: true},
