@@ -411,8 +411,12 @@ func (b *bench) round(round int, all []*series, sse map[string][]*sample) error 
 // that Redis anything while c is measured.
 func (b *bench) measureOnce(c config, size int) (*sample, error) {
 	o := b.o
-	p := b.caddies[c.Name]
-	cpuBefore, cpuOK := caddyrun.ProcessCPU(p.Pid())
+	// A direct configuration has no Caddy.
+	caddyCPU := func() (time.Duration, bool) { return 0, false }
+	if p := b.caddies[c.Name]; p != nil {
+		caddyCPU = func() (time.Duration, bool) { return caddyrun.ProcessCPU(p.Pid()) }
+	}
+	cpuBefore, cpuOK := caddyCPU()
 	var smp *sample
 	if c.Redis {
 		var err error
@@ -422,7 +426,7 @@ func (b *bench) measureOnce(c config, size int) (*sample, error) {
 	} else {
 		smp = measure(b.target(c, size), o.clients, o.warmup, o.duration, &b.stop)
 	}
-	if cpuAfter, ok := caddyrun.ProcessCPU(p.Pid()); ok && cpuOK {
+	if cpuAfter, ok := caddyCPU(); ok && cpuOK {
 		smp.CPU = cpuAfter - cpuBefore
 	}
 	return smp, nil
