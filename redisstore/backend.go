@@ -29,15 +29,16 @@ const (
 type conn interface {
 	// buckets runs the bucket script's op ("take" or "refund") on keys,
 	// args holding each key's cost, burst, events and window, four a key,
-	// in one round trip. On a single Redis that is one script on every
-	// key, so a take is all or nothing there (together is true); on a
-	// cluster, where the keys of a script must share a slot, it is one
-	// script per key, and a take refused on one key keeps the tokens taken
-	// on the others. errs[i] is Redis's error reply about key i (the
-	// script failed on it, or on the run that held it: no memory, no
+	// in one round trip. A run of the script takes all or nothing of its
+	// keys: on a single Redis one run holds up to 64 keys (a request's
+	// buckets all, but for the widest batches); on a cluster, where the
+	// keys of a script must share a slot, each key has a run. kept[i]
+	// reports whether key i's take was written: it was allowed, and so was
+	// every other key of its run. errs[i] is Redis's error reply about key
+	// i (the script failed on it, or on the run that held it: no memory, no
 	// permission); err is a failure of the exchange itself, which decided
 	// nothing.
-	buckets(ctx context.Context, op string, keys, args []string) (res [][3]int64, errs []error, together bool, err error)
+	buckets(ctx context.Context, op string, keys, args []string) (res [][3]int64, kept []bool, errs []error, err error)
 	ping(ctx context.Context) error
 	close()
 }
@@ -85,16 +86,16 @@ func (b *backend) Destruct() error {
 
 // run runs the bucket script's op on keys in one round trip, unless Redis
 // is known to be down; decided[i] is false when Redis did not decide key
-// i, and together says whether the keys were decided as one (conn.buckets).
-func (b *backend) run(op string, keys, args []string) (res [][3]int64, decided []bool, together bool) {
+// i, and kept[i] says whether a take of it was written (conn.buckets).
+func (b *backend) run(op string, keys, args []string) (res [][3]int64, decided, kept []bool) {
 	decided = make([]bool, len(keys))
 	if b.down.Load() {
 		b.skipped.Add(float64(len(keys)))
-		return nil, decided, false
+		return nil, decided, nil
 	}
 	ctx, cancel := context.WithTimeout(b.stopping, b.timeout)
 	start := time.Now()
-	res, errs, together, err := b.conn.buckets(ctx, op, keys, args)
+	res, kept, errs, err := b.conn.buckets(ctx, op, keys, args)
 	cancel()
 	b.roundTrip.Observe(time.Since(start).Seconds())
 	if err != nil {
@@ -102,7 +103,7 @@ func (b *backend) run(op string, keys, args []string) (res [][3]int64, decided [
 		if b.failures.Add(1) >= tripAfter {
 			b.trip(err)
 		}
-		return nil, decided, false
+		return nil, decided, nil
 	}
 	b.failures.Store(0)
 	for i, e := range errs {
@@ -116,7 +117,7 @@ func (b *backend) run(op string, keys, args []string) (res [][3]int64, decided [
 		decided[i] = true
 		b.inRedis.Inc()
 	}
-	return res, decided, together
+	return res, decided, kept
 }
 
 // logRefused logs an error reply, once a minute at most.
@@ -131,11 +132,12 @@ func (b *backend) logRefused(err error) {
 // TakeAll makes the decisions of several limits' stores on this Redis in
 // one round trip, all or nothing: a request meeting two limits costs one
 // round trip, not two, and on a single Redis a request one limit refuses
-// costs no more, since the script then writes no bucket. On a cluster the
-// tokens the others took go back in a second round trip; decisions made
-// without Redis give theirs back to the node's own buckets.
+// costs no more, since the script then writes no bucket. On a cluster
+// (or past 64 buckets) the tokens the other runs took go back in a second
+// round trip; decisions made without Redis give theirs back to the node's
+// own buckets.
 func (b *backend) TakeAll(now time.Time, reqs []ratelimit.Request, out []ratelimit.Decision) {
-	res, decided, together := b.runFor("take", reqs)
+	res, decided, kept := b.runFor("take", reqs)
 	denied := false
 	for i, r := range reqs {
 		if decided[i] {
@@ -148,18 +150,18 @@ func (b *backend) TakeAll(now time.Time, reqs []ratelimit.Request, out []ratelim
 	if !denied {
 		return
 	}
-	var kept []ratelimit.Request // in Redis
+	var back []ratelimit.Request // taken in Redis
 	for i, r := range reqs {
 		switch s := r.Store.(*Store); {
 		case !out[i].Allowed:
 		case !decided[i]:
 			s.uncheckedRefund(now, r.Key, r.Cost, r.Limit)
-		case !together:
-			kept = append(kept, r)
+		case kept[i]:
+			back = append(back, r)
 		}
 	}
-	if len(kept) > 0 {
-		b.RefundEach(now, kept)
+	if len(back) > 0 {
+		b.RefundEach(now, back)
 	}
 }
 
@@ -177,7 +179,7 @@ func (b *backend) RefundEach(now time.Time, reqs []ratelimit.Request) {
 
 // runFor runs the bucket script's op ("take" or "refund") for each request
 // of this Redis's stores, in one round trip.
-func (b *backend) runFor(op string, reqs []ratelimit.Request) (res [][3]int64, decided []bool, together bool) {
+func (b *backend) runFor(op string, reqs []ratelimit.Request) (res [][3]int64, decided, kept []bool) {
 	keys := make([]string, len(reqs))
 	args := make([]string, 0, 4*len(reqs))
 	for i, r := range reqs {

@@ -112,6 +112,9 @@ type lazyConn struct {
 	closed  bool
 	script  *rueidis.Lua
 	sha     string
+	// split: Redis refused a script on keys of several slots (CROSSSLOT)
+	// though it is no cluster to the client; each key gets a run.
+	split atomic.Bool
 }
 
 // dial returns the conn, and starts connecting in the background.
@@ -177,12 +180,54 @@ func (c *lazyConn) connecting() <-chan struct{} {
 	return done
 }
 
-func (c *lazyConn) buckets(ctx context.Context, op string, keys, args []string) ([][3]int64, []error, bool, error) {
+func (c *lazyConn) buckets(ctx context.Context, op string, keys, args []string) ([][3]int64, []bool, []error, error) {
 	client, err := c.get(ctx)
 	if err != nil {
-		return nil, nil, false, err
+		return nil, nil, nil, err
 	}
-	runs := scriptRuns(op, keys, args, client.Mode() != rueidis.ClientModeCluster)
+	single := client.Mode() != rueidis.ClientModeCluster && !c.split.Load()
+	runs := scriptRuns(op, keys, args, single)
+	results := c.run(ctx, client, runs)
+	if single && len(runs) == 1 && len(keys) > 1 && crossSlot(results[0]) {
+		// A proxy in front of a sharded Redis (one that is not a cluster
+		// to the client) refuses a script whose keys are in several
+		// slots: from now on each key has a script of its own.
+		c.split.Store(true)
+		runs = scriptRuns(op, keys, args, false)
+		results = c.run(ctx, client, runs)
+	}
+	res := make([][3]int64, len(keys))
+	kept := make([]bool, len(keys))
+	errs := make([]error, len(keys))
+	k := 0
+	for i, r := range results {
+		run := runs[i]
+		if e, ok := rueidis.IsRedisErr(r.Error()); ok && e.IsNoScript() {
+			// Redis restarted, or failed over, and lost its scripts: this
+			// one goes alone, loading the script again.
+			r = c.script.Exec(ctx, client, run.keys, run.argv)
+		}
+		err := r.Error()
+		if err == nil {
+			err = answer(r, res[k:k+len(run.keys)])
+		} else if _, reply := rueidis.IsRedisErr(err); !reply {
+			return nil, nil, nil, err // the exchange failed: nothing was decided
+		}
+		all := err == nil
+		for j := range run.keys {
+			errs[k+j] = err
+			all = all && res[k+j][0] == 1
+		}
+		for j := range run.keys {
+			kept[k+j] = all && op == "take"
+		}
+		k += len(run.keys)
+	}
+	return res, kept, errs, nil
+}
+
+// run sends the runs in one round trip.
+func (c *lazyConn) run(ctx context.Context, client rueidis.Client, runs []scriptRun) []rueidis.RedisResult {
 	cmds := make(rueidis.Commands, len(runs))
 	for i, r := range runs {
 		cmds[i] = client.B().Evalsha().Sha1(c.sha).Numkeys(int64(len(r.keys))).Key(r.keys...).Arg(r.argv...).Build()
@@ -197,28 +242,14 @@ func (c *lazyConn) buckets(ctx context.Context, op string, keys, args []string) 
 		// never admitted beyond its limit.
 		results = client.DoMulti(ctx, cmds...)
 	}
-	res := make([][3]int64, len(keys))
-	errs := make([]error, len(keys))
-	k := 0
-	for i, r := range results {
-		run := runs[i]
-		if e, ok := rueidis.IsRedisErr(r.Error()); ok && e.IsNoScript() {
-			// Redis restarted, or failed over, and lost its scripts: this
-			// one goes alone, loading the script again.
-			r = c.script.Exec(ctx, client, run.keys, run.argv)
-		}
-		err := r.Error()
-		if err == nil {
-			err = answer(r, res[k:k+len(run.keys)])
-		} else if _, reply := rueidis.IsRedisErr(err); !reply {
-			return nil, nil, false, err // the exchange failed: nothing was decided
-		}
-		for j := range run.keys {
-			errs[k+j] = err
-		}
-		k += len(run.keys)
-	}
-	return res, errs, len(runs) == 1, nil
+	return results
+}
+
+// crossSlot reports whether r is Redis refusing a command whose keys are
+// in several slots.
+func crossSlot(r rueidis.RedisResult) bool {
+	e, ok := rueidis.IsRedisErr(r.Error())
+	return ok && strings.HasPrefix(e.Error(), "CROSSSLOT")
 }
 
 // scriptRun is one run of the bucket script: op on keys, argv being op and
@@ -227,20 +258,29 @@ type scriptRun struct {
 	keys, argv []string
 }
 
-// scriptRuns is how the bucket script decides keys: in one run on a single
-// Redis, one run per key on a cluster, where the keys of a script must
-// share a slot and a request's buckets do not.
+// scriptRuns is how the bucket script decides keys: on a single Redis in
+// one run, or in runs of maxScriptKeys keys when there are more (a batch of
+// many tools on a per-tool limit: one long script would hold Redis from
+// every other node's decisions meanwhile); one run per key on a cluster,
+// where the keys of a script must share a slot and a request's buckets do
+// not.
 func scriptRuns(op string, keys, args []string, single bool) []scriptRun {
-	if single || len(keys) == 1 {
-		argv := make([]string, 0, 1+len(args))
-		return []scriptRun{{keys: keys, argv: append(append(argv, op), args...)}}
+	per := 1
+	if single {
+		per = maxScriptKeys
 	}
-	runs := make([]scriptRun, len(keys))
-	for i := range keys {
-		runs[i] = scriptRun{keys: keys[i : i+1], argv: append([]string{op}, args[4*i:4*i+4]...)}
+	runs := make([]scriptRun, 0, (len(keys)+per-1)/per)
+	for i := 0; i < len(keys); i += per {
+		j := min(i+per, len(keys))
+		argv := make([]string, 0, 1+4*(j-i))
+		runs = append(runs, scriptRun{keys: keys[i:j], argv: append(append(argv, op), args[4*i:4*j]...)})
 	}
 	return runs
 }
+
+// maxScriptKeys bounds the buckets one run of the script decides: at a few
+// microseconds each, a run holds Redis well under a millisecond.
+const maxScriptKeys = 64
 
 // connTries bounds the attempts on broken connections (see buckets).
 const connTries = 3

@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -379,6 +380,39 @@ func TestSeveralLimitsOnAClusterAreAllOrNothing(t *testing.T) {
 	left := perClient.Take(time.Now(), "127.0.0.1", 98, wide)
 	assert.True(t, left.Allowed, "98 of 100 tokens are left: the refused request's came back")
 	assert.Equal(t, 0, left.Remaining)
+}
+
+// A request meeting more buckets than one run of the script decides (a
+// wide batch on a per-tool limit) is decided in runs of 64, in one round
+// trip; when a later run refuses, the runs that took give their tokens back.
+func TestManyBucketsAreDecidedInRuns(t *testing.T) {
+	srv := redistest.Start(t)
+	r := &redisstore.Redis{Addresses: []string{srv.URL()}}
+	reg := provisionIn(t, r)
+	perTool := r.Store("per_tool", ratelimit.NewMemory(0))
+	lim := limitOf(t, "2/1h", 2)
+	reqs := func(last int) []ratelimit.Request {
+		out := make([]ratelimit.Request, 100)
+		for i := range out {
+			out[i] = ratelimit.Request{Store: perTool, Key: fmt.Sprintf("tool-%d", i), Cost: 1, Limit: lim}
+		}
+		out[99].Cost = last
+		return out
+	}
+	require.True(t, perTool.Take(time.Now(), "warm", 1, lim).Allowed, "the script is loaded")
+	before, trips := scriptCalls(t, srv), roundTrips(t, reg)
+	denied, _ := ratelimit.TakeAll(time.Now(), reqs(1))
+	require.Equal(t, -1, denied)
+	assert.Equal(t, 2, scriptCalls(t, srv)-before, "100 buckets: two runs")
+	assert.Equal(t, uint64(1), roundTrips(t, reg)-trips, "in one round trip")
+
+	denied, _ = ratelimit.TakeAll(time.Now(), reqs(2))
+	assert.Equal(t, 99, denied, "the last bucket lacks a second token")
+	for i := range 99 {
+		d := perTool.Take(time.Now(), fmt.Sprintf("tool-%d", i), 1, lim)
+		require.True(t, d.Allowed, "tool-%d: the refused request's token came back", i)
+		require.Equal(t, 0, d.Remaining, "tool-%d: and no more than it", i)
+	}
 }
 
 // A bucket named twice in one decision (two handlers' limits of one name)
