@@ -101,6 +101,7 @@ func (h *Handler) settle(x *exchange, u *upstreamWatch, err error, broke bool, n
 			if u.read != nil {
 				u.read.outcome = "timeout"
 			}
+			x.releaseSlots(time.Now()) // not held while the upstream takes it
 			h.cancelUpstream(x, next)
 		}
 		return err, false
@@ -248,8 +249,14 @@ func (u *upstreamWatch) WriteHeader(status int) {
 		switch {
 		case followed && u.sse != nil:
 			u.sse.edit = u.read
+			delete(hdr, "Content-Length") // events may be edited
 		case status == http.StatusOK && (!readable || eventStream) && u.read.failClosed:
 			u.read.failed, u.read.holding = errAnswerEncoded, true
+			return
+		case status/100 == 2 && status != http.StatusOK && eventStream && u.read.failClosed:
+			// An event stream under another success status: clients read
+			// it, and the gateway follows none but a 200's.
+			u.read.failed, u.read.holding = errAnswerStatus, true
 			return
 		case status == http.StatusOK && !eventStream:
 			u.read.holding, u.read.length = true, hdr["Content-Length"]

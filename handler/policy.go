@@ -81,14 +81,31 @@ func (h *Handler) refuseHidden(w http.ResponseWriter, x *exchange) (bool, error)
 			env := listInBatch()
 			return true, h.answer(w, x, &env, http.StatusOK)
 		}
-		if !isCall(m) || h.policy.Allowed(string(m.Name)) {
+		if m.Kind != jsonrpc.Request && m.Kind != jsonrpc.Notification || string(m.Method) != "tools/call" {
 			continue
 		}
 		tool := string(m.Name)
-		toolCalls.WithLabelValues("denied").Inc()
+		hidden := !h.policy.Allowed(tool)
+		if hidden {
+			toolCalls.WithLabelValues("denied").Inc()
+		} else if x.batch && h.policy.Hides() && h.absent(x, tool) {
+			// A batch calling a tool the list lacks is refused as one
+			// calling a hidden tool is, so that the two look alike.
+			hidden = true
+		}
+		if !hidden {
+			continue
+		}
 		if x.batch {
 			env := hiddenInBatch(tool)
-			return true, h.answer(w, x, &env, http.StatusOK)
+			return true, h.answer(w, x, &env, http.StatusBadRequest)
+		}
+		if m.Kind == jsonrpc.Notification {
+			// A call sent as a notification runs nowhere that follows the
+			// protocol; one that names a hidden tool is refused all the
+			// same, in case the server runs it.
+			env := unknownTool(tool, nil)
+			return true, h.answer(w, x, &env, http.StatusBadRequest)
 		}
 		env := unknownTool(tool, h.nearestAllowed(tool, h.catalog.Names(listKey(x))))
 		return true, h.answer(w, x, &env, http.StatusOK)
@@ -138,10 +155,13 @@ func (h *Handler) readAnswer(x *exchange, list *listCapture) *answerRead {
 // that stream after its first event would read the hidden tools here.
 // Which response answers a tools/list is not known on this stream, so
 // every result holding "tools" is filtered; one that cannot be is replaced
-// by an error for its id. (A replayed call result gets no deprecation
-// warning: nothing here says which tool it is from.)
+// by an error for its id. An event too large to read (a call's large
+// result) passes unread, unless what was held of it names a "tools" member.
+// (A replayed call result gets no deprecation warning: nothing here says
+// which tool it is from.)
 func (h *Handler) readReplay(x *exchange) *answerRead {
 	return &answerRead{max: maxListBody, failClosed: h.policy.Hides(),
+		mayHold: func(held []byte) bool { return bytes.Contains(held, []byte(`"tools"`)) },
 		rewrite: func(msg []byte) ([]byte, error) {
 			result, err := resultOf(msg, nil)
 			if err != nil || result.Start == 0 || msg[result.Start] != '{' {
@@ -161,7 +181,7 @@ func (h *Handler) readReplay(x *exchange) *answerRead {
 			return splice(msg, result, filtered), nil
 		},
 		fail: func(err error) []byte {
-			env := listUnreadable(err)
+			env := replayUnreadable(err)
 			h.answered(x, &env)
 			return env.AppendRPCError(nil, nil, x.era.rpcCode(&env))
 		},

@@ -28,6 +28,10 @@ type answerRead struct {
 	// otherwise leak).
 	failClosed bool
 	fail       func(err error) []byte
+	// mayHold, when set, says whether an event too large to read may hold
+	// what failClosed guards, from the bytes held of it; one that may not
+	// passes unread.
+	mayHold func(held []byte) bool
 	// call: the request is a tools/call, whose outcome is counted: ""
 	// until its response is read.
 	call    bool
@@ -49,11 +53,17 @@ var errAnswerTooLarge = errors.New("the answer is larger than the gateway reads"
 // errAnswerEncoded: the answer is compressed, and cannot be read.
 var errAnswerEncoded = errors.New("the answer is compressed")
 
+// errAnswerStatus: the answer is an event stream under a success status
+// other than 200, which the gateway does not follow.
+var errAnswerStatus = errors.New("the answer is an event stream under a status other than 200")
+
 // hold keeps the bytes of a JSON answer until it is complete.
 func (u *upstreamWatch) hold(p []byte) (int, error) {
 	r := u.read
 	if r.failed != nil {
-		return len(p), nil
+		// Stop the proxy's copy: what is owed in its place is answered in
+		// settle, now rather than once the upstream ends (a stream may not).
+		return 0, r.failed
 	}
 	if len(r.body)+len(p) <= r.max {
 		r.body = append(r.body, p...)

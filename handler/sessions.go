@@ -104,6 +104,10 @@ func newPins(ctx caddy.Context, cfg *Sessions, logger *zap.Logger) (*pins, error
 		if err != nil {
 			return nil, err
 		}
+		if left := len(cfg.Secrets) - len(secrets); left > 0 {
+			// Between rotations, as expected; a misspelt variable shows here.
+			logger.Info("sessions: old secrets that came out empty are left out", zap.Int("left_out", left), zap.Int("secrets", len(secrets)))
+		}
 		ring, err := session.FromSecrets(secrets)
 		if err != nil {
 			return nil, err

@@ -59,6 +59,8 @@ type sseTracker struct {
 	id        []byte
 	hasID     bool
 	rewritten []byte
+	// begun: the stream's first line was read.
+	begun bool
 }
 
 // newSSETracker returns a tracker for the answer to msgs, sent in era e, or
@@ -90,7 +92,7 @@ func (t *sseTracker) observe(p []byte) ([]byte, error) {
 	t.scan(p, base)
 	if t.unreadable || len(t.raw) > 2*maxEventData {
 		// An event too large to hold: it cannot be rewritten.
-		if t.edit.failClosed {
+		if t.edit.failClosed && (t.edit.mayHold == nil || t.edit.mayHold(t.raw[t.sent:])) {
 			t.edit.failed, t.raw = errAnswerTooLarge, nil
 			return nil, errAnswerTooLarge
 		}
@@ -133,9 +135,30 @@ func (t *sseTracker) scan(p []byte, base int) {
 		p = p[end+1:]
 		t.lineEnd = base + n - len(p)
 		t.line(line)
-		t.partial = t.partial[:0]
+		t.partial = shrink(t.partial)
 	}
 }
+
+// shrink empties a buffer of the tracker, and lets it go when a large
+// event grew it: a stream may live for hours after one.
+func shrink(b []byte) []byte {
+	if cap(b) > 64<<10 {
+		return nil
+	}
+	return b[:0]
+}
+
+// startsJSONMessage reports whether an event's data begins as a JSON-RPC
+// message or batch does.
+func startsJSONMessage(data []byte) bool {
+	i := 0
+	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
+		i++
+	}
+	return i < len(data) && (data[i] == '{' || data[i] == '[')
+}
+
+var byteOrderMark = []byte("\xef\xbb\xbf")
 
 // send moves the held bytes up to the end of the current line to out.
 func (t *sseTracker) send() {
@@ -154,6 +177,11 @@ func (t *sseTracker) appendPartial(p []byte) {
 // line handles one line of the event stream, as the SSE specification reads
 // it.
 func (t *sseTracker) line(line []byte) {
+	if !t.begun {
+		// A stream may begin with a byte order mark, which clients drop.
+		t.begun = true
+		line = bytes.TrimPrefix(line, byteOrderMark)
+	}
 	if len(line) == 0 {
 		t.dispatch()
 		return
@@ -200,7 +228,7 @@ func (t *sseTracker) line(line []byte) {
 // pending request settles it.
 func (t *sseTracker) dispatch() {
 	defer func() {
-		t.data, t.event, t.dataLines, t.midEvent = t.data[:0], t.event[:0], 0, false
+		t.data, t.event, t.dataLines, t.midEvent = shrink(t.data), t.event[:0], 0, false
 		if t.edit != nil {
 			t.sendEvent()
 		}
@@ -208,7 +236,9 @@ func (t *sseTracker) dispatch() {
 	if t.dataLines == 0 || (len(t.event) > 0 && string(t.event) != "message") {
 		return
 	}
-	if t.edit != nil {
+	// Data that is no JSON object or array (a priming event's empty data,
+	// say) is no message a client reads: nothing to edit in it.
+	if t.edit != nil && startsJSONMessage(t.data) {
 		out, err := t.edit.rewrite(t.data)
 		switch {
 		case err != nil && t.edit.failClosed:

@@ -287,31 +287,27 @@ func (h *Handler) validate(w http.ResponseWriter, x *exchange) (bool, error) {
 		env := contractBroken(tool, breaking)
 		return true, h.answer(w, x, &env, http.StatusOK)
 	}
-	if !h.ValidateCalls {
-		if h.policy != nil && h.policy.Hides() {
-			// A tool a complete, fresh list lacks gets the answer a hidden
-			// one gets, so that the two look alike.
-			if _, found, names := h.catalog.Lookup(listKey(x), tool, x.start); found == toolschema.Absent {
-				env := unknownTool(tool, h.nearestAllowed(tool, names))
-				return true, h.answer(w, x, &env, http.StatusOK)
-			}
-		}
+	if !h.ValidateCalls && (h.policy == nil || !h.policy.Hides()) {
 		return false, nil
 	}
-	if len(x.body) > maxValidatedBody {
-		// Checking costs CPU with the bytes (a pattern over megabytes of
-		// text takes seconds): large calls pass, as the server reads them.
-		validUnchecked.Inc()
-		return false, nil
-	}
+	// A tool a complete, fresh list lacks is unknown; under a policy that
+	// hides tools, it gets the answer a hidden one gets, so that the two
+	// look alike, whatever the call's size.
 	schema, found, names := h.catalog.Lookup(listKey(x), tool, x.start)
-	switch found {
-	case toolschema.Absent:
-		validUnknown.Inc()
+	if found == toolschema.Absent {
+		if h.ValidateCalls {
+			validUnknown.Inc()
+		}
 		env := unknownTool(tool, h.nearestAllowed(tool, names))
 		return true, h.answer(w, x, &env, http.StatusOK)
-	case toolschema.Known:
-	default:
+	}
+	if !h.ValidateCalls {
+		return false, nil
+	}
+	if found != toolschema.Known || len(x.body) > maxValidatedBody {
+		// No schema to check with, or a call too large to check (a
+		// pattern over megabytes of text takes seconds): it passes, as
+		// the server reads it.
 		validUnchecked.Inc()
 		return false, nil
 	}
@@ -330,6 +326,13 @@ func (h *Handler) validate(w http.ResponseWriter, x *exchange) (bool, error) {
 	}
 	body := appendTextResult(make([]byte, 0, 96+len(text)+len(m.ID)), m.ID, true, texts...)
 	return true, writeJSON(w, http.StatusOK, &env, body)
+}
+
+// absent reports whether the complete, fresh list of the exchange's tools
+// lacks tool.
+func (h *Handler) absent(x *exchange, tool string) bool {
+	_, found, _ := h.catalog.Lookup(listKey(x), tool, x.start)
+	return found == toolschema.Absent
 }
 
 // nearestAllowed are the five names nearest to tool among names, none of

@@ -398,6 +398,14 @@ func listUnreadable(err error) envelope.Envelope {
 		Envelope()
 }
 
+// replayUnreadable: a resumed stream held an event the gateway must read
+// to keep hidden tools hidden, and could not.
+func replayUnreadable(err error) envelope.Envelope {
+	return envelope.New(envelope.InternalError, "The resumed event stream could not be read by this gateway, which must filter the tools it lists: "+err.Error()).
+		Suggest("Send the request again instead of resuming its stream.").
+		Envelope()
+}
+
 // listInBatch: a batch holds a tools/list, whose answer the gateway edits
 // only when it comes alone.
 func listInBatch() envelope.Envelope {
