@@ -234,12 +234,12 @@ func (u *upstreamWatch) WriteHeader(status int) {
 	followed := eventStream && readable && status == http.StatusOK
 	if followed {
 		u.sse = newSSETracker(u.x.msgs, u.x.era)
+		if u.sse == nil && (u.catalog != nil || u.read != nil) {
+			// A stream that owes no response (the standalone GET one, or a
+			// resumed one) is read for its notifications, or its replay.
+			u.sse = &sseTracker{era: u.x.era}
+		}
 		if u.catalog != nil {
-			if u.sse == nil {
-				// A stream that owes no response (the standalone GET one)
-				// is read for its notifications.
-				u.sse = &sseTracker{era: u.x.era}
-			}
 			u.sse.toolsChanged = u.toolsChanged
 		}
 	} else {
