@@ -410,32 +410,31 @@ func (b *bench) round(round int, all []*series, sse map[string][]*sample) error 
 // commands Redis processed meanwhile, and its CPU time: nothing else asks
 // that Redis anything while c is measured.
 func (b *bench) measureOnce(c config, size int) (*sample, error) {
-	o := b.o
-	// A direct configuration has no Caddy.
-	caddyCPU := func() (time.Duration, bool) { return 0, false }
-	if p := b.caddies[c.Name]; p != nil {
-		caddyCPU = func() (time.Duration, bool) { return caddyrun.ProcessCPU(p.Pid()) }
-	}
-	cpuBefore, cpuOK := caddyCPU()
-	var smp *sample
 	if c.Redis {
-		var err error
-		if smp, err = b.measureRedis(c, size); err != nil {
-			return nil, err
-		}
-	} else {
-		smp = measure(b.target(c, size), o.clients, o.warmup, o.duration, &b.stop)
+		return b.measureRedis(c, size)
 	}
-	if cpuAfter, ok := caddyCPU(); ok && cpuOK {
-		smp.CPU = cpuAfter - cpuBefore
+	return b.measureCaddy(c, size), nil
+}
+
+// measureCaddy is measure, with the CPU time the configuration's Caddy used
+// meanwhile (none for a direct configuration, which has no Caddy).
+func (b *bench) measureCaddy(c config, size int) *sample {
+	o := b.o
+	p := b.caddies[c.Name]
+	if p == nil {
+		return measure(b.target(c, size), o.clients, o.warmup, o.duration, &b.stop)
 	}
-	return smp, nil
+	before, ok := caddyrun.ProcessCPU(p.Pid())
+	smp := measure(b.target(c, size), o.clients, o.warmup, o.duration, &b.stop)
+	if after, ok2 := caddyrun.ProcessCPU(p.Pid()); ok && ok2 {
+		smp.CPU = after - before
+	}
+	return smp
 }
 
 // measureRedis is a measurement of a configuration keeping its buckets in
 // Redis, with what it asked of Redis.
 func (b *bench) measureRedis(c config, size int) (*sample, error) {
-	o := b.o
 	admin := b.caddies[c.Name].Admin
 	decided, err := readStoreDecisions(admin)
 	if err != nil {
@@ -446,7 +445,7 @@ func (b *bench) measureRedis(c config, size int) (*sample, error) {
 		return nil, err
 	}
 	cpuBefore, cpuOK := b.redis.cpu()
-	smp := measure(b.target(c, size), o.clients, o.warmup, o.duration, &b.stop)
+	smp := b.measureCaddy(c, size)
 	cpuAfter, ok := b.redis.cpu()
 	after, err := b.redis.counters()
 	if err != nil {
