@@ -27,6 +27,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		closeAfterAnswer(w, r)
 		return h.answer(w, x, &env, http.StatusForbidden)
 	}
+	if !mcpMethod(r.Method) && h.governsCalls() {
+		// A request the gateway does not read (a PUT, a "post" that a
+		// lenient server takes for a POST) could carry a call it would
+		// not admit.
+		env := methodRefused(r.Method)
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		closeAfterAnswer(w, r)
+		return h.answer(w, x, &env, http.StatusMethodNotAllowed)
+	}
 	if r.Method == http.MethodPost {
 		if err := h.inspect(w, x); err != nil {
 			if h.passesUninspected(err, r) {
@@ -74,11 +83,28 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 // that decodes it reads other bytes. validate alone lets it pass: a call it
 // cannot check passes, as one whose tool it does not know does.
 func (h *Handler) passesUninspected(err error, r *http.Request) bool {
-	if len(h.limits) > 0 || h.concurrency != nil || h.policy != nil || (h.contract != nil && h.contract.refuse) {
+	if h.governsCalls() {
 		return false
 	}
 	var syntax *jsonrpc.SyntaxError
 	return errors.Is(err, errEncoded) || (errors.As(err, &syntax) && !claimsJSON(r))
+}
+
+// governsCalls reports whether anything configured decides which calls
+// run: a rate limit, the guard, a tools policy, a contract that refuses.
+// A request the gateway cannot read is then refused, rather than passed.
+func (h *Handler) governsCalls() bool {
+	return len(h.limits) > 0 || h.concurrency != nil || h.policy != nil || (h.contract != nil && h.contract.refuse)
+}
+
+// mcpMethod reports whether an HTTP method is one MCP's transport uses, or
+// one that carries no call (HEAD, OPTIONS: a CORS preflight).
+func mcpMethod(method string) bool {
+	switch method {
+	case http.MethodPost, http.MethodGet, http.MethodDelete, http.MethodHead, http.MethodOptions:
+		return true
+	}
+	return false
 }
 
 // finish frees the exchange's places in the guard, counts the exchange and

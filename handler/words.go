@@ -188,6 +188,14 @@ func originRefused(origin string) envelope.Envelope {
 		Envelope()
 }
 
+// methodRefused: a request under an HTTP method MCP does not use, which
+// the gateway does not read, while limits or a policy apply.
+func methodRefused(method string) envelope.Envelope {
+	return envelope.New(envelope.ValidationError, "HTTP method "+quote(clip(method))+" is not one this MCP endpoint takes: it takes POST, GET and DELETE").
+		Suggest("Send JSON-RPC messages with POST.").
+		Envelope()
+}
+
 // unknownTool: validate is on, the upstream's tool list is known and
 // complete, and the call names a tool it does not hold.
 func unknownTool(tool string, nearest []string) envelope.Envelope {

@@ -124,6 +124,36 @@ func TestBodyGamesDoNotWalkAroundTheToolPolicy(t *testing.T) {
 	assert.Zero(t, up.received.Load(), "nothing reached the upstream")
 }
 
+// A method the gateway does not read (PUT, or "post", which a lenient
+// server takes for a POST) could carry a call it would not admit: it is
+// refused while anything governs calls, and passes while nothing does.
+func TestOtherMethodsDoNotWalkAroundAPolicy(t *testing.T) {
+	up := startUpstream(t, pythonContentType)
+	g := mcptest.StartGateway(t, "mcp {\n\ttools {\n\t\tdeny admin_*\n\t}\n}\nreverse_proxy "+up.addr)
+	for _, method := range []string{http.MethodPut, "post", http.MethodPatch} {
+		req, err := http.NewRequestWithContext(t.Context(), method, g.URL+"/mcp", strings.NewReader(wire.ToolCall("m", "admin_reset")))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode, "%s: %s", method, body)
+		assert.Equal(t, "GET, POST, DELETE", resp.Header.Get("Allow"))
+		assert.Contains(t, string(body), "VALIDATION_ERROR", method)
+	}
+	assert.Zero(t, up.received.Load(), "nothing reached the upstream")
+
+	g.Reload(t, "mcp\nreverse_proxy "+up.addr)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPut, g.URL+"/mcp", strings.NewReader("{}"))
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.NotContains(t, string(body), "is not one this MCP endpoint takes", "nothing governs calls: the upstream answers the PUT itself")
+}
+
 func TestBodyNotJSONPassesToTheUpstreamWhenNothingLimitsIt(t *testing.T) {
 	up := startUpstream(t, pythonContentType)
 	g := mcptest.StartGateway(t, "mcp\nreverse_proxy "+up.addr)
