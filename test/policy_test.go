@@ -360,7 +360,7 @@ func TestAToolDeadlineCutsACallItsClientLeft(t *testing.T) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint,
 		strings.NewReader(`{"jsonrpc":"2.0","id":"left-1","method":"tools/call","params":{"name":"slow_report","arguments":{"query":"q"}}}`))
 	require.NoError(t, err)
-	resumeHeaders(req, session)
+	sessionHeaders(req, session)
 	go func() {
 		<-p.started
 		leave()
@@ -450,7 +450,7 @@ func TestAResumedStreamHidesWhatTheListDid(t *testing.T) {
 
 	post, err := http.NewRequestWithContext(t.Context(), http.MethodPost, endpoint, strings.NewReader(`{"jsonrpc":"2.0","id":41,"method":"tools/list"}`))
 	require.NoError(t, err)
-	resumeHeaders(post, session)
+	sessionHeaders(post, session)
 	resp, err := http.DefaultClient.Do(post)
 	require.NoError(t, err)
 	firstID := ""
@@ -467,7 +467,7 @@ func TestAResumedStreamHidesWhatTheListDid(t *testing.T) {
 	require.Eventually(t, func() bool {
 		get, err := http.NewRequestWithContext(t.Context(), http.MethodGet, endpoint, nil)
 		require.NoError(t, err)
-		resumeHeaders(get, session)
+		sessionHeaders(get, session)
 		get.Header.Set("Last-Event-ID", firstID)
 		resp, err = http.DefaultClient.Do(get)
 		require.NoError(t, err)
@@ -504,13 +504,6 @@ func sessionOf(t *testing.T, endpoint string) string {
 	defer tr.mu.Unlock()
 	require.NotEmpty(t, tr.session)
 	return tr.session
-}
-
-func resumeHeaders(req *http.Request, session string) {
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
-	req.Header.Set("Mcp-Session-Id", session)
 }
 
 // Once the caller's tools are listed (a complete list, fresh), a call to a
