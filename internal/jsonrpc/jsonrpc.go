@@ -99,7 +99,12 @@ func Parse(body []byte, msgs []Message, max int) (_ []Message, batch bool, err e
 // ErrAmbiguous is reported only for valid JSON.
 func Each(body []byte, visit func(Message) error) (batch bool, err error) {
 	s := scanner{b: body}
-	if bytes.HasPrefix(body, byteOrderMark) {
+	return s.each(visit)
+}
+
+func (s *scanner) each(visit func(Message) error) (batch bool, err error) {
+	s.need(len(byteOrderMark))
+	if bytes.HasPrefix(s.b, byteOrderMark) {
 		// Servers that decode the body as text first (the TypeScript SDK's,
 		// Python's json) drop a leading byte order mark.
 		s.i = len(byteOrderMark)
@@ -108,9 +113,11 @@ func Each(body []byte, visit func(Message) error) (batch bool, err error) {
 	switch s.peek() {
 	case '[':
 		batch = true
+		s.open = true
 		err = s.batch(visit)
 	case '{':
 		var m Message
+		s.open = true
 		if err = s.message(&m, 1); err == nil {
 			err = visit(m)
 		}
@@ -119,10 +126,14 @@ func Each(body []byte, visit func(Message) error) (batch bool, err error) {
 			err = visit(Message{})
 		}
 	}
+	s.open = false
 	if err != nil {
 		return batch, err
 	}
 	s.ws()
+	for s.i == len(s.b) && s.more() {
+		s.ws() // to the end of a body still arriving
+	}
 	if s.i != len(s.b) {
 		return batch, s.errorf("unexpected data after the message")
 	}
@@ -130,4 +141,34 @@ func Each(body []byte, visit func(Message) error) (batch bool, err error) {
 		return batch, ErrAmbiguous
 	}
 	return batch, nil
+}
+
+// Source is a body arriving while it is read (see ParseStream).
+type Source interface {
+	// More is called when the scan needs more bytes than it was given. It
+	// returns the body as received so far, which must begin with every
+	// byte given before and be longer, or ok false when the body has no
+	// more. read is how many bytes the scan has read; open reports
+	// whether they all lie inside the body's top-level value, which has
+	// not ended: bytes a reader of the body cannot yet act on.
+	More(read int, open bool) (body []byte, ok bool)
+}
+
+// ParseStream is Parse over a body that arrives while it is read: src gives
+// the bytes as they come, and head, when not nil, is shown what is learned
+// of a body holding a single message each time a member of its params is
+// read (name, uri, taskId), until it returns true: a caller may act on the
+// message's head while its arguments still arrive. Whatever head was shown,
+// the whole body is validated as Parse validates it, and the result is
+// Parse's on the whole body.
+func ParseStream(src Source, msgs []Message, max int, head func(Message) bool) (_ []Message, batch bool, err error) {
+	s := scanner{src: src, head: head}
+	batch, err = s.each(func(m Message) error {
+		if len(msgs) >= max {
+			return ErrTooManyMessages
+		}
+		msgs = append(msgs, m)
+		return nil
+	})
+	return msgs, batch, err
 }

@@ -17,6 +17,53 @@ type scanner struct {
 	// ambiguous records that a message was found ambiguous; the scan goes
 	// on, so that a body that is not JSON is reported as such.
 	ambiguous bool
+
+	// Reading a body as it arrives (ParseStream): src gives the bytes
+	// received so far, of which b holds those the scan may read; open says
+	// whether the scan is inside the top-level value; head, until it
+	// reports it has what it needs, is shown a single message's members as
+	// params is read.
+	src      Source
+	received []byte
+	open     bool
+	head     func(Message) bool
+}
+
+// more extends b with the bytes that arrived since the scan reached its
+// end, and reports whether there are any: false at the end of the body, and
+// always when the whole body was given at once. Until the body ends, b
+// stops before a byte received that is neither whitespace nor a digit: ws
+// and digits, which stop at the end of b, then stop where they would have
+// stopped on the whole body, and stay small enough to be inlined.
+func (s *scanner) more() bool {
+	for s.src != nil {
+		received, ok := s.src.More(s.i, s.open)
+		if !ok {
+			s.src = nil
+			break
+		}
+		s.received = received
+		// b ends before a byte that ends any run.
+		k := len(received) - 1
+		for k > len(s.b) && (space[received[k]] || isDigit(received[k])) {
+			k--
+		}
+		if k > len(s.b) {
+			s.b = received[:k]
+			return true
+		}
+	}
+	if len(s.received) > len(s.b) {
+		s.b = s.received
+		return true
+	}
+	return false
+}
+
+// need makes n bytes from s.i readable, when the body has as many.
+func (s *scanner) need(n int) {
+	for len(s.b)-s.i < n && s.src != nil && s.more() {
+	}
 }
 
 func (s *scanner) errorf(format string, args ...any) error {
@@ -25,6 +72,17 @@ func (s *scanner) errorf(format string, args ...any) error {
 
 func (s *scanner) peek() byte {
 	if s.i < len(s.b) {
+		return s.b[s.i]
+	}
+	return s.peekMore()
+}
+
+// peekMore is peek at the end of what has arrived, out of line so that
+// peek stays inlined.
+//
+//go:noinline
+func (s *scanner) peekMore() byte {
+	if s.more() {
 		return s.b[s.i]
 	}
 	return 0
@@ -119,7 +177,9 @@ func (s *scanner) params(m *Message, depth int) error {
 			return s.value(depth)
 		}
 		var err error
-		*dst, err = s.str()
+		if *dst, err = s.str(); err == nil && s.head != nil && depth == 2 && s.head(*m) {
+			s.head = nil
+		}
 		return err
 	})
 }
@@ -245,6 +305,9 @@ func (s *scanner) value(depth int) error {
 	case c == '"':
 		return s.skipStr()
 	case c == '-' || (c >= '0' && c <= '9'):
+		if c == '-' && len(s.b)-s.i < len(minusInfinity) {
+			s.need(len(minusInfinity))
+		}
 		if bytes.HasPrefix(s.b[s.i:], minusInfinity) {
 			s.i += len(minusInfinity)
 			return nil
@@ -335,6 +398,9 @@ func IsNonFinite(v []byte) bool {
 }
 
 func (s *scanner) literal(lit string) error {
+	if len(s.b)-s.i < len(lit) {
+		s.need(len(lit))
+	}
 	if !bytes.HasPrefix(s.b[s.i:], []byte(lit)) {
 		return s.errorf("invalid literal")
 	}

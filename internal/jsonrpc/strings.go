@@ -147,6 +147,9 @@ func (s *scanner) scanStr() (escaped bool, err error) {
 		s.i = i
 		switch {
 		case i >= len(s.b):
+			if s.more() {
+				continue
+			}
 			return escaped, s.errorf("unterminated string")
 		case s.b[i] == '"':
 			s.i++
