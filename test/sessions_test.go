@@ -289,6 +289,9 @@ func rawCall(t *testing.T, method, endpoint, token, auth string) (int, string) {
 	if auth != "" {
 		req.Header.Set("Authorization", auth)
 	}
+	// A connection of its own: one kept alive from before a reload may be
+	// the old server's, which the reload closes.
+	req.Close = true
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
