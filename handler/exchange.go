@@ -33,6 +33,9 @@ type exchange struct {
 	pooled *[]byte
 	reader bodyReader
 	one    [1]jsonrpc.Message
+	// stream is the body going to the upstream as it arrives, when it
+	// does (streaming.go).
+	stream *bodyStream
 
 	// Written by admission: the tokens taken (given back if the request
 	// does not run), the places held in the guard, and who refused the
@@ -149,7 +152,7 @@ type snapshot struct {
 // The placeholders, which log_append reads after the handler returns, keep
 // copies of their values.
 func (x *exchange) recycle() {
-	if x.pooled == nil || (x.forwarded && !x.reader.closed.Load()) {
+	if x.pooled == nil || (x.forwarded && !x.bodyClosed()) {
 		return
 	}
 	s := &snapshot{size: len(x.msgs)}
@@ -161,6 +164,15 @@ func (x *exchange) recycle() {
 	x.msgs = nil
 	putBuffer(x.pooled)
 	x.pooled = nil
+}
+
+// bodyClosed reports whether the upstream's transport is done with the
+// body.
+func (x *exchange) bodyClosed() bool {
+	if x.stream != nil {
+		return x.stream.isClosed()
+	}
+	return x.reader.closed.Load()
 }
 
 // idText is an id as a log reads it: a string id without its quotes, a

@@ -34,6 +34,9 @@ func (h *Handler) inspect(w http.ResponseWriter, x *exchange) error {
 	if err := h.checkSingleInputs(r, x.era); err != nil {
 		return err
 	}
+	if h.streams(r) {
+		return h.inspectStreaming(w, x)
+	}
 	body, err := h.readBody(w, x)
 	if err != nil {
 		return err

@@ -50,25 +50,36 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 			}
 			return h.refuseBody(w, x, err)
 		}
-		if err := h.openSession(x, repl); err != nil {
-			return h.sessionGone(w, x, err)
+		if x.stream != nil {
+			return h.serveStreamed(w, x, func(w http.ResponseWriter) error { return h.admitAndForward(w, x, repl, next) })
 		}
-		if d := h.admit(x, repl); d != nil {
-			return h.refuse(w, x, d)
-		}
-		// After the limits: a refused call still cost its tokens.
-		if answered, err := h.validate(w, x); answered {
-			return err
-		}
-		if err := h.enter(x, repl); err != nil {
-			x.refund(time.Now())
-			return h.shed(w, x, err)
-		}
-		// The places are held until the response is completely written:
-		// finish releases them.
-	} else if err := h.openSession(x, repl); err != nil {
+		return h.admitAndForward(w, x, repl, next)
+	}
+	if err := h.openSession(x, repl); err != nil {
 		return h.sessionGone(w, x, err)
 	}
+	return h.forward(w, x, next)
+}
+
+// admitAndForward takes an inspected POST through admission and on to the
+// upstream.
+func (h *Handler) admitAndForward(w http.ResponseWriter, x *exchange, repl *caddy.Replacer, next caddyhttp.Handler) error {
+	if err := h.openSession(x, repl); err != nil {
+		return h.sessionGone(w, x, err)
+	}
+	if d := h.admit(x, repl); d != nil {
+		return h.refuse(w, x, d)
+	}
+	// After the limits: a refused call still cost its tokens.
+	if answered, err := h.validate(w, x); answered {
+		return err
+	}
+	if err := h.enter(x, repl); err != nil {
+		x.refund(time.Now())
+		return h.shed(w, x, err)
+	}
+	// The places are held until the response is completely written:
+	// finish releases them.
 	return h.forward(w, x, next)
 }
 

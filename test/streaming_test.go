@@ -1,0 +1,262 @@
+package test
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/caddymcp/caddy-mcp/test/mcptest"
+)
+
+// A large tools/call goes to the upstream as it arrives, admitted on its
+// head; a body refused once it streams never reaches the upstream whole,
+// and its client is answered as a client sending the same body in one
+// piece is.
+
+// bodyWatch is an upstream that tells when a request's first bytes reach
+// it, and records how much of each body it got, and whether all of it.
+type bodyWatch struct {
+	mu       sync.Mutex
+	bodies   []watchedBody
+	started  chan struct{}
+	answered func(w http.ResponseWriter)
+}
+
+type watchedBody struct {
+	n        int
+	complete bool
+}
+
+func startBodyWatch(t *testing.T) (*bodyWatch, string) {
+	u := &bodyWatch{started: make(chan struct{}, 16)}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		first := make([]byte, 1)
+		n, err := io.ReadFull(r.Body, first)
+		if n == 1 {
+			u.started <- struct{}{}
+		}
+		var rest []byte
+		if err == nil {
+			rest, err = io.ReadAll(r.Body)
+		}
+		u.mu.Lock()
+		u.bodies = append(u.bodies, watchedBody{n: n + len(rest), complete: err == nil && int64(n+len(rest)) == r.ContentLength})
+		u.mu.Unlock()
+		if err != nil {
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"done"}]}}`)
+	}))
+	t.Cleanup(srv.Close)
+	return u, srv.URL
+}
+
+func (u *bodyWatch) seen() []watchedBody {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return append([]watchedBody(nil), u.bodies...)
+}
+
+// waitStarted waits until a request's body has begun to reach the
+// upstream.
+func (u *bodyWatch) waitStarted(t *testing.T) {
+	t.Helper()
+	select {
+	case <-u.started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the upstream got none of the body while the client was still sending it")
+	}
+}
+
+// sendInTwo writes a POST of first+rest on a connection of its own,
+// declaring the whole length, with between run after first is sent, and
+// reads the answer.
+func sendInTwo(t *testing.T, gateway, first, rest string, between func()) (*http.Response, string) {
+	t.Helper()
+	addr := strings.TrimPrefix(gateway, "http://")
+	conn, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n%s", addr, len(first)+len(rest), first)
+	require.NoError(t, err)
+	between()
+	_, err = io.WriteString(conn, rest)
+	require.NoError(t, err)
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err, "no answer")
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp, string(body)
+}
+
+// sendChunked posts body with no declared length: the gateway reads it
+// whole before deciding, as it reads every body too short to stream.
+func sendChunked(t *testing.T, gateway, body string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, gateway+"/mcp", io.MultiReader(strings.NewReader(body)))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp, string(b)
+}
+
+const (
+	streamedHead = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"summarize","arguments":{"text":"`
+	streamedTail = `"}}}`
+)
+
+var thirtyKiB = strings.Repeat("The gateway reads every call before the server does. ", 30<<10/54)
+
+func TestALargeCallStreamsToTheUpstream(t *testing.T) {
+	u, upstream := startBodyWatch(t)
+	g := mcptest.StartGateway(t, "mcp\nreverse_proxy "+strings.TrimPrefix(upstream, "http://"))
+	first := streamedHead + thirtyKiB
+	rest := thirtyKiB + streamedTail
+	resp, body := sendInTwo(t, g.URL, first, rest, func() { u.waitStarted(t) })
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"done"}]}}`, body, "the upstream's answer, as it wrote it")
+	require.Equal(t, []watchedBody{{n: len(first) + len(rest), complete: true}}, u.seen())
+}
+
+// Every way the rest of a streaming body can be refused: the upstream got
+// its start, never all of it, and the client the answer a body sent in
+// one piece gets.
+func TestAStreamingBodyRefusedInItsRestNeverReachesTheUpstreamWhole(t *testing.T) {
+	for _, tc := range []struct {
+		name, rest string
+		status     int
+		says       string
+	}{
+		{"not JSON", thirtyKiB + `\x` + streamedTail, http.StatusBadRequest, "Request body is not valid JSON"},
+		{"a second method after the arguments", thirtyKiB + `"},"x":1},"method":"tools/list"}`, http.StatusBadRequest, "ambiguous"},
+		{"data after the message", thirtyKiB + streamedTail + `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"other"}}`, http.StatusBadRequest, "Request body is not valid JSON"},
+		{"unterminated", thirtyKiB + `"}}`, http.StatusBadRequest, "Request body is not valid JSON"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u, upstream := startBodyWatch(t)
+			g := mcptest.StartGateway(t, "mcp {\n\trate_limit calls {\n\t\trate 100/1m\n\t}\n}\nreverse_proxy "+strings.TrimPrefix(upstream, "http://"))
+			first := streamedHead + thirtyKiB
+			resp, body := sendInTwo(t, g.URL, first, tc.rest, func() { u.waitStarted(t) })
+			assert.Equal(t, tc.status, resp.StatusCode, body)
+			assert.Contains(t, body, tc.says)
+			require.Eventually(t, func() bool { return len(u.seen()) == 1 }, 10*time.Second, 10*time.Millisecond)
+			got := u.seen()[0]
+			assert.False(t, got.complete, "the upstream never has the whole body")
+			assert.Greater(t, got.n, 16<<10, "the upstream had the body's start while the client sent the rest")
+			assert.Less(t, got.n, len(first)+len(tc.rest))
+
+			// The same body sent in one piece is answered alike.
+			whole, wholeBody := sendChunked(t, g.URL, first+tc.rest)
+			assert.Equal(t, resp.StatusCode, whole.StatusCode)
+			assert.Equal(t, wholeBody, body, "answered as a body read whole is")
+		})
+	}
+}
+
+// A client that goes away halfway leaves the upstream with an incomplete
+// request, which it does not run.
+func TestAClientLeavingHalfwayLeavesTheUpstreamAnIncompleteBody(t *testing.T) {
+	u, upstream := startBodyWatch(t)
+	g := mcptest.StartGateway(t, "mcp\nreverse_proxy "+strings.TrimPrefix(upstream, "http://"))
+	addr := strings.TrimPrefix(g.URL, "http://")
+	conn, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	_, err = fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", addr, 100<<10, streamedHead+thirtyKiB)
+	require.NoError(t, err)
+	u.waitStarted(t)
+	require.NoError(t, conn.Close())
+	require.Eventually(t, func() bool { return len(u.seen()) == 1 }, 10*time.Second, 10*time.Millisecond)
+	assert.False(t, u.seen()[0].complete)
+}
+
+// A streaming body too slow is cut after read_body_timeout, and the
+// upstream, which had its start, never gets all of it.
+func TestAStreamingBodyTooSlowIsCut(t *testing.T) {
+	u, upstream := startBodyWatch(t)
+	g := mcptest.StartGateway(t, "mcp {\n\tread_body_timeout 500ms\n}\nreverse_proxy "+strings.TrimPrefix(upstream, "http://"))
+	addr := strings.TrimPrefix(g.URL, "http://")
+	conn, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", addr, 100<<10, streamedHead+thirtyKiB)
+	require.NoError(t, err)
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	assert.Equal(t, http.StatusRequestTimeout, resp.StatusCode)
+	assert.Contains(t, string(b), "Request body did not arrive within 500ms")
+	require.Eventually(t, func() bool { return len(u.seen()) == 1 }, 10*time.Second, 10*time.Millisecond)
+	assert.False(t, u.seen()[0].complete)
+}
+
+// Limits decide on what the whole body says: a name after 60 KiB of
+// arguments (read whole) and a name first (streamed) are limited alike, per
+// tool.
+func TestALargeCallIsLimitedByItsToolWhereverItsNameIs(t *testing.T) {
+	_, upstream := startBodyWatch(t)
+	g := mcptest.StartGateway(t, "mcp {\n\trate_limit per_tool {\n\t\trate 1/1h\n\t\tkey {http.mcp.tool}\n\t}\n}\nreverse_proxy "+strings.TrimPrefix(upstream, "http://"))
+	args := `{"text":"` + strings.Repeat("a", 60<<10) + `"}`
+	nameLast := func(id int, tool string) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"arguments":%s,"name":%q}}`, id, args, tool)
+	}
+	nameFirst := func(id int, tool string) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, id, tool, args)
+	}
+	for _, tc := range []struct {
+		body    string
+		limited bool
+	}{
+		{nameLast(1, "expensive"), false},
+		{nameFirst(2, "expensive"), true},
+		{nameLast(3, "expensive"), true},
+		{nameFirst(4, "cheap"), false},
+		{nameLast(5, "cheap"), true},
+	} {
+		resp, body := post(t, g.URL+"/mcp", tc.body)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		if tc.limited {
+			assert.Contains(t, string(body), "RATE_LIMITED", tc.body[:60])
+		} else {
+			assert.Contains(t, string(body), `"text":"done"`, tc.body[:60])
+		}
+	}
+}
+
+// A head the limits refuse is answered once the whole body is in, as a
+// body read whole: a malformed rest is refused as not JSON, a valid one as
+// limited, with its id.
+func TestAStreamingBodyRefusedOnItsHeadIsAnsweredOnTheWholeBody(t *testing.T) {
+	u, upstream := startBodyWatch(t)
+	g := mcptest.StartGateway(t, "mcp {\n\trate_limit calls {\n\t\trate 1/1h\n\t}\n}\nreverse_proxy "+strings.TrimPrefix(upstream, "http://"))
+	valid := streamedHead + thirtyKiB + thirtyKiB + streamedTail
+	resp, _ := post(t, g.URL+"/mcp", valid)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Len(t, u.seen(), 1)
+
+	resp, body := post(t, g.URL+"/mcp", valid)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, string(body), "RATE_LIMITED")
+	assert.Contains(t, string(body), `"id":7`)
+	resp, body = post(t, g.URL+"/mcp", streamedHead+thirtyKiB+`\x`+streamedTail)
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	assert.Contains(t, string(body), "Request body is not valid JSON")
+	assert.Len(t, u.seen(), 1, "nothing refused reached the upstream")
+}
