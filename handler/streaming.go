@@ -27,7 +27,7 @@ import (
 // A body whose head does not decide (a batch, an id or a name after the
 // arguments, as the TypeScript SDK writes them, any other method) is read
 // whole, as a small one is; so is every body when validate is on, whose
-// schemas read the arguments.
+// schemas read the arguments, and under a concurrency guard (see streams).
 
 // streamFrom is the declared length above which a body may be streamed: a
 // shorter one is read in one chunk anyway.
@@ -38,9 +38,13 @@ const streamFrom = firstChunk
 var errStreamRefused = errors.New("the request body was refused")
 
 // streams reports whether r's body may go to the upstream as it arrives.
+// Not under a concurrency guard: a place is taken on the head, and a client
+// trickling the rest of its body would hold it for up to
+// read_body_timeout, however little it sent; N such clients would keep
+// every call out. (A rate limit's tokens are the caller's own to spend.)
 func (h *Handler) streams(r *http.Request) bool {
 	return r.ContentLength > streamFrom && r.ContentLength <= h.MaxRequestBody &&
-		!h.ValidateCalls && claimsJSON(r) && identityEncoded(r.Header)
+		!h.ValidateCalls && h.concurrency == nil && claimsJSON(r) && identityEncoded(r.Header)
 }
 
 // bodyStream is a body read and validated by a goroutine of its own while
