@@ -26,10 +26,9 @@ import (
 // bodyWatch is an upstream that tells when a request's first bytes reach
 // it, and records how much of each body it got, and whether all of it.
 type bodyWatch struct {
-	mu       sync.Mutex
-	bodies   []watchedBody
-	started  chan struct{}
-	answered func(w http.ResponseWriter)
+	mu      sync.Mutex
+	bodies  []watchedBody
+	started chan struct{}
 }
 
 type watchedBody struct {
