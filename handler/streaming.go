@@ -1,6 +1,7 @@
 package handler
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"net/http"
@@ -158,12 +159,10 @@ func (b *bodyStream) sawHead(m jsonrpc.Message) bool {
 		return false
 	}
 	if m.ID != nil && string(m.Method) == "tools/call" {
-		b.head <- jsonrpc.Message{Kind: jsonrpc.Request, Method: []byte("tools/call"), ID: clone(m.ID), Name: clone(m.Name)}
+		b.head <- jsonrpc.Message{Kind: jsonrpc.Request, Method: []byte("tools/call"), ID: bytes.Clone(m.ID), Name: bytes.Clone(m.Name)}
 	}
 	return true
 }
-
-func clone(b []byte) []byte { return append([]byte(nil), b...) }
 
 // More gives the scan the bytes that arrived, first letting the upstream
 // have those it has read inside the open message.

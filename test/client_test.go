@@ -35,6 +35,8 @@ type sendConfig struct {
 	// given are the headers options gave.
 	given  map[string]bool
 	client *http.Client
+	// chunked sends the body with no declared length.
+	chunked bool
 	// out receives postAsync's outcome.
 	out chan string
 }
@@ -79,6 +81,9 @@ func withHost(host string) sendOption { return func(c *sendConfig) { c.host = ho
 // leaving. By default post and postAsync send with t.Context().
 func withContext(ctx context.Context) sendOption { return func(c *sendConfig) { c.ctx = ctx } }
 
+// chunked sends the body with no declared length (chunked on HTTP/1.1).
+func chunked(c *sendConfig) { c.chunked = true }
+
 // withClient sends with client instead of http.DefaultClient.
 func withClient(client *http.Client) sendOption { return func(c *sendConfig) { c.client = client } }
 
@@ -115,7 +120,11 @@ func open(endpoint, body string, opts ...sendOption) (*http.Response, error) {
 }
 
 func openWith(c sendConfig, endpoint, body string) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(c.ctx, c.method, endpoint, strings.NewReader(body))
+	var r io.Reader = strings.NewReader(body)
+	if c.chunked {
+		r = io.MultiReader(r) // a reader whose length net/http cannot learn
+	}
+	req, err := http.NewRequestWithContext(c.ctx, c.method, endpoint, r)
 	if err != nil {
 		return nil, err
 	}
