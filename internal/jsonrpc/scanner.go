@@ -27,6 +27,9 @@ type scanner struct {
 	received []byte
 	open     bool
 	head     func(Message) bool
+	// lookedBack counts the bytes more looked at to find where b may end,
+	// which tests hold to the body's length.
+	lookedBack int
 }
 
 // more extends b with the bytes that arrived since the scan reached its
@@ -42,13 +45,19 @@ func (s *scanner) more() bool {
 			s.src = nil
 			break
 		}
+		// b ends before a byte that ends any run. Only the bytes new since
+		// the last call are looked at: those received before, after the
+		// byte b stops before, are all whitespace or digits. (Looking back
+		// further would make a long run of digits arriving in small pieces
+		// cost the square of its length.)
+		from := max(len(s.b), len(s.received))
 		s.received = received
-		// b ends before a byte that ends any run.
 		k := len(received) - 1
-		for k > len(s.b) && (space[received[k]] || isDigit(received[k])) {
+		for k >= from && (space[received[k]] || isDigit(received[k])) {
 			k--
 		}
-		if k > len(s.b) {
+		s.lookedBack += len(received) - 1 - k
+		if k >= from && k > len(s.b) {
 			s.b = received[:k]
 			return true
 		}

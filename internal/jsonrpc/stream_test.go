@@ -139,3 +139,17 @@ func TestParseStreamShowsTheHeadBeforeTheArguments(t *testing.T) {
 		assert.Equal(t, full[1:4], head[1:4], "the head's method, id and name are the whole body's")
 	}
 }
+
+// A long run of digits (or of whitespace) arriving in small pieces costs
+// what its bytes cost: the scan looks at each received byte once to find
+// where it may stop, not at the whole run each time a piece arrives.
+func TestParseStreamLooksAtEachByteOnce(t *testing.T) {
+	for _, run := range []string{"1", " "} {
+		body := []byte(`{"id":1,"method":"tools/call","params":{"name":"x","arguments":[1` + strings.Repeat(run, 256<<10) + `]}}`)
+		c := &chunks{t: t, body: body, size: 16}
+		s := scanner{src: c}
+		_, err := s.each(func(Message) error { return nil })
+		require.NoError(t, err)
+		assert.LessOrEqual(t, s.lookedBack, len(body), "bytes looked at to find where the scan may stop, for a body of %d", len(body))
+	}
+}
