@@ -72,6 +72,9 @@ const maxAnswered = 64
 // answered records that the exchange was answered with env: the outcome the
 // {http.mcp.error_code} placeholder and the metrics show, and one log line.
 func (h *Handler) answered(x *exchange, env *envelope.Envelope) {
+	if x.stream.dropsAnswers() {
+		return // the client gets the body's refusal instead (streaming.go)
+	}
 	x.errorCode = string(env.Code)
 	envelopesTotal.WithLabelValues(x.errorCode).Inc()
 	h.logEnvelope(x, env)

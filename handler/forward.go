@@ -92,6 +92,12 @@ func (h *Handler) forward(w http.ResponseWriter, x *exchange, next caddyhttp.Han
 // the envelope for a proxy error; or the end of an event stream that owes
 // responses. settled reports whether it answered.
 func (h *Handler) settle(x *exchange, u *upstreamWatch, err error, broke bool, next caddyhttp.Handler) (_ error, settled bool) {
+	if x.stream.dropsAnswers() {
+		// The body was refused while it streamed, and the upstream's
+		// request aborted for it: what the proxy says of that is nobody's
+		// to hear.
+		return nil, true
+	}
 	switch {
 	case x.r.Context().Err() != nil:
 		if u.deadline.passed() {

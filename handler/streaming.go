@@ -80,6 +80,17 @@ type bodyStream struct {
 	// err is the verdict on the whole body, once ended.
 	err    error
 	closed bool
+
+	// answering: the handler is answering the body's refusal, which
+	// every answer given before gives way to (of the handler's goroutine).
+	answering bool
+}
+
+// dropsAnswers reports whether an answer given now would be dropped: the
+// body streams (b is not nil) and was refused, and its refusal is not the
+// answer being given. It waits for the verdict.
+func (b *bodyStream) dropsAnswers() bool {
+	return b != nil && !b.answering && b.wait() != nil
 }
 
 // inspectStreaming starts reading x's body as it arrives and waits until its
@@ -111,6 +122,7 @@ func (h *Handler) inspectStreaming(w http.ResponseWriter, x *exchange) error {
 			if verdict := b.wait(); verdict != nil {
 				err = verdict
 			}
+			b.answering = true
 			return err
 		}
 		return nil
@@ -334,5 +346,6 @@ func (h *Handler) serveStreamed(w http.ResponseWriter, x *exchange, serve func(h
 	now := time.Now()
 	x.refund(now)
 	x.releaseSlots(now)
+	b.answering = true
 	return h.refuseBody(w, x, b.err)
 }

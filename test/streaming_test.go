@@ -244,3 +244,33 @@ func TestAStreamingBodyRefusedOnItsHeadIsAnsweredOnTheWholeBody(t *testing.T) {
 	assert.Contains(t, string(body), "Request body is not valid JSON")
 	assert.Len(t, u.seen(), 1, "nothing refused reached the upstream")
 }
+
+// A body refused once it streamed is logged and counted as what the client
+// was told, once: not as the upstream failing (its request was aborted for
+// the body), nor as a limit a malformed body met on its head.
+func TestAStreamingBodyRefusedIsLoggedOnceAsTheClientWasAnswered(t *testing.T) {
+	u, upstream := startBodyWatch(t)
+	logFile := tempLog(t, "caddy.log")
+	g := mcptest.StartGatewayWith(t, mcptest.GatewayConfig{
+		Log:  "output file " + logFile + "\nformat json\nlevel DEBUG",
+		Site: "mcp {\n\trate_limit one {\n\t\trate 1/1h\n\t}\n}\nreverse_proxy " + strings.TrimPrefix(upstream, "http://"),
+	})
+	first := streamedHead + thirtyKiB
+	resp, _ := sendInTwo(t, g.URL, first, thirtyKiB+`\x`+streamedTail, func() { u.waitStarted(t) })
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	// The limit's token was given back; the next call's head is refused by
+	// it only because this one spends it, and its rest is malformed.
+	resp, _ = post(t, g.URL+"/mcp", first+thirtyKiB+streamedTail)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	resp, _ = post(t, g.URL+"/mcp", first+`\x`+streamedTail)
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+
+	var codes []string
+	for _, l := range jsonLines(t, logFile) {
+		if l["logger"] == handlerLogger {
+			code, _ := l["code"].(string)
+			codes = append(codes, code)
+		}
+	}
+	assert.Equal(t, []string{"VALIDATION_ERROR", "VALIDATION_ERROR"}, codes, "one line per answer, with the code the client got")
+}
