@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/caddymcp/caddy-mcp/internal/cputime"
 )
 
 func tool(name, desc, schema string) Tool {
@@ -132,15 +134,16 @@ func TestDiffCostFollowsSize(t *testing.T) {
 	}
 	a.WriteString(`]}}}`)
 	b.WriteString(`]}}}`)
-	start := time.Now()
-	deltas := diffSchemas("t", json.RawMessage(a.String()), json.RawMessage(b.String()))
-	assert.Less(t, time.Since(start), 2*time.Second)
+	var deltas []Delta
+	spent := cputime.Of(func() { deltas = diffSchemas("t", json.RawMessage(a.String()), json.RawMessage(b.String())) })
+	assert.Less(t, spent, 2*time.Second, "CPU time")
 	require.Len(t, deltas, 1, "over MaxSchema: one change, not field by field")
 	assert.Equal(t, Risky, deltas[0].Severity)
 
-	start = time.Now()
-	deltas = Diff([]Tool{tool("t", "", string(enumOf(0, 9000)))}, []Tool{tool("t", "", string(enumOf(1, 9001)))})
-	assert.Less(t, time.Since(start), time.Second, "linear in the values")
+	spent = cputime.Of(func() {
+		deltas = Diff([]Tool{tool("t", "", string(enumOf(0, 9000)))}, []Tool{tool("t", "", string(enumOf(1, 9001)))})
+	})
+	assert.Less(t, spent, time.Second, "CPU time: linear in the values")
 	require.Len(t, deltas, 2)
 	assert.Equal(t, "Field 'e': no longer allows 0.", deltas[0].What)
 	assert.Equal(t, "Field 'e': now also allows 9000.", deltas[1].What)
