@@ -18,7 +18,9 @@ import (
 
 // getStatus reads GET /mcp/status from the admin API.
 func getStatus(adminURL string) (raw []byte, status handler.Status, err error) {
-	resp, err := http.Get(adminURL + "/mcp/status")
+	// The admin API is replaced on every reload: a request the old one
+	// closed unanswered is sent again.
+	resp, err := mcptest.ResendingClient().Get(adminURL + "/mcp/status")
 	if err != nil {
 		return nil, status, err
 	}

@@ -5,14 +5,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptrace"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/caddymcp/caddy-mcp/test/mcptest"
 	"github.com/caddymcp/caddy-mcp/test/wire"
 )
 
@@ -88,9 +87,10 @@ func chunked(c *sendConfig) { c.chunked = true }
 func withClient(client *http.Client) sendOption { return func(c *sendConfig) { c.client = client } }
 
 // afterReload sends with a client that resends a request the old server
-// closed unanswered, as a client does after a reload (see reconnecting).
+// closed unanswered, as a client does after a reload
+// (mcptest.ResendingClient).
 func afterReload(t *testing.T) sendOption {
-	return withClient(&http.Client{Transport: newReconnecting(t)})
+	return withClient(mcptest.ResendingClient())
 }
 
 // into makes postAsync send the outcome on out, which must have room for
@@ -189,63 +189,5 @@ func receive(t *testing.T, ch <-chan string) string {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no answer within 10s")
 		return ""
-	}
-}
-
-// reconnecting is what a well-behaved client does when a server that is
-// being reloaded closes its connection without answering: it sends the
-// request again on a new connection.
-//
-// A reload shuts the old server down gracefully: requests it is handling
-// finish within the grace period, and then Go's http.Server
-//   - closes its idle keep-alive connections, which a client may have just
-//     picked for its next request (the request then meets EOF or a reset),
-//   - and closes, without calling any handler, a connection on which it
-//     reads a request after the shutdown began (net/http, conn.serve:
-//     "if c.server.shuttingDown() { return }" right after readRequest).
-//     This hits fresh connections too: Caddy hands the same listening
-//     socket to the old and the new server, and the old one can still
-//     accept a connection while it stops.
-//
-// Either way the client gets no byte of a response, and the request was
-// never handled, so sending it again is safe. Go's transport does that by
-// itself only for idempotent requests, and a POST is not one. So this
-// transport resends a request that got no response byte at all, at most a
-// few times; anything else (an answer cut short, an error status, an
-// envelope) is returned as it is, and fails the test.
-type reconnecting struct {
-	base    *http.Transport
-	retries atomic.Int64
-}
-
-func newReconnecting(t *testing.T) *reconnecting {
-	rt := &reconnecting{base: http.DefaultTransport.(*http.Transport).Clone()}
-	t.Cleanup(rt.base.CloseIdleConnections)
-	return rt
-}
-
-func (rt *reconnecting) RoundTrip(req *http.Request) (*http.Response, error) {
-	replayable := req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
-	for attempt := 1; ; attempt++ {
-		var reused, answered atomic.Bool
-		r := req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
-			GotConn:              func(info httptrace.GotConnInfo) { reused.Store(info.Reused) },
-			GotFirstResponseByte: func() { answered.Store(true) },
-		}))
-		if attempt > 1 && req.GetBody != nil {
-			body, err := req.GetBody()
-			if err != nil {
-				return nil, err
-			}
-			r.Body = body
-		}
-		resp, err := rt.base.RoundTrip(r)
-		if err == nil {
-			return resp, nil
-		}
-		if !replayable || answered.Load() || req.Context().Err() != nil || attempt == 5 {
-			return nil, fmt.Errorf("%w (attempt %d, reused connection: %v, response started: %v)", err, attempt, reused.Load(), answered.Load())
-		}
-		rt.retries.Add(1)
 	}
 }

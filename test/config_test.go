@@ -198,7 +198,7 @@ func TestUnnamedGuardsOfThreeSitesKeepTheirOwnLimitsThroughReloads(t *testing.T)
 	for i, s := range sites {
 		calls := s.max + s.queue + 2
 		// Sent after reloads: a call the old server, still stopping, took
-		// and closed unanswered is sent again (see reconnecting).
+		// and closed unanswered is sent again (mcptest.ResendingClient).
 		outcomes := s.sendCalls(t, calls, fmt.Sprintf("site%d", i), afterReload(t))
 
 		// max in flight, queue waiting: the two calls beyond are shed at

@@ -78,7 +78,7 @@ func TestContractDriftIsToldToTheModel(t *testing.T) {
 	}
 	g := mcptest.StartGateway(t, site("warn"))
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "contract", Version: "1"}, nil).
-		Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: g.URL + "/mcp"}, nil)
+		Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: g.URL + "/mcp", HTTPClient: mcptest.ResendingClient()}, nil)
 	require.NoError(t, err)
 	defer cs.Close()
 	call := func() *mcp.CallToolResult {
@@ -130,7 +130,7 @@ func TestContractDriftIsToldToTheModel(t *testing.T) {
 	assert.True(t, strings.Contains(res.Content[1].(*mcp.TextContent).Text, "<contract_awareness"), "a reload keeps what changed")
 
 	// A batch holding the call is refused whole, not passed unchecked.
-	resp, body := post(t, g.URL+"/mcp", `[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_invoice","arguments":{"id":"7","limit":80}}},{"jsonrpc":"2.0","id":2,"method":"tools/list"}]`)
+	resp, body := post(t, g.URL+"/mcp", `[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_invoice","arguments":{"id":"7","limit":80}}},{"jsonrpc":"2.0","id":2,"method":"tools/list"}]`, afterReload(t))
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	answers, err := wire.Answers(body)
 	require.NoError(t, err, "%s", body)

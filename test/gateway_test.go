@@ -117,7 +117,7 @@ func TestReloadKeepsBucketsAndAppliesTheNewRate(t *testing.T) {
 	g := mcptest.StartGateway(t, site("1/1h"))
 	call := wire.NumberedCall(1, "echo")
 	retryAfter := func() string {
-		resp, _ := post(t, g.URL+"/mcp", call)
+		resp, _ := post(t, g.URL+"/mcp", call, afterReload(t))
 		return resp.Header.Get("Retry-After")
 	}
 	require.Empty(t, retryAfter(), "the first call is forwarded")

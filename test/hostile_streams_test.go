@@ -307,7 +307,7 @@ reverse_proxy ` + h.addr
 		if i > 0 {
 			g.Reload(t, site(phase.logKey))
 		}
-		held := postAsync(t, endpoint, wire.ToolCall("secret-"+strconv.Itoa(i), "hold"), key)
+		held := postAsync(t, endpoint, wire.ToolCall("secret-"+strconv.Itoa(i), "hold"), key, afterReload(t))
 		h.waitHeld(t, 1)
 		raw := waitStatus(t, g.AdminURL, heldKey)
 		t.Logf("GET /mcp/status with %q:\n%s", phase.logKey, raw)

@@ -147,7 +147,7 @@ func TestOtherMethodsDoNotWalkAroundAPolicy(t *testing.T) {
 	g.Reload(t, "mcp\nreverse_proxy "+up.addr)
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPut, g.URL+"/mcp", strings.NewReader("{}"))
 	require.NoError(t, err)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := mcptest.ResendingClient().Do(req)
 	require.NoError(t, err)
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()

@@ -46,7 +46,7 @@ func TestOneLogLinePerEnvelopeAtItsLevel(t *testing.T) {
 	endpoint := g.URL + "/mcp"
 	call := func(id, tool string) string {
 		t.Helper()
-		_, body := post(t, endpoint, wire.ToolCall(id, tool))
+		_, body := post(t, endpoint, wire.ToolCall(id, tool), afterReload(t))
 		return wire.Outcome(body)
 	}
 

@@ -18,6 +18,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/caddymcp/caddy-mcp/test/mcptest"
 )
 
 // mcpMetrics scrapes the admin API's /metrics and returns the caddy_mcp_*
@@ -32,7 +34,9 @@ func mcpMetrics(t *testing.T, adminURL string) map[string]float64 {
 // scrape reads the admin API's /metrics, in whatever exposition format it
 // answers with, and returns the families whose name starts with prefix.
 func scrape(adminURL, prefix string) (map[string]*dto.MetricFamily, error) {
-	resp, err := http.Get(adminURL + "/metrics")
+	// The admin API is replaced on every reload: a request the old one
+	// closed unanswered is sent again.
+	resp, err := mcptest.ResendingClient().Get(adminURL + "/metrics")
 	if err != nil {
 		return nil, err
 	}

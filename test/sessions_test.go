@@ -225,9 +225,11 @@ func serveReplica(t *testing.T, name string, server *mcp.Server, opts *mcp.Strea
 }
 
 // headerTransport adds headers to every request and keeps the last
-// Mcp-Session-Id a response carried: what the client was given.
+// Mcp-Session-Id a response carried: what the client was given. It sends
+// through base, http.DefaultTransport if nil.
 type headerTransport struct {
 	add     http.Header
+	base    http.RoundTripper
 	mu      sync.Mutex
 	session string
 }
@@ -237,7 +239,11 @@ func (h *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	for k, v := range h.add {
 		r.Header[k] = v
 	}
-	resp, err := http.DefaultTransport.RoundTrip(r)
+	base := h.base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	resp, err := base.RoundTrip(r)
 	if err == nil && resp.Header.Get("Mcp-Session-Id") != "" {
 		h.mu.Lock()
 		h.session = resp.Header.Get("Mcp-Session-Id")
@@ -252,7 +258,9 @@ func (h *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // replica's own session id.
 func openSession(t *testing.T, endpoint, auth string) (cs *mcp.ClientSession, token, replicaName, upstreamID string) {
 	t.Helper()
-	tr := &headerTransport{add: http.Header{}}
+	// The session outlives reloads in some tests: a call a reload closed
+	// unanswered is sent again.
+	tr := &headerTransport{add: http.Header{}, base: &mcptest.ResendingTransport{}}
 	if auth != "" {
 		tr.add.Set("Authorization", auth)
 	}
@@ -289,10 +297,8 @@ func rawCall(t *testing.T, method, endpoint, token, auth string) (int, string) {
 	if auth != "" {
 		req.Header.Set("Authorization", auth)
 	}
-	// A connection of its own: one kept alive from before a reload may be
-	// the old server's, which the reload closes.
-	req.Close = true
-	resp, err := http.DefaultClient.Do(req)
+	// Sent again if a reload closed it unanswered.
+	resp, err := mcptest.ResendingClient().Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {

@@ -138,7 +138,9 @@ func start(t testing.TB, cfg GatewayConfig, catchAll bool) *Gateway {
 }
 
 // Reload replaces the running config with one whose site block body is site,
-// as `caddy reload` does.
+// as `caddy reload` does. It returns once the old config's servers have
+// begun to stop, not once they are gone: send what follows a reload, the
+// admin API's requests included, with ResendingClient.
 func (g *Gateway) Reload(t testing.TB, site string) {
 	t.Helper()
 	c := g.global
