@@ -43,8 +43,8 @@ func streamUpstream(t *testing.T, status int, header http.Header, write func(w i
 	}))
 }
 
-// getStream sends a GET resuming a stream, and returns what came of it
-// within a few seconds.
+// getStream sends a GET resuming a stream, and returns what came of it; a
+// stream that has not ended in 30 seconds fails the test.
 func getStream(t *testing.T, endpoint string) (int, string) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, endpoint, nil)
@@ -52,7 +52,7 @@ func getStream(t *testing.T, endpoint string) (int, string) {
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("Mcp-Session-Id", "s1")
 	req.Header.Set("Last-Event-ID", "e1")
-	client := &http.Client{Timeout: 5 * time.Second}
+	client := &http.Client{Timeout: 30 * time.Second}
 	resp, err := client.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
