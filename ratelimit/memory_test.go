@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -312,30 +313,37 @@ func TestConcurrentUseKeepsTheCap(t *testing.T) {
 }
 
 func TestRunSweepsWithItsClock(t *testing.T) {
-	m := ratelimit.NewMemory(0)
-	base := time.Now()
-	require.True(t, m.Take(base, "a", 1, limit(1, time.Hour, 1)).Allowed)
+	synctest.Test(t, func(t *testing.T) {
+		m := ratelimit.NewMemory(0)
+		base := time.Now()
+		require.True(t, m.Take(base, "a", 1, limit(1, time.Hour, 1)).Allowed)
 
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	go m.Run(ctx, time.Millisecond, func() time.Time { return base.Add(time.Hour) })
-
-	assert.Eventually(t, func() bool { return m.Len() == 0 }, 5*time.Second, time.Millisecond)
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		go m.Run(ctx, time.Minute, func() time.Time { return base.Add(time.Hour) })
+		synctest.Wait()
+		assert.Equal(t, 1, m.Len(), "no sweep before the first tick")
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.Zero(t, m.Len(), "swept at the first tick, with Run's clock")
+	})
 }
 
 func TestRunStopsWhenContextDone(t *testing.T) {
-	m := ratelimit.NewMemory(0)
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
-	go func() {
-		m.Run(ctx, time.Millisecond, nil)
-		close(done)
-	}()
-
-	cancel()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("Run did not return after its context was done")
-	}
+	synctest.Test(t, func(t *testing.T) {
+		m := ratelimit.NewMemory(0)
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() {
+			m.Run(ctx, time.Millisecond, nil)
+			close(done)
+		}()
+		cancel()
+		synctest.Wait()
+		select {
+		case <-done:
+		default:
+			t.Fatal("Run did not return after its context was done")
+		}
+	})
 }
