@@ -1,18 +1,27 @@
 # The commands a developer and CI run. `make test` is the one the README gives.
 
-.PHONY: test demo release bench-micro bench bench-hostile
+.PHONY: test test-deps test-under-load demo release bench-micro bench bench-hostile
 
 # Every test: unit, golden, integration through a real Caddy with the
 # official Go and TypeScript SDK clients, and the official MCP conformance
-# suite through the gateway. Installs the locked npm dependencies (the
-# TypeScript client, the conformance suite) first, and Redis for the tests of
-# limits shared on Redis (with apt-get, where it is missing).
-test:
+# suite through the gateway.
+test: test-deps
+	go test -race -count=1 ./...
+
+# What the tests need: the locked npm dependencies (the TypeScript client,
+# the conformance suite), and Redis for the tests of limits shared on Redis
+# (with apt-get, where it is missing).
+test-deps:
 	scripts/ensure-redis
 	npm ci --prefix test/tsclient --no-audit --no-fund --loglevel=error
 	npm ci --prefix test/conformance --no-audit --no-fund --loglevel=error
 	npm ci --prefix test/conformance/latest --no-audit --no-fund --loglevel=error
-	go test -race -count=1 ./...
+
+# The integration tests COUNT times each (default 5) with every core kept
+# busy, to find a flaky test before it lands (not run by CI; see
+# scripts/test-under-load).
+test-under-load: test-deps
+	scripts/test-under-load $(COUNT)
 
 # The gateway in front of the demo MCP server, on https://localhost:8443/mcp.
 demo:
