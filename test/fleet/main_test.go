@@ -80,12 +80,12 @@ func site(up *upstream, options ...string) string {
 // loopback but far more for a node built with the race detector on a
 // loaded machine, and a decision that misses its timeout is made by the
 // node alone. Redis never stalls in those tests: they give it ten
-// seconds. The tests of what happens while Redis is down give it little,
-// since the timeout is what a client waits for a Redis that does not
-// answer.
+// seconds. The tests of what happens while Redis is down need Redis to
+// decide before and after the outage too, and the timeout is what a
+// client waits for a Redis that stalls: they give it two seconds.
 const (
 	sharedTimeout = 10 * time.Second
-	outageTimeout = 200 * time.Millisecond
+	outageTimeout = 2 * time.Second
 )
 
 // redisStore is a store redis block for addresses.

@@ -19,10 +19,15 @@ import (
 const outageBurst = 3
 
 // slowestWhileDown is the longest a call may take while Redis is down: the
-// store's timeout, for a call that finds Redis gone, and the node's own
-// work under the race detector. A client must never wait on a Redis that
-// does not answer for longer than that.
-const slowestWhileDown = outageTimeout + 800*time.Millisecond
+// store's timeout, for a call that finds Redis gone, then the node's own
+// work under the race detector and room for a loaded machine: a lost
+// segment on loopback waits for TCP's first retransmission timeout, a
+// second. (Two calls of one run were once a second late, in the run whose
+// kernel counted two retransmission timeouts; the store, stalled 40 times
+// under load with calls in flight, never took 10 ms past its timeout.) A
+// call held until Redis answers again is still waiting when this passes:
+// the test resumes Redis only after the calls it times.
+const slowestWhileDown = outageTimeout + 2*time.Second
 
 // While Redis is down, a fleet answers every call promptly, those in
 // flight when it goes down included, and as on_error says: local limits
