@@ -21,6 +21,7 @@
 //			max           <n>                 # in flight, required
 //			queue         <n>                 # waiting, default 0
 //			queue_timeout <duration>          # default 10s
+//			cancel_grace  <duration>          # places kept after the client left, default 5s
 //			key           <template>          # one guard per value; default one guard
 //			methods       <method...>         # default tools/call
 //		}
@@ -428,6 +429,8 @@ func unmarshalConcurrency(d *caddyfile.Dispenser, names map[string]place) (*hand
 			c.Queue, err = nonNegativeInt(d)
 		case "queue_timeout":
 			c.QueueTimeout, err = positiveDuration(d)
+		case "cancel_grace":
+			c.CancelGrace, err = positiveDuration(d)
 		case "key":
 			c.Key, err = oneArg(d)
 		case "methods":

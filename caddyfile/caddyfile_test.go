@@ -38,6 +38,7 @@ func TestUnmarshalBuildsConfig(t *testing.T) {
 					max           4
 					queue         8
 					queue_timeout 5s
+					cancel_grace  2s
 					key           {http.mcp.tool}
 					methods       tools/call prompts/get
 				}
@@ -51,7 +52,8 @@ func TestUnmarshalBuildsConfig(t *testing.T) {
 				UpstreamCancelsOnClose: true,
 				Concurrency: &handler.Concurrency{
 					Name: "tools", Max: 4, Queue: 8, QueueTimeout: caddy.Duration(5 * time.Second),
-					Key: "{http.mcp.tool}", Methods: []string{"tools/call", "prompts/get"},
+					CancelGrace: caddy.Duration(2 * time.Second),
+					Key:         "{http.mcp.tool}", Methods: []string{"tools/call", "prompts/get"},
 				},
 				AllowedOrigins:     []string{"https://app.example.com", "http://localhost:3000"},
 				UpstreamRetryAfter: caddy.Duration(time.Minute),
@@ -221,6 +223,12 @@ func TestUnmarshalRejectsBadInputAtItsLine(t *testing.T) {
 			name:    "negative queue",
 			input:   "mcp {\n\tconcurrency {\n\t\tmax 1\n\t\tqueue -1\n\t}\n}",
 			wantErr: `queue "-1": want a whole number, 0 or more`,
+			line:    4,
+		},
+		{
+			name:    "cancel_grace of no time",
+			input:   "mcp {\n\tconcurrency {\n\t\tmax 1\n\t\tcancel_grace 0s\n\t}\n}",
+			wantErr: `cancel_grace "0s": want a positive duration`,
 			line:    4,
 		},
 		{

@@ -97,6 +97,7 @@ type ConcurrencyStatus struct {
 	Max          int      `json:"max"`
 	Queue        int      `json:"queue"`
 	QueueTimeout string   `json:"queue_timeout"`
+	CancelGrace  string   `json:"cancel_grace"`
 	Methods      []string `json:"methods"`
 	// Active and Queued are summed over the guard's keys.
 	Active int `json:"active"`
@@ -167,6 +168,7 @@ func (h *Handler) status() HandlerStatus {
 			Max:          g.limits.Max,
 			Queue:        g.limits.Queue,
 			QueueTimeout: formatWindow(g.limits.QueueTimeout),
+			CancelGrace:  formatWindow(g.cancelGrace),
 			Methods:      g.methods,
 			Keys:         []GuardKeyStatus{},
 		}

@@ -40,6 +40,14 @@ type Concurrency struct {
 	// refused with SERVER_BUSY. Default: 10s.
 	QueueTimeout caddy.Duration `json:"queue_timeout,omitempty"`
 
+	// CancelGrace bounds how long the places of a request whose client
+	// left stay taken. The gateway tells the upstream to stop the
+	// request's calls at once, then holds the places while the upstream
+	// may still be running them: until it answers, or this long after the
+	// client left, when the upstream request is cut and the places come
+	// back. Default: 5s.
+	CancelGrace caddy.Duration `json:"cancel_grace,omitempty"`
+
 	// Key is a placeholder template: each distinct value has its own guard
 	// with its own Max and Queue, e.g. {http.mcp.tool} for one per tool.
 	// Guards without requests are dropped. Default: one guard.
@@ -60,6 +68,9 @@ type Concurrency struct {
 func (cfg *Concurrency) Validate() error {
 	l := busy.Limits{Max: cfg.Max, Queue: cfg.Queue, QueueTimeout: cmp.Or(time.Duration(cfg.QueueTimeout), busy.DefaultQueueTimeout)}
 	errs := []error{l.Validate(), checkMethods(cfg.Methods)}
+	if cfg.CancelGrace < 0 {
+		errs = append(errs, fmt.Errorf("cancel_grace %s: must not be negative", time.Duration(cfg.CancelGrace)))
+	}
 	if slices.Contains(cfg.Methods, listenMethod) {
 		errs = append(errs, errors.New("methods: "+listenMethod+" cannot take a place: its answer is a stream that stays open as long as the client listens (MCP 2026-07-28), so each listener would hold a place for good; limit how often it is sent with a rate_limit instead"))
 	}
@@ -68,6 +79,11 @@ func (cfg *Concurrency) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// DefaultCancelGrace is the default of Concurrency.CancelGrace: long
+// enough for a server told to stop to answer, short enough that a place
+// held for a client that left is soon back.
+const DefaultCancelGrace = 5 * time.Second
 
 // listenMethod is MCP 2026-07-28's request for a stream of change
 // notifications, in place of the session era's GET stream.
@@ -94,8 +110,10 @@ type concurrencyGuard struct {
 	key     *keyTemplate
 	methods []string
 	limits  busy.Limits
-	set     *busy.Set
-	poolKey string
+	// cancelGrace is Concurrency.CancelGrace, its default applied.
+	cancelGrace time.Duration
+	set         *busy.Set
+	poolKey     string
 }
 
 func newConcurrencyGuard(cfg *Concurrency, ld *load, logger *zap.Logger) (*concurrencyGuard, error) {
@@ -110,6 +128,7 @@ func newConcurrencyGuard(cfg *Concurrency, ld *load, logger *zap.Logger) (*concu
 			Queue:        cfg.Queue,
 			QueueTimeout: cmp.Or(time.Duration(cfg.QueueTimeout), busy.DefaultQueueTimeout),
 		},
+		cancelGrace: cmp.Or(time.Duration(cfg.CancelGrace), DefaultCancelGrace),
 	}
 	if len(g.methods) == 0 {
 		g.methods = []string{"tools/call"}
@@ -144,8 +163,8 @@ func newConcurrencyGuard(cfg *Concurrency, ld *load, logger *zap.Logger) (*concu
 
 // settings is the guard's configuration in one line.
 func (g *concurrencyGuard) settings() string {
-	return fmt.Sprintf("max %d, queue %d, queue_timeout %s, key %s, methods %v",
-		g.limits.Max, g.limits.Queue, formatWindow(g.limits.QueueTimeout), g.keyText(), g.methods)
+	return fmt.Sprintf("max %d, queue %d, queue_timeout %s, cancel_grace %s, key %s, methods %v",
+		g.limits.Max, g.limits.Queue, formatWindow(g.limits.QueueTimeout), formatWindow(g.cancelGrace), g.keyText(), g.methods)
 }
 
 func (g *concurrencyGuard) keyText() string {

@@ -1,11 +1,11 @@
 package handler
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -43,21 +43,28 @@ func (h *Handler) forward(w http.ResponseWriter, x *exchange, next caddyhttp.Han
 	}
 	*u = upstreamWatch{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, x: x, pins: h.pins, list: list, catalog: h.catalog, read: read, keepaliveEvery: time.Duration(h.SSEKeepalive)}
 	up := x.r
+	var abandon *abandonment
 	if len(x.slots) > 0 && !(h.UpstreamCancelsOnClose && x.era.closingCancels()) {
-		// The request holds places in the guard, and its upstream goes on
-		// running it when the client leaves (before MCP 2026-07-28 closing
-		// the connection does not cancel a call, and from it on servers do
-		// not all stop). The places must then be held until the upstream
-		// has answered: the upstream request is cut loose from the
-		// client's, and its answer is read to its end, into nothing once
-		// the client is gone.
-		up = x.r.WithContext(context.WithoutCancel(x.r.Context()))
+		// The request holds places in the guard, and its upstream may go
+		// on running it when the client leaves (before MCP 2026-07-28
+		// closing the connection does not cancel a call, and from it on
+		// servers do not all stop). The upstream request is cut loose from
+		// the client's, and its answer read to its end, into nothing once
+		// the client is gone, for as long as abandon.go says.
+		abandon, up = h.detach(x, u, next)
 		u.drain = true
+	}
+	if abandon != nil || h.policy != nil {
+		up = traceReached(up, u)
 	}
 	if d, cut, cancel := h.startDeadline(x, up); d != nil {
 		u.deadline, up = d, cut
 		defer cancel(nil)
 		defer d.timer.Stop()
+	}
+	if abandon != nil {
+		abandon.watch()
+		defer abandon.done()
 	}
 	defer func() {
 		v := recover()
@@ -75,7 +82,11 @@ func (h *Handler) forward(w http.ResponseWriter, x *exchange, next caddyhttp.Han
 			panic(v)
 		}
 	}()
-	err = next.ServeHTTP(u, up)
+	if !u.deadline.passed() {
+		// A call whose deadline passed while it waited for a place is
+		// answered TIMEOUT below without ever going upstream.
+		err = next.ServeHTTP(u, up)
+	}
 	u.stopKeepalive()
 	u.keepSealed()
 	if u.list != nil {
@@ -108,7 +119,7 @@ func (h *Handler) settle(x *exchange, u *upstreamWatch, err error, broke bool, n
 				u.read.outcome = "timeout"
 			}
 			x.releaseSlots(time.Now()) // not held while the upstream takes it
-			h.cancelUpstream(x, next)
+			h.cancelAtDeadline(x, u, next)
 		}
 		return err, false
 	case u.deadline.passed() && u.owesAnswer():
@@ -188,6 +199,12 @@ type upstreamWatch struct {
 	read     *answerRead
 	deadline *deadline
 	cut      bool
+	// Read by the goroutine that acts for a client that left (abandon.go):
+	// reached, the request's headers were sent to the upstream, which may
+	// be running it once it has the rest; resumable, the answer is a
+	// stream the client may resume; cancelled, the upstream was told to
+	// stop the request.
+	reached, resumable, cancelled atomic.Bool
 }
 
 // toolsChanged forgets the tools learned for the request's list, and the
@@ -320,6 +337,9 @@ func (u *upstreamWatch) Write(p []byte) (int, error) {
 		out, err := u.sse.observe(p)
 		if err != nil {
 			return 0, err
+		}
+		if u.sse.resumable {
+			u.resumable.Store(true)
 		}
 		if u.sse.owed.left == 0 {
 			u.deadline.answered()

@@ -6,8 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
 	"time"
 
@@ -349,7 +347,11 @@ func (h *Handler) startDeadline(x *exchange, up *http.Request) (*deadline, *http
 	}
 	ctx, cancel := context.WithCancelCause(up.Context())
 	d := &deadline{after: after, ctx: ctx}
-	d.timer = time.AfterFunc(max(0, after-time.Since(x.start)), func() { cancel(errDeadline) })
+	left := after - time.Since(x.start)
+	if left <= 0 {
+		cancel(errDeadline) // passed while the call waited for a place
+	}
+	d.timer = time.AfterFunc(max(0, left), func() { cancel(errDeadline) })
 	return d, up.WithContext(ctx), cancel
 }
 
@@ -393,57 +395,17 @@ func (h *Handler) timeUp(x *exchange, u *upstreamWatch, next caddyhttp.Handler) 
 		}
 	}
 	x.releaseSlots(time.Now())
-	h.cancelUpstream(x, next)
+	h.cancelAtDeadline(x, u, next)
 	return err
 }
 
-// cancelUpstream tells the upstream to stop a call cut at its deadline.
-// From MCP 2026-07-28 on, closing the call's stream (which cutting it did)
-// is the cancellation. Before it, closing means nothing: the gateway sends
-// notifications/cancelled on the call's session, through the rest of the
-// route (so that it reaches the replica the session is pinned to).
-func (h *Handler) cancelUpstream(x *exchange, next caddyhttp.Handler) {
-	if x.era.closingCancels() {
-		return
-	}
-	body := fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%s,"reason":"the gateway's deadline for this tool passed"}}`, x.msgs[0].ID)
-	ctx, stop := context.WithTimeout(context.WithoutCancel(x.r.Context()), cancelTimeout)
-	defer stop()
-	r := x.r.Clone(ctx)
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	r.ContentLength = int64(len(body))
-	r.GetBody = nil
-	for _, k := range []string{"Content-Length", "Content-Encoding", "Transfer-Encoding", "Last-Event-Id", "Mcp-Method", "Mcp-Name", "Expect"} {
-		delete(r.Header, k)
-	}
-	r.Header["Content-Type"] = contentTypeJSON
-	r.Header["Accept"] = []string{"application/json, text/event-stream"}
-	sink := &discard{header: make(http.Header)}
-	if err := next.ServeHTTP(sink, r); err != nil || sink.status >= 300 {
-		h.logger.Debug("notifications/cancelled not taken by the upstream", zap.Int("status", sink.status), zap.Error(err))
+// cancelAtDeadline tells the upstream to stop a call cut at its deadline,
+// when the call reached it and it was not told already.
+func (h *Handler) cancelAtDeadline(x *exchange, u *upstreamWatch, next caddyhttp.Handler) {
+	if u.reached.Load() && u.cancelled.CompareAndSwap(false, true) {
+		h.sendCancelled(x, requestVars(x), next, reasonDeadline)
 	}
 }
-
-// cancelTimeout bounds the wait for the upstream to take a cancellation.
-const cancelTimeout = 5 * time.Second
-
-// discard is the response writer of a request the gateway sends itself.
-type discard struct {
-	header http.Header
-	status int
-}
-
-func (d *discard) Header() http.Header { return d.header }
-func (d *discard) WriteHeader(status int) {
-	if d.status == 0 {
-		d.status = status
-	}
-}
-func (d *discard) Write(p []byte) (int, error) {
-	d.WriteHeader(http.StatusOK)
-	return len(p), nil
-}
-func (d *discard) Flush() {}
 
 var (
 	toolCalls = prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -103,6 +103,7 @@ reverse_proxy ` + h.addr})
         "max": 1,
         "queue": 2,
         "queue_timeout": "1m",
+        "cancel_grace": "5s",
         "methods": ["tools/call"],
         "active": 1,
         "queued": 1,

@@ -91,12 +91,12 @@ func TestServerBusyTellsActiveAndQueuedCounts(t *testing.T) {
 
 func TestPlacesComeBackAfterCancelledCallsAndUpstreamFailures(t *testing.T) {
 	gt := startUpstream(t, holdAll)
-	g := mcptest.StartGateway(t, "mcp {\n\tconcurrency {\n\t\tmax 2\n\t}\n}\nreverse_proxy "+gt.addr)
+	g := mcptest.StartGateway(t, "mcp {\n\tconcurrency {\n\t\tmax 2\n\t\tcancel_grace 1h\n\t}\n}\nreverse_proxy "+gt.addr)
 	call := wire.NumberedCall(1, "slow")
 
 	// Two calls whose clients give up while the upstream holds them: the
 	// upstream goes on running them, so they keep their places until it
-	// answers.
+	// answers (within cancel_grace).
 	clientsLeave(t, gt, 2, g.URL+"/mcp", call)
 	_, body := post(t, g.URL+"/mcp", call)
 	assert.Equal(t, "SERVER_BUSY", wire.Outcome(body))
@@ -174,24 +174,15 @@ func TestQueuedCallThatWaitsTooLongGetsServerBusy(t *testing.T) {
 // A client that leaves while its call runs does not take its place with it:
 // before MCP 2026-07-28 the upstream goes on running the call (closing the
 // connection is not a cancellation, and the SDK servers do not stop), so the
-// place is held until the upstream has answered. Found by an attacker's
-// review: calls whose clients hung up at once all ran together on a guard of
-// max 1. From 2026-07-28 closing is the cancellation, but the Go SDK's
-// server still runs the call to its end by default: a client declaring that
-// version frees nothing early unless the upstream is said to stop.
+// place is held until the upstream has answered, within cancel_grace. Found
+// by an attacker's review: calls whose clients hung up at once all ran
+// together on a guard of max 1. (abandon_test.go has the grace, and the
+// cancellation the upstream is sent.)
 func TestAClientThatLeavesKeepsItsPlaceUntilTheUpstreamAnswers(t *testing.T) {
-	for name, version := range map[string]sendOption{
-		"2025-06-18": withHeader("Mcp-Protocol-Version", "2025-06-18"),
-		"2026-07-28 without upstream_cancels_on_close": withHeader("Mcp-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "slow"),
-	} {
-		t.Run(name, func(t *testing.T) { testPlaceKeptUntilTheUpstreamAnswers(t, version) })
-	}
-}
-
-func testPlaceKeptUntilTheUpstreamAnswers(t *testing.T, version sendOption) {
 	gt := startUpstream(t, holdAll)
-	g := mcptest.StartGateway(t, "mcp {\n\tconcurrency {\n\t\tmax 1\n\t}\n}\nreverse_proxy "+gt.addr)
+	g := mcptest.StartGateway(t, "mcp {\n\tconcurrency {\n\t\tmax 1\n\t\tcancel_grace 1h\n\t}\n}\nreverse_proxy "+gt.addr)
 	call := wire.NumberedCall(1, "slow")
+	version := withHeader("Mcp-Protocol-Version", "2025-06-18")
 
 	clientsLeave(t, gt, 1, g.URL+"/mcp", call, version)
 	for range 3 {

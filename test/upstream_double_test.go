@@ -46,8 +46,18 @@ type upstreamDouble struct {
 // An upstreamOption changes what the upstream double does.
 type upstreamOption func(*upstreamDouble)
 
-// holdAll holds every request until it is released.
-func holdAll(u *upstreamDouble) { u.holds = func([]upstreamMessage) bool { return true } }
+// holdAll holds every request that awaits an answer (one with an id)
+// until it is released; notifications are taken at once.
+func holdAll(u *upstreamDouble) {
+	u.holds = func(msgs []upstreamMessage) bool {
+		for _, m := range msgs {
+			if len(m.ID) > 0 {
+				return true
+			}
+		}
+		return false
+	}
+}
 
 // holdCallsOf holds the requests that call tool until they are released;
 // the others are answered at once.

@@ -1,0 +1,143 @@
+package handler
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptrace"
+	"time"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+)
+
+// Abandoned requests. A request holding places in the guard is not cut
+// when its client leaves: the upstream may still be running its calls, and
+// the places stand for that work. But a client that leaves is a client
+// that cancels, and a place must always come back. So when the client of
+// such a request leaves before its answer ended, and the request reached
+// the upstream:
+//
+//   - Before MCP 2026-07-28, closing is no cancellation: the gateway sends
+//     notifications/cancelled for each request of the body, on its session,
+//     through the rest of the route (so that it reaches the replica the
+//     session is pinned to). It does not when the answer is a stream the
+//     client may resume (an event carried an id): the client may come back
+//     for it. The answer is read on, into nothing, and the places come
+//     back when it ends or, at the latest, cancel_grace after the client
+//     left, when the upstream request is cut.
+//   - From 2026-07-28 on, closing the stream is the cancellation: the
+//     upstream request is cut at once, and the places are held for
+//     cancel_grace, the time a server that runs on anyway may take.
+//
+// A request that never reached the upstream (cut at its deadline while it
+// waited for a connection, say) runs nowhere: it is cut, and nothing is
+// cancelled.
+
+// errClientLeft and errAbandoned are why an upstream request was cut: its
+// client left (the cancellation of the stateless era), or the grace after
+// it did passed.
+// Both are a context.Canceled, as a client leaving is to reverse_proxy:
+// the request is not the upstream's failure, and it is logged as 499.
+var (
+	errClientLeft = fmt.Errorf("the client left: %w", context.Canceled)
+	errAbandoned  = fmt.Errorf("the upstream did not answer within cancel_grace after the client left: %w", context.Canceled)
+)
+
+// abandonment watches the client of a request that holds places, and acts
+// for it when it leaves. Its fields are written before the request goes
+// upstream, or under the goroutine handling the client's leaving
+// (clientLeft), which done waits for.
+type abandonment struct {
+	h    *Handler
+	x    *exchange
+	u    *upstreamWatch
+	next caddyhttp.Handler
+	// cut ends the upstream request.
+	cut context.CancelCauseFunc
+	// vars are the request's variables as it went upstream: the route
+	// writes to them while it serves the request, so the cancellation,
+	// sent meanwhile, has a copy of its own.
+	vars map[string]any
+	// stop stops watching the client; handled is closed once its leaving
+	// has been dealt with.
+	stop    func() bool
+	handled chan struct{}
+	// Written by clientLeft: the grace's timer, and hold: the places are
+	// kept for the grace after the request ends (the upstream request was
+	// cut as the cancellation).
+	grace *time.Timer
+	hold  bool
+}
+
+// detach makes the upstream request of x, which holds places, one its
+// client leaving does not cut. watch must then be called, once the
+// request's deadline (if any) is set, and done once the upstream request
+// is over.
+func (h *Handler) detach(x *exchange, u *upstreamWatch, next caddyhttp.Handler) (*abandonment, *http.Request) {
+	ctx, cut := context.WithCancelCause(context.WithoutCancel(x.r.Context()))
+	a := &abandonment{h: h, x: x, u: u, next: next, cut: cut, vars: requestVars(x), handled: make(chan struct{})}
+	return a, x.r.WithContext(ctx)
+}
+
+// watch starts watching the client.
+func (a *abandonment) watch() { a.stop = context.AfterFunc(a.x.r.Context(), a.clientLeft) }
+
+// clientLeft acts for a client that left while its request was upstream.
+func (a *abandonment) clientLeft() {
+	defer close(a.handled)
+	u := a.u
+	switch {
+	case u.deadline.passed():
+		// Cut at its deadline already, and the upstream told.
+	case !u.reached.Load():
+		a.cut(errClientLeft) // it runs nowhere
+	case a.x.era.closingCancels():
+		a.hold = true
+		a.cut(errClientLeft)
+	default:
+		a.grace = time.AfterFunc(a.h.concurrency.cancelGrace, func() { a.cut(errAbandoned) })
+		if !u.resumable.Load() && u.cancelled.CompareAndSwap(false, true) {
+			a.h.sendCancelled(a.x, a.vars, a.next, reasonClientLeft)
+		}
+	}
+}
+
+// done ends the watch once the upstream request is over, waiting for the
+// client's leaving to be dealt with if it began. Places the grace must
+// still hold are handed to a timer that frees them.
+func (a *abandonment) done() {
+	if a.stop() {
+		a.cut(nil)
+		return
+	}
+	<-a.handled
+	if a.grace != nil {
+		a.grace.Stop()
+	}
+	if a.hold {
+		holdSlots(a.x, a.h.concurrency.cancelGrace)
+	}
+}
+
+// holdSlots takes x's places from it, and frees them after d.
+func holdSlots(x *exchange, d time.Duration) {
+	slots := x.slots
+	x.slots = nil
+	time.AfterFunc(d, func() {
+		now := time.Now()
+		for i := range slots {
+			slots[i].ReleaseAt(now)
+		}
+	})
+}
+
+// traceReached has the upstream request r tell u when its headers are
+// written to the upstream: only a request that reached the upstream is
+// cancelled there. (The headers, not the whole request: the transport
+// tells of a body written only once the upstream may have read it, and
+// run the call, already.)
+func traceReached(r *http.Request, u *upstreamWatch) *http.Request {
+	return r.WithContext(httptrace.WithClientTrace(r.Context(), &httptrace.ClientTrace{
+		WroteHeaders: func() { u.reached.Store(true) },
+	}))
+}

@@ -1,0 +1,104 @@
+package handler
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+
+	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+)
+
+// Cancellations: how the gateway tells the upstream to stop requests it
+// forwarded, when their deadline passed (policy.go) or their client left
+// holding places (abandon.go). From MCP 2026-07-28 on, closing a request's
+// stream, which cutting the upstream request does, is the cancellation.
+// Before it, closing means nothing: the gateway sends notifications/cancelled
+// for each request of the body, on its session, through the rest of the
+// route, so that it reaches the replica the session is pinned to.
+
+// cancelTimeout bounds the wait for the upstream to take a cancellation.
+const cancelTimeout = 5 * time.Second
+
+// Why a request was cancelled, as the upstream is told.
+const (
+	reasonDeadline   = "the gateway's deadline for this tool passed"
+	reasonClientLeft = "the client left"
+)
+
+// sendCancelled sends notifications/cancelled for each request of x, one
+// POST each (batches are gone from MCP since 2025-06-18). vars are the
+// variables of x's request as it went upstream: each notification goes
+// through the route on a request of its own, with its own replacer and
+// variables, since x's may still be on its way, and the route writes to
+// those. Its placeholders read x's messages, as x's did.
+func (h *Handler) sendCancelled(x *exchange, vars map[string]any, next caddyhttp.Handler, reason string) {
+	if x.era.closingCancels() {
+		return
+	}
+	for i := range x.msgs {
+		if m := &x.msgs[i]; m.Kind == jsonrpc.Request {
+			h.sendOwn(x, vars, next, fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%s,"reason":%q}}`, m.ID, reason))
+		}
+	}
+}
+
+// sendOwn sends body through next as a POST of x's session, and drops the
+// answer.
+func (h *Handler) sendOwn(x *exchange, vars map[string]any, next caddyhttp.Handler, body []byte) {
+	ctx, stop := context.WithTimeout(context.WithoutCancel(x.r.Context()), cancelTimeout)
+	defer stop()
+	r := x.r.Clone(ctx)
+	r.Method = http.MethodPost
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	r.GetBody = nil
+	for _, k := range []string{"Content-Length", "Content-Encoding", "Transfer-Encoding", "Last-Event-Id", "Mcp-Method", "Mcp-Name", "Expect"} {
+		delete(r.Header, k)
+	}
+	r.Header["Content-Type"] = contentTypeJSON
+	r.Header["Accept"] = []string{"application/json, text/event-stream"}
+	sink := &discard{header: make(http.Header)}
+	repl := caddy.NewReplacer()
+	srv, _ := x.r.Context().Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
+	r = caddyhttp.PrepareRequest(r, repl, sink, srv)
+	if own, ok := r.Context().Value(caddyhttp.VarsCtxKey).(map[string]any); ok {
+		maps.Copy(own, vars)
+	}
+	own := &exchange{r: r, start: x.start, era: x.era, msgs: x.msgs, batch: x.batch}
+	repl.Map(own.placeholder)
+	if err := next.ServeHTTP(sink, r); err != nil || sink.status >= 300 {
+		h.logger.Debug("notifications/cancelled not taken by the upstream", zap.Int("status", sink.status), zap.Error(err))
+	}
+}
+
+// requestVars is a copy of the variables of x's request.
+func requestVars(x *exchange) map[string]any {
+	vars, _ := x.r.Context().Value(caddyhttp.VarsCtxKey).(map[string]any)
+	return maps.Clone(vars)
+}
+
+// discard is the response writer of a request the gateway sends itself.
+type discard struct {
+	header http.Header
+	status int
+}
+
+func (d *discard) Header() http.Header { return d.header }
+func (d *discard) WriteHeader(status int) {
+	if d.status == 0 {
+		d.status = status
+	}
+}
+func (d *discard) Write(p []byte) (int, error) {
+	d.WriteHeader(http.StatusOK)
+	return len(p), nil
+}
+func (d *discard) Flush() {}
