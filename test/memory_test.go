@@ -127,7 +127,10 @@ func allocsPerByte(t *testing.T, endpoint string, bodies []string, wantStatus in
 // process allocates for it (so at its peak too).
 func TestWideBatchesCostLessThanSixteenTimesTheirBytes(t *testing.T) {
 	rec, upstream := startRecorder(t)
-	g := mcptest.StartGateway(t, "mcp\nreverse_proxy "+strings.TrimPrefix(upstream, "http://"))
+	// What a body costs, not how long it takes: eight bodies of 4 MiB,
+	// scanned under the race detector on a loaded machine, may take longer
+	// than the default read_body_timeout to arrive.
+	g := mcptest.StartGateway(t, "mcp {\n\tread_body_timeout 5m\n}\nreverse_proxy "+strings.TrimPrefix(upstream, "http://"))
 	endpoint := g.URL + "/mcp"
 	eight := func(body string) []string {
 		out := make([]string, 8)
