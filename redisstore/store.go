@@ -1,7 +1,9 @@
 package redisstore
 
 import (
+	"crypto/sha256"
 	_ "embed"
+	"encoding/hex"
 	"math"
 	"strconv"
 	"strings"
@@ -39,14 +41,16 @@ const DenyRetryAfter = 2 * time.Second
 // cannot decide, it decides as its OnError says, with local as the node's
 // own buckets.
 //
-// A bucket is one Redis key: the key prefix, then the limit's name and the
-// bucket's key in braces, a hash tag. A decision touches one key, so it is
-// atomic on one node of a cluster, and the tag spreads the buckets over the
-// slots by limit and key, whatever a client puts in its key.
+// A bucket is one Redis key: the key prefix, then the limit's name and a
+// digest of the bucket's key in braces, a hash tag. A decision touches one
+// key, so it is atomic on one node of a cluster, and the tag spreads the
+// buckets over the slots by limit and key. Redis never holds a key as the
+// client sent it: keys are tokens and addresses, and whoever reads Redis
+// (a replica, a backup, MONITOR) would read every client's.
 type Store struct {
 	b *backend
 	// head is the bucket keys' beginning: the prefix, "{", the limit's
-	// name (escaped as keys are) and ":".
+	// name (escaped) and ":".
 	head    string
 	onError OnError
 	local   ratelimit.Store
@@ -72,21 +76,30 @@ func newStore(b *backend, prefix, limit string, onError OnError, local ratelimit
 	return &Store{b: b, head: prefix + "{" + limit + ":", onError: onError, local: local}
 }
 
-// bucketKey is the Redis key of key's bucket. Braces in a client's key are
-// escaped: a } would end the hash tag early, and put every key beginning
-// with one on the same slot. (The limit's name is escaped too, colons
-// included, so that limit a with key b:c is not limit a:b with key c.)
+// bucketKey is the Redis key of key's bucket: the head, the first 128 bits
+// of the SHA-256 of key in hex (32 digits), and the brace closing the tag.
+// 128 bits keep collisions out of reach (an even chance of one takes 2^64
+// keys), hex digits cannot end the tag early, and an operator finds the
+// bucket of a key they know (printf %s "$KEY" | sha256sum | cut -c1-32).
+// The limit's name is escaped, colons included, so that no name ends the
+// tag early or reads as another's.
 func (s *Store) bucketKey(key string) string {
-	if strings.ContainsAny(key, "{}%") {
-		key = tagEscaper.Replace(key)
-	}
-	return s.head + key + "}"
+	var buf [keyOnStack]byte
+	sum := sha256.Sum256(append(buf[:0], key...))
+	var digest [2 * digestBytes]byte
+	hex.Encode(digest[:], sum[:digestBytes])
+	return s.head + string(digest[:]) + "}"
 }
 
-var (
-	tagEscaper  = strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D")
-	nameEscaper = strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D", ":", "%3A")
+const (
+	// digestBytes is the part of a key's SHA-256 a bucket key holds.
+	digestBytes = 16
+	// keyOnStack is the longest key hashed without an allocation: rate
+	// limits keep a key in at most 128 bytes.
+	keyOnStack = 128
 )
+
+var nameEscaper = strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D", ":", "%3A")
 
 // appendArgs appends the bucket script's arguments for one bucket: cost,
 // burst, events and window.

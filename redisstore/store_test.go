@@ -2,6 +2,8 @@ package redisstore_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
@@ -174,7 +176,7 @@ func TestBucketsExpireWhenFullAgain(t *testing.T) {
 
 	taken := time.Now()
 	require.True(t, store.Take(time.Now(), "10.0.0.1", 4, lim).Allowed)
-	key := "t:{per_client:10.0.0.1}"
+	key := "t:{per_client:" + digest("10.0.0.1") + "}"
 	pttl, err := strconv.Atoi(srv.CLI(t, "PTTL", key))
 	require.NoError(t, err)
 	// 4 tokens refill in 24 s, counted from when Redis decided, which was
@@ -191,7 +193,7 @@ func TestBucketsExpireWhenFullAgain(t *testing.T) {
 	assert.Equal(t, "0", srv.CLI(t, "EXISTS", key), "a bucket refunded to full is no bucket")
 
 	assert.False(t, store.Take(time.Now(), "10.0.0.2", 11, lim).Allowed)
-	assert.Equal(t, "0", srv.CLI(t, "EXISTS", "t:{per_client:10.0.0.2}"), "a refused take writes nothing")
+	assert.Equal(t, "0", srv.CLI(t, "EXISTS", "t:{per_client:"+digest("10.0.0.2")+"}"), "a refused take writes nothing")
 }
 
 // When Redis dies, decisions go elsewhere as on_error says: the first
@@ -411,7 +413,7 @@ func TestSeveralLimitsAreDecidedTogether(t *testing.T) {
 	// and be made by the node; then Redis decides again.
 	require.Eventually(t, func() bool {
 		denied, _ := ratelimit.TakeAll(time.Now(), reqs())
-		return denied == -1 && srv.CLI(t, "EXISTS", "caddy-mcp:{global:}") == "1"
+		return denied == -1 && srv.CLI(t, "EXISTS", bucketKey("global", "")) == "1"
 	}, 10*time.Second, 20*time.Millisecond, "decided in the restarted Redis")
 }
 
@@ -431,7 +433,7 @@ func TestSeveralLimitsOnAClusterAreAllOrNothing(t *testing.T) {
 	}
 	require.Eventually(t, func() bool {
 		denied, d := ratelimit.TakeAll(time.Now(), reqs)
-		return denied == -1 && !d.Unchecked && cluster.CLI(t, "EXISTS", "caddy-mcp:{per_tool:echo}") == "1"
+		return denied == -1 && !d.Unchecked && cluster.CLI(t, "EXISTS", bucketKey("per_tool", "echo")) == "1"
 	}, 10*time.Second, 20*time.Millisecond, "the cluster client finds every master")
 	trips := roundTrips(t, reg)
 	denied, _ := ratelimit.TakeAll(time.Now(), reqs)
@@ -495,7 +497,7 @@ func TestABucketNamedTwiceIsOneBucket(t *testing.T) {
 	denied, d := ratelimit.TakeAll(time.Now(), reqs(2))
 	assert.Equal(t, 1, denied, "2 + 2 tokens of a bucket of 3")
 	assert.Equal(t, 1, d.Remaining)
-	assert.Equal(t, "0", srv.CLI(t, "EXISTS", "caddy-mcp:{shared:c}"), "refused: nothing written")
+	assert.Equal(t, "0", srv.CLI(t, "EXISTS", bucketKey("shared", "c")), "refused: nothing written")
 	denied, d = ratelimit.TakeAll(time.Now(), reqs(1))
 	assert.Equal(t, -1, denied)
 	assert.Equal(t, 1, d.Remaining, "1 + 1 of 3")
@@ -512,7 +514,7 @@ func TestLimitNamesAreEscapedInBucketKeys(t *testing.T) {
 	a, ab := r.Store("a", ratelimit.NewMemory(0)), r.Store("a:b", ratelimit.NewMemory(0))
 	require.True(t, a.Take(time.Now(), "b:c", 1, lim).Allowed)
 	assert.True(t, ab.Take(time.Now(), "c", 1, lim).Allowed, "a bucket of its own")
-	assert.Equal(t, "1", srv.CLI(t, "EXISTS", "caddy-mcp:{a%3Ab:c}"))
+	assert.Equal(t, "1", srv.CLI(t, "EXISTS", bucketKey("a%3Ab", "c")))
 }
 
 // A key under the prefix that is not a bucket (written by something else)
@@ -522,8 +524,8 @@ func TestAKeyThatIsNotABucketIsReplaced(t *testing.T) {
 	r := provision(t, storeFor(srv))
 	store := r.Store("per_client", ratelimit.NewMemory(0))
 	lim := limitOf(t, "2/1h", 2)
-	srv.CLI(t, "HSET", "caddy-mcp:{per_client:c}", "t", "0")
-	srv.CLI(t, "SET", "caddy-mcp:{per_client:d}", "garbage")
+	srv.CLI(t, "HSET", bucketKey("per_client", "c"), "t", "0")
+	srv.CLI(t, "SET", bucketKey("per_client", "d"), "garbage")
 	for _, key := range []string{"c", "d"} {
 		assert.True(t, store.Take(time.Now(), key, 2, lim).Allowed, key)
 		assert.False(t, store.Take(time.Now(), key, 1, lim).Allowed, key)
@@ -556,12 +558,50 @@ func TestAnErrorReplyFailsOneDecisionNotTheStore(t *testing.T) {
 	assert.Equal(t, 0, d.Remaining, "Redis decides again, with a's bucket as it was")
 }
 
-// A brace in a client's key would end the hash tag early and put every
-// such key on one slot: it is escaped.
-func TestBracesInAKeyStayInTheTag(t *testing.T) {
+// Redis holds no key as the client sent it, whatever the key template
+// (tokens and addresses are secrets to whoever reads Redis: a replica, a
+// backup, MONITOR): every bucket's key is a digest of the key, and the
+// decisions share buckets as the keys do. A brace in a key cannot end the
+// hash tag early either. Found by an attacker's review: keys of 128 bytes
+// or less were stored as sent.
+func TestRedisHoldsNoKeyAsTheClientSentIt(t *testing.T) {
 	srv := redistest.Start(t)
 	r := provision(t, storeFor(srv))
 	store := r.Store("per_client", ratelimit.NewMemory(0))
-	require.True(t, store.Take(time.Now(), "}x{y%", 1, limitOf(t, "5/1h", 5)).Allowed)
-	assert.Equal(t, "1", srv.CLI(t, "EXISTS", "caddy-mcp:{per_client:%7Dx%7By%25}"))
+	lim := limitOf(t, "1/1h", 1)
+	keys := []struct{ name, key string }{
+		{"an authorization header", "bearer fleet1-4f6e1c2a9b"},
+		{"another token", "bearer fleet2-7d3b8e0f5a"},
+		{"a short plain value", "alice"},
+		{"an address", "10.0.0.1"},
+		{"braces", "}x{y%"},
+		{"the longest key kept as it is", strings.Repeat("long-key/", 15)[:128]},
+	}
+	for _, k := range keys {
+		assert.True(t, store.Take(time.Now(), k.key, 1, lim).Allowed, "%s: a bucket of its own", k.name)
+	}
+	for _, k := range keys {
+		assert.False(t, store.Take(time.Now(), k.key, 1, lim).Allowed, "%s: the same bucket again", k.name)
+	}
+
+	held := strings.Split(srv.CLI(t, "--scan"), "\n")
+	want := make([]string, 0, len(keys))
+	for _, k := range keys {
+		want = append(want, bucketKey("per_client", k.key))
+		for _, h := range held {
+			assert.NotContains(t, h, k.key, "%s: held as sent", k.name)
+		}
+	}
+	assert.ElementsMatch(t, want, held, "one bucket a key, under its digest")
+}
+
+// bucketKey is the Redis key of a limit's bucket for a key: the default
+// prefix, then, as a hash tag, the limit's name and the key's digest.
+func bucketKey(limit, key string) string { return "caddy-mcp:{" + limit + ":" + digest(key) + "}" }
+
+// digest is what a bucket's Redis key holds of its key: the first 128
+// bits of its SHA-256, in hex.
+func digest(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:16])
 }

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -136,6 +138,15 @@ const clientHeader = "X-Client"
 
 // sendAs is send as the named client ("" sends no name).
 func sendAs(n *fleettest.Node, clientName string) (answer, error) {
+	header := http.Header{}
+	if clientName != "" {
+		header.Set(clientHeader, clientName)
+	}
+	return sendWith(n, header)
+}
+
+// sendWith is send with more headers.
+func sendWith(n *fleettest.Node, header http.Header) (answer, error) {
 	id := nextID.Add(1)
 	text := fmt.Sprintf("call %d", id)
 	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":%q}}}`, id, text)
@@ -146,8 +157,8 @@ func sendAs(n *fleettest.Node, clientName string) (answer, error) {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	if clientName != "" {
-		req.Header.Set(clientHeader, clientName)
+	for name, values := range header {
+		req.Header[name] = values
 	}
 	start := time.Now()
 	resp, err := client.Do(req)
@@ -415,5 +426,9 @@ func commandStats(info string) map[string]int {
 }
 
 // bucketKey is the Redis key of a limit's bucket for a key: the store's
-// default prefix, then the limit and key as a hash tag.
-func bucketKey(limit, key string) string { return "caddy-mcp:{" + limit + ":" + key + "}" }
+// default prefix, then, as a hash tag, the limit and the first 128 bits of
+// the key's SHA-256 in hex.
+func bucketKey(limit, key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return "caddy-mcp:{" + limit + ":" + hex.EncodeToString(sum[:16]) + "}"
+}

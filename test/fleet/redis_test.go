@@ -2,11 +2,14 @@ package fleet
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"maps"
 	"math"
 	"net"
+	"net/http"
 	"os/exec"
 	"regexp"
 	"slices"
@@ -229,4 +232,54 @@ func delta(before, after map[string]int) map[string]int {
 		}
 	}
 	return d
+}
+
+// Redis holds no key as the client sent it (the README's fleet example
+// keys a limit on Authorization: whoever reads Redis, a replica, a backup,
+// MONITOR, would read every client's token), and neither do the node's
+// status and log without log_key. The buckets are shared as the keys are:
+// one token, however it is spelt, one bucket; two tokens, two. Found by an
+// attacker's review: keys of 128 bytes or less were stored as sent.
+func TestRedisHoldsNoKeyAsTheClientSentIt(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	up := startUpstream(t)
+	n := fleettest.StartNode(t, site(up, redisStore(sharedTimeout, "local", srv.URL()),
+		rateLimit("per_token", "2/1h", "key {http.request.header.Authorization}"),
+		rateLimit("per_client", "1000/1h", "key {http.request.header."+clientHeader+"}")))
+
+	const alice, bob = "fleet1-alice-4f6e1c2a9b", "fleet2-bob-7d3b8e0f5a"
+	calls := []struct{ authorization, client, want string }{
+		{"Bearer " + alice, "ci-runner", "done"},
+		{"bearer   " + alice, "laptop", "done"},
+		{"Bearer " + alice, "ci-runner", rateLimited},
+		{"Bearer " + bob, "laptop", "done"},
+	}
+	for i, c := range calls {
+		a, err := sendWith(n, http.Header{"Authorization": {c.authorization}, clientHeader: {c.client}})
+		require.NoError(t, err)
+		assert.Equal(t, c.want, a.outcome, "call %d (%s, %s)", i+1, c.authorization, c.client)
+	}
+
+	held := strings.Split(srv.CLI(t, "--scan"), "\n")
+	assert.ElementsMatch(t, []string{
+		bucketKey("per_token", "bearer "+alice), bucketKey("per_token", "bearer "+bob),
+		bucketKey("per_client", "ci-runner"), bucketKey("per_client", "laptop"),
+	}, held, "one bucket a key, under its digest")
+	resp, err := client.Get(n.Admin() + "/mcp/status")
+	require.NoError(t, err)
+	status, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	require.NoError(t, err)
+	log := n.Log()
+	for _, secret := range []string{alice, bob, "ci-runner", "laptop"} {
+		for _, key := range held {
+			assert.NotContains(t, key, secret, "a key in Redis")
+		}
+		assert.NotContains(t, string(status), secret, "/mcp/status")
+		assert.NotContains(t, log, secret, "the node's log")
+	}
+	sum := sha256.Sum256([]byte("bearer " + alice))
+	assert.Contains(t, log, `"limit":"per_token","key":"sha256:`+hex.EncodeToString(sum[:8])+`"`,
+		"the refusal's log line shows the key's digest")
 }

@@ -137,7 +137,7 @@ func TestNodesShareOneLimitOnACluster(t *testing.T) {
 	up := startUpstream(t)
 	body := site(up, redisStore(sharedTimeout, "local", cluster.URLs()...),
 		rateLimit("per_client", "5/1m"),
-		rateLimit("per_tool", "1000/1h", "key {http.mcp.tool}"))
+		rateLimit("tool_calls", "1000/1h", "key {http.mcp.tool}"))
 	a, b := fleettest.StartNode(t, body), fleettest.StartNode(t, body)
 
 	answers := alternate(t, 12, a, b)
@@ -151,9 +151,10 @@ func TestNodesShareOneLimitOnACluster(t *testing.T) {
 
 	// Where the two buckets are: their slots, and the master holding each.
 	// Slots follow from the keys' hash tags, and redis-cli gives each master
-	// an equal range of them, so these two land on two masters every time.
+	// an equal range of them, so these two land on two masters every time
+	// (slots 11237 and 6781: the limits' names are chosen so).
 	holders := make(map[string]bool)
-	for _, key := range []string{bucketKey("per_client", "127.0.0.1"), bucketKey("per_tool", "echo")} {
+	for _, key := range []string{bucketKey("per_client", "127.0.0.1"), bucketKey("tool_calls", "echo")} {
 		slot := cluster.CLI(t, "CLUSTER", "KEYSLOT", key)
 		assert.Equal(t, "1", cluster.CLI(t, "EXISTS", key), "bucket %s", key)
 		holder := ""
