@@ -18,9 +18,10 @@ import (
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 )
 
-// Keys: the placeholder templates of rate limits and guards, and the values
-// they give. A template is checked when the config loads, so that a typo
-// does not silently become one bucket shared by every client. A value is
+// Keys: the placeholder templates of rate limits and guards (and of the
+// principal sessions are bound to), and the values they give. A template
+// is checked when the config loads, so that a typo does not silently
+// become one bucket shared by every client. A value is
 // kept (as a bucket's or a guard's key) in at most maxKeyBytes: a longer one
 // is kept as its SHA-256 digest.
 
@@ -56,43 +57,37 @@ func shownKey(k string) string {
 	return k[:len(digestPrefix)+16]
 }
 
-// keyTemplate is the provisioned key template of a rate limit or a guard.
-type keyTemplate struct {
+// requestTemplate is a placeholder template read from a request as the
+// servers read it: a rate limit's or a guard's key, or the principal
+// sessions are bound to.
+type requestTemplate struct {
 	// text is the template with the Caddyfile's shorthands expanded.
 	text string
 	// parts are text split for evaluation.
 	parts []keyPart
-	// kind and name say whose template it is: "rate_limit" or
-	// "concurrency", and the name.
-	kind, name string
 	// inputs are the parts of the request the template reads.
 	inputs keyInputs
-	// empty counts values that came out empty; warned is when that was
-	// last logged (Unix nanoseconds).
-	empty  prometheus.Counter
-	warned atomic.Int64
-	logger *zap.Logger
 }
 
-// keyPart is a piece of a key template: a {http.mcp.*} placeholder, read
-// from the message the key is evaluated for, or text for the request's
+// keyPart is a piece of a template: a {http.mcp.*} placeholder, read from
+// the message the template is evaluated for, or text for the request's
 // replacer to expand (literal text and any other placeholder).
 type keyPart struct {
 	mcp  string
 	text string
 }
 
-// newKeyTemplate checks and provisions a key template.
-func newKeyTemplate(kind, name, template string, logger *zap.Logger) (*keyTemplate, error) {
+// newRequestTemplate checks and splits a template.
+func newRequestTemplate(template string) (*requestTemplate, error) {
 	text := expandShorthands(template)
 	if err := checkKeyTemplate(text); err != nil {
-		return nil, fmt.Errorf("key %q: %w", template, err)
+		return nil, err
 	}
-	k := &keyTemplate{text: text, kind: kind, name: name, empty: emptyKeys.WithLabelValues(kind, name), logger: logger}
+	t := &requestTemplate{text: text}
 	var literal strings.Builder
 	flush := func() {
 		if literal.Len() > 0 {
-			k.parts = append(k.parts, keyPart{text: literal.String()})
+			t.parts = append(t.parts, keyPart{text: literal.String()})
 			literal.Reset()
 		}
 	}
@@ -102,29 +97,71 @@ func newKeyTemplate(kind, name, template string, logger *zap.Logger) (*keyTempla
 			literal.WriteString(piece)
 		case ours:
 			flush()
-			k.parts = append(k.parts, keyPart{mcp: mcp})
+			t.parts = append(t.parts, keyPart{mcp: mcp})
 		case strings.HasPrefix(p, "http.request.header."):
 			field := textproto.CanonicalMIMEHeaderKey(strings.TrimPrefix(p, "http.request.header."))
-			k.inputs.headers = append(k.inputs.headers, field)
+			t.inputs.headers = append(t.inputs.headers, field)
 			if field != "Authorization" {
 				literal.WriteString(piece)
 				break
 			}
 			// Read as servers read it.
 			flush()
-			k.parts = append(k.parts, keyPart{mcp: authorization})
+			t.parts = append(t.parts, keyPart{mcp: authorization})
 		case strings.HasPrefix(p, "http.request.cookie."):
-			k.inputs.cookies = append(k.inputs.cookies, strings.TrimPrefix(p, "http.request.cookie."))
+			t.inputs.cookies = append(t.inputs.cookies, strings.TrimPrefix(p, "http.request.cookie."))
 			literal.WriteString(piece)
 		case strings.HasPrefix(p, "http.request.uri.query."):
-			k.inputs.queries = append(k.inputs.queries, strings.TrimPrefix(p, "http.request.uri.query."))
+			t.inputs.queries = append(t.inputs.queries, strings.TrimPrefix(p, "http.request.uri.query."))
 			literal.WriteString(piece)
 		default:
 			literal.WriteString(piece)
 		}
 	}
 	flush()
-	return k, nil
+	return t, nil
+}
+
+// value is the template's value for message m of x, unbounded.
+func (t *requestTemplate) value(x *exchange, repl *caddy.Replacer, m *jsonrpc.Message) string {
+	if len(t.parts) == 1 {
+		return t.parts[0].expand(x, repl, m)
+	}
+	var b strings.Builder
+	for _, p := range t.parts {
+		b.WriteString(p.expand(x, repl, m))
+	}
+	return b.String()
+}
+
+func (p keyPart) expand(x *exchange, repl *caddy.Replacer, m *jsonrpc.Message) string {
+	if p.mcp != "" {
+		v, _ := x.value(p.mcp, m)
+		return v
+	}
+	return repl.ReplaceAll(p.text, "")
+}
+
+// keyTemplate is the provisioned key template of a rate limit or a guard.
+type keyTemplate struct {
+	requestTemplate
+	// kind and name say whose template it is: "rate_limit" or
+	// "concurrency", and the name.
+	kind, name string
+	// empty counts values that came out empty; warned is when that was
+	// last logged (Unix nanoseconds).
+	empty  prometheus.Counter
+	warned atomic.Int64
+	logger *zap.Logger
+}
+
+// newKeyTemplate checks and provisions a key template.
+func newKeyTemplate(kind, name, template string, logger *zap.Logger) (*keyTemplate, error) {
+	t, err := newRequestTemplate(template)
+	if err != nil {
+		return nil, fmt.Errorf("key %q: %w", template, err)
+	}
+	return &keyTemplate{requestTemplate: *t, kind: kind, name: name, empty: emptyKeys.WithLabelValues(kind, name), logger: logger}, nil
 }
 
 // emptyKeyWarnEvery is the least time between two log lines about a
@@ -135,16 +172,7 @@ const emptyKeyWarnEvery = time.Minute
 // An empty value is counted, and logged once a minute at most: it puts
 // every such request under one shared key.
 func (k *keyTemplate) eval(x *exchange, repl *caddy.Replacer, m *jsonrpc.Message) string {
-	var v string
-	if len(k.parts) == 1 {
-		v = k.parts[0].expand(x, repl, m)
-	} else {
-		var b strings.Builder
-		for _, p := range k.parts {
-			b.WriteString(p.expand(x, repl, m))
-		}
-		v = b.String()
-	}
+	v := k.value(x, repl, m)
 	if v == "" {
 		k.empty.Inc()
 		now := x.start.UnixNano()
@@ -154,14 +182,6 @@ func (k *keyTemplate) eval(x *exchange, repl *caddy.Replacer, m *jsonrpc.Message
 		}
 	}
 	return boundKey(v)
-}
-
-func (p keyPart) expand(x *exchange, repl *caddy.Replacer, m *jsonrpc.Message) string {
-	if p.mcp != "" {
-		v, _ := x.value(p.mcp, m)
-		return v
-	}
-	return repl.ReplaceAll(p.text, "")
 }
 
 // authorization is the {http.mcp.*} placeholder of the Authorization header

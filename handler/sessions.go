@@ -48,8 +48,9 @@ type Sessions struct {
 	// Bind is a placeholder template naming the principal that opens a
 	// session, such as {http.request.header.Authorization}: the session
 	// then works only for requests whose template gives the same value (a
-	// digest of it is sealed in the token). Default: any holder of the
-	// token.
+	// digest of it is sealed in the token). It is read as rate-limit keys
+	// are: the Authorization header as servers read it. Default: any
+	// holder of the token.
 	Bind string `json:"bind,omitempty"`
 }
 
@@ -61,8 +62,15 @@ func (s *Sessions) Validate() error {
 	if d := time.Duration(s.TTL); d < 0 || d > session.MaxTTL {
 		return fmt.Errorf("ttl %s: want a positive duration of 30 days at most", d)
 	}
-	if s.Bind != "" && !strings.Contains(s.Bind, "{") {
+	if s.Bind == "" {
+		return nil
+	}
+	if !strings.Contains(s.Bind, "{") {
 		return fmt.Errorf("bind %q holds no placeholder: every request would be the same principal", clip(s.Bind))
+	}
+	// A typo would leave every request without a principal.
+	if err := checkKeyTemplate(expandShorthands(s.Bind)); err != nil {
+		return fmt.Errorf("bind %q: %w", clip(s.Bind), err)
 	}
 	return nil
 }
@@ -89,8 +97,9 @@ func expandSecrets(templates []string) ([]string, error) {
 
 // pins is the handler's sessions at work: the keys, and what to seal.
 type pins struct {
-	ttl    time.Duration
-	bind   string
+	ttl time.Duration
+	// bind is the principal's template; nil without Bind.
+	bind   *requestTemplate
 	ring   func() *session.Keyring
 	source string // "secrets" or "storage", for the status view
 	now    func() time.Time
@@ -98,7 +107,16 @@ type pins struct {
 }
 
 func newPins(ctx caddy.Context, cfg *Sessions, logger *zap.Logger) (*pins, error) {
-	p := &pins{ttl: cmp.Or(time.Duration(cfg.TTL), DefaultSessionTTL), bind: cfg.Bind, now: time.Now, logger: logger}
+	p := &pins{ttl: cmp.Or(time.Duration(cfg.TTL), DefaultSessionTTL), now: time.Now, logger: logger}
+	if cfg.Bind != "" {
+		// Read as keys read it: the Authorization header as servers read
+		// it, so that "bearer  alice" is the principal of "Bearer alice".
+		bind, err := newRequestTemplate(cfg.Bind)
+		if err != nil {
+			return nil, fmt.Errorf("bind %q: %w", clip(cfg.Bind), err)
+		}
+		p.bind = bind
+	}
 	if len(cfg.Secrets) > 0 {
 		secrets, err := expandSecrets(cfg.Secrets)
 		if err != nil {
@@ -153,8 +171,12 @@ func (h *Handler) openSession(x *exchange, repl *caddy.Replacer) error {
 	if p == nil {
 		return nil
 	}
-	if p.bind != "" {
-		value := repl.ReplaceAll(p.bind, "")
+	if p.bind != nil {
+		var first jsonrpc.Message
+		if len(x.msgs) > 0 {
+			first = x.msgs[0]
+		}
+		value := p.bind.value(x, repl, &first)
 		if value == "" {
 			// No principal: no session opens for it, and it opens none.
 			if x.r.Header["Mcp-Session-Id"] != nil {
@@ -336,5 +358,5 @@ type SessionsStatus struct {
 
 func (p *pins) status() *SessionsStatus {
 	ring := p.ring()
-	return &SessionsStatus{Keys: p.source, KeysHeld: ring.Len(), SealingKey: ring.SealingID(), TTL: p.ttl.String(), Bound: p.bind != ""}
+	return &SessionsStatus{Keys: p.source, KeysHeld: ring.Len(), SealingKey: ring.SealingID(), TTL: p.ttl.String(), Bound: p.bind != nil}
 }

@@ -319,6 +319,26 @@ func TestUnknownPlaceholderInAKeyIsRefusedAtLoad(t *testing.T) {
 	assert.Contains(t, err.Error(), "client_ip")
 }
 
+// A bind template is checked as a key is: a typo would leave every
+// request without a principal, and so without a session.
+func TestUnknownPlaceholderInBindIsRefusedAtLoad(t *testing.T) {
+	cfg, _ := multiSite(t, "mcp {\n\tsessions {\n\t\tsecret "+poolSecret+"\n\t\tbind {http.request.headers.Authorization}\n\t}\n}\nrespond ok")
+	_, err := adaptCaddyfile(cfg)
+	require.Error(t, err, "%s", cfg)
+	t.Logf("adapting: %v", err)
+	assert.Contains(t, err.Error(), "did you mean {http.request.header.Authorization}?")
+	assert.Contains(t, err.Error(), fmt.Sprintf("Caddyfile:%d", lineOf(t, cfg, "sessions {", 1)))
+
+	load := caddyLoader(t)
+	err = load(twoServersJSON(t,
+		`{"handler":"mcp","sessions":{"secrets":["`+poolSecret+`"],"bind":"{http.request.headers.Authorization}"}}`,
+		`{"handler":"mcp"}`,
+	))
+	require.Error(t, err, "a JSON bind with an unknown placeholder must not load")
+	t.Logf("loading: %v", err)
+	assert.Contains(t, err.Error(), "did you mean {http.request.header.Authorization}?")
+}
+
 // Finding 16: the admin API's /mcp/status shows each limit's max_keys and
 // whether keys overflow into the shared bucket: with max_keys 1, a second
 // client is on the overflow bucket and the status says "overflowing": true.

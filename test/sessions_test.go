@@ -356,7 +356,7 @@ func TestSessionTokensThatDoNotOpenGet404(t *testing.T) {
 	t.Run("expired", func(t *testing.T) {
 		keys, err := session.FromSecrets([]string{poolSecret})
 		require.NoError(t, err)
-		alice := session.PrincipalOf("Bearer alice")
+		alice := session.PrincipalOf("bearer alice") // Authorization as servers read it
 		seal := func(issued time.Time) string {
 			tok, err := keys.Seal(session.Session{Upstream: map[string]string{"a": a.hostport, "b": b.hostport}[name], ID: upstreamID, Issued: issued}, &alice)
 			require.NoError(t, err)
@@ -568,6 +568,29 @@ func TestBoundSessionsNeedAPrincipal(t *testing.T) {
 	require.NoError(t, err)
 	status, body := rawCall(t, http.MethodPost, endpoint, tok, "")
 	notFound(t, status, body, "7")
+}
+
+// With bind on Authorization, the principal is the header as the SDK
+// servers read it, as rate-limit keys read it: the scheme in any letter
+// case, the token across any run of whitespace. A client whose library
+// spells the scheme otherwise keeps its session; another token still gets
+// 404. Found by an attacker's review: bind read the raw header.
+func TestBoundSessionsReadAuthorizationAsServersDo(t *testing.T) {
+	a := startReplica(t, "a")
+	bound := "sessions {\n\tsecret " + poolSecret + "\n\tbind {http.request.header.Authorization}\n}"
+	g := mcptest.StartGateway(t, poolSite(bound, []string{a.hostport}, mcpSessionLB))
+	endpoint := g.URL + "/mcp"
+	_, token, name, upstreamID := openSession(t, endpoint, "Bearer alice-token")
+
+	for _, auth := range []string{"Bearer alice-token", "bearer   alice-token", "BEARER\talice-token"} {
+		status, body := rawCall(t, http.MethodPost, endpoint, token, auth)
+		assert.Equal(t, http.StatusOK, status, "%q: %s", auth, body)
+		assert.Contains(t, body, name+" "+upstreamID, "%q: the session, on its replica", auth)
+	}
+	for _, auth := range []string{"Bearer bob-token", "Bearer alice-token2", "Basic alice-token"} {
+		status, body := rawCall(t, http.MethodPost, endpoint, token, auth)
+		notFound(t, status, body, "7")
+	}
 }
 
 // An upstream's own id never leaves in a 1xx response or a trailer.
