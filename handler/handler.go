@@ -16,6 +16,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
+	"github.com/caddymcp/caddy-mcp/internal/logsample"
 	"github.com/caddymcp/caddy-mcp/toolpolicy"
 	"github.com/caddymcp/caddy-mcp/toolschema"
 )
@@ -148,6 +149,9 @@ type Handler struct {
 	// request may give once at most.
 	keyInputs keyInputs
 	logger    *zap.Logger
+	// logSampler logs the first envelope of each kind, and counts the
+	// ones that repeat it (log.go).
+	logSampler *logsample.Sampler[envelopeKind]
 	// load is the config this handler belongs to.
 	load   any
 	joined *load
@@ -168,6 +172,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.logger == nil {
 		h.logger = ctx.Logger()
 	}
+	h.logSampler = logsample.New(logEvery, maxLogKinds, h.logRepeated)
 	if err := registerMetrics(ctx); err != nil {
 		return err
 	}
@@ -289,9 +294,11 @@ func (h *Handler) Validate() error {
 // config while its requests in flight finish within the grace period, and
 // those requests go on using them (reading h.limits or h.concurrency while
 // they are cleared would be a data race, and a request that found the guard
-// gone would skip it).
+// gone would skip it). It logs the envelopes counted and not yet logged;
+// those requests' envelopes are then each logged.
 func (h *Handler) Cleanup() error {
 	removeLive(h)
+	h.logSampler.Stop()
 	for _, l := range h.limits {
 		l.release()
 	}

@@ -8,16 +8,82 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/internal/logsample"
 )
 
-// logEnvelope writes the one log line of an envelope the gateway answered
-// with.
+// logEvery is the least time between two lines of one kind of envelope
+// (see envelopeKind). Ten seconds: the first envelope of a kind is logged
+// at once, so that a new kind of trouble shows without delay; only the
+// count of a kind that repeats waits, at most twice as long, while the
+// metrics count every envelope as it is answered. Between two sweeps of
+// the sampler, at most maxLogKinds kinds are taken in, and each writes two
+// lines at most: a client that changes its key at every call costs the log
+// about 2,000 lines every ten seconds, whatever its rate.
+const logEvery = 10 * time.Second
+
+// maxLogKinds bounds the kinds of envelopes counted at once, each of which
+// holds a few hundred bytes at most; beyond it, a new kind is counted with
+// the others of its code and limit or guard (envelopeKind.coarse).
+const maxLogKinds = 1024
+
+// envelopeKind is what makes two envelopes the same to the log: the first
+// of a kind in an interval is logged, and the ones after it are counted,
+// their number logged at the end of the interval (logsample).
+type envelopeKind struct {
+	level zapcore.Level
+	code  envelope.Code
+	// limit or guard is who refused the request, key the key it was
+	// refused under, as the log shows it, and keyed whether the line shows
+	// one.
+	limit, guard, key string
+	keyed             bool
+	// upstream is the upstream the answer came from, if any.
+	upstream string
+	// message tells apart envelopes that no limit or guard gave (a body
+	// refused for one reason or another, a tool that does not exist), cut
+	// to maxEchoed bytes.
+	message string
+}
+
+// coarse is the kind that counts k when no room is left for kinds: the
+// same code, and the same limit or guard.
+func (k envelopeKind) coarse() envelopeKind {
+	return envelopeKind{level: k.level, code: k.code, limit: k.limit, guard: k.guard}
+}
+
+// kindOf is the kind of the envelope env that answered x.
+func (h *Handler) kindOf(x *exchange, env *envelope.Envelope, level zapcore.Level) envelopeKind {
+	k := envelopeKind{level: level, code: env.Code, limit: x.refusal.limit, guard: x.refusal.guard}
+	if k.limit != "" || (k.guard != "" && h.concurrency.key != nil) {
+		k.key, k.keyed = shownKey(x.refusal.key), true
+		if h.LogKey {
+			k.key = clip(x.refusal.key)
+		}
+	}
+	if k.limit == "" && k.guard == "" {
+		k.message = clip(env.Message)
+	}
+	if repl, ok := x.r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
+		k.upstream, _ = repl.GetString("http.reverse_proxy.upstream.hostport")
+	}
+	return k
+}
+
+// logEnvelope writes the log line of an envelope the gateway answered
+// with, unless one of its kind was logged within logEvery: then it is only
+// counted.
 func (h *Handler) logEnvelope(x *exchange, env *envelope.Envelope) {
-	ce := h.logger.Check(logLevel(x, env), "answered with an envelope")
+	level := logLevel(x, env)
+	ce := h.logger.Check(level, "answered with an envelope")
 	if ce == nil {
 		return
 	}
-	fields := make([]zap.Field, 0, 12)
+	kind := h.kindOf(x, env, level)
+	log, overflow := h.logSampler.Note(kind, kind.coarse())
+	if !log {
+		return
+	}
+	fields := make([]zap.Field, 0, 13)
 	fields = append(fields, zap.String("code", string(env.Code)))
 	// Values the client chose are cut to maxEchoed bytes: a log line costs
 	// no more than a bounded part of what the client sent.
@@ -34,32 +100,60 @@ func (h *Handler) logEnvelope(x *exchange, env *envelope.Envelope) {
 	if x.batch {
 		fields = append(fields, zap.Int("batch_size", len(x.msgs)))
 	}
-	if x.refusal.limit != "" {
-		fields = append(fields, zap.String("limit", x.refusal.limit))
-	}
-	if x.refusal.guard != "" {
-		fields = append(fields, zap.String("guard", x.refusal.guard))
-	}
-	if x.refusal.limit != "" || (x.refusal.guard != "" && h.concurrency.key != nil) {
-		key := shownKey(x.refusal.key)
-		if h.LogKey {
-			key = clip(x.refusal.key)
-		}
-		fields = append(fields, zap.String("key", key))
-	}
+	fields = kind.appendWho(fields)
 	if env.HasRetryAfter() {
 		fields = append(fields, zap.Int64("retry_after", env.RetryAfterSeconds()))
 	}
-	if repl, ok := x.r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
-		if up, _ := repl.GetString("http.reverse_proxy.upstream.hostport"); up != "" {
-			fields = append(fields, zap.String("upstream", up))
-		}
+	if kind.upstream != "" {
+		fields = append(fields, zap.String("upstream", kind.upstream))
 	}
 	fields = append(fields, zap.Duration("duration", time.Since(x.start)))
 	if x.cause != nil {
 		fields = append(fields, zap.Error(x.cause))
 	}
+	if overflow {
+		fields = append(fields, zap.Bool("overflow", true))
+	}
 	ce.Write(fields...)
+}
+
+// logRepeated writes the line of envelopes counted and not logged: their
+// kind and how many.
+func (h *Handler) logRepeated(c logsample.Count[envelopeKind]) {
+	k := c.Kind
+	ce := h.logger.Check(k.level, "answered with more envelopes of this kind")
+	if ce == nil {
+		return
+	}
+	fields := make([]zap.Field, 0, 8)
+	fields = append(fields, zap.String("code", string(k.code)))
+	fields = k.appendWho(fields)
+	if k.upstream != "" {
+		fields = append(fields, zap.String("upstream", k.upstream))
+	}
+	if k.message != "" {
+		fields = append(fields, zap.String("message", k.message))
+	}
+	fields = append(fields, zap.Int64("repeated", c.N))
+	if c.Overflow {
+		fields = append(fields, zap.Bool("overflow", true))
+	}
+	ce.Write(fields...)
+}
+
+// appendWho appends the fields that say who refused: the limit or the
+// guard, and the key.
+func (k *envelopeKind) appendWho(fields []zap.Field) []zap.Field {
+	if k.limit != "" {
+		fields = append(fields, zap.String("limit", k.limit))
+	}
+	if k.guard != "" {
+		fields = append(fields, zap.String("guard", k.guard))
+	}
+	if k.keyed {
+		fields = append(fields, zap.String("key", k.key))
+	}
+	return fields
 }
 
 // logLevel is the level an envelope deserves: the gateway applying its own

@@ -375,9 +375,11 @@ func assertSmallEnvelope(t *testing.T, body []byte, limit int) string {
 // 1 MiB and which also gives "Method" (ambiguous). Every log line of the mcp
 // handler must stay under 4 KiB and hold at most 256 bytes of any of the
 // client's values: the tool name and the method are logged cut, ending with
-// "... (N bytes)" where N is their length. The envelope each client gets
-// back must stay under 4 KiB too, and the mismatch's envelope, which quotes
-// the header, quotes it cut.
+// "... (N bytes)" where N is their length. The second refusal of the long
+// tool name repeats the first: it is counted, on the line the reload that
+// ends the config writes. The envelope each client gets back must stay
+// under 4 KiB too, and the mismatch's envelope, which quotes the header,
+// quotes it cut.
 func TestClientChosenValuesAreCutInLogsAndEnvelopes(t *testing.T) {
 	const mib = 1 << 20
 	const limit = 4 << 10
@@ -387,15 +389,16 @@ func TestClientChosenValuesAreCutInLogsAndEnvelopes(t *testing.T) {
 
 	upstream := startUpstream(t).addr
 	logFile := tempLog(t, "caddy.log")
-	g := mcptest.StartGatewayWith(t, mcptest.GatewayConfig{
-		Log: "output file " + logFile + "\nformat json\nlevel INFO",
-		Site: `mcp {
+	site := `mcp {
 	rate_limit hostile_long_values {
 		rate 1/1h
 		key {http.mcp.tool}
 	}
 }
-reverse_proxy ` + upstream,
+reverse_proxy ` + upstream
+	g := mcptest.StartGatewayWith(t, mcptest.GatewayConfig{
+		Log:  "output file " + logFile + "\nformat json\nlevel INFO",
+		Site: site,
 	})
 	endpoint := g.URL + mcptest.MCPPath
 
@@ -421,6 +424,8 @@ reverse_proxy ` + upstream,
 	assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "a method given twice is ambiguous: %s", clip(body))
 	assertSmallEnvelope(t, body, limit)
 
+	// The reload ends the handler, which logs what it counted.
+	g.Reload(t, site)
 	lines, sizes := handlerLogLines(t, logFile)
 	for i, l := range lines {
 		assert.Less(t, sizes[i], limit, "log line %d is %d bytes", i, sizes[i])
@@ -433,17 +438,21 @@ reverse_proxy ` + upstream,
 			}
 		}
 	}
-	require.Equal(t, 5, len(lines), "one line per refusal")
+	require.Equal(t, 5, len(lines), "one line per kind of refusal, and one counting the second long tool name")
 	// The requests were sent one after the other, and each refusal is
-	// logged before it is answered: the lines are in the order sent.
-	for i, id := range []string{"long-tool-1", "long-tool-2"} {
-		assert.Equal(t, "VALIDATION_ERROR", lines[i]["code"])
-		assert.Equal(t, id, lines[i]["id"])
-		assertCut(t, cut(tool), lines[i]["tool"], "the tool name is cut, saying how long it was")
-	}
-	assert.Equal(t, "long-method", lines[2]["id"])
-	assertCut(t, cut(method), lines[2]["method"], "the method is cut, saying how long it was")
-	for _, l := range lines[2:] {
+	// logged before it is answered: the lines are in the order sent. The
+	// second long tool name repeats the first refusal, and is counted.
+	assert.Equal(t, "long-tool-1", lines[0]["id"])
+	assertCut(t, cut(tool), lines[0]["tool"], "the tool name is cut, saying how long it was")
+	assert.Equal(t, "long-method", lines[1]["id"])
+	assertCut(t, cut(method), lines[1]["method"], "the method is cut, saying how long it was")
+	assert.Equal(t, "long-name-header", lines[2]["id"])
+	assert.Nil(t, lines[3]["id"], "an ambiguous body's id is not read")
+	for _, l := range lines {
 		assert.Equal(t, "VALIDATION_ERROR", l["code"])
 	}
+	counted := lines[4]
+	assert.Equal(t, "answered with more envelopes of this kind", counted["msg"])
+	assert.Equal(t, 1.0, counted["repeated"])
+	assert.Equal(t, "Request refused: a tool name is 1048576 characters long; MCP tool names have at most 128", counted["message"])
 }

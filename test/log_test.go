@@ -1,10 +1,18 @@
 package test
 
 import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"os"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -147,4 +155,148 @@ func TestOneLogLinePerEnvelopeAtItsLevel(t *testing.T) {
 		"level": "info", "logger": handlerLogger, "msg": "answered with an envelope",
 		"code": "FORBIDDEN",
 	}, without(byCode["FORBIDDEN"][0]), "a foreign origin is refused before the body is read")
+}
+
+// A client hammering a limited key costs the log a few lines, not one per
+// refusal: the first refusal of each key is logged as ever, with its key as
+// a digest, another key's first refusal among them; the ones that follow
+// are counted, and the lines of the counts add up, with the first lines, to
+// every refusal sent. The reload that ends the config logs what its handler
+// had counted and not yet logged. The metrics count every refusal.
+func TestARefusalStormCostsTheLogAFewLinesThatCountEveryRefusal(t *testing.T) {
+	const storm, conns = 10_000, 4
+	upstream := startUpstream(t).addr
+	logFile := tempLog(t, "caddy.log")
+	site := `mcp {
+	rate_limit storm_per_client {
+		key {header.X-Client}
+		rate 1/1h
+	}
+}
+reverse_proxy ` + upstream
+	g := mcptest.StartGatewayWith(t, mcptest.GatewayConfig{
+		Admin: true,
+		Log:   "output file " + logFile + "\nformat json\nlevel INFO",
+		Site:  site,
+	})
+	endpoint := g.URL + mcptest.MCPPath
+	call := func(id, from string) string {
+		_, body := post(t, endpoint, wire.ToolCall(id, "echo"), withHeader("X-Client", from))
+		return wire.Outcome(body)
+	}
+	require.Equal(t, "done", call("spend-a", "client-a"), "client-a spends its one token")
+	require.Equal(t, "done", call("spend-b", "client-b"), "client-b spends its one token")
+	before := mcpMetrics(t, g.AdminURL)
+
+	started := make(chan struct{})
+	outcomes := hammer(t, strings.TrimPrefix(g.URL, "http://"), wire.ToolCall("storm", "echo"), "client-a", storm, conns, started)
+	<-started
+	require.Equal(t, "RATE_LIMITED", call("other-key", "client-b"), "another client, refused during the storm")
+	require.Equal(t, map[string]int{"RATE_LIMITED": storm}, <-outcomes, "every call of the storm is refused")
+	sent := storm + 1
+
+	g.Reload(t, site)
+	got := delta(before, mcpMetrics(t, g.AdminURL))
+	assert.Equal(t, float64(sent), got[`caddy_mcp_envelopes_total{code="RATE_LIMITED"}`], "the metrics count every refusal")
+
+	info, err := os.Stat(logFile)
+	require.NoError(t, err)
+	assert.Less(t, info.Size(), int64(100<<10), "%d refusals cost the whole log file under 100 KB", sent)
+
+	lines, sizes := handlerLogLines(t, logFile)
+	require.Less(t, len(lines), 100, "a few lines")
+	written := 0
+	for _, n := range sizes {
+		written += n + 1
+	}
+	t.Logf("the log file: %d bytes; the mcp handler's %d lines: %d bytes", info.Size(), len(lines), written)
+	repeated := 0
+	firsts := make(map[string][]string)
+	for _, l := range lines {
+		b, _ := json.Marshal(l)
+		t.Logf("%s", b)
+		require.Equal(t, "RATE_LIMITED", l["code"], "%s", b)
+		require.Equal(t, "storm_per_client", l["limit"], "%s", b)
+		key, _ := l["key"].(string)
+		switch l["msg"] {
+		case "answered with an envelope":
+			id, _ := l["id"].(string)
+			firsts[key] = append(firsts[key], id)
+		case "answered with more envelopes of this kind":
+			n, ok := l["repeated"].(float64)
+			require.True(t, ok, "a line of counted envelopes says how many: %s", b)
+			repeated += int(n)
+		default:
+			t.Errorf("unexpected line: %s", b)
+		}
+	}
+	assert.Equal(t, map[string][]string{
+		shownDigest("client-a"): {"storm"},
+		shownDigest("client-b"): {"other-key"},
+	}, firsts, "each key's first refusal is logged as ever, with its key as a digest")
+	assert.Equal(t, sent, len(firsts[shownDigest("client-a")])+len(firsts[shownDigest("client-b")])+repeated,
+		"the refusals logged and the ones counted add up to the refusals sent")
+}
+
+// hammer sends body n times from client (its X-Client header) to the mcp
+// endpoint at addr, over conns keep-alive connections at once, each sending
+// its next request as soon as it has read the last answer. It closes
+// started once the first answer is read (or a connection failed), and sends
+// on the channel it returns how many answers had each outcome (see
+// wire.Outcome), or what went wrong.
+func hammer(t *testing.T, addr, body, client string, n, conns int, started chan struct{}) <-chan map[string]int {
+	t.Helper()
+	req := []byte("POST " + mcptest.MCPPath + " HTTP/1.1\r\nHost: " + addr +
+		"\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nX-Client: " + client +
+		"\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body)
+	var first sync.Once
+	each := make(chan map[string]int, conns)
+	for c := range conns {
+		conn, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		t.Cleanup(func() { conn.Close() })
+		go func() {
+			seen := make(map[string]int)
+			defer func() { each <- seen }()
+			defer first.Do(func() { close(started) })
+			r := bufio.NewReader(conn)
+			for i := c; i < n; i += conns {
+				if _, err := conn.Write(req); err != nil {
+					seen[err.Error()]++
+					return
+				}
+				resp, err := http.ReadResponse(r, nil)
+				if err != nil {
+					seen[err.Error()]++
+					return
+				}
+				b, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if err != nil {
+					seen[err.Error()]++
+					return
+				}
+				seen[wire.Outcome(b)]++
+				first.Do(func() { close(started) })
+			}
+		}()
+	}
+	out := make(chan map[string]int, 1)
+	go func() {
+		all := make(map[string]int)
+		for range conns {
+			for k, v := range <-each {
+				all[k] += v
+			}
+		}
+		out <- all
+	}()
+	return out
+}
+
+// shownDigest is a key as a log line shows it without log_key: "sha256:"
+// and the first 16 hex digits of its SHA-256.
+func shownDigest(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return "sha256:" + hex.EncodeToString(sum[:])[:16]
 }
