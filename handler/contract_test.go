@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -15,6 +16,15 @@ import (
 	"github.com/caddymcp/caddy-mcp/contract"
 	"github.com/caddymcp/caddy-mcp/toolschema"
 )
+
+// uniqueEndpoint is an endpoint no other test, nor another run of this one
+// (go test -count), has listed tools for: the lists compared with a
+// lockfile are the process's.
+func uniqueEndpoint(t *testing.T) string {
+	return fmt.Sprintf("test-%s-%d", t.Name(), endpoints.Add(1))
+}
+
+var endpoints atomic.Int64
 
 // newTestContract is a contract approving one tool, echo, whose text may
 // be at most 100 characters.
@@ -39,7 +49,7 @@ func listResult(maxLength int) []byte {
 // calls, even while another scope's list drifted.
 func TestAMatchingPrivateListHidesNoPublicDrift(t *testing.T) {
 	s := newTestContract(t)
-	endpoint := "test-private-" + t.Name()
+	endpoint := uniqueEndpoint(t)
 	public, private := toolschema.ListKey{Endpoint: endpoint}, toolschema.ListKey{Endpoint: endpoint, Scope: "alice"}
 	s.learn(public, listResult(50), true)
 	require.Len(t, s.deltas(public, "echo"), 1, "the public list drifted")
@@ -53,7 +63,7 @@ func TestAMatchingPrivateListHidesNoPublicDrift(t *testing.T) {
 // the bound would read as removed.
 func TestAListTooLongIsNotCompared(t *testing.T) {
 	s := newTestContract(t)
-	key := toolschema.ListKey{Endpoint: "test-long-" + t.Name()}
+	key := toolschema.ListKey{Endpoint: uniqueEndpoint(t)}
 	s.learn(key, listResult(50), true)
 	require.Len(t, s.deltas(key, "echo"), 1)
 

@@ -1,11 +1,13 @@
 package handler
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"strings"
 	"sync"
 	"testing"
@@ -494,6 +496,30 @@ func (c *brokenClient) counts() (writes, flushes int) {
 	return c.writes, c.flushes
 }
 
+// reachUpstream is what the proxy's transport does once the request's
+// headers are written to the upstream: it tells the request's trace.
+func reachUpstream(r *http.Request) {
+	if trace := httptrace.ContextClientTrace(r.Context()); trace != nil && trace.WroteHeaders != nil {
+		trace.WroteHeaders()
+	}
+}
+
+// isCancellation reports whether r is a notifications/cancelled the
+// gateway sends itself, and answers it as a server does.
+func isCancellation(w http.ResponseWriter, r *http.Request) bool {
+	body, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if !bytes.Contains(body, []byte(`"notifications/cancelled"`)) {
+		return false
+	}
+	w.WriteHeader(http.StatusAccepted)
+	return true
+}
+
+// A client that leaves a call holding places, before MCP 2026-07-28: the
+// upstream is told to stop it, and its answer is read to its end, into
+// nothing, the places held meanwhile (abandon.go). With an upstream said to
+// stop when its stream closes, a 2026-07-28 call is cut with its client.
 func TestAClientThatLeavesIsDrainedWhileItHoldsPlaces(t *testing.T) {
 	events := []string{"data: " + progress + "\n\n", "data: " + progress + "\n\n", "data: " + resultOne + "\n\n"}
 	tests := []struct {
@@ -506,31 +532,41 @@ func TestAClientThatLeavesIsDrainedWhileItHoldsPlaces(t *testing.T) {
 		{"no protocol version", "", false, true},
 		{"2025-06-18", "2025-06-18", false, true},
 		{"2025-11-25, even with an upstream that cancels", "2025-11-25", true, true},
-		{"2026-07-28, unless the upstream is said to cancel", "2026-07-28", false, true},
 		{"2026-07-28 with an upstream that cancels", "2026-07-28", true, false},
 		{"a later version too", "2027-01-01", true, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := provision(t, &Handler{Concurrency: &Concurrency{Max: 1}, UpstreamCancelsOnClose: tt.cancels})
+			h := provision(t, &Handler{Concurrency: &Concurrency{Max: 1, CancelGrace: caddy.Duration(time.Hour)}, UpstreamCancelsOnClose: tt.cancels})
 			r := post(callOne, header("Mcp-Protocol-Version", tt.version), header("Mcp-Method", "tools/call"), header("Mcp-Name", "search"))
 			ctx, cancel := context.WithCancel(r.Context())
 			defer cancel()
 			r = r.WithContext(ctx)
 			client := &brokenClient{hdr: http.Header{}}
+			cancelled := make(chan struct{}, 1)
 			var writeErrs []error
 			var upstreamCtxErr, flushErr error
 			var active int
 			next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, ur *http.Request) error {
+				if isCancellation(w, ur) {
+					cancelled <- struct{}{}
+					return nil
+				}
+				reachUpstream(ur)
 				w.Header().Set("Content-Type", "text/event-stream")
 				w.WriteHeader(http.StatusOK)
-				for _, e := range events {
+				for i, e := range events {
 					_, err := io.WriteString(w, e)
 					writeErrs = append(writeErrs, err)
 					if err != nil {
 						return err
 					}
-					cancel() // the client is gone
+					if i == 0 {
+						cancel() // the client is gone
+						if tt.drained {
+							<-cancelled
+						}
+					}
 				}
 				flushErr = http.NewResponseController(w).Flush()
 				upstreamCtxErr = ur.Context().Err()
@@ -553,21 +589,68 @@ func TestAClientThatLeavesIsDrainedWhileItHoldsPlaces(t *testing.T) {
 			assert.ErrorIs(t, err, errBrokenPipe)
 			require.Len(t, writeErrs, 1)
 			assert.ErrorIs(t, writeErrs[0], errBrokenPipe, "the proxy learns the client is gone, and stops")
+			assert.Empty(t, cancelled, "no notifications/cancelled in the stateless era")
 		})
 	}
 }
 
+// From MCP 2026-07-28, closing the stream is the cancellation: a client
+// that leaves has the upstream request cut at once, and, since servers do
+// not all stop then, its places are held for cancel_grace after the
+// handler returned.
+func TestAClientThatLeavesUnder2026IsCutAndItsPlacesHeldForTheGrace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const grace = 3 * time.Second
+		h := provision(t, &Handler{Concurrency: &Concurrency{Max: 1, CancelGrace: caddy.Duration(grace)}})
+		r := post(callOne, header("Mcp-Protocol-Version", "2026-07-28"), header("Mcp-Method", "tools/call"), header("Mcp-Name", "search"))
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		r = r.WithContext(ctx)
+		var upstreamCtxErr error
+		next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, ur *http.Request) error {
+			if isCancellation(w, ur) {
+				t.Error("a notifications/cancelled in the stateless era")
+				return nil
+			}
+			reachUpstream(ur)
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, "data: "+progress+"\n\n")
+			cancel() // the client is gone
+			<-ur.Context().Done()
+			upstreamCtxErr = context.Cause(ur.Context())
+			return nil // as reverse_proxy does for a canceled request
+		})
+		_, err := serveErr(t, h, r, next)
+		require.NoError(t, err)
+		assert.ErrorIs(t, upstreamCtxErr, errClientLeft, "the upstream request is cut with its client")
+		assert.Equal(t, 1, h.concurrency.set.Totals().Active, "the place is held while the upstream may run the call")
+		time.Sleep(grace - time.Nanosecond)
+		synctest.Wait()
+		assert.Equal(t, 1, h.concurrency.set.Totals().Active, "within the grace")
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		assert.Zero(t, h.concurrency.set.Totals().Active, "the place comes back after the grace")
+	})
+}
+
 func TestADrainedAnswerIsDroppedOnceTheClientLeft(t *testing.T) {
-	h := provision(t, &Handler{Concurrency: &Concurrency{Max: 1}})
+	h := provision(t, &Handler{Concurrency: &Concurrency{Max: 1, CancelGrace: caddy.Duration(time.Hour)}})
 	r := post(callOne, header("Mcp-Protocol-Version", "2025-06-18"))
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	r = r.WithContext(ctx)
 	first := "data: " + progress + "\n\n"
+	cancelled := make(chan struct{}, 1)
 	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, ur *http.Request) error {
+		if isCancellation(w, ur) {
+			cancelled <- struct{}{}
+			return nil
+		}
+		reachUpstream(ur)
 		w.Header().Set("Content-Type", "text/event-stream")
 		_, _ = io.WriteString(w, first)
 		cancel()
+		<-cancelled
 		for range 3 {
 			n, err := io.WriteString(w, "data: "+progress+"\n\n")
 			require.NoError(t, err)
