@@ -35,9 +35,9 @@ import (
 
 // errClientLeft and errAbandoned are why an upstream request was cut: its
 // client left (the cancellation of the stateless era), or the grace after
-// it did passed.
-// Both are a context.Canceled, as a client leaving is to reverse_proxy:
-// the request is not the upstream's failure, and it is logged as 499.
+// it did passed. Both are a context.Canceled, as a client leaving is to
+// reverse_proxy: the request is not the upstream's failure, and it is
+// logged as 499.
 var (
 	errClientLeft = fmt.Errorf("the client left: %w", context.Canceled)
 	errAbandoned  = fmt.Errorf("the upstream did not answer within cancel_grace after the client left: %w", context.Canceled)
@@ -94,9 +94,11 @@ func (a *abandonment) clientLeft() {
 	case a.x.era.closingCancels():
 		a.hold = true
 		a.cut(errClientLeft)
+		cancellations.WithLabelValues(reasonLabelClientLeft).Inc()
 	default:
 		a.grace = time.AfterFunc(a.h.concurrency.cancelGrace, func() { a.cut(errAbandoned) })
 		if !u.resumable.Load() && u.cancelled.CompareAndSwap(false, true) {
+			cancellations.WithLabelValues(reasonLabelClientLeft).Inc()
 			a.h.sendCancelled(a.x, a.vars, a.next, reasonClientLeft)
 		}
 	}

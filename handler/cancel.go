@@ -27,10 +27,14 @@ import (
 // cancelTimeout bounds the wait for the upstream to take a cancellation.
 const cancelTimeout = 5 * time.Second
 
-// Why a request was cancelled, as the upstream is told.
+// Why a request was cancelled, as the upstream is told, and as the
+// cancellations metric counts it.
 const (
 	reasonDeadline   = "the gateway's deadline for this tool passed"
 	reasonClientLeft = "the client left"
+
+	reasonLabelDeadline   = "deadline"
+	reasonLabelClientLeft = "client_left"
 )
 
 // sendCancelled sends notifications/cancelled for each request of x, one

@@ -48,6 +48,11 @@ var (
 		Help: "Messages whose rate-limit or guard key template gave an empty value (they share one key), by kind (rate_limit or concurrency) and name.",
 	}, []string{"kind", "name"})
 
+	cancellations = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "caddy", Subsystem: "mcp", Name: "cancellations_total",
+		Help: "Requests the gateway told the upstream to stop (notifications/cancelled before MCP 2026-07-28, the closed stream from it on), by reason: deadline (a tool's timeout passed) or client_left (the client of a request holding guard places left).",
+	}, []string{"reason"})
+
 	requestDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: "caddy", Subsystem: "mcp", Name: "request_duration_seconds",
 		Help:    "Time from the handler receiving a POST to its response being written, by method.",
@@ -64,7 +69,7 @@ var (
 // registerMetrics registers the handler's collectors with the registry of
 // the config being loaded.
 func registerMetrics(ctx caddy.Context) error {
-	return promreg.Register(ctx, requestsTotal, envelopesTotal, rateLimitDecisions, emptyKeys, queueWait, requestDuration, sessionTokens, validations, toolsLearned, badSchemas, toolCalls, deprecatedCalls, toolsHidden, contractChanges, stateCollector)
+	return promreg.Register(ctx, requestsTotal, envelopesTotal, rateLimitDecisions, emptyKeys, queueWait, requestDuration, sessionTokens, validations, cancellations, toolsLearned, badSchemas, toolCalls, deprecatedCalls, toolsHidden, contractChanges, stateCollector)
 }
 
 // poolCollector reads the live guards and buckets at scrape time, so that

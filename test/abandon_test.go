@@ -212,10 +212,13 @@ func TestAClientThatLeavesCancelsItsCallAndGetsItsPlaceBackWhenTheUpstreamAnswer
 	g := mcptest.StartGatewayWith(t, mcptest.GatewayConfig{Admin: true, Site: guardedSite(s.endpoint, "1h")})
 	endpoint := g.URL + mcptest.MCPPath
 	session := initSession(t, endpoint)
+	const cancelled = `caddy_mcp_cancellations_total{reason="client_left"}`
+	before := mcpMetrics(t, g.AdminURL)[cancelled]
 
 	leave(t, s, endpoint, wire.ToolCall("left-stop", "stop"), "stop", sessionCall(session))
 	assert.Equal(t, "stop", within(t, s.stopped, "the cancellation"))
 	placesFree(t, g.AdminURL)
+	assert.Equal(t, before+1, mcpMetrics(t, g.AdminURL)[cancelled])
 	_, body := post(t, endpoint, wire.ToolCall("next", "echo"), sessionCall(session))
 	assert.Equal(t, "done", outcomeOf(body), "the place is free once the upstream answered")
 	_, canceled := s.ids()
