@@ -132,8 +132,6 @@ func (h *Handler) settle(x *exchange, u *upstreamWatch, err error, broke bool, n
 		return h.answer(u.ResponseWriterWrapper.ResponseWriter, x, &env, http.StatusOK), true
 	case u.read != nil && u.read.holding:
 		return h.releaseRead(u), true
-	case u.read != nil && u.read.failed != nil && u.sse != nil:
-		return u.failStream(), true
 	case u.held:
 		return h.replaceHeld(u), true
 	case broke || err == nil:
@@ -334,10 +332,7 @@ func (u *upstreamWatch) Write(p []byte) (int, error) {
 		}
 	}
 	if u.sse != nil {
-		out, err := u.sse.observe(p)
-		if err != nil {
-			return 0, err
-		}
+		out := u.sse.observe(p)
 		if u.sse.resumable {
 			u.resumable.Store(true)
 		}

@@ -130,7 +130,7 @@ func (h *Handler) readAnswer(x *exchange, list *listCapture) *answerRead {
 			rewrite: func(resp []byte) ([]byte, error) {
 				return h.filterList(id, list, resp)
 			},
-			fail: func(err error) []byte {
+			fail: func(err error, id json.RawMessage) []byte {
 				env := listUnreadable(err)
 				h.answered(x, &env)
 				return env.AppendRPCError(nil, id, x.era.rpcCode(&env))
@@ -152,14 +152,12 @@ func (h *Handler) readAnswer(x *exchange, list *listCapture) *answerRead {
 // among it must be filtered as it was the first time, or a client that left
 // that stream after its first event would read the hidden tools here.
 // Which response answers a tools/list is not known on this stream, so
-// every result holding "tools" is filtered; one that cannot be is replaced
-// by an error for its id. An event too large to read (a call's large
-// result) passes unread, unless what was held of it names a "tools" member.
-// (A replayed call result gets no deprecation warning: nothing here says
-// which tool it is from.)
+// every result holding "tools" is filtered; one that cannot be read with
+// certainty, whatever its size, is replaced by an error for its id. (A
+// replayed call result gets no deprecation warning: nothing here says which
+// tool it is from.)
 func (h *Handler) readReplay(x *exchange) *answerRead {
 	return &answerRead{max: maxListBody, failClosed: h.policy.Hides(),
-		mayHold: func(held []byte) bool { return bytes.Contains(held, []byte(`"tools"`)) },
 		rewrite: func(msg []byte) ([]byte, error) {
 			result, err := resultOf(msg, nil)
 			if err != nil || result.Start == 0 || msg[result.Start] != '{' {
@@ -168,9 +166,7 @@ func (h *Handler) readReplay(x *exchange) *answerRead {
 			original := msg[result.Start:result.End]
 			filtered, removed, err := h.policy.FilterList(original)
 			if err != nil {
-				env := listUnreadable(err)
-				h.answered(x, &env)
-				return env.AppendRPCError(nil, idOf(msg), x.era.rpcCode(&env)), nil
+				return nil, err
 			}
 			toolsHidden.Add(float64(removed))
 			if bytes.Equal(filtered, original) {
@@ -178,25 +174,12 @@ func (h *Handler) readReplay(x *exchange) *answerRead {
 			}
 			return splice(msg, result, filtered), nil
 		},
-		fail: func(err error) []byte {
+		fail: func(err error, id json.RawMessage) []byte {
 			env := replayUnreadable(err)
 			h.answered(x, &env)
-			return env.AppendRPCError(nil, nil, x.era.rpcCode(&env))
+			return env.AppendRPCError(nil, id, x.era.rpcCode(&env))
 		},
 	}
-}
-
-// idOf is the id of a JSON-RPC message, nil when it has none.
-func idOf(msg []byte) json.RawMessage {
-	var id json.RawMessage
-	_ = jsonrpc.Members(msg, func(m jsonrpc.Member) bool {
-		if string(m.Key) == "id" {
-			id = msg[m.Start:m.End]
-			return false
-		}
-		return true
-	})
-	return id
 }
 
 // countCall counts the outcome of a call the policy read the answer to.

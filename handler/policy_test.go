@@ -3,6 +3,7 @@ package handler
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -38,9 +39,7 @@ func TestTrackerEditsTheOwedResponse(t *testing.T) {
 		var out []byte
 		for p := []byte(stream); len(p) > 0; {
 			n := min(size, len(p))
-			got, err := tr.observe(p[:n])
-			require.NoError(t, err)
-			out = append(out, got...)
+			out = append(out, tr.observe(p[:n])...)
 			p = p[n:]
 		}
 		assert.Equal(t, want, string(out), "writes of %d bytes", size)
@@ -53,30 +52,110 @@ func TestTrackerEditsTheOwedResponse(t *testing.T) {
 func TestTrackerInEditModeDoesNotHoldKeepAlives(t *testing.T) {
 	tr := trackerFor(t, callOne)
 	tr.edit = &answerRead{id: json.RawMessage("1"), rewrite: func([]byte) ([]byte, error) { return nil, nil }}
-	out, err := tr.observe([]byte(":\n"))
-	require.NoError(t, err)
-	assert.Equal(t, ":\n", string(out))
-	out, err = tr.observe([]byte("data: x\n"))
-	require.NoError(t, err)
-	assert.Empty(t, out, "an event is held until it ends")
-	out, err = tr.observe([]byte("\n"))
-	require.NoError(t, err)
-	assert.Equal(t, "data: x\n\n", string(out))
+	assert.Equal(t, ":\n", string(tr.observe([]byte(":\n"))))
+	assert.Empty(t, tr.observe([]byte("data: x\n")), "an event is held until it ends")
+	assert.Equal(t, "data: x\n\n", string(tr.observe([]byte("\n"))))
 }
 
-// An event too large to hold stops the editing: it goes as it came, unless
-// the answer may not be sent unread.
-func TestTrackerInEditModeGivesUpOnHugeEvents(t *testing.T) {
-	big := "data: " + strings.Repeat("x", maxEventData+1)
-	tr := trackerFor(t, callOne)
-	tr.edit = &answerRead{id: json.RawMessage("1"), rewrite: func([]byte) ([]byte, error) { return nil, nil }}
-	out, err := tr.observe([]byte(big))
-	require.NoError(t, err)
-	assert.Equal(t, big, string(out))
-	assert.Nil(t, tr.edit)
+// An event too large to hold passes unread, as it comes, or, when the
+// read fails closed, is not sent at all: an error takes its place, for the
+// id of the response it was. The events after it are read as before,
+// however the writes cut the stream, and the tracker holds no more than its
+// bounds meanwhile.
+func TestTrackerInEditModeAnswersForEventsTooLargeToHold(t *testing.T) {
+	pad := strings.Repeat("x", 2*maxEventData)
+	list := `{"jsonrpc":"2.0","id":1,"result":{"tools":["admin_reset","search"]}}`
+	filtered := `{"jsonrpc":"2.0","id":1,"result":{"tools":["search"]}}`
+	after := "id: e3\nevent: message\ndata: " + list + "\n\n"
+	afterFiltered := "id: e3\nevent: message\ndata: " + filtered + "\n\n"
+	tests := []struct {
+		name       string
+		failClosed bool
+		event      string
+		want       string // what the client gets of it; "" when it is not sent
+		wantID     string // the id of the error sent in its place
+	}{
+		{"a result passes unread", false,
+			"id: e2\ndata: {\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{\"pad\":\"" + pad + "\"}}\n\n", "as it came", ""},
+		{"comments that add up pass unread", false,
+			"data: {\"id\":5,\"result\":{}}\n" + strings.Repeat(":"+strings.Repeat("c", 1<<16)+"\n", 40) + "\n", "as it came", ""},
+		{"a result, its id first", true,
+			"id: e2\ndata: {\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{\"pad\":\"" + pad + "\",\"tools\":[\"admin_reset\"]}}\n\n", "", "5"},
+		{"a result, its id last", true,
+			"id: e2\ndata: {\"result\":{\"tools\":[\"admin_reset\"],\"pad\":\"" + pad + "\"},\"jsonrpc\":\"2.0\",\"id\":\"r\"}\n\n", "", `"r"`},
+		{"a result in data lines under the bound", true,
+			"data: {\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{\"a\":\"" + pad[:maxEventData/2] + "\",\ndata: \"b\":\"" + pad[:maxEventData/2] + "\",\ndata: \"tools\":[\"admin_reset\"]}}\n\n", "", "5"},
+		{"a result whose id is given twice", true,
+			"data: {\"id\":5,\"result\":{\"pad\":\"" + pad + "\"},\"id\":6}\n\n", "", "1"},
+		{"a notification", true,
+			"data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"data\":\"" + pad + "\"}}\n\n", "", "null"},
+		{"an event no client reads", true,
+			"event: other\ndata: {\"id\":5,\"result\":{\"tools\":[\"admin_reset\"],\"pad\":\"" + pad + "\"}}\n\n", "", ""},
+		{"a result held whole, among comments that add up", true,
+			"data: " + list + "\n" + strings.Repeat(":"+strings.Repeat("c", 1<<16)+"\n", 40) + "\n", "event: message\ndata: " + filtered + "\n\n", ""},
+		{"a comment between events, which is no message", true,
+			":" + pad + "\n", "as it came", ""},
+	}
+	for _, tt := range tests {
+		for _, size := range []int{1031, 32 << 10, len(tt.event) + len(after)} {
+			t.Run(fmt.Sprintf("%s/writes of %d bytes", tt.name, size), func(t *testing.T) {
+				tr := trackerFor(t, callOne)
+				var ids []string
+				tr.edit = &answerRead{id: json.RawMessage("1"), failClosed: tt.failClosed,
+					rewrite: func(msg []byte) ([]byte, error) {
+						if !bytes.Contains(msg, []byte("admin_reset")) {
+							return nil, nil
+						}
+						return bytes.Replace(msg, []byte(`"admin_reset",`), nil, 1), nil
+					},
+					fail: func(err error, id json.RawMessage) []byte {
+						assert.ErrorIs(t, err, errEventTooLarge)
+						if id == nil {
+							id = json.RawMessage("null")
+						}
+						ids = append(ids, string(id))
+						return []byte(`{"error":` + string(id) + `}`)
+					},
+				}
+				var out []byte
+				held := 0
+				for p := []byte(tt.event + after); len(p) > 0; {
+					n := min(size, len(p))
+					out = append(out, tr.observe(p[:n])...)
+					held = max(held, cap(tr.raw)+cap(tr.partial)+cap(tr.data))
+					p = p[n:]
+				}
+				assert.LessOrEqual(t, held, 6*maxEventData+2*size, "what the tracker held")
+				got := string(out)
+				require.True(t, strings.HasSuffix(got, afterFiltered), "the event after it is read and edited")
+				got = strings.TrimSuffix(got, afterFiltered)
+				switch {
+				case tt.want == "as it came":
+					assert.True(t, got == tt.event, "passed as it came, not %d bytes: %.200q", len(got), got)
+				case tt.wantID != "":
+					assert.Equal(t, []string{tt.wantID}, ids)
+					wantOut := "event: message\ndata: {\"error\":" + tt.wantID + "}\n\n"
+					if strings.HasPrefix(tt.event, "id: e2\n") {
+						wantOut = "id: e2\n" + wantOut
+					}
+					assert.Equal(t, wantOut, got, "an error in its place")
+				default:
+					assert.Empty(t, ids)
+					assert.True(t, got == tt.want, "not %d bytes: %.200q", len(got), got)
+				}
+			})
+		}
+	}
+}
 
-	tr = trackerFor(t, callOne)
-	tr.edit = &answerRead{id: json.RawMessage("1"), failClosed: true, rewrite: func([]byte) ([]byte, error) { return nil, nil }}
-	_, err = tr.observe([]byte(big))
-	assert.ErrorIs(t, err, errAnswerTooLarge)
+// A withheld event never reaches the client: when the stream breaks in the
+// middle of one, the response it may have been is still owed, and the
+// stream is repaired. One that passed unread might have given it.
+func TestTrackerRepairsAStreamBrokenInAWithheldEvent(t *testing.T) {
+	for _, failClosed := range []bool{true, false} {
+		tr := trackerFor(t, callOne)
+		tr.edit = &answerRead{id: json.RawMessage("1"), failClosed: failClosed, rewrite: func([]byte) ([]byte, error) { return nil, nil }}
+		tr.observe([]byte("data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"pad\":\"" + strings.Repeat("x", 2*maxEventData)))
+		assert.Equal(t, failClosed, tr.repairable(), "withheld: %v", failClosed)
+	}
 }

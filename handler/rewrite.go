@@ -3,7 +3,7 @@ package handler
 import (
 	"encoding/json"
 	"errors"
-	"net/http"
+	"fmt"
 	"strconv"
 )
 
@@ -13,25 +13,24 @@ import (
 // event by event, each held only until its blank line, so that progress
 // reaches the client as it happens (sseTracker's edit mode).
 
-// answerRead reads the answer to the one request of an exchange.
+// answerRead reads the answer to the one request of an exchange, or, on a
+// GET's stream, every message it carries.
 type answerRead struct {
+	// id is the request's, nil on a GET.
 	id json.RawMessage
 	// rewrite is given each JSON-RPC message of the answer (a JSON body,
 	// or the data of a message event) and returns what to send instead:
 	// nil to send the message as it is.
 	rewrite func(msg []byte) ([]byte, error)
-	// max bounds the bytes held: a longer JSON answer passes as it is,
-	// unread, unless failClosed.
+	// max bounds the bytes of a JSON answer held: a longer one passes as
+	// it is, unread, unless failClosed. (An event stream is held an event
+	// at a time, each within maxEventData.)
 	max int
-	// failClosed: an answer that cannot be read is not sent; fail is the
-	// message sent in its place (a tools/list whose hidden tools could
-	// otherwise leak).
+	// failClosed: a message that cannot be read is not sent; fail is the
+	// message sent in its place, for the id given (a tools/list whose
+	// hidden tools could otherwise leak).
 	failClosed bool
-	fail       func(err error) []byte
-	// mayHold, when set, says whether an event too large to read may hold
-	// what failClosed guards, from the bytes held of it; one that may not
-	// passes unread.
-	mayHold func(held []byte) bool
+	fail       func(err error, id json.RawMessage) []byte
 	// call: the request is a tools/call, whose outcome is counted: ""
 	// until its response is read.
 	call    bool
@@ -42,13 +41,16 @@ type answerRead struct {
 	holding bool
 	length  []string
 	body    []byte
-	// failed is why the answer could not be read, when failClosed.
+	// failed is why a JSON answer could not be read, when failClosed.
 	failed error
 }
 
 // errAnswerTooLarge stops an answer that outgrew what the gateway holds to
 // read it, when it may not be sent unread.
 var errAnswerTooLarge = errors.New("the answer is larger than the gateway reads")
+
+// errEventTooLarge: an event outgrew what the gateway holds to read it.
+var errEventTooLarge = fmt.Errorf("an event is larger than the %d MiB the gateway reads", maxEventData>>20)
 
 // errAnswerEncoded: the answer is compressed, and cannot be read.
 var errAnswerEncoded = errors.New("the answer is compressed")
@@ -107,25 +109,11 @@ func (h *Handler) releaseRead(u *upstreamWatch) error {
 	hdr := u.Header()
 	if r.failed != nil {
 		clearEntityHeaders(hdr)
-		body = r.fail(r.failed)
+		body = r.fail(r.failed, r.id)
 		hdr["Content-Type"] = contentTypeJSON
 	}
 	hdr["Content-Length"] = []string{strconv.Itoa(len(body))}
 	u.ResponseWriterWrapper.WriteHeader(u.status)
 	_, err := u.toClient(body)
 	return err
-}
-
-// failStream ends an event stream whose answer could not be read, and
-// may not be sent unread, with the message sent in its place.
-func (u *upstreamWatch) failStream() error {
-	r := u.read
-	out := append([]byte("event: message\ndata: "), r.fail(r.failed)...)
-	out = append(out, "\n\n"...)
-	u.sse.owed.clear()
-	w := u.ResponseWriterWrapper.ResponseWriter
-	if _, err := w.Write(out); err != nil {
-		return err
-	}
-	return http.NewResponseController(w).Flush()
 }

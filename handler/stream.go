@@ -2,6 +2,7 @@ package handler
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/http"
 	"time"
 
@@ -10,8 +11,9 @@ import (
 )
 
 // maxEventData bounds what the tracker keeps of one SSE event to learn
-// whether it carries a response. An event beyond it is not read; since it
-// might have been the response, a stream that carried one is never repaired.
+// whether it carries a response, and of one line. An event beyond it is not
+// read; since it might have been the response, a stream that carried one is
+// never repaired.
 const maxEventData = 1 << 20
 
 // sseTracker follows an upstream's event-stream answer to a POST, as it is
@@ -19,7 +21,9 @@ const maxEventData = 1 << 20
 // whether the client could resume the stream. It never delays, buffers for
 // the client, or changes an event, except in edit mode (edit set): each
 // event is then held until its blank line, and the response the request
-// is owed may be sent rewritten.
+// is owed may be sent rewritten. An event too large to hold is, in edit
+// mode, passed unread as it comes, or, when the read fails closed, not sent
+// at all: an error takes its place, for its id (see outgrown).
 type sseTracker struct {
 	owed owedResponses
 	// era is the request's: whether event ids make a stream resumable, and
@@ -31,12 +35,18 @@ type sseTracker struct {
 	resumable bool
 	// unreadable: an event was too large to read.
 	unreadable bool
-	// partial holds the unterminated last line across writes.
-	partial []byte
-	// data and event are the fields of the event being received.
+	// partial holds the unterminated last line across writes; long says
+	// that line outgrew maxEventData, and is not kept, and longField is
+	// what it is.
+	partial   []byte
+	long      bool
+	longField longField
+	// data and event are the fields of the event being received; over
+	// says its data outgrew maxEventData, and is not kept.
 	data      []byte
 	event     []byte
 	dataLines int
+	over      bool
 	// midEvent: field lines were received since the last dispatch.
 	midEvent bool
 	// lastCR: the last write ended with a CR, whose LF may start the next.
@@ -59,9 +69,24 @@ type sseTracker struct {
 	id        []byte
 	hasID     bool
 	rewritten []byte
+	// The event being received outgrew what is held of it: passing, it
+	// goes to the client unread, as it comes; withheld, its bytes are
+	// dropped as they come, and skim reads its data meanwhile, when that
+	// outgrew maxEventData too, to answer for it at its end.
+	passing, withheld bool
+	skim              *jsonrpc.Skimmer
 	// begun: the stream's first line was read.
 	begun bool
 }
+
+// longField is what a line too long to keep is.
+type longField uint8
+
+const (
+	longOther longField = iota // a comment, an event type, or a field clients ignore
+	longData
+	longID
+)
 
 // newSSETracker returns a tracker for the answer to msgs, sent in era e, or
 // nil when msgs hold no request, which no answer can owe anything.
@@ -81,29 +106,75 @@ func (t *sseTracker) repairable() bool {
 
 // observe follows the bytes the upstream wrote, and returns those to send
 // now: p itself, except in edit mode.
-func (t *sseTracker) observe(p []byte) ([]byte, error) {
+func (t *sseTracker) observe(p []byte) []byte {
 	if t.edit == nil {
 		t.scan(p, 0)
-		return p, nil
+		return p
 	}
 	base := len(t.raw)
 	t.raw = append(t.raw, p...)
 	t.out = t.out[:0]
 	t.scan(p, base)
-	if t.unreadable || len(t.raw) > 2*maxEventData {
-		// An event too large to hold: it cannot be rewritten.
-		if t.edit.failClosed && (t.edit.mayHold == nil || t.edit.mayHold(t.raw[t.sent:])) {
-			t.edit.failed, t.raw = errAnswerTooLarge, nil
-			return nil, errAnswerTooLarge
-		}
+	if len(t.raw)-t.sent > 2*maxEventData {
+		// Lines that are no data (comments, other fields) add up too.
+		t.outgrown()
+	}
+	switch {
+	case t.withheld:
+		t.sent = len(t.raw)
+	case t.passing:
 		t.out = append(t.out, t.raw[t.sent:]...)
-		t.raw, t.edit = nil, nil
-		return t.out, nil
+		t.sent = len(t.raw)
 	}
 	t.raw = append(t.raw[:0], t.raw[t.sent:]...)
+	if len(t.raw) == 0 {
+		t.raw = shrink(t.raw)
+	}
 	t.sent = 0
-	return t.out, nil
+	return t.out
 }
+
+// outgrown handles an event that outgrew what the tracker holds of it. It
+// is not read: it passes unread (in edit mode, as it comes), or, when the
+// read fails closed, it is withheld: what the client must not get unread,
+// it does not get at all. Only an event that passes makes the stream
+// unreadable: a withheld one cannot have given the client its response.
+func (t *sseTracker) outgrown() {
+	switch {
+	case t.withheld:
+	case t.edit != nil && t.edit.failClosed:
+		t.withheld = true
+	default:
+		t.unreadable = true
+		t.passing = t.edit != nil
+	}
+}
+
+// dataOutgrown handles an event whose data outgrew maxEventData: what was
+// kept of it is let go, or, when the event is withheld, skimmed first.
+func (t *sseTracker) dataOutgrown() {
+	t.over = true
+	t.outgrown()
+	if t.withheld {
+		t.skim = jsonrpc.NewSkimmer(maxResponseID)
+		t.skim.Write(t.data)
+	}
+	t.data = shrink(t.data)
+}
+
+// skimData gives the next data line's value (or a piece of it, first
+// says it begins a line) to the skimmer, if the event has one.
+func (t *sseTracker) skimData(value []byte, first bool) {
+	if t.skim == nil {
+		return
+	}
+	if first && t.dataLines > 0 {
+		t.skim.Write(newline)
+	}
+	t.skim.Write(value)
+}
+
+var newline = []byte("\n")
 
 // scan reads the lines of p, whose first byte is raw's byte base in edit
 // mode.
@@ -123,7 +194,7 @@ func (t *sseTracker) scan(p []byte, base int) {
 			return
 		}
 		line := p[:i]
-		if len(t.partial) > 0 {
+		if len(t.partial) > 0 || t.long || len(line) > maxEventData {
 			t.appendPartial(line)
 			line = t.partial
 		}
@@ -134,7 +205,11 @@ func (t *sseTracker) scan(p []byte, base int) {
 		}
 		p = p[end+1:]
 		t.lineEnd = base + n - len(p)
-		t.line(line)
+		if t.long {
+			t.endLong()
+		} else {
+			t.line(line)
+		}
 		t.partial = shrink(t.partial)
 	}
 }
@@ -160,18 +235,103 @@ func startsJSONMessage(data []byte) bool {
 
 var byteOrderMark = []byte("\xef\xbb\xbf")
 
-// send moves the held bytes up to the end of the current line to out.
+// send moves the held bytes up to the end of the current line to out, or
+// drops them when the event they are part of is withheld.
 func (t *sseTracker) send() {
-	t.out = append(t.out, t.raw[t.sent:t.lineEnd]...)
+	if !t.withheld {
+		t.out = append(t.out, t.raw[t.sent:t.lineEnd]...)
+	}
 	t.sent = t.lineEnd
 }
 
+// appendPartial adds a piece of the line being received; once the line
+// outgrows maxEventData it is not kept.
 func (t *sseTracker) appendPartial(p []byte) {
-	if len(t.partial)+len(p) > maxEventData {
-		t.unreadable = true
+	switch {
+	case t.long:
+		if t.longField == longData {
+			t.skimData(p, false)
+		}
+	case len(t.partial)+len(p) > maxEventData:
+		t.startLong(p)
+	default:
+		t.partial = append(t.partial, p...)
+	}
+}
+
+// startLong begins a line too long to keep, whose first bytes are partial
+// and p: what it is is read from its start, and the line is then let go.
+// A data line's value goes to the skimmer, if the event has one.
+func (t *sseTracker) startLong(p []byte) {
+	t.long, t.longField = true, longOther
+	start := t.partial
+	if len(start) < 16 {
+		start = append(start, p[:min(len(p), 16-len(start))]...)
+	}
+	skip := 0
+	if !t.begun {
+		// A stream may begin with a byte order mark, which clients drop.
+		t.begun = true
+		if bytes.HasPrefix(start, byteOrderMark) {
+			skip = len(byteOrderMark)
+		}
+	}
+	field, value, colon := bytes.Cut(start[skip:], []byte(":"))
+	if len(field) == 0 && colon {
+		// A comment: between events, it is no message, and passes.
+		if t.edit != nil && !t.midEvent && !t.withheld {
+			t.passing = true
+		}
+		t.unreadable = t.unreadable || !t.withheld
+		t.partial = shrink(t.partial)
 		return
 	}
-	t.partial = append(t.partial, p...)
+	t.midEvent = true
+	switch string(field) {
+	case "data":
+		t.longField = longData
+		if !t.over {
+			t.dataOutgrown()
+		}
+		// The value begins after the field's colon and one space.
+		from := skip + len("data:")
+		if len(value) > 0 && value[0] == ' ' {
+			from++
+		}
+		if from < len(t.partial) {
+			t.skimData(t.partial[from:], true)
+			t.skimData(p, false)
+		} else {
+			t.skimData(p[from-len(t.partial):], true)
+		}
+	case "event":
+		// A type that long is none clients read.
+		t.event = append(t.event[:0], discardedEvent...)
+	case "id":
+		// Not kept: an event sent in place of this one carries no id.
+		t.longField = longID
+		t.hasID = false
+	}
+	t.unreadable = t.unreadable || !t.withheld
+	t.partial = shrink(t.partial)
+}
+
+// endLong ends a line too long to keep.
+func (t *sseTracker) endLong() {
+	if t.longField == longData {
+		t.dataLines++
+	}
+	if t.edit != nil && !t.midEvent {
+		t.endComment()
+	}
+	t.long = false
+}
+
+// endComment sends a comment line between events (a keep-alive, say), or
+// drops it, when it was too long to hold: it is not held.
+func (t *sseTracker) endComment() {
+	t.send()
+	t.passing, t.withheld = false, false
 }
 
 // line handles one line of the event stream, as the SSE specification reads
@@ -186,15 +346,9 @@ func (t *sseTracker) line(line []byte) {
 		t.dispatch()
 		return
 	}
-	if len(line) > maxEventData {
-		// Not read, whatever its field, and however the writes cut it
-		// (appendPartial gives up on the same lines).
-		t.unreadable = true
-		return
-	}
 	if line[0] == ':' {
 		if t.edit != nil && !t.midEvent {
-			t.send() // a keep-alive between events is not held
+			t.endComment()
 		}
 		return // a comment, such as a keep-alive
 	}
@@ -203,14 +357,18 @@ func (t *sseTracker) line(line []byte) {
 	value = bytes.TrimPrefix(value, []byte(" "))
 	switch string(field) {
 	case "data":
-		if len(t.data)+len(value)+1 > maxEventData {
-			t.unreadable = true
-			return
+		switch {
+		case t.over:
+			t.skimData(value, true)
+		case len(t.data)+len(value)+1 > maxEventData:
+			t.dataOutgrown()
+			t.skimData(value, true)
+		default:
+			if t.dataLines > 0 {
+				t.data = append(t.data, '\n')
+			}
+			t.data = append(t.data, value...)
 		}
-		if t.dataLines > 0 {
-			t.data = append(t.data, '\n')
-		}
-		t.data = append(t.data, value...)
 		t.dataLines++
 	case "event":
 		t.event = append(t.event[:0], value...)
@@ -225,30 +383,35 @@ func (t *sseTracker) line(line []byte) {
 }
 
 // dispatch reads a complete event: a message event carrying a response to a
-// pending request settles it.
+// pending request settles it. In edit mode, the event is then sent: as it
+// came, rewritten, or, withheld, in the form the client may have.
 func (t *sseTracker) dispatch() {
-	defer func() {
-		t.data, t.event, t.dataLines, t.midEvent = shrink(t.data), t.event[:0], 0, false
-		if t.edit != nil {
-			t.sendEvent()
+	message := t.dataLines > 0 && (len(t.event) == 0 || string(t.event) == "message")
+	switch {
+	case !message:
+	case t.over:
+		if t.skim != nil {
+			t.answerUnread()
 		}
-	}()
-	if t.dataLines == 0 || (len(t.event) > 0 && string(t.event) != "message") {
-		return
+	default:
+		t.read()
 	}
-	// Data that is no JSON object or array (a priming event's empty data,
-	// say) is no message a client reads: nothing to edit in it.
-	if t.edit != nil && startsJSONMessage(t.data) {
-		out, err := t.edit.rewrite(t.data)
-		switch {
-		case err != nil && t.edit.failClosed:
-			t.edit.failed = err
-			t.rewritten = t.edit.fail(err)
-		case out != nil:
-			t.rewritten = out
+	if t.edit != nil {
+		if t.withheld && message && !t.over && t.rewritten == nil {
+			t.rewritten = t.data // held whole, but not its lines
 		}
+		t.sendEvent()
 	}
-	_, _ = jsonrpc.Each(t.data, func(m jsonrpc.Message) error {
+	t.data, t.event, t.dataLines, t.midEvent = shrink(t.data), t.event[:0], 0, false
+	t.over, t.skim, t.passing, t.withheld = false, nil, false, false
+}
+
+// read reads the data of a message event: the responses it settles, the
+// tools it says changed, and, in edit mode, what to send in its place.
+func (t *sseTracker) read() {
+	var msg jsonrpc.Message
+	batch, err := jsonrpc.Each(t.data, func(m jsonrpc.Message) error {
+		msg = m
 		switch {
 		case m.Kind == jsonrpc.Response:
 			t.owed.settle(m.ID)
@@ -257,13 +420,52 @@ func (t *sseTracker) dispatch() {
 		}
 		return nil
 	})
+	// Data that is no JSON object or array (a priming event's empty data,
+	// say) is no message a client reads: nothing to edit in it.
+	if t.edit != nil && !t.passing && startsJSONMessage(t.data) {
+		out, rerr := t.edit.rewrite(t.data)
+		switch {
+		case rerr != nil && t.edit.failClosed:
+			t.replace(rerr, msg, !batch && err == nil)
+		case out != nil:
+			t.rewritten = out
+		}
+	}
 	if t.onMessage != nil {
 		t.onMessage(t.data)
 	}
 }
 
-// sendEvent sends the event just dispatched: as it came, or with its data
-// rewritten (its id kept, other fields dropped).
+// answerUnread answers for a withheld message event whose data was too
+// large to read.
+func (t *sseTracker) answerUnread() {
+	m, err := t.skim.Message()
+	t.replace(errEventTooLarge, m, err == nil)
+}
+
+// replace sends an error in place of a message event that could not be
+// read, err saying why, for the id of what was learned of the message (m,
+// certain when it was read with certainty): the response's id; none for a
+// message that is no response; and when nothing is certain, the id of the
+// request the read answers (none on a GET's stream), which may be the
+// message it could not read. The request it answers is settled.
+func (t *sseTracker) replace(err error, m jsonrpc.Message, certain bool) {
+	var id json.RawMessage
+	switch {
+	case !certain:
+		id = t.edit.id
+	case m.Kind == jsonrpc.Response:
+		id = m.ID
+	}
+	if id != nil {
+		t.owed.settle(id)
+	}
+	t.rewritten = t.edit.fail(err, id)
+}
+
+// sendEvent sends the event just dispatched: as it came, rewritten (its id
+// kept, other fields dropped), or, withheld with nothing in its place, not
+// at all.
 func (t *sseTracker) sendEvent() {
 	if t.rewritten == nil {
 		t.send()
@@ -293,8 +495,8 @@ func (t *sseTracker) sendEvent() {
 // An unfinished "id" line gets a NUL, which makes clients ignore the field,
 // so that it cannot become the stream's last event id.
 func (t *sseTracker) appendDiscard(out []byte) []byte {
-	if len(t.partial) > 0 {
-		if bytes.HasPrefix(t.partial, []byte("id")) {
+	if len(t.partial) > 0 || t.long {
+		if bytes.HasPrefix(t.partial, []byte("id")) || (t.long && t.longField == longID) {
 			out = append(out, 0)
 		}
 		out = append(out, '\n')
@@ -322,7 +524,7 @@ func (h *Handler) repairStream(u *upstreamWatch, what string) error {
 // discarded, then one message event per request still owed a response,
 // carrying env in the form its request needs. Nothing is owed afterwards.
 func (t *sseTracker) appendRepair(out []byte, env *envelope.Envelope) []byte {
-	if t.midEvent || len(t.partial) > 0 {
+	if t.midEvent || len(t.partial) > 0 || t.long {
 		out = t.appendDiscard(out)
 	}
 	for m := range t.owed.all() {

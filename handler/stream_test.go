@@ -319,19 +319,27 @@ func TestRepairEndsTheStreamWithOneMessagePerOwedRequest(t *testing.T) {
 }
 
 func TestAppendDiscardNamesTheUnfinishedEventSoClientsDropIt(t *testing.T) {
+	long := strings.Repeat("9", maxEventData)
 	tests := []struct {
-		name, partial, want string
+		name, observed, want string
 	}{
 		{"nothing unfinished on the line", "", "event: " + discardedEvent + "\n\n"},
 		{"an unfinished data line is ended", "data: {", "\nevent: " + discardedEvent + "\n\n"},
 		{"an unfinished id line gets a NUL", "id: 12", "\x00\nevent: " + discardedEvent + "\n\n"},
 		{"any line starting with id gets one", "idle", "\x00\nevent: " + discardedEvent + "\n\n"},
+		{"an unfinished line too long to keep is ended", "data: {" + long, "\nevent: " + discardedEvent + "\n\n"},
+		{"an unfinished id line too long to keep gets a NUL", "id: " + long, "\x00\nevent: " + discardedEvent + "\n\n"},
+		{"an unfinished comment too long to keep is ended", ":" + long, "\nevent: " + discardedEvent + "\n\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tr := trackerFor(t, callOne)
-			tr.partial = []byte(tt.partial)
+			tr.observe([]byte(tt.observed))
 			assert.Equal(t, tt.want, string(tr.appendDiscard(nil)))
+			if tt.observed != "" {
+				env := streamBroken("x", DefaultUpstreamRetryAfter)
+				assert.True(t, strings.HasPrefix(string(tr.appendRepair(nil, &env)), tt.want), "a repair ends the unfinished line first")
+			}
 		})
 	}
 }
