@@ -116,8 +116,8 @@ func (h *Handler) refuseHidden(w http.ResponseWriter, x *exchange) (bool, error)
 // from as filtered), or a tools/call, whose outcome is counted and whose
 // success carries a deprecation warning. nil for any other request.
 func (h *Handler) readAnswer(x *exchange, list *listCapture) *answerRead {
-	if h.policy != nil && x.r.Method == http.MethodGet && h.policy.EditsLists() && len(x.r.Header["Last-Event-Id"]) > 0 {
-		return h.readReplay(x)
+	if h.policy != nil && x.r.Method == http.MethodGet && h.policy.EditsLists() {
+		return h.readGetStream(x)
 	}
 	if h.policy == nil || x.batch || len(x.msgs) != 1 {
 		return nil
@@ -147,16 +147,18 @@ func (h *Handler) readAnswer(x *exchange, list *listCapture) *answerRead {
 	return nil
 }
 
-// readReplay reads a resumed stream (a GET with Last-Event-ID), which
+// readGetStream reads a GET's event stream. A resumed one (Last-Event-ID)
 // replays what an earlier POST's stream carried: the answer to a tools/list
 // among it must be filtered as it was the first time, or a client that left
-// that stream after its first event would read the hidden tools here.
-// Which response answers a tools/list is not known on this stream, so
-// every result holding "tools" is filtered; one that cannot be read with
+// that stream after its first event would read the hidden tools here. The
+// standalone stream carries no response from a server that follows the
+// protocol, but one that sends one there is read the same way. Which
+// response answers a tools/list is not known on these streams, so every
+// result holding "tools" is filtered; one that cannot be read with
 // certainty, whatever its size, is replaced by an error for its id. (A
 // replayed call result gets no deprecation warning: nothing here says which
 // tool it is from.)
-func (h *Handler) readReplay(x *exchange) *answerRead {
+func (h *Handler) readGetStream(x *exchange) *answerRead {
 	return &answerRead{max: maxListBody, failClosed: h.policy.Hides(),
 		rewrite: func(msg []byte) ([]byte, error) {
 			result, err := resultOf(msg, nil)
@@ -175,7 +177,7 @@ func (h *Handler) readReplay(x *exchange) *answerRead {
 			return splice(msg, result, filtered), nil
 		},
 		fail: func(err error, id json.RawMessage) []byte {
-			env := replayUnreadable(err)
+			env := streamUnreadable(err)
 			h.answered(x, &env)
 			return env.AppendRPCError(nil, id, x.era.rpcCode(&env))
 		},

@@ -406,10 +406,10 @@ func listUnreadable(err error) envelope.Envelope {
 		Envelope()
 }
 
-// replayUnreadable: a resumed stream held an event the gateway must read
-// to keep hidden tools hidden, and could not.
-func replayUnreadable(err error) envelope.Envelope {
-	return envelope.New(envelope.InternalError, "The resumed event stream could not be read by this gateway, which must filter the tools it lists: "+err.Error()).
+// streamUnreadable: a GET's event stream held a message the gateway must
+// read to keep hidden tools hidden, and could not.
+func streamUnreadable(err error) envelope.Envelope {
+	return envelope.New(envelope.InternalError, "A message on this event stream could not be read by this gateway, which must filter the tools it lists: "+err.Error()).
 		Suggest("Send the request again instead of resuming its stream.").
 		Envelope()
 }

@@ -273,6 +273,7 @@ func TestAResultAHidingPolicyCannotReadNeverPasses(t *testing.T) {
 	}{
 		{"the answer to a POST", "3", nil},
 		{"a resumed GET stream", "1", []sendOption{withMethod(http.MethodGet), withHeader("Accept", "text/event-stream", "Mcp-Session-Id", "s1", "Last-Event-ID", "e1")}},
+		{"the standalone GET stream", "1", []sendOption{withMethod(http.MethodGet), withHeader("Accept", "text/event-stream", "Mcp-Session-Id", "s1")}},
 	}
 	for _, p := range paths {
 		for _, tt := range tests {
@@ -337,12 +338,13 @@ func TestStreamsNoHidingPolicyGovernsPassByteForByte(t *testing.T) {
 	}))
 	call := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"search","arguments":{}}}`
 	resumed := []sendOption{withMethod(http.MethodGet), withHeader("Accept", "text/event-stream", "Mcp-Session-Id", "s1", "Last-Event-ID", "e0")}
+	standalone := []sendOption{withMethod(http.MethodGet), withHeader("Accept", "text/event-stream", "Mcp-Session-Id", "s1")}
 	tests := []struct {
 		name, policy string
 		paths        map[string][]sendOption
 	}{
-		{"no tools block", "mcp\n", map[string][]sendOption{"a call": nil, "a resumed GET stream": resumed}},
-		{"a policy that only deprecates", "mcp {\n\ttools {\n\t\tdeprecate old_search \"Use search\"\n\t}\n}\n", map[string][]sendOption{"a resumed GET stream": resumed}},
+		{"no tools block", "mcp\n", map[string][]sendOption{"a call": nil, "a resumed GET stream": resumed, "the standalone GET stream": standalone}},
+		{"a policy that only deprecates", "mcp {\n\ttools {\n\t\tdeprecate old_search \"Use search\"\n\t}\n}\n", map[string][]sendOption{"a resumed GET stream": resumed, "the standalone GET stream": standalone}},
 		{"a policy that hides", hidingPolicy, map[string][]sendOption{"a call": nil}},
 	}
 	for _, tt := range tests {
