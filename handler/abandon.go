@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptrace"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -89,7 +91,7 @@ func (a *abandonment) clientLeft() {
 	switch {
 	case u.deadline.passed():
 		// Cut at its deadline already, and the upstream told.
-	case !u.reached.Load():
+	case !u.delivery.settled(a.h.concurrency.cancelGrace):
 		a.cut(errClientLeft) // it runs nowhere
 	case a.x.era.closingCancels():
 		a.hold = true
@@ -133,13 +135,42 @@ func holdSlots(x *exchange, d time.Duration) {
 	})
 }
 
-// traceReached has the upstream request r tell u when its headers are
-// written to the upstream: only a request that reached the upstream is
-// cancelled there. (The headers, not the whole request: the transport
-// tells of a body written only once the upstream may have read it, and
-// run the call, already.)
-func traceReached(r *http.Request, u *upstreamWatch) *http.Request {
+// delivery is what the upstream's transport told of a request: its
+// headers went out (sending), then all of it did (reached), or its write
+// failed; written is closed once the write ended, either way. Only a
+// request that reached the upstream is cancelled there.
+type delivery struct {
+	sending, reached atomic.Bool
+	once             sync.Once
+	written          chan struct{}
+}
+
+// trace has the upstream request r tell d of its delivery.
+func (d *delivery) trace(r *http.Request) *http.Request {
+	d.written = make(chan struct{})
 	return r.WithContext(httptrace.WithClientTrace(r.Context(), &httptrace.ClientTrace{
-		WroteHeaders: func() { u.reached.Store(true) },
+		WroteHeaders: func() { d.sending.Store(true) },
+		WroteRequest: func(info httptrace.WroteRequestInfo) {
+			if info.Err == nil {
+				d.reached.Store(true)
+			}
+			d.once.Do(func() { close(d.written) })
+		},
 	}))
+}
+
+// settled reports whether the request reached the upstream, waiting at
+// most wait for a request whose headers went out to be written whole: the
+// transport tells of a body written only once the upstream may have read
+// it, and begun the call, already.
+func (d *delivery) settled(wait time.Duration) bool {
+	if d.written != nil && d.sending.Load() && !d.reached.Load() {
+		t := time.NewTimer(wait)
+		select {
+		case <-d.written:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	return d.reached.Load()
 }

@@ -55,7 +55,7 @@ func (h *Handler) forward(w http.ResponseWriter, x *exchange, next caddyhttp.Han
 		u.drain = true
 	}
 	if abandon != nil || h.policy != nil {
-		up = traceReached(up, u)
+		up = u.delivery.trace(up)
 	}
 	if d, cut, cancel := h.startDeadline(x, up); d != nil {
 		u.deadline, up = d, cut
@@ -198,11 +198,11 @@ type upstreamWatch struct {
 	deadline *deadline
 	cut      bool
 	// Read by the goroutine that acts for a client that left (abandon.go):
-	// reached, the request's headers were sent to the upstream, which may
-	// be running it once it has the rest; resumable, the answer is a
-	// stream the client may resume; cancelled, the upstream was told to
-	// stop the request.
-	reached, resumable, cancelled atomic.Bool
+	// delivery, what the transport told of the request; resumable, the
+	// answer is a stream the client may resume; cancelled, the upstream
+	// was told to stop the request.
+	delivery             delivery
+	resumable, cancelled atomic.Bool
 }
 
 // toolsChanged forgets the tools learned for the request's list, and the

@@ -496,11 +496,12 @@ func (c *brokenClient) counts() (writes, flushes int) {
 	return c.writes, c.flushes
 }
 
-// reachUpstream is what the proxy's transport does once the request's
-// headers are written to the upstream: it tells the request's trace.
+// reachUpstream is what the proxy's transport does once it has written
+// the request to the upstream: it tells the request's trace.
 func reachUpstream(r *http.Request) {
-	if trace := httptrace.ContextClientTrace(r.Context()); trace != nil && trace.WroteHeaders != nil {
+	if trace := httptrace.ContextClientTrace(r.Context()); trace != nil {
 		trace.WroteHeaders()
+		trace.WroteRequest(httptrace.WroteRequestInfo{})
 	}
 }
 

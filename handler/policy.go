@@ -387,7 +387,7 @@ func (h *Handler) timeUp(x *exchange, u *upstreamWatch, next caddyhttp.Handler) 
 // cancelAtDeadline tells the upstream to stop a call cut at its deadline,
 // when the call reached it and it was not told already.
 func (h *Handler) cancelAtDeadline(x *exchange, u *upstreamWatch, next caddyhttp.Handler) {
-	if u.reached.Load() && u.cancelled.CompareAndSwap(false, true) {
+	if u.delivery.reached.Load() && u.cancelled.CompareAndSwap(false, true) {
 		cancellations.WithLabelValues(reasonLabelDeadline).Inc()
 		h.sendCancelled(x, requestVars(x), next, reasonDeadline)
 	}
