@@ -91,6 +91,10 @@ func (a *abandonment) clientLeft() {
 	switch {
 	case u.deadline.passed():
 		// Cut at its deadline already, and the upstream told.
+	case u.answered.Load():
+		// Answered: nothing runs upstream for it any more, and nothing is
+		// left to hold its places for.
+		a.cut(errClientLeft)
 	case !u.delivery.settled(a.h.concurrency.cancelGrace):
 		a.cut(errClientLeft) // it runs nowhere
 	case a.x.era.closingCancels():

@@ -198,11 +198,13 @@ type upstreamWatch struct {
 	deadline *deadline
 	cut      bool
 	// Read by the goroutine that acts for a client that left (abandon.go):
-	// delivery, what the transport told of the request; resumable, the
-	// answer is a stream the client may resume; cancelled, the upstream
-	// was told to stop the request.
-	delivery             delivery
-	resumable, cancelled atomic.Bool
+	// delivery, what the transport told of the request; answered, the
+	// upstream has begun the answer that ends its work (an answer that is
+	// not an event stream, or the stream's last owed response); resumable,
+	// the answer is a stream the client may resume; cancelled, the
+	// upstream was told to stop the request.
+	delivery                       delivery
+	answered, resumable, cancelled atomic.Bool
 }
 
 // toolsChanged forgets the tools learned for the request's list, and the
@@ -265,6 +267,7 @@ func (u *upstreamWatch) WriteHeader(status int) {
 		}
 	} else {
 		u.deadline.answered() // the answer has begun
+		u.answered.Store(true)
 	}
 	if u.read != nil {
 		switch {
@@ -338,6 +341,7 @@ func (u *upstreamWatch) Write(p []byte) (int, error) {
 		}
 		if u.sse.owed.left == 0 {
 			u.deadline.answered()
+			u.answered.Store(true)
 		}
 		if u.sse.edit != nil || len(out) != len(p) {
 			if _, err := u.toClient(out); err != nil {

@@ -362,9 +362,12 @@ func TestOnlyCallsThatReachedTheUpstreamAreCancelled(t *testing.T) {
 // answer answers at once; slow answers in an event after a few
 // milliseconds; hang never answers; error answers 500 with a page; cut
 // breaks its event stream halfway; endless sends progress events until
-// its client leaves. Notifications get 202.
-func faultyUpstream(t *testing.T) string {
+// its client leaves; linger answers in an event, and keeps its stream open
+// until its client leaves. Notifications get 202, and cancellations are
+// counted.
+func faultyUpstream(t *testing.T) (addr string, cancels *atomic.Int64) {
 	t.Helper()
+	cancels = new(atomic.Int64)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		var msg struct {
@@ -375,6 +378,9 @@ func faultyUpstream(t *testing.T) string {
 		}
 		_ = json.Unmarshal(body, &msg)
 		if len(msg.ID) == 0 {
+			if bytes.Contains(body, []byte(`"notifications/cancelled"`)) {
+				cancels.Add(1)
+			}
 			w.WriteHeader(http.StatusAccepted)
 			return
 		}
@@ -393,6 +399,11 @@ func faultyUpstream(t *testing.T) string {
 			case <-r.Context().Done():
 			}
 		case "hang":
+			<-r.Context().Done()
+		case "linger":
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, "event: message\ndata: "+result+"\n\n")
+			_ = flush()
 			<-r.Context().Done()
 		case "error":
 			w.Header().Set("Content-Type", "text/html")
@@ -422,7 +433,7 @@ func faultyUpstream(t *testing.T) string {
 		srv.CloseClientConnections()
 		srv.Close()
 	})
-	return strings.TrimPrefix(srv.URL, "http://")
+	return strings.TrimPrefix(srv.URL, "http://"), cancels
 }
 
 // requestGoroutines counts the goroutines serving a request in the
@@ -443,7 +454,7 @@ func requestGoroutines() int {
 // that hang, fail, break their stream or never end it) leave the guard as
 // they found it, and no request behind.
 func TestPlacesComeBackAfterThousandsOfFaultyCalls(t *testing.T) {
-	up := faultyUpstream(t)
+	up, _ := faultyUpstream(t)
 	g := mcptest.StartGatewayWith(t, mcptest.GatewayConfig{Admin: true, Site: "mcp {\n\tconcurrency {\n\t\tmax 8\n\t\tqueue 16\n\t\tqueue_timeout 1s\n\t\tcancel_grace 100ms\n\t}\n}\nreverse_proxy " + up})
 	endpoint := g.URL + mcptest.MCPPath
 	addr := strings.TrimPrefix(g.URL, "http://")
@@ -493,4 +504,31 @@ func TestPlacesComeBackAfterThousandsOfFaultyCalls(t *testing.T) {
 	for range 8 {
 		assert.Equal(t, "done", receive(t, results))
 	}
+}
+
+// A client that leaves once it has its answer cancels nothing: the
+// upstream's work is over, and the places are free at once, however long
+// the upstream keeps its stream open. Found in a test run: the Go SDK
+// client closes a stream once it has read its response, and the gateway
+// cancelled calls that had been answered.
+func TestAClientThatLeavesOnceAnsweredCancelsNothing(t *testing.T) {
+	up, cancels := faultyUpstream(t)
+	// A grace of an hour: the place can only come back as answered.
+	g := mcptest.StartGatewayWith(t, mcptest.GatewayConfig{Admin: true, Site: "mcp {\n\tconcurrency {\n\t\tmax 1\n\t\tcancel_grace 1h\n\t}\n}\nreverse_proxy " + up})
+	endpoint := g.URL + mcptest.MCPPath
+
+	ctx, cancel := context.WithCancel(t.Context())
+	resp, err := open(endpoint, wire.ToolCall("answered", "linger"), withContext(ctx))
+	require.NoError(t, err)
+	var event strings.Builder
+	for br := bufio.NewReader(resp.Body); !strings.HasSuffix(event.String(), "\n\n"); {
+		line, err := br.ReadString('\n')
+		require.NoError(t, err)
+		event.WriteString(line)
+	}
+	assert.Contains(t, event.String(), `"id":"answered"`)
+	cancel()
+	resp.Body.Close()
+	placesFree(t, g.AdminURL)
+	assert.Zero(t, cancels.Load(), "notifications/cancelled for an answered call")
 }
