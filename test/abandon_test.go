@@ -532,3 +532,42 @@ func TestAClientThatLeavesOnceAnsweredCancelsNothing(t *testing.T) {
 	placesFree(t, g.AdminURL)
 	assert.Zero(t, cancels.Load(), "notifications/cancelled for an answered call")
 }
+
+// With sessions pinned to replicas, the cancellation of a call whose
+// client left goes on the call's session to the replica that holds it,
+// whichever replica the pool's fallback would pick.
+func TestTheCancellationReachesTheReplicaThatHoldsTheSession(t *testing.T) {
+	started, stopped := make(chan string, 4), make(chan string, 4)
+	end := make(chan struct{})
+	var hostports []string
+	for _, name := range []string{"a", "b"} {
+		server := mcp.NewServer(&mcp.Implementation{Name: name, Version: "1"}, nil)
+		mcp.AddTool(server, &mcp.Tool{Name: "wait"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			started <- name
+			select {
+			case <-ctx.Done():
+				stopped <- name
+			case <-end:
+			}
+			return nil, nil, errors.New("stopped")
+		})
+		hostports = append(hostports, serveReplica(t, name, server, nil).hostport)
+	}
+	t.Cleanup(func() { close(end) }) // before the replicas stop: a call left running ends
+	g := mcptest.StartGatewayWith(t, mcptest.GatewayConfig{Admin: true,
+		Site: poolSite(sessionsOn+"\nconcurrency {\n\tmax 4\n\tcancel_grace 1h\n}", hostports, mcpSessionLB)})
+	endpoint := g.URL + mcptest.MCPPath
+
+	for range 2 {
+		// Sessions go to the replicas in turn: both are tried.
+		_, token, pinned, _ := openSession(t, endpoint, "")
+		ctx, cancel := context.WithCancel(t.Context())
+		left := postAsync(t, endpoint, wire.ToolCall("left", "wait"), withContext(ctx),
+			withHeader("Mcp-Session-Id", token, "MCP-Protocol-Version", "2025-11-25"))
+		require.Equal(t, pinned, within(t, started, "the call begin"))
+		cancel()
+		<-left
+		assert.Equal(t, pinned, within(t, stopped, "the cancellation"), "the replica that holds the session")
+		placesFree(t, g.AdminURL)
+	}
+}
