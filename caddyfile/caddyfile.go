@@ -29,7 +29,9 @@
 //		upstream_retry_after <duration>       # default 30s
 //		sse_keepalive <duration>|off          # comment line on idle event streams, default 25s
 //		log_key                               # log the key of refused requests
-//		validate                              # check tools/call arguments against the learned inputSchema
+//		validate {                            # check tools/call arguments against the learned inputSchema
+//			max_catalog_size <size>           # memory of the tools learned, default 128MiB
+//		}
 //		contract <file> {                     # the approved tools (caddy mcp-lock): drift logged, told to the model
 //			on_breaking warn|refuse           # default warn
 //		}
@@ -166,7 +168,8 @@ func unmarshalOption(d *caddyfile.Dispenser, cfg *handler.Handler, names map[str
 	case "log_key":
 		cfg.LogKey, err = true, noArgs(d)
 	case "validate":
-		cfg.ValidateCalls, err = true, noArgs(d)
+		cfg.ValidateCalls = true
+		cfg.MaxCatalogSize, err = unmarshalValidate(d)
 	case "contract":
 		cfg.Contract, err = unmarshalContract(d)
 	case "tools":
@@ -185,6 +188,30 @@ func unmarshalOption(d *caddyfile.Dispenser, cfg *handler.Handler, names map[str
 		return d.Errf("unrecognized subdirective %q", sub)
 	}
 	return err
+}
+
+// unmarshalValidate reads validate [{ max_catalog_size <size> }], and
+// returns the size (0: none given).
+func unmarshalValidate(d *caddyfile.Dispenser) (int64, error) {
+	if err := noArgs(d); err != nil {
+		return 0, err
+	}
+	var size int64
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		switch d.Val() {
+		case "max_catalog_size":
+			if size != 0 {
+				return 0, d.Errf("max_catalog_size given twice")
+			}
+			var err error
+			if size, err = oneSize(d); err != nil {
+				return 0, err
+			}
+		default:
+			return 0, d.Errf("unrecognized validate subdirective %q", d.Val())
+		}
+	}
+	return size, nil
 }
 
 // unmarshalContract reads contract <file> [{ on_breaking warn|refuse }].

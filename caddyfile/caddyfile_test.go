@@ -250,6 +250,18 @@ func TestUnmarshalRejectsBadInputAtItsLine(t *testing.T) {
 			line:    2,
 		},
 		{
+			name:    "unknown validate subdirective",
+			input:   "mcp {\n\tvalidate {\n\t\tmax_size 1MiB\n\t}\n}",
+			wantErr: `unrecognized validate subdirective "max_size"`,
+			line:    3,
+		},
+		{
+			name:    "bad max_catalog_size",
+			input:   "mcp {\n\tvalidate {\n\t\tmax_catalog_size lots\n\t}\n}",
+			wantErr: `max_catalog_size "lots": want a size such as 4MiB or 65536`,
+			line:    3,
+		},
+		{
 			name:    "log_key with an argument",
 			input:   "mcp {\n\tlog_key yes\n}",
 			wantErr: "wrong argument count",

@@ -10,6 +10,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/caddymcp/caddy-mcp/busy"
+	"github.com/caddymcp/caddy-mcp/toolschema"
 )
 
 func init() {
@@ -56,6 +57,9 @@ func removeLive(h *Handler) {
 // Status is the body of GET /mcp/status.
 type Status struct {
 	Handlers []HandlerStatus `json:"handlers"`
+	// ToolCatalog is what the tools learned from tools/list answers take,
+	// for every handler of the process; absent when none learns them.
+	ToolCatalog *toolschema.Stats `json:"tool_catalog,omitempty"`
 }
 
 // HandlerStatus is one mcp handler's limits and guard.
@@ -131,6 +135,10 @@ func serveStatus(w http.ResponseWriter, r *http.Request) error {
 	status := Status{Handlers: make([]HandlerStatus, 0, len(handlers))}
 	for _, h := range handlers {
 		status.Handlers = append(status.Handlers, h.status())
+	}
+	if cat := catalog.Load(); cat != nil {
+		stats := cat.Stats()
+		status.ToolCatalog = &stats
 	}
 	w.Header().Set("Content-Type", "application/json")
 	enc := json.NewEncoder(w)

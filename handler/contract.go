@@ -82,8 +82,8 @@ type liveList struct {
 }
 
 // maxContractLists bounds the lists compared (one more evicts an arbitrary
-// one), as the catalog's.
-const maxContractLists = toolschema.DefaultMaxLists
+// one).
+const maxContractLists = 1000
 
 func newContractState(c *Contract, logger *zap.Logger) (*contractState, error) {
 	l, err := contract.Load(c.File)

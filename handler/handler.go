@@ -70,6 +70,16 @@ type Handler struct {
 	// known schema passes. Default: off.
 	ValidateCalls bool `json:"validate,omitempty"`
 
+	// MaxCatalogSize bounds, in bytes, the memory of the tools learned from
+	// tools/list answers (which validate, contract and tools read): the
+	// lists, each kept once however many callers were given it, and their
+	// compiled schemas. Past it, the lists no call has used go first, then
+	// the least recently used, and their calls pass unchecked until they
+	// are listed again. The process keeps one catalog, bounded by the
+	// largest max_catalog_size of the config; in a Caddyfile, it goes in
+	// the validate block. Default: 128 MiB.
+	MaxCatalogSize int64 `json:"max_catalog_size,omitempty"`
+
 	// Contract compares every tools/list answer with a lockfile of the
 	// tools an operator approved (written by caddy mcp-lock), and tells a
 	// model what changed when a call to a changed tool fails (see
@@ -202,6 +212,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	}
 	if h.ValidateCalls || h.contract != nil || h.policy != nil {
 		h.catalog = sharedCatalog()
+		h.catalog.SetMaxBytes(h.joined.catalogSize(h.MaxCatalogSize))
 	}
 	if h.Sessions != nil {
 		if h.pins, err = newPins(ctx, h.Sessions, h.logger); err != nil {
@@ -251,6 +262,9 @@ func (h *Handler) Validate() error {
 	}
 	if h.MaxBatch < 0 {
 		errs = append(errs, fmt.Errorf("max_batch: %d is negative", h.MaxBatch))
+	}
+	if h.MaxCatalogSize < 0 {
+		errs = append(errs, fmt.Errorf("max_catalog_size: %d is negative", h.MaxCatalogSize))
 	}
 	if h.ReadBodyTimeout < 0 {
 		errs = append(errs, fmt.Errorf("read_body_timeout: %s is negative", time.Duration(h.ReadBodyTimeout)))

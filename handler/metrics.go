@@ -69,7 +69,7 @@ var (
 // registerMetrics registers the handler's collectors with the registry of
 // the config being loaded.
 func registerMetrics(ctx caddy.Context) error {
-	return promreg.Register(ctx, requestsTotal, envelopesTotal, rateLimitDecisions, emptyKeys, queueWait, requestDuration, sessionTokens, validations, cancellations, toolsLearned, badSchemas, toolCalls, deprecatedCalls, toolsHidden, contractChanges, stateCollector)
+	return promreg.Register(ctx, requestsTotal, envelopesTotal, rateLimitDecisions, emptyKeys, queueWait, requestDuration, sessionTokens, validations, cancellations, toolsLearned, badSchemas, catalogState, toolCalls, deprecatedCalls, toolsHidden, contractChanges, stateCollector)
 }
 
 // poolCollector reads the live guards and buckets at scrape time, so that

@@ -42,6 +42,8 @@ type load struct {
 	// routesChecked: the config's routes were checked for duplicate
 	// handlers.
 	routesChecked bool
+	// maxCatalogSize is the largest max_catalog_size given so far.
+	maxCatalogSize int64
 }
 
 // loadOf identifies the config a module is provisioned for: the app at the
@@ -92,6 +94,16 @@ func (l *load) declare(kind, name, settings string) error {
 	}
 	m[name] = settings
 	return nil
+}
+
+// catalogSize records a handler's max_catalog_size (0: none given), and
+// returns the largest the config gave so far (0: none): the bound of the
+// catalog every handler shares.
+func (l *load) catalogSize(size int64) int64 {
+	loads.Lock()
+	defer loads.Unlock()
+	l.maxCatalogSize = max(l.maxCatalogSize, size)
+	return l.maxCatalogSize
 }
 
 // ordinal numbers the unnamed guards of one config with the same settings,

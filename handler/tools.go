@@ -3,12 +3,10 @@ package handler
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"net"
 	"net/http"
 	"net/netip"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,15 +31,16 @@ import (
 // catalog is the process's tools, shared by every handler that validates
 // and kept across config reloads: clients list tools once, when they
 // connect, and a reload must not leave their calls unchecked. Lists are
-// keyed by endpoint (host and path), so sites do not mix.
+// keyed by endpoint (host and path), so sites do not mix. Its bound is
+// the largest max_catalog_size of the config loaded last.
 var (
 	catalogOnce sync.Once
-	catalog     *toolschema.Catalog
+	catalog     atomic.Pointer[toolschema.Catalog]
 )
 
 func sharedCatalog() *toolschema.Catalog {
-	catalogOnce.Do(func() { catalog = toolschema.NewCatalog(0, 0) })
-	return catalog
+	catalogOnce.Do(func() { catalog.Store(toolschema.NewCatalog(0)) })
+	return catalog.Load()
 }
 
 // maxValidatedBody bounds the calls checked: larger ones pass unchecked.
@@ -129,14 +128,15 @@ func endpointOf(x *exchange) string {
 	return e
 }
 
-// credentialsScope is the scope part of a request's list key.
+// credentialsScope is the scope part of a request's list key: 16 bytes of
+// digest, as bytes (the catalog keeps one per caller).
 func credentialsScope(r *http.Request) string {
 	auth := r.Header.Get("Authorization")
 	if auth == "" {
 		return "anonymous"
 	}
 	sum := sha256.Sum256([]byte(normalizedAuthorization(auth)))
-	return hex.EncodeToString(sum[:16])
+	return string(sum[:16])
 }
 
 // watchList returns the capture for a POST holding one tools/list request,
@@ -244,6 +244,10 @@ func (h *Handler) learnTools(c *listCapture, result []byte) {
 		h.logger.Warn("a tool's inputSchema does not compile: its calls pass unchecked",
 			zap.String("tool", clip(name)), zap.Error(err))
 	}
+	if page.Dropped {
+		h.logger.Warn("the tools listed take more memory than max_catalog_size: they are not kept, and their calls pass unchecked",
+			zap.String("endpoint", clip(c.key.Endpoint)), zap.Int("tools", page.Tools), zap.Int64("max_catalog_size", h.catalog.Stats().MaxBytes))
+	}
 }
 
 // validate checks a tools/call's arguments against the tool's learned
@@ -335,11 +339,18 @@ func (h *Handler) absent(x *exchange, tool string) bool {
 	return found == toolschema.Absent
 }
 
-// nearestAllowed are the five names nearest to tool among names, none of
-// them hidden by the tools policy.
+// nearestAllowed are the five names nearest to tool among names (the
+// catalog's, which it leaves as they are), none of them hidden by the
+// tools policy.
 func (h *Handler) nearestAllowed(tool string, names []string) []string {
 	if h.policy != nil {
-		names = slices.DeleteFunc(names, func(name string) bool { return !h.policy.Allowed(name) })
+		allowed := make([]string, 0, len(names))
+		for _, name := range names {
+			if h.policy.Allowed(name) {
+				allowed = append(allowed, name)
+			}
+		}
+		names = allowed
 	}
 	return toolschema.Nearest(tool, names, 5)
 }
@@ -362,4 +373,37 @@ var (
 		Namespace: "caddy", Subsystem: "mcp", Name: "tool_schemas_invalid_total",
 		Help: "Tools listed with an inputSchema that does not compile (their calls pass unchecked).",
 	})
+	catalogState = catalogCollector{
+		bytes:     prometheus.NewDesc("caddy_mcp_tool_catalog_bytes", "Memory the tools learned from tools/list answers take: lists, compiled schemas, and an entry per endpoint and scope.", nil, nil),
+		maxBytes:  prometheus.NewDesc("caddy_mcp_tool_catalog_max_bytes", "The bound of that memory (max_catalog_size).", nil, nil),
+		keys:      prometheus.NewDesc("caddy_mcp_tool_catalog_keys", "Endpoints and scopes (callers' credentials, or public) given a tool list.", nil, nil),
+		lists:     prometheus.NewDesc("caddy_mcp_tool_catalog_lists", "Distinct tool lists held, each once however many keys were given it.", nil, nil),
+		schemas:   prometheus.NewDesc("caddy_mcp_tool_catalog_schemas", "Distinct compiled inputSchemas held.", nil, nil),
+		evictions: prometheus.NewDesc("caddy_mcp_tool_catalog_evictions_total", "Keys whose list was dropped to stay within max_catalog_size (their calls pass unchecked until listed again).", nil, nil),
+	}
 )
+
+// catalogCollector reads the catalog at scrape time.
+type catalogCollector struct {
+	bytes, maxBytes, keys, lists, schemas, evictions *prometheus.Desc
+}
+
+func (c catalogCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.bytes, c.maxBytes, c.keys, c.lists, c.schemas, c.evictions} {
+		ch <- d
+	}
+}
+
+func (c catalogCollector) Collect(ch chan<- prometheus.Metric) {
+	cat := catalog.Load()
+	if cat == nil {
+		return
+	}
+	s := cat.Stats()
+	ch <- prometheus.MustNewConstMetric(c.bytes, prometheus.GaugeValue, float64(s.Bytes))
+	ch <- prometheus.MustNewConstMetric(c.maxBytes, prometheus.GaugeValue, float64(s.MaxBytes))
+	ch <- prometheus.MustNewConstMetric(c.keys, prometheus.GaugeValue, float64(s.Keys))
+	ch <- prometheus.MustNewConstMetric(c.lists, prometheus.GaugeValue, float64(s.Lists))
+	ch <- prometheus.MustNewConstMetric(c.schemas, prometheus.GaugeValue, float64(s.Schemas))
+	ch <- prometheus.MustNewConstMetric(c.evictions, prometheus.CounterValue, float64(s.Evictions))
+}

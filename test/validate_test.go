@@ -284,3 +284,70 @@ func TestAListChangedNotificationForgetsTheSchemas(t *testing.T) {
 	}
 	assert.Equal(t, "stored", call(), "the old schema is forgotten: the call reaches the server")
 }
+
+// perCallerListServer answers tools/list with a list of 100 tools of the
+// caller's own (named after its Authorization), get_invoice among them,
+// and any call with "ran".
+func perCallerListServer(t *testing.T) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		w.Header().Set("Content-Type", "application/json")
+		if req.Method != "tools/list" {
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"ran"}]}}`, req.ID)
+			return
+		}
+		caller := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		tools := []string{`{"name":"get_invoice","inputSchema":{"type":"object","properties":{"id":{"type":"string","format":"email"}},"required":["id"]}}`}
+		for i := range 99 {
+			tools = append(tools, fmt.Sprintf(`{"name":"%s_report_%02d","inputSchema":{"type":"object"}}`, caller, i))
+		}
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[%s]}}`, req.ID, strings.Join(tools, ","))
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// Finding: a client rotating its Authorization made the gateway keep a
+// list per value, up to 1,000 lists of any size (5.1 GiB of 5,000-tool
+// lists), each new one evicting an arbitrary other. With
+// max_catalog_size, 1,500 callers given lists of their own hold no more
+// than the bound, which /mcp/status shows, and a caller whose calls were
+// checked keeps its list: ever new credentials evict only lists no call
+// used.
+func TestRotatingCredentialsStayWithinTheCatalogBound(t *testing.T) {
+	const bound = 1 << 20
+	g := mcptest.StartGatewayWith(t, mcptest.GatewayConfig{Admin: true,
+		Site: "mcp {\n\tvalidate {\n\t\tmax_catalog_size 1MiB\n\t}\n}\n" + mcptest.ProxyTo(perCallerListServer(t))})
+	url := g.URL + "/mcp"
+	list := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
+	badCall := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_invoice","arguments":{"id":"x"}}}`
+
+	postAs(t, url, "Bearer steady", list)
+	require.Contains(t, postAs(t, url, "Bearer steady", badCall), "<validation_error")
+	before := heapObjects()
+	for i := range 1500 {
+		require.Contains(t, postAs(t, url, fmt.Sprintf("Bearer rotating-%04d", i), list), "get_invoice")
+	}
+	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+	grown := int64(heapObjects()) - int64(before)
+
+	_, status, err := getStatus(g.AdminURL)
+	require.NoError(t, err)
+	require.NotNil(t, status.ToolCatalog)
+	catalog := *status.ToolCatalog
+	t.Logf("after 1,500 callers: heap grew %d bytes; the catalog holds %+v", grown, catalog)
+	assert.EqualValues(t, bound, catalog.MaxBytes)
+	assert.LessOrEqual(t, catalog.Bytes, int64(bound))
+	assert.Less(t, grown, int64(bound+512<<10), "the heap follows the bound")
+	assert.Positive(t, catalog.Evictions)
+	assert.Less(t, catalog.Keys, 1500)
+	metrics := mcpMetrics(t, g.AdminURL)
+	assert.EqualValues(t, catalog.Bytes, metrics["caddy_mcp_tool_catalog_bytes{}"])
+	assert.EqualValues(t, bound, metrics["caddy_mcp_tool_catalog_max_bytes{}"])
+	assert.EqualValues(t, catalog.Evictions, metrics["caddy_mcp_tool_catalog_evictions_total{}"])
+	assert.Contains(t, postAs(t, url, "Bearer steady", badCall), "<validation_error", "the steady caller's list is still known")
+}
