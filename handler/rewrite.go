@@ -40,7 +40,7 @@ type answerRead struct {
 	// it came with.
 	holding bool
 	length  []string
-	body    []byte
+	body    heldBytes
 	// failed is why a JSON answer could not be read, when failClosed.
 	failed error
 }
@@ -67,14 +67,13 @@ func (u *upstreamWatch) hold(p []byte) (int, error) {
 		// settle, now rather than once the upstream ends (a stream may not).
 		return 0, r.failed
 	}
-	if len(r.body)+len(p) <= r.max {
-		r.body = append(r.body, p...)
+	if r.body.add(p, r.max, declaredLength(r.length)) {
 		return len(p), nil
 	}
 	if r.failClosed {
 		// Failing the write stops the proxy's copy: what was held is
 		// answered for in settle.
-		r.failed, r.body = errAnswerTooLarge, nil
+		r.failed, r.body = errAnswerTooLarge, heldBytes{}
 		return 0, r.failed
 	}
 	// Too long to edit: it goes as it came, from its first byte.
@@ -83,11 +82,24 @@ func (u *upstreamWatch) hold(p []byte) (int, error) {
 		u.Header()["Content-Length"] = r.length
 	}
 	u.ResponseWriterWrapper.WriteHeader(u.status)
-	if _, err := u.toClient(r.body); err != nil {
-		return 0, err
+	for _, chunk := range r.body.chunks {
+		if _, err := u.toClient(chunk); err != nil {
+			return 0, err
+		}
 	}
-	r.body = nil
+	r.body = heldBytes{}
 	return u.toClient(p)
+}
+
+// declaredLength is the length a Content-Length header declares, -1 when
+// it declares none.
+func declaredLength(header []string) int64 {
+	if len(header) == 1 {
+		if n, err := strconv.ParseInt(header[0], 10, 64); err == nil && n >= 0 {
+			return n
+		}
+	}
+	return -1
 }
 
 // releaseRead sends a JSON answer held whole: as the upstream wrote it,
@@ -95,8 +107,8 @@ func (u *upstreamWatch) hold(p []byte) (int, error) {
 func (h *Handler) releaseRead(u *upstreamWatch) error {
 	r := u.read
 	r.holding = false
-	body := r.body
-	r.body = nil
+	body := r.body.bytes()
+	r.body = heldBytes{}
 	if r.failed == nil {
 		out, err := r.rewrite(body)
 		switch {

@@ -47,7 +47,8 @@ func sharedCatalog() *toolschema.Catalog {
 const maxValidatedBody = 256 << 10
 
 // maxListBody bounds the tools/list answer read to learn from; a longer one
-// passes through unread (its calls are then not checked).
+// passes through unread (its calls are then not checked), and costs no
+// more than maxListBody to find out.
 const maxListBody = 8 << 20
 
 // listCapture follows the upstream's answer to one tools/list request, and
@@ -57,7 +58,7 @@ type listCapture struct {
 	id    json.RawMessage
 	first bool // the request had no cursor: a listing begins
 	key   toolschema.ListKey
-	body  []byte
+	body  heldBytes
 	// want is the answer's Content-Length, -1 when it has none (chunked:
 	// its end reaches the client only once the handler has returned).
 	want int64
@@ -65,6 +66,65 @@ type listCapture struct {
 	// was learned from.
 	over, done bool
 	learn      func(c *listCapture, result []byte)
+}
+
+// heldBytes gathers an answer's bytes up to a bound, in chunks never
+// copied as they fill: what it allocates is what it holds, plus at most a
+// chunk, so that an answer found too long on the way costs the bound and
+// no more (a slice grown by append allocates about five times what it
+// ends up holding, at Go's growth of large slices).
+type heldBytes struct {
+	chunks [][]byte
+	n      int
+}
+
+// Chunks grow from firstHeld to maxHeld bytes, each twice the last.
+const (
+	firstHeld = 4 << 10
+	maxHeld   = 256 << 10
+)
+
+// add holds p too, unless that makes more than limit bytes (then it holds
+// nothing more, and reports false); the chunks never take more than limit.
+// want is the length the answer declared, -1 when it declared none: an
+// answer declared longer than limit is refused at once, and what one
+// declares is held in one chunk.
+func (h *heldBytes) add(p []byte, limit int, want int64) bool {
+	if h.n+len(p) > limit || want > int64(limit) {
+		return false
+	}
+	for len(p) > 0 {
+		last := len(h.chunks) - 1
+		if last < 0 || len(h.chunks[last]) == cap(h.chunks[last]) {
+			size := firstHeld
+			if last >= 0 {
+				size = min(2*cap(h.chunks[last]), maxHeld)
+			}
+			if want > int64(h.n) {
+				size = int(want) - h.n
+			}
+			size = max(min(size, limit-h.n), len(p))
+			h.chunks = append(h.chunks, make([]byte, 0, size))
+			last++
+		}
+		k := min(len(p), cap(h.chunks[last])-len(h.chunks[last]))
+		h.chunks[last] = append(h.chunks[last], p[:k]...)
+		h.n += k
+		p = p[k:]
+	}
+	return true
+}
+
+// bytes is what is held, in one slice.
+func (h *heldBytes) bytes() []byte {
+	if len(h.chunks) == 1 {
+		return h.chunks[0]
+	}
+	out := make([]byte, 0, h.n)
+	for _, c := range h.chunks {
+		out = append(out, c...)
+	}
+	return out
 }
 
 // listKey (worked out once per request) is the list a request's tools come from: the endpoint it was
@@ -177,12 +237,11 @@ func (c *listCapture) write(p []byte) {
 	if c.over || c.done {
 		return
 	}
-	if len(c.body)+len(p) > maxListBody {
-		c.over, c.body = true, nil
+	if !c.body.add(p, maxListBody, c.want) {
+		c.over, c.body = true, heldBytes{}
 		return
 	}
-	c.body = append(c.body, p...)
-	if c.want >= 0 && int64(len(c.body)) >= c.want {
+	if c.want >= 0 && int64(c.body.n) >= c.want {
 		c.finish()
 	}
 }
@@ -205,7 +264,9 @@ func (c *listCapture) finish() {
 		return
 	}
 	c.done = true
-	if result := resultFor(c.body, c.id); result != nil {
+	body := c.body.bytes()
+	c.body = heldBytes{}
+	if result := resultFor(body, c.id); result != nil {
 		c.learn(c, result)
 	}
 }

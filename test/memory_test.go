@@ -2,8 +2,10 @@ package test
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"runtime/metrics"
 	"strings"
@@ -199,3 +201,68 @@ reverse_proxy `+up.addr)
 	assert.Less(t, retained, int64(keys*1024), "a bucket keeps a digest of its key, not the key")
 	assert.EqualValues(t, keys+1, up.received.Load())
 }
+
+// Finding: a 21 MiB tools/list answer cost 28 to 34 MiB of peak heap,
+// though lists are read up to 8 MiB only: the answer was gathered by
+// append up to the bound (about five times the bound allocated as the
+// slice grew) before it was found too long. An answer over the bound costs
+// at most the bound: nothing at all when its Content-Length says so, and
+// when it says nothing, what is held until it passes the bound, in chunks
+// never copied. So with a tools policy, which holds the answer to filter
+// it.
+func TestAToolsListOverTheReadBoundCostsAtMostTheBound(t *testing.T) {
+	const readBound = 8 << 20 // maxListBody: see Arguments checked at the edge
+	var tools []string
+	for i, n := 0, 0; n < 21<<20; i++ {
+		tools = append(tools, fmt.Sprintf(`{"name":"tool_%06d_%s","inputSchema":{"type":"object"}}`, i, strings.Repeat("x", 1000)))
+		n += len(tools[i]) + 1
+	}
+	list := []byte(`{"jsonrpc":"2.0","id":1,"result":{"tools":[` + strings.Join(tools, ",") + `]}}`)
+	for name, c := range map[string]struct {
+		declared bool
+		site     string
+		outcome  func(t *testing.T, read int64)
+	}{
+		"validate, Content-Length declared":     {true, "mcp {\n\tvalidate\n}", passedWhole(len(list))},
+		"validate, no length declared":          {false, "mcp {\n\tvalidate\n}", passedWhole(len(list))},
+		"tools policy, no length declared":      {false, "mcp {\n\tvalidate\n\ttools {\n\t\tdeny secret_*\n\t}\n}", refusedUnread},
+		"tools policy, Content-Length declared": {true, "mcp {\n\tvalidate\n\ttools {\n\t\tdeny secret_*\n\t}\n}", refusedUnread},
+	} {
+		t.Run(name, func(t *testing.T) {
+			upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				w.Header().Set("Content-Type", "application/json")
+				if c.declared {
+					w.Header().Set("Content-Length", fmt.Sprint(len(list)))
+				}
+				_, _ = w.Write(list)
+			}))
+			t.Cleanup(upstream.Close)
+			g := mcptest.StartGateway(t, c.site+"\nreverse_proxy "+strings.TrimPrefix(upstream.URL, "http://"))
+			for range 2 {
+				// The second time, whatever the first set up once (pools,
+				// connections) is there already.
+				heapObjects()
+				start := allocated()
+				resp, err := openWith(newSendConfig(t.Context(), nil), g.URL+"/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+				require.NoError(t, err)
+				read, err := io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				require.NoError(t, err)
+				cost := int64(allocated() - start)
+				t.Logf("a %d-byte answer cost %d bytes", len(list), cost)
+				assert.Less(t, cost, int64(readBound+1<<20))
+				c.outcome(t, read)
+			}
+		})
+	}
+}
+
+// passedWhole checks the client got the whole answer, as the upstream sent it.
+func passedWhole(n int) func(t *testing.T, read int64) {
+	return func(t *testing.T, read int64) { assert.EqualValues(t, n, read) }
+}
+
+// refusedUnread checks the client got the gateway's short answer in place
+// of a list it could not filter.
+func refusedUnread(t *testing.T, read int64) { assert.Less(t, read, int64(4<<10)) }
