@@ -58,7 +58,8 @@ func removeLive(h *Handler) {
 type Status struct {
 	Handlers []HandlerStatus `json:"handlers"`
 	// ToolCatalog is what the tools learned from tools/list answers take,
-	// for every handler of the process; absent when none learns them.
+	// for every handler of the process; absent when no live handler
+	// learns them.
 	ToolCatalog *toolschema.Stats `json:"tool_catalog,omitempty"`
 }
 
@@ -135,10 +136,12 @@ func serveStatus(w http.ResponseWriter, r *http.Request) error {
 	status := Status{Handlers: make([]HandlerStatus, 0, len(handlers))}
 	for _, h := range handlers {
 		status.Handlers = append(status.Handlers, h.status())
-	}
-	if cat := catalog.Load(); cat != nil {
-		stats := cat.Stats()
-		status.ToolCatalog = &stats
+		// The process's one catalog outlives the configs that learned
+		// tools: it is shown while a live handler learns them.
+		if h.catalog != nil && status.ToolCatalog == nil {
+			stats := h.catalog.Stats()
+			status.ToolCatalog = &stats
+		}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	enc := json.NewEncoder(w)

@@ -148,3 +148,19 @@ func waitStatus(t *testing.T, adminURL string, ok func(handler.Status) bool) []b
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// The process keeps its one tool catalog across configs, but /mcp/status
+// shows it only while a live handler learns tools: after a reload to a
+// config without validate, contract or tools, no tool_catalog is listed.
+func TestAdminStatusShowsTheToolCatalogWhileAHandlerLearnsTools(t *testing.T) {
+	h := startUpstream(t, holdCallsOf("hold"))
+	learning := "mcp {\n\tvalidate\n}\nreverse_proxy " + h.addr
+	g := mcptest.StartGatewayWith(t, mcptest.GatewayConfig{Admin: true, Site: learning})
+	_, status, err := getStatus(g.AdminURL)
+	require.NoError(t, err)
+	require.NotNil(t, status.ToolCatalog, "a handler that validates learns tools")
+
+	g.Reload(t, "mcp {\n\tconcurrency {\n\t\tmax 1\n\t}\n}\nreverse_proxy "+h.addr)
+	raw := waitStatus(t, g.AdminURL, func(s handler.Status) bool { return s.ToolCatalog == nil })
+	assert.NotContains(t, string(raw), "tool_catalog")
+}
