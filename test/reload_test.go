@@ -8,7 +8,9 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -19,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/caddymcp/caddy-mcp/test/mcptest"
+	"github.com/caddymcp/caddy-mcp/test/redistest"
 	"github.com/caddymcp/caddy-mcp/test/wire"
 )
 
@@ -296,4 +299,262 @@ func TestReloadUnderTrafficFailsNoCallAndKeepsBucketsAndGuards(t *testing.T) {
 	require.NoError(t, err, "Retry-After %q", retryAfter)
 	assert.LessOrEqual(t, wait, 3600, "the bucket is the one spent before the reloads")
 	assert.GreaterOrEqual(t, wait, 3600-int(math.Ceil(time.Since(spent).Seconds())), "the bucket is the one spent before the reloads")
+}
+
+// Reloads under keep-alive traffic leave nothing of the gateway behind.
+// Each reload renames a limit and the guard and moves the Redis store to
+// another database, so that every reload makes buckets, guards and a Redis
+// client of its own and must let the old ones go, and provisions the
+// session keys' keeper anew; the SDK clients keep their standalone GET
+// streams open through the reloads (each with its keep-alive writer), and
+// the raw clients reuse their connections. Once the clients are gone, the
+// gateway holds what the first config held: the same goroutines running
+// its code, by the function that started them; Redis has connections of
+// the last config's client only; and /mcp/status and /metrics show the
+// last config's limits and guard only.
+//
+// Caddy's own goroutines are not counted, and are the same with or without
+// the mcp handler in front: reverse_proxy's transport, made anew by every
+// config, closes its idle connections to the upstream when the config is
+// cleaned up, while the old server still has requests in flight; the first
+// of them to ask the transport for a connection after that undoes the
+// close (net/http's Transport does, so that it has one to give), and the
+// connections they put back stay idle for the transport's keep-alive idle
+// timeout (2 minutes by default), two goroutines each.
+func TestReloadsUnderTrafficLeaveNothingOfTheGatewayBehind(t *testing.T) {
+	up := startCountingUpstream(t)
+	redis := redistest.Start(t)
+	site := func(reload int) string {
+		return fmt.Sprintf(`mcp {
+	rate_limit per_client_%d {
+		rate 1000000/1s
+	}
+	rate_limit per_tool {
+		key {http.mcp.tool}
+		rate 1000000/1s
+	}
+	concurrency guard_%d {
+		max 64
+		key {http.mcp.tool}
+	}
+	sessions {
+		ttl 1h
+	}
+	validate
+	tools {
+		timeout * 30s
+	}
+	sse_keepalive 20ms
+	store redis {
+		address redis://%s/%d
+		timeout 5s
+	}
+}
+%s`, reload, reload, redis.Addr(), reload, mcptest.ProxyTo(up.url))
+	}
+	// A grace period as a deployment has, so that the old servers' shutdown
+	// is not logged as an error at every reload: a reload does not wait for
+	// it either way.
+	g := mcptest.StartGatewayWith(t, mcptest.GatewayConfig{Site: site(0), Admin: true, GracePeriod: 10 * time.Second})
+
+	// What the first config runs once a call and a session have come and
+	// gone.
+	warm := &http.Transport{}
+	_, _, err := send(g.URL+"/raw", wire.ToolCall("warm", "work"), withClient(&http.Client{Transport: warm}))
+	require.NoError(t, err)
+	warm.CloseIdleConnections()
+	cs := connectSDK(t, g.URL+"/mcp", &mcptest.ResendingTransport{Base: warm})
+	_, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "work", Arguments: map[string]any{}})
+	require.NoError(t, err)
+	require.NoError(t, cs.Close())
+	warm.CloseIdleConnections()
+	require.Eventually(t, func() bool { return requestGoroutines() == 0 }, 10*time.Second, time.Millisecond, "warm-up requests still in the handler")
+	before := gatewayGoroutines()
+	require.Contains(t, before, "github.com/caddymcp/caddy-mcp/handler.newLimit.func1", "the limits' sweepers are counted")
+	require.Contains(t, before, "github.com/caddymcp/caddy-mcp/session.NewKeeper", "the session keys' keeper is counted")
+	require.Contains(t, redisConnections(t, redis), 0, "the store's client is connected to Redis, to database 0")
+
+	const sdkClients, rawClients = 4, 4
+	var transports []*http.Transport
+	var sessions []*mcp.ClientSession
+	for range sdkClients {
+		tr := &http.Transport{}
+		transports = append(transports, tr)
+		sessions = append(sessions, connectSDK(t, g.URL+"/mcp", &mcptest.ResendingTransport{Base: tr}))
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	stopTraffic := sync.OnceFunc(func() {
+		close(stop)
+		wg.Wait()
+	})
+	t.Cleanup(stopTraffic)
+	var succeeded atomic.Int64
+	for _, cs := range sessions {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "work", Arguments: map[string]any{}}); err == nil {
+					succeeded.Add(1)
+				}
+			}
+		})
+	}
+	for i := range rawClients {
+		tr := &http.Transport{}
+		transports = append(transports, tr)
+		client := &http.Client{Transport: &mcptest.ResendingTransport{Base: tr}}
+		wg.Go(func() {
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, _, err := send(g.URL+"/raw", wire.ToolCall(fmt.Sprintf("raw-%d-%d", i, n), "work"), withClient(client)); err == nil {
+					succeeded.Add(1)
+				}
+			}
+		})
+	}
+
+	// Reload each time the clients have had 10 more calls answered. Redis
+	// has 16 databases: one for each config.
+	const reloads, callsBetween = 15, 10
+	for i := 1; i <= reloads; i++ {
+		calls := succeeded.Load()
+		require.Eventually(t, func() bool { return succeeded.Load() >= calls+callsBetween }, 10*time.Second, time.Millisecond, "calls answered before reload %d", i)
+		g.Reload(t, site(i))
+	}
+	calls := succeeded.Load()
+	require.Eventually(t, func() bool { return succeeded.Load() >= calls+callsBetween }, 10*time.Second, time.Millisecond, "calls answered on the last config")
+	stopTraffic()
+	for _, cs := range sessions {
+		_ = cs.Close()
+	}
+	for _, tr := range transports {
+		tr.CloseIdleConnections()
+	}
+
+	// A stopped config's goroutines end once they see it stopped: wait for
+	// the count to come back, and show what is left if it does not. No
+	// starter may run more than before: fewer is what an earlier test's
+	// leftover that ends meanwhile looks like.
+	if !assert.Eventually(t, func() bool { return noMoreThan(gatewayGoroutines(), before) }, 30*time.Second, 10*time.Millisecond,
+		"the gateway's goroutines are the first config's again after %d reloads and %d calls", reloads, succeeded.Load()) {
+		t.Logf("the gateway's goroutines by the function that started them:\nbefore the reloads: %v\nafter them:         %v", before, gatewayGoroutines())
+	}
+	var conns map[int]int
+	if !assert.Eventually(t, func() bool {
+		conns = redisConnections(t, redis)
+		_, last := conns[reloads]
+		return len(conns) == 1 && last
+	}, 30*time.Second, 10*time.Millisecond, "the old configs' Redis clients are closed") {
+		t.Logf("connections to Redis by database: %v", conns)
+	}
+
+	// The limits and the guard are the last config's only.
+	_, status, err := getStatus(g.AdminURL)
+	require.NoError(t, err)
+	require.Equal(t, 1, len(status.Handlers), "the old configs' handlers are gone from /mcp/status")
+	var limits []string
+	for _, l := range status.Handlers[0].RateLimits {
+		limits = append(limits, l.Name)
+	}
+	assert.ElementsMatch(t, []string{fmt.Sprintf("per_client_%d", reloads), "per_tool"}, limits)
+	require.NotNil(t, status.Handlers[0].Concurrency)
+	assert.Equal(t, fmt.Sprintf("guard_%d", reloads), status.Handlers[0].Concurrency.Name)
+	pools := map[string][]string{}
+	for name := range mcpMetrics(t, g.AdminURL) {
+		for _, family := range []string{"caddy_mcp_ratelimit_buckets", "caddy_mcp_inflight"} {
+			if strings.HasPrefix(name, family+"{") {
+				pools[family] = append(pools[family], name)
+			}
+		}
+	}
+	assert.ElementsMatch(t, []string{
+		fmt.Sprintf(`caddy_mcp_ratelimit_buckets{limit="per_client_%d"}`, reloads),
+		`caddy_mcp_ratelimit_buckets{limit="per_tool"}`,
+	}, pools["caddy_mcp_ratelimit_buckets"], "the old configs' buckets are let go")
+	assert.Equal(t, []string{fmt.Sprintf(`caddy_mcp_inflight{guard="guard_%d"}`, reloads)}, pools["caddy_mcp_inflight"], "the old configs' guards are let go")
+}
+
+// connectSDK opens an SDK client session through rt.
+func connectSDK(t *testing.T, endpoint string, rt *mcptest.ResendingTransport) *mcp.ClientSession {
+	t.Helper()
+	c := mcp.NewClient(&mcp.Implementation{Name: "reload-test", Version: "0"}, nil)
+	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: rt}}, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+// gatewayGoroutines counts the goroutines running the gateway's code (a
+// frame of one of its packages, the tests' aside), by the function that
+// started each. The Redis client's own goroutines are left out: they come
+// and go with its traffic; its connections are counted instead
+// (redisConnections).
+func gatewayGoroutines() map[string]int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	const module = "github.com/caddymcp/caddy-mcp/"
+	counts := make(map[string]int)
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if !strings.Contains(g, module) || strings.Contains(g, module+"test") {
+			continue
+		}
+		creator := "(no creator)"
+		if _, after, ok := strings.Cut(g, "\ncreated by "); ok {
+			creator, _, _ = strings.Cut(after, "\n")
+			creator, _, _ = strings.Cut(creator, " in goroutine ")
+		}
+		counts[creator]++
+	}
+	return counts
+}
+
+// noMoreThan reports whether no key of counts counts more than in limit.
+func noMoreThan(counts, limit map[string]int) bool {
+	for k, n := range counts {
+		if n > limit[k] {
+			return false
+		}
+	}
+	return true
+}
+
+// redisConnections counts the connections to srv by the database they
+// selected, redis-cli's own aside.
+func redisConnections(t *testing.T, srv *redistest.Server) map[int]int {
+	t.Helper()
+	counts := make(map[int]int)
+	for line := range strings.SplitSeq(srv.CLI(t, "CLIENT", "LIST"), "\n") {
+		var db int
+		var cmd string
+		for field := range strings.FieldsSeq(line) {
+			if v, ok := strings.CutPrefix(field, "db="); ok {
+				n, err := strconv.Atoi(v)
+				require.NoError(t, err, line)
+				db = n
+			}
+			if v, ok := strings.CutPrefix(field, "cmd="); ok {
+				cmd = v
+			}
+		}
+		if cmd != "client|list" {
+			counts[db]++
+		}
+	}
+	return counts
 }
