@@ -10,6 +10,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/caddymcp/caddy-mcp/busy"
+	"github.com/caddymcp/caddy-mcp/internal/version"
 	"github.com/caddymcp/caddy-mcp/toolschema"
 )
 
@@ -56,6 +57,9 @@ func removeLive(h *Handler) {
 
 // Status is the body of GET /mcp/status.
 type Status struct {
+	// Version is caddy-mcp's version in this binary (package
+	// internal/version).
+	Version  string          `json:"version"`
 	Handlers []HandlerStatus `json:"handlers"`
 	// ToolCatalog is what the tools learned from tools/list answers take,
 	// for every handler of the process; absent when no live handler
@@ -133,7 +137,7 @@ func serveStatus(w http.ResponseWriter, r *http.Request) error {
 	live.Lock()
 	handlers := slices.Clone(live.handlers)
 	live.Unlock()
-	status := Status{Handlers: make([]HandlerStatus, 0, len(handlers))}
+	status := Status{Version: version.String(), Handlers: make([]HandlerStatus, 0, len(handlers))}
 	for _, h := range handlers {
 		status.Handlers = append(status.Handlers, h.status())
 		// The process's one catalog outlives the configs that learned

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/caddymcp/caddy-mcp/handler"
+	"github.com/caddymcp/caddy-mcp/internal/version"
 	"github.com/caddymcp/caddy-mcp/test/mcptest"
 	"github.com/caddymcp/caddy-mcp/test/wire"
 )
@@ -82,6 +83,7 @@ reverse_proxy ` + h.addr})
 	assert.Greater(t, key["recent_service_ms"], 0.0, "the first call's time holding the place")
 	key["recent_service_ms"] = "(varies)"
 	want := `{
+  "version": "` + version.Release + `",
   "handlers": [
     {
       "rate_limits": [

@@ -1,0 +1,69 @@
+package version
+
+import (
+	"bufio"
+	"os"
+	"regexp"
+	"runtime/debug"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The version the source says it is, is the newest release CHANGELOG.md
+// describes, in Keep a Changelog's form: "## [0.1.0] - 2026-12-02".
+func TestReleaseIsTheNewestVersionTheChangelogDescribes(t *testing.T) {
+	f, err := os.Open("../../CHANGELOG.md")
+	require.NoError(t, err)
+	defer f.Close()
+	heading := regexp.MustCompile(`^## \[(\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?)\] - \d{4}-\d{2}-\d{2}$`)
+	scan := bufio.NewScanner(f)
+	for scan.Scan() {
+		if m := heading.FindStringSubmatch(scan.Text()); m != nil {
+			assert.Equal(t, "v"+m[1], Release)
+			return
+		}
+	}
+	require.NoError(t, scan.Err())
+	t.Fatal("CHANGELOG.md describes no release")
+}
+
+func TestTheVersionIsTheOneTheBuildRecorded(t *testing.T) {
+	local := &debug.Module{Path: "../caddy-mcp"}
+	tests := []struct {
+		name string
+		info *debug.BuildInfo
+		want string
+	}{
+		{"no build info", nil, Release},
+		{"built as the main module", &debug.BuildInfo{Main: debug.Module{Path: modulePath, Version: "(devel)"}}, Release},
+		{"a published version", &debug.BuildInfo{Deps: []*debug.Module{
+			{Path: "github.com/caddyserver/caddy/v2", Version: "v2.11.9"},
+			{Path: modulePath, Version: "v0.2.0"},
+		}}, "v0.2.0"},
+		{"a commit after a release", &debug.BuildInfo{Deps: []*debug.Module{
+			{Path: modulePath, Version: "v0.1.1-0.20261202061500-b00a1b7a1b2c"},
+		}}, "v0.1.1-0.20261202061500-b00a1b7a1b2c"},
+		{"a local copy (xcaddy --with …=./)", &debug.BuildInfo{Deps: []*debug.Module{
+			{Path: modulePath, Version: "v0.0.0-00010101000000-000000000000", Replace: local},
+		}}, Release},
+		{"replaced by a published fork: the version list-modules shows", &debug.BuildInfo{Deps: []*debug.Module{
+			{Path: modulePath, Version: "v0.1.0", Replace: &debug.Module{Path: "example.com/fork/caddy-mcp", Version: "v0.1.3"}},
+		}}, "v0.1.0"},
+		{"a module whose path only starts the same", &debug.BuildInfo{Deps: []*debug.Module{
+			{Path: modulePath + "-extras", Version: "v9.0.0"},
+		}}, Release},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, fromBuild(tt.info))
+		})
+	}
+}
+
+// A test binary is built as the caddy-mcp module itself: no dependency
+// records its version.
+func TestATestBinaryReportsTheRelease(t *testing.T) {
+	assert.Equal(t, Release, String())
+}
