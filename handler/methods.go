@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/caddymcp/caddy-mcp/internal/spelling"
 )
 
 // specMethods are the methods of the MCP specification, 2025-03-26 to
@@ -40,7 +42,7 @@ func checkMethods(methods []string) error {
 		}) {
 			continue // an extension's method
 		}
-		if near := nearest(m, specMethods); near != "" {
+		if near := spelling.Nearest(m, specMethods); near != "" {
 			return fmt.Errorf("methods: unknown method %q: did you mean %q?", m, near)
 		}
 		return fmt.Errorf("methods: unknown method %q: name a method of the MCP specification, or an extension's in a namespace of its own (vendor/method)", m)

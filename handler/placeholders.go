@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/caddymcp/caddy-mcp/internal/spelling"
 )
 
 // Placeholders in key templates: the Caddyfile's shorthands expanded, so
@@ -157,7 +159,7 @@ func checkKeyTemplate(text string) error {
 }
 
 func unknownPlaceholder(p string, known []string) error {
-	if near := nearest(p, known); near != "" {
+	if near := spelling.Nearest(p, known); near != "" {
 		return fmt.Errorf("unknown placeholder {%s}: did you mean {%s}?", p, near)
 	}
 	return fmt.Errorf("unknown placeholder {%s}", p)
@@ -226,46 +228,4 @@ func knownRequestPlaceholder(p string) bool {
 		}
 	}
 	return false
-}
-
-// nearest returns the candidate closest to s, if it is close enough to be
-// what was meant: at most a third of s's length in edits, and at most 3.
-func nearest(s string, candidates []string) string {
-	best, bestDist := "", min(3, len(s)/3)+1
-	for _, c := range candidates {
-		if d := editDistance(s, c, bestDist); d < bestDist {
-			best, bestDist = c, d
-		}
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance between a and b, or bound when
-// it is bound or more.
-func editDistance(a, b string, bound int) int {
-	if d := len(a) - len(b); d >= bound || -d >= bound {
-		return bound
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		rowMin := cur[0]
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			rowMin = min(rowMin, cur[j])
-		}
-		if rowMin >= bound {
-			return bound
-		}
-		prev, cur = cur, prev
-	}
-	return min(prev[len(b)], bound)
 }

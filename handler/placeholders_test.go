@@ -117,17 +117,6 @@ func TestPiecesOfSplitsATemplateAsCaddysReplacerReadsIt(t *testing.T) {
 	}
 }
 
-func TestNearestSuggestsOnlyCloseNames(t *testing.T) {
-	candidates := []string{"tools/call", "tools/list", "prompts/get"}
-	assert.Equal(t, "tools/call", nearest("tools/calls", candidates))
-	assert.Equal(t, "tools/list", nearest("tool/list", candidates))
-	assert.Equal(t, "", nearest("resources/read", candidates))
-	assert.Equal(t, "", nearest("ab", []string{"ac"}), "a short name needs a closer match")
-	assert.Equal(t, 3, editDistance("kitten", "sitting", 10))
-	assert.Equal(t, 2, editDistance("kitten", "sitting", 2), "capped at the bound")
-	assert.Equal(t, 0, editDistance("same", "same", 3))
-}
-
 func TestKeysReadTheRequestAsServersRead(t *testing.T) {
 	tests := []struct {
 		name   string
