@@ -88,3 +88,33 @@ func writeGolden(t *testing.T, path, config string, out []byte, err error) {
 	golden := config + separator + "\n" + string(out) + "\n"
 	require.NoError(t, os.WriteFile(path, []byte(golden), 0o644))
 }
+
+// A first secret, which seals, that is empty where the Caddyfile is adapted
+// is a warning at its line, naming its placeholder: Caddy would refuse the
+// config here, but it may run elsewhere. An old secret may be unset.
+func TestAnUnsetSealingSecretIsWarnedOfAtItsLine(t *testing.T) {
+	t.Setenv("CADDY_MCP_ADAPT_SECRET", "the-current-session-secret-0123456789")
+	config := `:8080 {
+	mcp {
+		sessions {
+			ttl 1h
+			secret {env.CADDY_MCP_ADAPT_SECRET_UNSET} {env.CADDY_MCP_ADAPT_SECRET}
+		}
+	}
+	reverse_proxy 127.0.0.1:9000
+}
+`
+	_, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(config), nil)
+	require.NoError(t, err, "adapting may happen where the secret is not set")
+	require.Len(t, warnings, 1)
+	w := warnings[0]
+	assert.Equal(t, "Caddyfile", w.File)
+	assert.Equal(t, 5, w.Line)
+	assert.Equal(t, "mcp", w.Directive)
+	assert.True(t, strings.HasPrefix(w.Message, "sessions: secret {env.CADDY_MCP_ADAPT_SECRET_UNSET} is empty: environment variable CADDY_MCP_ADAPT_SECRET_UNSET is not set"), w.Message)
+
+	rotated := strings.Replace(config, "{env.CADDY_MCP_ADAPT_SECRET_UNSET} {env.CADDY_MCP_ADAPT_SECRET}", "{env.CADDY_MCP_ADAPT_SECRET} {env.CADDY_MCP_ADAPT_SECRET_UNSET}", 1)
+	_, warnings, err = caddyconfig.GetAdapter("caddyfile").Adapt([]byte(rotated), nil)
+	require.NoError(t, err)
+	assert.Empty(t, warnings, "an old secret may be unset between rotations")
+}

@@ -56,7 +56,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
+	"strings"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
@@ -64,8 +66,10 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/dustin/go-humanize"
+	"go.uber.org/zap"
 
 	"github.com/caddymcp/caddy-mcp/handler"
+	"github.com/caddymcp/caddy-mcp/internal/spelling"
 	"github.com/caddymcp/caddy-mcp/ratelimit"
 	"github.com/caddymcp/caddy-mcp/toolpolicy"
 )
@@ -74,16 +78,41 @@ import (
 // httpcaddyfile.RegisterHandlerDirective.
 func Parse(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 	cfg := new(handler.Handler)
-	names := sharedNames(h.State)
-	if err := unmarshal(h.Dispenser, cfg, names); err != nil {
+	a := &adaptation{names: sharedNames(h.State), warn: warner(h)}
+	if err := a.unmarshal(h.Dispenser, cfg); err != nil {
 		return nil, err
 	}
 	return cfg, nil
 }
 
-// Unmarshal reads one mcp directive from d into cfg.
+// Unmarshal reads one mcp directive from d into cfg. Warnings are left
+// out.
 func Unmarshal(d *caddyfile.Dispenser, cfg *handler.Handler) error {
-	return unmarshal(d, cfg, make(map[string]place))
+	a := &adaptation{names: make(map[string]place), warn: func(caddyconfig.Warning) {}}
+	return a.unmarshal(d, cfg)
+}
+
+// adaptation is what adapting one mcp directive shares with the rest of
+// the Caddyfile: the shared names it must agree with, and the warnings.
+type adaptation struct {
+	names map[string]place
+	warn  func(caddyconfig.Warning)
+}
+
+// warner returns what adds a warning to those the adapter returns. Caddy
+// v2.11's Helper keeps them in an unexported field, with no method to add
+// one; where that field is not found, a warning is logged as Caddy logs
+// the adapter's warnings.
+func warner(h httpcaddyfile.Helper) func(caddyconfig.Warning) {
+	f := reflect.ValueOf(h).FieldByName("warnings")
+	if f.IsValid() && f.Type() == reflect.TypeFor[*[]caddyconfig.Warning]() && !f.IsNil() {
+		warnings := (*[]caddyconfig.Warning)(f.UnsafePointer())
+		return func(w caddyconfig.Warning) { *warnings = append(*warnings, w) }
+	}
+	return func(w caddyconfig.Warning) {
+		caddy.Log().Named("adapters.caddyfile").Warn(w.Directive+": "+w.Message,
+			zap.String("file", w.File), zap.Int("line", w.Line))
+	}
 }
 
 // place is where a shared name was configured, and how.
@@ -130,7 +159,7 @@ func errAt(place string, err error) error {
 	return fmt.Errorf("%w, at %s", err, place)
 }
 
-func unmarshal(d *caddyfile.Dispenser, cfg *handler.Handler, names map[string]place) error {
+func (a *adaptation) unmarshal(d *caddyfile.Dispenser, cfg *handler.Handler) error {
 	d.Next() // the directive name
 	if d.NextArg() {
 		return d.ArgErr()
@@ -142,25 +171,41 @@ func unmarshal(d *caddyfile.Dispenser, cfg *handler.Handler, names map[string]pl
 			return d.Errf("%s given twice", sub)
 		}
 		seen[sub] = true
-		if err := unmarshalOption(d, cfg, names, sub); err != nil {
+		if err := a.unmarshalOption(d, cfg, sub); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// subdirectives are those of each block of the mcp directive, by block
+// ("" for the mcp block itself), for suggestions.
+var subdirectives = map[string][]string{
+	"": {
+		"rate_limit", "concurrency", "store", "sessions", "allowed_origins", "sse_keepalive", "log_key",
+		"validate", "contract", "tools", "upstream_cancels_on_close", "upstream_retry_after",
+		"max_request_body", "read_body_timeout", "max_batch",
+	},
+	"rate_limit":  {"key", "rate", "burst", "max_keys", "methods", "tools"},
+	"concurrency": {"max", "queue", "queue_timeout", "cancel_grace", "key", "methods"},
+	"sessions":    {"secret", "ttl", "bind"},
+	"tools":       {"allow", "deny", "deprecate", "timeout"},
+	"validate":    {"max_catalog_size"},
+	"contract":    {"on_breaking"},
+}
+
 // unmarshalOption reads one subdirective of the mcp block into cfg.
-func unmarshalOption(d *caddyfile.Dispenser, cfg *handler.Handler, names map[string]place, sub string) error {
+func (a *adaptation) unmarshalOption(d *caddyfile.Dispenser, cfg *handler.Handler, sub string) error {
 	var err error
 	switch sub {
 	case "rate_limit":
-		err = unmarshalRateLimit(d, cfg, names)
+		err = unmarshalRateLimit(d, cfg, a.names)
 	case "concurrency":
-		cfg.Concurrency, err = unmarshalConcurrency(d, names)
+		cfg.Concurrency, err = unmarshalConcurrency(d, a.names)
 	case "store":
 		cfg.StoreRaw, err = unmarshalStore(d)
 	case "sessions":
-		cfg.Sessions, err = unmarshalSessions(d)
+		cfg.Sessions, err = unmarshalSessions(d, a.warn)
 	case "allowed_origins":
 		cfg.AllowedOrigins, err = origins(d)
 	case "sse_keepalive":
@@ -185,9 +230,19 @@ func unmarshalOption(d *caddyfile.Dispenser, cfg *handler.Handler, names map[str
 	case "max_batch":
 		cfg.MaxBatch, err = positiveInt(d)
 	default:
-		return d.Errf("unrecognized subdirective %q", sub)
+		return unrecognized(d, "", sub)
 	}
 	return err
+}
+
+// unrecognized is the error for a subdirective name that block does not
+// know, at its line, with the known one it is closest to.
+func unrecognized(d *caddyfile.Dispenser, block, name string) error {
+	what := strings.TrimPrefix(block+" subdirective", " ")
+	if near := spelling.Nearest(name, subdirectives[block]); near != "" {
+		return d.Errf("unrecognized %s %q: did you mean %q?", what, name, near)
+	}
+	return d.Errf("unrecognized %s %q", what, name)
 }
 
 // unmarshalValidate reads validate [{ max_catalog_size <size> }], and
@@ -208,7 +263,7 @@ func unmarshalValidate(d *caddyfile.Dispenser) (int64, error) {
 				return 0, err
 			}
 		default:
-			return 0, d.Errf("unrecognized validate subdirective %q", d.Val())
+			return 0, unrecognized(d, "validate", d.Val())
 		}
 	}
 	return size, nil
@@ -233,7 +288,7 @@ func unmarshalContract(d *caddyfile.Dispenser) (*handler.Contract, error) {
 			}
 			c.OnBreaking = v
 		default:
-			return nil, d.Errf("unrecognized contract subdirective %q", d.Val())
+			return nil, unrecognized(d, "contract", d.Val())
 		}
 	}
 	if err := c.Validate(); err != nil {
@@ -283,7 +338,7 @@ func unmarshalTools(d *caddyfile.Dispenser) (*handler.Tools, error) {
 			}
 			t.Timeouts = append(t.Timeouts, handler.ToolTimeout{Tools: args[0], After: caddy.Duration(after)})
 		default:
-			return nil, d.Errf("unrecognized tools subdirective %q", sub)
+			return nil, unrecognized(d, "tools", sub)
 		}
 	}
 	if err := t.Validate(); err != nil {
@@ -292,13 +347,18 @@ func unmarshalTools(d *caddyfile.Dispenser) (*handler.Tools, error) {
 	return t, nil
 }
 
-// unmarshalSessions reads sessions { secret ...; ttl ...; bind ... }.
-func unmarshalSessions(d *caddyfile.Dispenser) (*handler.Sessions, error) {
+// unmarshalSessions reads sessions { secret ...; ttl ...; bind ... }. A
+// first secret that expands to nothing here is warned of, at its line:
+// Caddy refuses the config wherever it is empty, and a config may be
+// adapted where it does not run.
+func unmarshalSessions(d *caddyfile.Dispenser, warn func(caddyconfig.Warning)) (*handler.Sessions, error) {
 	block := at(d)
 	if d.NextArg() {
 		return nil, d.ArgErr()
 	}
 	s := new(handler.Sessions)
+	var secretFile string
+	var secretLine int
 	seen := make(map[string]bool)
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		sub := d.Val()
@@ -309,13 +369,14 @@ func unmarshalSessions(d *caddyfile.Dispenser) (*handler.Sessions, error) {
 		var err error
 		switch sub {
 		case "secret":
+			secretFile, secretLine = d.File(), d.Line()
 			s.Secrets, err = manyArgs(d)
 		case "ttl":
 			s.TTL, err = positiveDuration(d)
 		case "bind":
-			s.Bind, err = oneArg(d)
+			s.Bind, err = bind(d)
 		default:
-			return nil, d.Errf("unrecognized sessions subdirective %q", sub)
+			return nil, unrecognized(d, "sessions", sub)
 		}
 		if err != nil {
 			return nil, err
@@ -324,7 +385,25 @@ func unmarshalSessions(d *caddyfile.Dispenser) (*handler.Sessions, error) {
 	if err := s.Validate(); err != nil {
 		return nil, errAt(block, fmt.Errorf("sessions: %w", err))
 	}
+	if err := s.CheckSealingSecret(); err != nil {
+		warn(caddyconfig.Warning{
+			File: secretFile, Line: secretLine, Directive: "mcp",
+			Message: fmt.Sprintf("sessions: %v. Caddy refuses this config where it is empty", err),
+		})
+	}
 	return s, nil
+}
+
+// bind reads sessions' bind, checked at its line.
+func bind(d *caddyfile.Dispenser) (string, error) {
+	v, err := oneArg(d)
+	if err != nil {
+		return "", err
+	}
+	if err := (&handler.Sessions{Bind: v}).Validate(); err != nil {
+		return "", d.Errf("sessions: %v", err)
+	}
+	return v, nil
 }
 
 // unmarshalStore reads store <backend> { ... } with the backend's own
@@ -398,7 +477,7 @@ func unmarshalRateLimit(d *caddyfile.Dispenser, cfg *handler.Handler, names map[
 		var err error
 		switch sub {
 		case "key":
-			rl.Key, err = oneArg(d)
+			rl.Key, err = keyTemplate(d, fmt.Sprintf("rate_limit %q", name))
 		case "rate":
 			rl.Rate, err = rate(d)
 		case "burst":
@@ -406,11 +485,11 @@ func unmarshalRateLimit(d *caddyfile.Dispenser, cfg *handler.Handler, names map[
 		case "max_keys":
 			rl.MaxKeys, err = positiveInt(d)
 		case "methods":
-			rl.Methods, err = manyArgs(d)
+			rl.Methods, err = methods(d, fmt.Sprintf("rate_limit %q", name))
 		case "tools":
 			rl.Tools, err = manyArgs(d)
 		default:
-			return d.Errf("unrecognized rate_limit subdirective %q", sub)
+			return unrecognized(d, "rate_limit", sub)
 		}
 		if err != nil {
 			return err
@@ -459,11 +538,11 @@ func unmarshalConcurrency(d *caddyfile.Dispenser, names map[string]place) (*hand
 		case "cancel_grace":
 			c.CancelGrace, err = positiveDuration(d)
 		case "key":
-			c.Key, err = oneArg(d)
+			c.Key, err = keyTemplate(d, "concurrency")
 		case "methods":
-			c.Methods, err = manyArgs(d)
+			c.Methods, err = methods(d, "concurrency")
 		default:
-			return nil, d.Errf("unrecognized concurrency subdirective %q", sub)
+			return nil, unrecognized(d, "concurrency", sub)
 		}
 		if err != nil {
 			return nil, err
@@ -494,6 +573,30 @@ func rate(d *caddyfile.Dispenser) (string, error) {
 		return "", d.Errf("%v", err)
 	}
 	return r.String(), nil
+}
+
+// keyTemplate reads the key of a limit or a guard, checked at its line.
+func keyTemplate(d *caddyfile.Dispenser, block string) (string, error) {
+	v, err := oneArg(d)
+	if err != nil {
+		return "", err
+	}
+	if err := handler.CheckKeyTemplate(v); err != nil {
+		return "", d.Errf("%s: key %q: %v", block, v, err)
+	}
+	return v, nil
+}
+
+// methods reads the methods of a limit or a guard, checked at their line.
+func methods(d *caddyfile.Dispenser, block string) ([]string, error) {
+	methods, err := manyArgs(d)
+	if err != nil {
+		return nil, err
+	}
+	if err := handler.CheckMethods(methods); err != nil {
+		return nil, d.Errf("%s: %v", block, err)
+	}
+	return methods, nil
 }
 
 func oneArg(d *caddyfile.Dispenser) (string, error) {

@@ -445,49 +445,49 @@ func TestUnmarshalRejectsBadInputAtItsLine(t *testing.T) {
 			name:    "key with an unknown shorthand",
 			input:   "mcp {\n\trate_limit a {\n\t\trate 1/s\n\t\tkey {clientip}\n\t}\n}",
 			wantErr: `rate_limit "a": key "{clientip}": unknown placeholder {clientip}: did you mean {client_ip}?`,
-			line:    2,
+			line:    4,
 		},
 		{
 			name:    "key with an unknown namespace",
 			input:   "mcp {\n\trate_limit a {\n\t\trate 1/s\n\t\tkey {request.host}\n\t}\n}",
 			wantErr: `unknown placeholder {request.host}: placeholders are {http.*}, {env.*}`,
-			line:    2,
+			line:    4,
 		},
 		{
 			name:    "key with an unknown mcp placeholder",
 			input:   "mcp {\n\trate_limit a {\n\t\trate 1/s\n\t\tkey {http.mcp.tools}\n\t}\n}",
 			wantErr: `unknown placeholder {http.mcp.tools}: did you mean {http.mcp.tool}?`,
-			line:    2,
+			line:    4,
 		},
 		{
 			name:    "key with a misspelt header placeholder",
 			input:   "mcp {\n\trate_limit a {\n\t\trate 1/s\n\t\tkey {http.request.headers.X-Api-Key}\n\t}\n}",
 			wantErr: `unknown placeholder {http.request.headers.X-Api-Key}: did you mean {http.request.header.X-Api-Key}?`,
-			line:    2,
+			line:    4,
 		},
 		{
 			name:    "key reading the request body",
 			input:   "mcp {\n\trate_limit a {\n\t\trate 1/s\n\t\tkey {http.request.body}\n\t}\n}",
 			wantErr: `{http.request.body} copies the whole request body for every message a limit counts`,
-			line:    2,
+			line:    4,
 		},
 		{
 			name:    "concurrency key with an unknown shorthand",
 			input:   "mcp {\n\tconcurrency {\n\t\tmax 1\n\t\tkey {tool}\n\t}\n}",
 			wantErr: `concurrency: key "{tool}": unknown placeholder {tool}`,
-			line:    2,
+			line:    4,
 		},
 		{
 			name:    "unknown method in a limit",
 			input:   "mcp {\n\trate_limit a {\n\t\trate 1/s\n\t\tmethods tools/calls\n\t}\n}",
 			wantErr: `rate_limit "a": methods: unknown method "tools/calls": did you mean "tools/call"?`,
-			line:    2,
+			line:    4,
 		},
 		{
 			name:    "unknown method without a namespace",
 			input:   "mcp {\n\tconcurrency {\n\t\tmax 1\n\t\tmethods tools\n\t}\n}",
 			wantErr: `concurrency: methods: unknown method "tools"`,
-			line:    2,
+			line:    4,
 		},
 		{
 			name:    "origin without a scheme",
@@ -560,6 +560,7 @@ func TestUnmarshalReadsTheToolsBlock(t *testing.T) {
 		"tools {\n\t\ttimeout x soon\n\t}":                    `timeout x: "soon" is not a positive duration`,
 		"tools {\n\t\ttimeout x 0s\n\t}":                      `timeout x: "0s" is not a positive duration`,
 		"tools {\n\t\thide x\n\t}":                            `unrecognized tools subdirective "hide"`,
+		"tools {\n\t\tdenny x\n\t}":                           `unrecognized tools subdirective "denny": did you mean "deny"?`,
 		"tools x":                                             "wrong argument count",
 		"tools {\n\t\tdeny a*\n\t\tdeprecate ab \"m\"\n\t}":   "deprecate ab: the tool is not allowed",
 		"tools {\n\t\tdeny a*\n\t\tdeprecate b \"m\" a1\n\t}": "deprecate b: its replacement a1 is not allowed",
@@ -568,5 +569,75 @@ func TestUnmarshalReadsTheToolsBlock(t *testing.T) {
 		err := Unmarshal(caddyfile.NewTestDispenser("mcp {\n\t"+in+"\n}"), &h)
 		require.Error(t, err, in)
 		assert.Contains(t, err.Error(), want, in)
+	}
+}
+
+// blockOf writes line on line 3 of an mcp directive, inside its block
+// named block ("" for the mcp block itself).
+func blockOf(block, line string) string {
+	switch block {
+	case "":
+		return "mcp {\n\tlog_key\n\t" + line + "\n}"
+	case "rate_limit":
+		return "mcp {\n\trate_limit a {\n\t\t" + line + "\n\t\trate 1/s\n\t}\n}"
+	case "concurrency":
+		return "mcp {\n\tconcurrency {\n\t\t" + line + "\n\t\tmax 1\n\t}\n}"
+	case "contract":
+		return "mcp {\n\tcontract tools.lock.json {\n\t\t" + line + "\n\t}\n}"
+	}
+	return "mcp {\n\t" + block + " {\n\t\t" + line + "\n\t}\n}"
+}
+
+// A misspelt subdirective gets the one of its block it is closest to, at
+// its own line; one close to none gets no guess.
+func TestUnmarshalSuggestsTheSubdirectiveMeant(t *testing.T) {
+	tests := []struct {
+		block, typo, want string
+	}{
+		{"", "rate_limt", `unrecognized subdirective "rate_limt": did you mean "rate_limit"?`},
+		{"", "concurency", `unrecognized subdirective "concurency": did you mean "concurrency"?`},
+		{"", "max_bach", `unrecognized subdirective "max_bach": did you mean "max_batch"?`},
+		{"", "session", `unrecognized subdirective "session": did you mean "sessions"?`},
+		{"", "limits", `unrecognized subdirective "limits"`},
+		{"rate_limit", "max_key", `unrecognized rate_limit subdirective "max_key": did you mean "max_keys"?`},
+		{"rate_limit", "method", `unrecognized rate_limit subdirective "method": did you mean "methods"?`},
+		{"concurrency", "queue_timout", `unrecognized concurrency subdirective "queue_timout": did you mean "queue_timeout"?`},
+		{"sessions", "secrets", `unrecognized sessions subdirective "secrets": did you mean "secret"?`},
+		{"tools", "alow", `unrecognized tools subdirective "alow": did you mean "allow"?`},
+		{"validate", "max_catalog_sise", `unrecognized validate subdirective "max_catalog_sise": did you mean "max_catalog_size"?`},
+		{"contract", "on_braking", `unrecognized contract subdirective "on_braking": did you mean "on_breaking"?`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.block+" "+tt.typo, func(t *testing.T) {
+			err := Unmarshal(caddyfile.NewTestDispenser(blockOf(tt.block, tt.typo+" x")), &handler.Handler{})
+			require.Error(t, err)
+			assert.Equal(t, tt.want+", at Testfile:3", err.Error())
+		})
+	}
+}
+
+// Every name a suggestion may give is one its block knows.
+func TestEverySuggestedSubdirectiveIsRecognized(t *testing.T) {
+	for block, names := range subdirectives {
+		for _, name := range names {
+			err := Unmarshal(caddyfile.NewTestDispenser(blockOf(block, name)), &handler.Handler{})
+			if err != nil {
+				assert.NotContains(t, err.Error(), "unrecognized", "%q in block %q", name, block)
+			}
+		}
+	}
+}
+
+// The values read with their block's rules are refused at their own line.
+func TestUnmarshalRejectsABindAtItsLine(t *testing.T) {
+	for bind, want := range map[string]string{
+		"{http.request.headers.Authorization}": `sessions: bind "{http.request.headers.Authorization}": unknown placeholder {http.request.headers.Authorization}: did you mean {http.request.header.Authorization}?`,
+		"alice":                                `sessions: bind "alice" holds no placeholder`,
+	} {
+		input := "mcp {\n\tsessions {\n\t\tttl 1h\n\t\tbind " + bind + "\n\t}\n}"
+		err := Unmarshal(caddyfile.NewTestDispenser(input), &handler.Handler{})
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), want)
+		assert.True(t, strings.HasSuffix(err.Error(), "Testfile:4"), "%v", err)
 	}
 }

@@ -36,7 +36,8 @@ func TestStoreBlockErrorsNameTheirLine(t *testing.T) {
 		"mcp {\n\tstore redis {\n\t\taddress a:1\n\t\ton_error retry\n\t}\n}": `on_error "retry": want local, allow or deny`,
 		"mcp {\n\tstore redis {\n\t\ton_error deny\n\t}\n}":                   "address: at least one is needed",
 		"mcp {\n\tstore redis {\n\t\taddress a:1\n\t\ttimeout soon\n\t}\n}":   `timeout "soon"`,
-		"mcp {\n\tstore redis {\n\t\taddress a:1\n\t\tdatabase 2\n\t}\n}":     `unrecognized store redis option "database"`,
+		"mcp {\n\tstore redis {\n\t\taddress a:1\n\t\tdatabase 2\n\t}\n}":     `unrecognized store redis option "database", at Testfile:4`,
+		"mcp {\n\tstore redis {\n\t\taddress a:1\n\t\tpasword x\n\t}\n}":      `unrecognized store redis option "pasword": did you mean "password"?, at Testfile:4`,
 		"mcp {\n\tstore redis {\n\t\taddress a:1\n\t\taddress b:1\n\t}\n}":    "address given twice",
 	} {
 		var cfg handler.Handler

@@ -67,7 +67,7 @@ type Concurrency struct {
 // Caddyfile applies.
 func (cfg *Concurrency) Validate() error {
 	l := busy.Limits{Max: cfg.Max, Queue: cfg.Queue, QueueTimeout: cmp.Or(time.Duration(cfg.QueueTimeout), busy.DefaultQueueTimeout)}
-	errs := []error{l.Validate(), checkMethods(cfg.Methods)}
+	errs := []error{l.Validate(), CheckMethods(cfg.Methods)}
 	if cfg.CancelGrace < 0 {
 		errs = append(errs, fmt.Errorf("cancel_grace %s: must not be negative", time.Duration(cfg.CancelGrace)))
 	}

@@ -26,12 +26,12 @@ var specMethods = []string{
 	"notifications/tasks/status", "notifications/elicitation/complete",
 }
 
-// checkMethods refuses, in a limit's or guard's methods, a name that is
+// CheckMethods refuses, in a limit's or guard's methods, a name that is
 // neither a method of the specification nor an extension's: a typo such as
 // tools/calls would otherwise make the limit count nothing. An extension
 // method lives in a namespace of its own (vendor/method), not in one of the
 // specification's.
-func checkMethods(methods []string) error {
+func CheckMethods(methods []string) error {
 	for _, m := range methods {
 		if slices.Contains(specMethods, m) {
 			continue

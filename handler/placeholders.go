@@ -158,6 +158,12 @@ func checkKeyTemplate(text string) error {
 	return nil
 }
 
+// CheckKeyTemplate checks a key or bind template as Validate does, so that
+// the Caddyfile adapter can report a mistake at the line it is on.
+func CheckKeyTemplate(template string) error {
+	return checkKeyTemplate(expandShorthands(template))
+}
+
 func unknownPlaceholder(p string, known []string) error {
 	if near := spelling.Nearest(p, known); near != "" {
 		return fmt.Errorf("unknown placeholder {%s}: did you mean {%s}?", p, near)

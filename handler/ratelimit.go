@@ -100,7 +100,7 @@ func (cfg *RateLimit) Validate() error {
 	if err := checkKeyTemplate(expandShorthands(cmp.Or(cfg.Key, DefaultKey))); err != nil {
 		errs = append(errs, fmt.Errorf("key %q: %w", cfg.Key, err))
 	}
-	if err := checkMethods(cfg.Methods); err != nil {
+	if err := CheckMethods(cfg.Methods); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -86,13 +87,47 @@ func expandSecrets(templates []string) ([]string, error) {
 		s := repl.ReplaceAll(t, "")
 		switch {
 		case s == "" && i == 0:
-			return nil, fmt.Errorf("secret 1 of %d, which seals, is empty (%s): set it to at least %d bytes (32 random bytes: openssl rand -base64 32)", len(templates), clip(t), session.MinSecret)
+			return nil, emptySealingSecret(t)
 		case s == "":
 			continue
 		}
 		secrets = append(secrets, s)
 	}
 	return secrets, nil
+}
+
+// CheckSealingSecret reports that the first secret, which seals, expands
+// to nothing in this process's environment, naming its placeholder and the
+// variables that are unset or empty: Provision would fail. The Caddyfile
+// adapter warns with it, since a config may be adapted where it does not
+// run.
+func (s *Sessions) CheckSealingSecret() error {
+	if len(s.Secrets) == 0 || caddy.NewReplacer().ReplaceAll(s.Secrets[0], "") != "" {
+		return nil
+	}
+	return emptySealingSecret(s.Secrets[0])
+}
+
+// emptySealingSecret is the error for a first secret, template, that
+// expands to nothing.
+func emptySealingSecret(template string) error {
+	var why []string
+	for _, p := range placeholdersOf(template) {
+		name, ok := strings.CutPrefix(p, "env.")
+		if !ok {
+			continue
+		}
+		if _, set := os.LookupEnv(name); set {
+			why = append(why, "environment variable "+clip(name)+" is empty")
+		} else {
+			why = append(why, "environment variable "+clip(name)+" is not set")
+		}
+	}
+	if len(why) == 0 {
+		why = append(why, "it expands to nothing")
+	}
+	return fmt.Errorf("secret %s is empty: %s; it is the first secret, which seals session tokens: set it to at least %d bytes (32 random bytes: openssl rand -base64 32)",
+		clip(template), strings.Join(why, ", "), session.MinSecret)
 }
 
 // pins is the handler's sessions at work: the keys, and what to seal.

@@ -1,10 +1,12 @@
 package handler
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
 )
 
 // An old secret whose variable is unset (between rotations) is left out;
@@ -24,5 +26,42 @@ func TestSecretsExpandWithTheOldOneUnset(t *testing.T) {
 	assert.Equal(t, []string{current, "the-previous-session-secret-012345"}, got)
 
 	_, err = expandSecrets([]string{"{env.CADDY_MCP_TEST_SECRET_OLD_UNSET}", "{env.CADDY_MCP_TEST_SECRET}"})
-	assert.ErrorContains(t, err, "secret 1 of 2, which seals, is empty ({env.CADDY_MCP_TEST_SECRET_OLD_UNSET})")
+	assert.ErrorContains(t, err, "secret {env.CADDY_MCP_TEST_SECRET_OLD_UNSET} is empty: environment variable CADDY_MCP_TEST_SECRET_OLD_UNSET is not set; it is the first secret, which seals")
+}
+
+// A sealing secret whose variable is unset fails Provision with an error
+// that starts with the option and its placeholder, and says why it is
+// empty; CheckSealingSecret, which the Caddyfile adapter warns with, says
+// the same.
+func TestAnUnsetSealingSecretIsNamedByProvision(t *testing.T) {
+	t.Setenv("CADDY_MCP_TEST_EMPTY_SECRET", "")
+	tests := []struct {
+		secret, why string
+	}{
+		{"{env.CADDY_MCP_TEST_UNSET_SECRET}", "environment variable CADDY_MCP_TEST_UNSET_SECRET is not set"},
+		{"{env.CADDY_MCP_TEST_EMPTY_SECRET}", "environment variable CADDY_MCP_TEST_EMPTY_SECRET is empty"},
+		{"", "it expands to nothing"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.why, func(t *testing.T) {
+			cfg := &Sessions{Secrets: []string{tt.secret, "an-old-secret-that-still-opens-tokens"}}
+			want := "sessions: secret " + tt.secret + " is empty: " + tt.why + "; it is the first secret, which seals session tokens"
+
+			ctx, cancel := newCaddyContext()
+			defer cancel()
+			h := &Handler{Sessions: cfg, logger: zap.NewNop()}
+			err := h.Provision(ctx)
+			require.Error(t, err)
+			assert.True(t, strings.HasPrefix(err.Error(), want), "Provision: %v", err)
+			assert.NoError(t, h.Cleanup())
+
+			err = cfg.CheckSealingSecret()
+			require.Error(t, err)
+			assert.True(t, strings.HasPrefix("sessions: "+err.Error(), want), "CheckSealingSecret: %v", err)
+		})
+	}
+	t.Setenv("CADDY_MCP_TEST_SET_SECRET", "the-current-session-secret-0123456789")
+	assert.NoError(t, (&Sessions{Secrets: []string{"{env.CADDY_MCP_TEST_SET_SECRET}", "{env.CADDY_MCP_TEST_UNSET_SECRET}"}}).CheckSealingSecret(),
+		"an old secret may be unset between rotations")
+	assert.NoError(t, (&Sessions{}).CheckSealingSecret(), "without secrets, the keys are in storage")
 }

@@ -3,7 +3,12 @@ package redisstore
 import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/caddymcp/caddy-mcp/internal/spelling"
 )
+
+// blockOptions are the store block's options, for suggestions.
+var blockOptions = []string{"address", "username", "password", "key_prefix", "timeout", "on_error"}
 
 // UnmarshalCaddyfile reads the store's block:
 //
@@ -54,6 +59,9 @@ func (r *Redis) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "on_error":
 			r.OnError = OnError(v)
 		default:
+			if near := spelling.Nearest(opt, blockOptions); near != "" {
+				return d.Errf("unrecognized store redis option %q: did you mean %q?", opt, near)
+			}
 			return d.Errf("unrecognized store redis option %q", opt)
 		}
 	}

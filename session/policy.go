@@ -10,6 +10,8 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
+
+	"github.com/caddymcp/caddy-mcp/internal/spelling"
 )
 
 func init() {
@@ -142,6 +144,9 @@ func (p *Policy) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			p.FallbackRaw = caddyconfig.JSONModuleObject(mod, "policy", name, nil)
 		default:
+			if spelling.Nearest(d.Val(), []string{"fallback"}) != "" {
+				return d.Errf("unrecognized mcp_session option %q: did you mean \"fallback\"?", d.Val())
+			}
 			return d.Errf("unrecognized mcp_session option %q", d.Val())
 		}
 	}

@@ -297,7 +297,7 @@ func TestOneNameWithTwoSettingsIsRefused(t *testing.T) {
 
 // Finding 15: a key template is checked when the config loads: {clientip}
 // is no placeholder and would put every client under one key. In a
-// Caddyfile it fails to adapt, at the rate_limit's line, suggesting
+// Caddyfile it fails to adapt, at the key's own line, suggesting
 // {client_ip}; in JSON, caddy.Load fails.
 func TestUnknownPlaceholderInAKeyIsRefusedAtLoad(t *testing.T) {
 	cfg, _ := multiSite(t, "mcp {\n\trate_limit typo {\n\t\tkey {clientip}\n\t\trate 10/1m\n\t}\n}\nrespond ok")
@@ -306,7 +306,7 @@ func TestUnknownPlaceholderInAKeyIsRefusedAtLoad(t *testing.T) {
 	t.Logf("adapting: %v", err)
 	assert.Contains(t, err.Error(), "{clientip}")
 	assert.Contains(t, err.Error(), "did you mean {client_ip}?")
-	assert.Contains(t, err.Error(), fmt.Sprintf("Caddyfile:%d", lineOf(t, cfg, "rate_limit typo", 1)))
+	assert.Contains(t, err.Error(), fmt.Sprintf("did you mean {client_ip}?, at Caddyfile:%d", lineOf(t, cfg, "key {clientip}", 1)))
 
 	load := caddyLoader(t)
 	err = load(twoServersJSON(t,
@@ -327,7 +327,7 @@ func TestUnknownPlaceholderInBindIsRefusedAtLoad(t *testing.T) {
 	require.Error(t, err, "%s", cfg)
 	t.Logf("adapting: %v", err)
 	assert.Contains(t, err.Error(), "did you mean {http.request.header.Authorization}?")
-	assert.Contains(t, err.Error(), fmt.Sprintf("Caddyfile:%d", lineOf(t, cfg, "sessions {", 1)))
+	assert.Contains(t, err.Error(), fmt.Sprintf("?, at Caddyfile:%d", lineOf(t, cfg, "bind {", 1)))
 
 	load := caddyLoader(t)
 	err = load(twoServersJSON(t,
@@ -337,6 +337,28 @@ func TestUnknownPlaceholderInBindIsRefusedAtLoad(t *testing.T) {
 	require.Error(t, err, "a JSON bind with an unknown placeholder must not load")
 	t.Logf("loading: %v", err)
 	assert.Contains(t, err.Error(), "did you mean {http.request.header.Authorization}?")
+}
+
+// A sealing secret whose variable is unset where the Caddyfile is adapted
+// is a warning at its line; where Caddy runs without it, the config does
+// not load, and the handler's own error starts with the option and the
+// placeholder, and says why it is empty.
+func TestAnUnsetSealingSecretIsWarnedOfAndRefusedAtLoad(t *testing.T) {
+	cfg, _ := multiSite(t, "mcp {\n\tsessions {\n\t\tsecret {env.CADDY_MCP_UNSET_SESSION_KEY}\n\t}\n}\nrespond ok")
+	adapted, warnings, err := mcptest.Adapt(cfg)
+	require.NoError(t, err, "%s", cfg)
+	require.Len(t, warnings, 1)
+	w := warnings[0]
+	t.Logf("adapting: %s", w)
+	assert.Equal(t, "Caddyfile", w.File)
+	assert.Equal(t, lineOf(t, cfg, "secret {env.", 1), w.Line)
+	assert.Equal(t, "mcp", w.Directive)
+	assert.True(t, strings.HasPrefix(w.Message, "sessions: secret {env.CADDY_MCP_UNSET_SESSION_KEY} is empty: environment variable CADDY_MCP_UNSET_SESSION_KEY is not set;"), w.Message)
+
+	err = caddyLoader(t)(adapted)
+	require.Error(t, err, "a config whose sealing secret is empty must not load")
+	t.Logf("loading: %v", err)
+	assert.Contains(t, err.Error(), "provision http.handlers.mcp: sessions: secret {env.CADDY_MCP_UNSET_SESSION_KEY} is empty: environment variable CADDY_MCP_UNSET_SESSION_KEY is not set;")
 }
 
 // Finding 16: the admin API's /mcp/status shows each limit's max_keys and
@@ -410,7 +432,7 @@ func TestUnknownMethodFailsToAdaptButAnExtensionMethodIsCounted(t *testing.T) {
 	require.Error(t, err, "%s", cfg)
 	t.Logf("adapting: %v", err)
 	assert.Contains(t, err.Error(), `unknown method "tools/calls": did you mean "tools/call"?`)
-	assert.Contains(t, err.Error(), fmt.Sprintf("Caddyfile:%d", lineOf(t, cfg, "rate_limit calls", 1)))
+	assert.Contains(t, err.Error(), fmt.Sprintf("?, at Caddyfile:%d", lineOf(t, cfg, "methods tools/calls", 1)))
 
 	upstream := startUpstream(t).addr
 	g := mcptest.StartGateway(t, "mcp {\n\trate_limit vendor {\n\t\trate 1/1h\n\t\tmethods vendor/run\n\t}\n}\nreverse_proxy "+upstream)
