@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 
@@ -55,7 +56,8 @@ func removeLive(h *Handler) {
 	live.Unlock()
 }
 
-// Status is the body of GET /mcp/status.
+// Status is the body of GET /mcp/status. Durations are written as Go
+// durations, such as "1m", "2s" or "14.909ms".
 type Status struct {
 	// Version is caddy-mcp's version in this binary (package
 	// internal/version).
@@ -77,7 +79,7 @@ type HandlerStatus struct {
 	// sessions are bound; absent when sessions are off.
 	Sessions *SessionsStatus `json:"sessions,omitempty"`
 	// Tools is the tool policy as configured; absent without one.
-	Tools       *Tools             `json:"tools,omitempty"`
+	Tools       *ToolsStatus       `json:"tools,omitempty"`
 	RateLimits  []RateLimitStatus  `json:"rate_limits"`
 	Concurrency *ConcurrencyStatus `json:"concurrency,omitempty"`
 }
@@ -117,14 +119,28 @@ type ConcurrencyStatus struct {
 	Keys []GuardKeyStatus `json:"keys"`
 }
 
+// ToolsStatus is the tool policy as configured, its timeouts written as
+// the status writes every duration.
+type ToolsStatus struct {
+	*Tools
+	Timeouts []ToolTimeoutStatus `json:"timeouts,omitempty"`
+}
+
+// ToolTimeoutStatus is a deadline for the calls of the tools matching a
+// glob.
+type ToolTimeoutStatus struct {
+	Tools string `json:"tools"`
+	After string `json:"after"`
+}
+
 // GuardKeyStatus is one key's guard. Key is the key's value with log_key,
 // and otherwise "sha256:" and the first 16 hex digits of its SHA-256 (the
 // value may be a secret, such as a token).
 type GuardKeyStatus struct {
-	Key             string  `json:"key"`
-	Active          int     `json:"active"`
-	Queued          int     `json:"queued"`
-	RecentServiceMS float64 `json:"recent_service_ms"`
+	Key           string `json:"key"`
+	Active        int    `json:"active"`
+	Queued        int    `json:"queued"`
+	RecentService string `json:"recent_service"`
 }
 
 // maxStatusKeys bounds the keyed guards listed per handler.
@@ -161,7 +177,12 @@ func (h *Handler) status() HandlerStatus {
 	if h.shared != nil {
 		s.Store = h.shared.Status()
 	}
-	s.Tools = h.Tools
+	if h.Tools != nil {
+		s.Tools = &ToolsStatus{Tools: h.Tools}
+		for _, t := range h.Tools.Timeouts {
+			s.Tools.Timeouts = append(s.Tools.Timeouts, ToolTimeoutStatus{Tools: t.Tools, After: formatWindow(time.Duration(t.After))})
+		}
+	}
 	s.RateLimits = make([]RateLimitStatus, 0, len(h.limits))
 	for _, l := range h.limits {
 		s.RateLimits = append(s.RateLimits, RateLimitStatus{
@@ -199,10 +220,10 @@ func (h *Handler) status() HandlerStatus {
 				key = shownKey(key)
 			}
 			cs.Keys = append(cs.Keys, GuardKeyStatus{
-				Key:             key,
-				Active:          k.Active,
-				Queued:          k.Queued,
-				RecentServiceMS: float64(k.RecentService.Microseconds()) / 1000,
+				Key:           key,
+				Active:        k.Active,
+				Queued:        k.Queued,
+				RecentService: k.RecentService.Round(time.Microsecond).String(),
 			})
 		}
 		s.Concurrency = cs

@@ -113,7 +113,7 @@ func TestStatusShowsTheToolPolicy(t *testing.T) {
 	h := provision(t, &Handler{Tools: &Tools{Deny: []string{"admin_*"}, Timeouts: []ToolTimeout{{Tools: "slow_*", After: caddy.Duration(45 * time.Second)}}}})
 	raw, err := json.Marshal(h.status())
 	require.NoError(t, err)
-	assert.JSONEq(t, `{"tools":{"deny":["admin_*"],"timeouts":[{"tools":"slow_*","after":45000000000}]},"rate_limits":[]}`, string(raw))
+	assert.JSONEq(t, `{"tools":{"deny":["admin_*"],"timeouts":[{"tools":"slow_*","after":"45s"}]},"rate_limits":[]}`, string(raw))
 }
 
 func TestStatusAnswersOnlyGET(t *testing.T) {

@@ -393,5 +393,5 @@ type SessionsStatus struct {
 
 func (p *pins) status() *SessionsStatus {
 	ring := p.ring()
-	return &SessionsStatus{Keys: p.source, KeysHeld: ring.Len(), SealingKey: ring.SealingID(), TTL: p.ttl.String(), Bound: p.bind != nil}
+	return &SessionsStatus{Keys: p.source, KeysHeld: ring.Len(), SealingKey: ring.SealingID(), TTL: formatWindow(p.ttl), Bound: p.bind != nil}
 }

@@ -164,11 +164,12 @@ func (r *Redis) Store(limit string, local ratelimit.Store) ratelimit.Store {
 
 // Status is the store as /mcp/status shows it.
 type Status struct {
-	Backend   string  `json:"backend"`
-	Redis     string  `json:"redis"`
-	KeyPrefix string  `json:"key_prefix"`
-	TimeoutMS float64 `json:"timeout_ms"`
-	OnError   OnError `json:"on_error"`
+	Backend   string `json:"backend"`
+	Redis     string `json:"redis"`
+	KeyPrefix string `json:"key_prefix"`
+	// Timeout is a Go duration, as /mcp/status writes every duration.
+	Timeout string  `json:"timeout"`
+	OnError OnError `json:"on_error"`
 	// Healthy is false while Redis does not answer, since DownSince;
 	// decisions are then made as OnError says.
 	Healthy   bool   `json:"healthy"`
@@ -180,7 +181,7 @@ type Status struct {
 func (r *Redis) Status() any {
 	healthy, since, lastErr := r.b.health()
 	s := Status{Backend: "redis", Redis: r.b.name, KeyPrefix: r.KeyPrefix,
-		TimeoutMS: float64(r.b.timeout) / float64(time.Millisecond), OnError: r.OnError, Healthy: healthy}
+		Timeout: r.b.timeout.String(), OnError: r.OnError, Healthy: healthy}
 	if !healthy {
 		s.DownSince, s.LastError = since.UTC().Format(time.RFC3339), lastErr
 	}

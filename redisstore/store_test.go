@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -194,6 +195,17 @@ func TestBucketsExpireWhenFullAgain(t *testing.T) {
 
 	assert.False(t, store.Take(time.Now(), "10.0.0.2", 11, lim).Allowed)
 	assert.Equal(t, "0", srv.CLI(t, "EXISTS", "t:{per_client:"+digest("10.0.0.2")+"}"), "a refused take writes nothing")
+}
+
+// The status writes its timeout as /mcp/status writes every duration.
+func TestStatusWritesTheTimeoutAsADuration(t *testing.T) {
+	srv := redistest.Start(t)
+	r := storeFor(srv)
+	r.Timeout = caddy.Duration(20 * time.Millisecond)
+	provision(t, r)
+	raw, err := json.Marshal(r.Status())
+	require.NoError(t, err)
+	assert.Contains(t, string(raw), `"timeout":"20ms"`)
 }
 
 // When Redis dies, decisions go elsewhere as on_error says: the first

@@ -478,7 +478,7 @@ func TestSessionsShowInStatusAndMetrics(t *testing.T) {
 	got := *s.Handlers[0].Sessions
 	assert.Len(t, got.SealingKey, 8)
 	got.SealingKey = ""
-	assert.Equal(t, handler.SessionsStatus{Keys: "storage", KeysHeld: 1, TTL: "2h0m0s"}, got)
+	assert.Equal(t, handler.SessionsStatus{Keys: "storage", KeysHeld: 1, TTL: "2h"}, got)
 	_, err = os.Stat(filepath.Join(g.Storage, "mcp", "session_keys.json"))
 	assert.NoError(t, err, "the keys are in the gateway's storage")
 
