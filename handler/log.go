@@ -157,14 +157,16 @@ func (k *envelopeKind) appendWho(fields []zap.Field) []zap.Field {
 }
 
 // logLevel is the level an envelope deserves: the gateway applying its own
-// policy (rate limits, the concurrency guard, refusing bad or foreign
-// requests) is routine and logged at info; an upstream that is down, slow,
-// failing or overloaded is a warning.
+// policy (rate limits, the concurrency guard, the tool policy, refusing
+// bad or foreign requests) is routine and logged at info; an upstream that
+// is down, slow, failing or overloaded is a warning. The gateway answers
+// UNKNOWN_ACTION only for a tool its policy hides, or one the tools listed
+// lack.
 func logLevel(x *exchange, env *envelope.Envelope) zapcore.Level {
 	switch {
 	case x.refusal.limit != "" || x.refusal.guard != "":
 		return zapcore.InfoLevel
-	case env.Code == envelope.ValidationError || env.Code == envelope.Forbidden:
+	case env.Code == envelope.ValidationError || env.Code == envelope.Forbidden || env.Code == envelope.UnknownAction:
 		return zapcore.InfoLevel
 	}
 	return zapcore.WarnLevel
