@@ -162,6 +162,9 @@ type Handler struct {
 	// logSampler logs the first envelope of each kind, and counts the
 	// ones that repeat it (log.go).
 	logSampler *logsample.Sampler[envelopeKind]
+	// overBudgetLog logs the first call passed unchecked for its cost,
+	// and counts the ones after it (tools.go).
+	overBudgetLog *logsample.Sampler[overBudget]
 	// load is the config this handler belongs to.
 	load   any
 	joined *load
@@ -183,6 +186,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		h.logger = ctx.Logger()
 	}
 	h.logSampler = logsample.New(logEvery, maxLogKinds, h.logRepeated)
+	h.overBudgetLog = logsample.New(overBudgetEvery, 1, h.logOverBudgetRepeated)
 	if err := registerMetrics(ctx); err != nil {
 		return err
 	}
@@ -313,6 +317,7 @@ func (h *Handler) Validate() error {
 func (h *Handler) Cleanup() error {
 	removeLive(h)
 	h.logSampler.Stop()
+	h.overBudgetLog.Stop()
 	for _, l := range h.limits {
 		l.release()
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
 	"net/netip"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+	"github.com/caddymcp/caddy-mcp/internal/logsample"
 	"github.com/caddymcp/caddy-mcp/toolschema"
 )
 
@@ -42,9 +44,6 @@ func sharedCatalog() *toolschema.Catalog {
 	catalogOnce.Do(func() { catalog.Store(toolschema.NewCatalog(0)) })
 	return catalog.Load()
 }
-
-// maxValidatedBody bounds the calls checked: larger ones pass unchecked.
-const maxValidatedBody = 256 << 10
 
 // maxListBody bounds the tools/list answer read to learn from; a longer one
 // passes through unread (its calls are then not checked), and costs no
@@ -369,15 +368,26 @@ func (h *Handler) validate(w http.ResponseWriter, x *exchange) (bool, error) {
 	if !h.ValidateCalls {
 		return false, nil
 	}
-	if found != toolschema.Known || len(x.body) > maxValidatedBody {
-		// No schema to check with, or a call too large to check (a
-		// pattern over megabytes of text takes seconds): it passes, as
-		// the server reads it.
+	if found != toolschema.Known {
+		// No schema to check with: the call passes, as the server reads
+		// it.
 		validUnchecked.Inc()
 		return false, nil
 	}
-	problems := schema.CheckCall(x.body)
-	if problems == nil {
+	problems, err := schema.CheckCall(x.r.Context(), x.body)
+	switch {
+	case errors.Is(err, toolschema.ErrOverBudget):
+		// Checking it would cost more than its bytes allow: it passes,
+		// as a call whose tool is not known does.
+		validOverBudget.Inc()
+		h.logOverBudget(tool, len(x.body))
+		return false, nil
+	case err != nil:
+		// The client left: nothing is checked for it any more, and the
+		// forward step gives up on it.
+		validUnchecked.Inc()
+		return false, nil
+	case problems == nil:
 		validValid.Inc()
 		return false, nil
 	}
@@ -391,6 +401,31 @@ func (h *Handler) validate(w http.ResponseWriter, x *exchange) (bool, error) {
 	}
 	body := appendTextResult(make([]byte, 0, 96+len(text)+len(m.ID)), m.ID, true, texts...)
 	return true, writeJSON(w, http.StatusOK, &env, body)
+}
+
+// overBudgetEvery is the least time between two log lines of calls passed
+// unchecked because checking them would cost more than their budget: the
+// first is logged at once, the ones after it counted on one line a minute
+// (every call is counted by caddy_mcp_validations_total).
+const overBudgetEvery = time.Minute
+
+// overBudget is the one kind of line logOverBudget writes.
+type overBudget struct{}
+
+// logOverBudget logs a call passed unchecked for its cost, unless one was
+// logged within overBudgetEvery: then it is only counted.
+func (h *Handler) logOverBudget(tool string, size int) {
+	if log, _ := h.overBudgetLog.Note(overBudget{}, overBudget{}); log {
+		h.logger.Warn("checking a call's arguments would cost more than their budget: the call passes unchecked",
+			zap.String("tool", clip(tool)), zap.Int("bytes", size))
+	}
+}
+
+// logOverBudgetRepeated logs the calls passed unchecked for their cost and
+// not logged.
+func (h *Handler) logOverBudgetRepeated(c logsample.Count[overBudget]) {
+	h.logger.Warn("more calls' arguments would cost more than their budget to check: they passed unchecked",
+		zap.Int64("repeated", c.N))
 }
 
 // absent reports whether the complete, fresh list of the exchange's tools
@@ -419,14 +454,15 @@ func (h *Handler) nearestAllowed(tool string, names []string) []string {
 var (
 	validations = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "caddy", Subsystem: "mcp", Name: "validations_total",
-		Help: "tools/call arguments checked against the learned inputSchema, by outcome: valid, invalid, unknown_tool, or unchecked (no schema known: the call passed).",
+		Help: "tools/call arguments checked against the learned inputSchema, by outcome: valid, invalid, unknown_tool, unchecked (no schema known, or the client left: the call passed), or over_budget (checking it would cost more than its bytes allow: the call passed).",
 	}, []string{"outcome"})
 	// The outcomes' counters, looked up once rather than on every call.
-	validValid     = validations.WithLabelValues("valid")
-	validInvalid   = validations.WithLabelValues("invalid")
-	validUnknown   = validations.WithLabelValues("unknown_tool")
-	validUnchecked = validations.WithLabelValues("unchecked")
-	toolsLearned   = prometheus.NewCounter(prometheus.CounterOpts{
+	validValid      = validations.WithLabelValues("valid")
+	validInvalid    = validations.WithLabelValues("invalid")
+	validUnknown    = validations.WithLabelValues("unknown_tool")
+	validUnchecked  = validations.WithLabelValues("unchecked")
+	validOverBudget = validations.WithLabelValues("over_budget")
+	toolsLearned    = prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: "caddy", Subsystem: "mcp", Name: "tools_learned_total",
 		Help: "Tools learned from tools/list answers, with a schema that compiles.",
 	})

@@ -38,7 +38,7 @@ func TestPagesMakeACompleteList(t *testing.T) {
 	assert.True(t, page.Complete)
 	s, found, _ := c.Lookup(key, "c", now)
 	assert.Equal(t, Known, found)
-	assert.Len(t, s.Check([]byte(`{"n":"x"}`)), 1)
+	assert.Len(t, mustCheck(t, s, []byte(`{"n":"x"}`)), 1)
 	_, found, names := c.Lookup(key, "d", now)
 	assert.Equal(t, Absent, found)
 	assert.Equal(t, []string{"a", "b", "c"}, names)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 	"unsafe"
@@ -19,9 +20,10 @@ import (
 // the JSON package of the Go SDK's servers (segmentio/encoding) read them.
 // A leading byte-order mark is skipped, as the TypeScript and Python SDKs
 // skip it. A number is refused when a float64 cannot hold it, or when it is
-// written in more than maxNumber bytes (ErrNumberRange): the validator
-// makes every number a big.Rat, at a cost that grows with its exponent and
-// digits, and MCP servers read numbers as float64 anyway.
+// written in more than maxNumber bytes, or with an exponent over
+// maxExponent (ErrNumberRange): checking a number against a bound makes it
+// a big.Rat, at a cost that grows with its exponent and digits (1e-999999
+// is 3 million bits), and MCP servers read numbers as float64 anyway.
 func decode(b []byte) (any, error) { return decodeDepth(b, maxDepth) }
 
 // Decode is decode for callers outside the package: a JSON-RPC body's
@@ -34,16 +36,25 @@ var ErrNumberRange = errors.New("a number out of range")
 // maxNumber bounds a number's text, in bytes.
 const maxNumber = 64
 
+// maxExponent bounds the exponent a number is written with: a float64
+// holds nothing from 1e309 up, nor down to 1e-324 but zero.
+const maxExponent = 999
+
 func decodeDepth(b []byte, depth int) (any, error) {
 	return decodeWith(decoder{b: b, maxDepth: depth})
+}
+
+// decodeOn is decode, each value and string read taking steps from b.
+func decodeOn(b *budget, body []byte) (any, error) {
+	return decodeWith(decoder{b: body, maxDepth: maxDepth, budget: b})
 }
 
 // decodeArguments reads a tools/call body as decode does, checking all of
 // it, but keeps only params.arguments, with its string values read as ""
 // (for a Schema.blind): nil when the body is not an object, its params not
 // an object, or its arguments absent or null.
-func decodeArguments(b []byte) (any, error) {
-	d := decoder{b: bytes.TrimPrefix(b, []byte("\xef\xbb\xbf")), maxDepth: maxDepth, blind: true}
+func decodeArguments(b *budget, body []byte) (any, error) {
+	d := decoder{b: bytes.TrimPrefix(body, []byte("\xef\xbb\xbf")), maxDepth: maxDepth, blind: true, budget: b}
 	v, err := d.skim(0, argumentsPath)
 	if err != nil {
 		return nil, err
@@ -63,6 +74,7 @@ func (d *decoder) skim(depth int, path []string) (any, error) {
 	if len(path) == 0 {
 		return d.value(depth)
 	}
+	d.step()
 	if depth > d.maxDepth {
 		return nil, d.fail("nesting too deep")
 	}
@@ -122,6 +134,7 @@ func (d *decoder) skim(depth int, path []string) (any, error) {
 // skip reads a value as value does, accepting exactly what it accepts,
 // and keeps nothing.
 func (d *decoder) skip(depth int) error {
+	d.step()
 	if depth > d.maxDepth {
 		return d.fail("nesting too deep")
 	}
@@ -212,7 +225,13 @@ type decoder struct {
 	// blind: string values (not member names) are checked and read as "",
 	// for a schema that never looks at their content (Schema.blind).
 	blind bool
+	// budget, when there is one, pays two steps for each value and one
+	// for each 64 bytes of a string.
+	budget *budget
 }
+
+// step takes a value's steps from the budget.
+func (d *decoder) step() { d.budget.spend(valueSteps) }
 
 var errSyntax = errors.New("invalid JSON")
 
@@ -232,6 +251,7 @@ func (d *decoder) space() {
 }
 
 func (d *decoder) value(depth int) (any, error) {
+	d.step()
 	if depth > d.maxDepth {
 		return nil, d.fail("nesting too deep")
 	}
@@ -327,6 +347,9 @@ func (d *decoder) array(depth int) (any, error) {
 		if err != nil {
 			return nil, err
 		}
+		if len(a) == cap(a) {
+			a = slices.Grow(a, len(a)) // doubled: append grows large slices by a quarter, copying each item about five times
+		}
 		a = append(a, v)
 		d.space()
 		if d.i == len(d.b) {
@@ -376,6 +399,7 @@ func (d *decoder) scanString() (raw []byte, plain bool, err error) {
 		case c == '"':
 			raw = d.b[start:d.i]
 			d.i++
+			d.budget.spendBytes(len(raw), 64)
 			return raw, plain, nil
 		case c == '\\':
 			plain = false
@@ -419,8 +443,23 @@ func (d *decoder) number() (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(text) == 1 {
+		return digits[text[0]-'0'], nil
+	}
+	// Its text and its place in an interface are two allocations, and more
+	// bytes to read again: a number of many digits is more than a value.
+	d.budget.spendBytes(len(text), 8)
 	return json.Number(text), nil
 }
+
+// digits are the numbers of one digit, made once: arrays of small numbers
+// are common, and each number made would cost an allocation.
+var digits = func() (numbers [10]any) {
+	for i := range numbers {
+		numbers[i] = json.Number(strconv.Itoa(i))
+	}
+	return numbers
+}()
 
 // numberText reads a number in JSON's grammar, and returns its text.
 func (d *decoder) numberText() ([]byte, error) {
@@ -447,21 +486,46 @@ func (d *decoder) numberText() ([]byte, error) {
 			return nil, d.fail("invalid number")
 		}
 	}
+	exponent := 0
 	if d.i < len(d.b) && (d.b[d.i] == 'e' || d.b[d.i] == 'E') {
 		d.i++
 		if d.i < len(d.b) && (d.b[d.i] == '+' || d.b[d.i] == '-') {
 			d.i++
 		}
+		from := d.i
 		if digits() == 0 {
 			return nil, d.fail("invalid number")
 		}
+		for _, c := range d.b[from:d.i] {
+			exponent = min(10*exponent+int(c-'0'), maxExponent+1)
+		}
 	}
 	text := d.b[start:d.i]
-	if len(text) > maxNumber {
+	if len(text) > maxNumber || exponent > maxExponent {
 		return nil, ErrNumberRange
 	}
-	if _, err := strconv.ParseFloat(string(text), 64); err != nil {
-		return nil, ErrNumberRange
+	if exponent+maxNumber < 300 {
+		// Written in maxNumber characters, with an exponent that small, a
+		// number is 0 or between 1e-300 and 1e300: a float64 holds it.
+		return text, nil
+	}
+	f, err := strconv.ParseFloat(string(text), 64)
+	if err != nil || (f == 0 && !isZero(text)) {
+		return nil, ErrNumberRange // too large, or too small but not 0
 	}
 	return text, nil
+}
+
+// isZero reports whether a number's text writes 0: no digit but 0 before
+// its exponent.
+func isZero(text []byte) bool {
+	for _, c := range text {
+		switch {
+		case c == 'e' || c == 'E':
+			return true
+		case c >= '1' && c <= '9':
+			return false
+		}
+	}
+	return true
 }

@@ -23,9 +23,14 @@ var decodeCorpus = []string{
 }
 
 func TestNumbersOutOfRangeAndTheByteOrderMark(t *testing.T) {
-	for _, n := range []string{"1e999999", "1e1000001", "-1e309", "1" + strings.Repeat("0", 80)} {
+	for _, n := range []string{"1e999999", "1e1000001", "-1e309", "1" + strings.Repeat("0", 80), "1e-400", "-1e-999999", "0.5e-330", "0e1000", "0E-99999"} {
 		_, err := decode([]byte(`{"n":` + n + `}`))
 		assert.ErrorIs(t, err, ErrNumberRange, n)
+	}
+	for _, n := range []string{"0e999", "1e-320", "-0.0", "123456789012345", "1234567890123456789", "1.5E+308"} {
+		v, err := decode([]byte(n))
+		assert.NoError(t, err, n)
+		assert.Equal(t, json.Number(n), v)
 	}
 	v, err := decode([]byte("\xef\xbb\xbf{\"a\":1}"))
 	assert.NoError(t, err)

@@ -16,10 +16,16 @@
 // schema itself fails to compile (a hostile server must not make the
 // gateway fetch URLs or read files), and so does a schema over MaxSchema
 // bytes.
+//
+// The validator compiles; the gateway evaluates (eval.go), on a budget of
+// steps that follows the bytes of the arguments (budget.go), whatever the
+// schema: a check that would cost more stops, and so does one whose
+// client left.
 package toolschema
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -56,6 +62,10 @@ type Schema struct {
 	// checked: CheckCall reads them as "" first, and decodes them only for
 	// the words of a call that fails.
 	blind bool
+	// enums and patterns are the enum sets and patternProperties indexes
+	// of the schemas sch leads to (plan).
+	enums    map[*jsonschema.Schema]*valueSet
+	patterns map[*jsonschema.Schema]*patternIndex
 }
 
 // schemaURL names the schema being compiled; nothing is loaded from it or
@@ -76,6 +86,7 @@ func Compile(raw []byte) (*Schema, error) {
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.AssertFormat()
 	c.UseLoader(noLoader{})
+	c.UseRegexpEngine((&patternCompiler{}).compile)
 	if err := c.AddResource(schemaURL, doc); err != nil {
 		return nil, err
 	}
@@ -83,7 +94,11 @@ func Compile(raw []byte) (*Schema, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Schema{sch: sch, doc: doc, blind: readsNoString(sch, map[*jsonschema.Schema]bool{})}, nil
+	s := &Schema{sch: sch, doc: doc, blind: readsNoString(sch, map[*jsonschema.Schema]bool{})}
+	if err := s.plan(); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // readsNoString reports whether no keyword of s, or of any schema s leads
@@ -157,16 +172,22 @@ func (noLoader) Load(url string) (any, error) {
 
 // Check validates a call's arguments (a JSON object; absent counts as {})
 // and returns what is wrong, nil when nothing is. Arguments that are not
-// JSON are one problem at the root.
-func (s *Schema) Check(args []byte) []envelope.FieldProblem {
-	if len(bytes.TrimSpace(args)) == 0 {
-		return s.check(map[string]any{})
-	}
-	inst, err := decode(args)
-	if err != nil {
-		return decodeProblem(err)
-	}
-	return s.check(inst)
+// JSON are one problem at the root. A check that would cost more than its
+// budget stops with ErrOverBudget, one whose context is done with the
+// context's error: the arguments were not checked.
+func (s *Schema) Check(ctx context.Context, args []byte) ([]envelope.FieldProblem, error) {
+	b := budgetFor(ctx, len(args))
+	return guarded(func() []envelope.FieldProblem {
+		b.affordsReading(args)
+		if len(bytes.TrimSpace(args)) == 0 {
+			return s.check(b, map[string]any{})
+		}
+		inst, err := decodeOn(b, args)
+		if err != nil {
+			return decodeProblem(err)
+		}
+		return s.check(b, inst)
+	})
 }
 
 var (
@@ -182,26 +203,46 @@ func decodeProblem(err error) []envelope.FieldProblem {
 }
 
 // CheckCall checks the arguments of the tools/call a JSON-RPC message body
-// holds (absent arguments count as {}), decoding the body once.
-func (s *Schema) CheckCall(body []byte) []envelope.FieldProblem {
-	if s.blind {
-		// Strings read as "": a call that passes so passes as written. One
-		// that does not (or is not JSON) is read again in full, for the
-		// words of its problems.
-		if args, err := decodeArguments(body); err == nil {
-			if args == nil {
-				args = map[string]any{}
-			}
-			if s.passes(args) {
-				return nil
+// holds (absent arguments count as {}), as Check does, decoding the body
+// once, on a budget that follows the body's size.
+func (s *Schema) CheckCall(ctx context.Context, body []byte) ([]envelope.FieldProblem, error) {
+	b := budgetFor(ctx, len(body))
+	return guarded(func() []envelope.FieldProblem {
+		b.affordsReading(body)
+		if s.blind {
+			// Strings read as "": a call that passes so passes as
+			// written. One that does not (or is not JSON) is read again
+			// in full, for the words of its problems.
+			if args, err := decodeArguments(b, body); err == nil {
+				if args == nil {
+					args = map[string]any{}
+				}
+				if s.passes(b, args) {
+					return nil
+				}
 			}
 		}
-	}
-	msg, err := decode(body)
-	if err != nil {
-		return decodeProblem(err)
-	}
-	return s.check(callArguments(msg))
+		msg, err := decodeOn(b, body)
+		if err != nil {
+			return decodeProblem(err)
+		}
+		return s.check(b, callArguments(msg))
+	})
+}
+
+// guarded runs a check: one that stops returns why, and a panic is a
+// problem at the root, not a crashed request.
+func guarded(check func() []envelope.FieldProblem) (problems []envelope.FieldProblem, err error) {
+	defer func() {
+		switch v := recover().(type) {
+		case nil:
+		case stopped:
+			problems, err = nil, v.err
+		default:
+			problems, err = []envelope.FieldProblem{{Problem: fmt.Sprintf("The arguments could not be checked (%v)", v)}}, nil
+		}
+	}()
+	return check(), nil
 }
 
 // callArguments is params.arguments of a decoded tools/call ({} when absent
@@ -218,39 +259,38 @@ func callArguments(msg any) any {
 	return map[string]any{}
 }
 
-// passes says whether inst is valid, without the words: false on a panic
-// in the validator too (check then says what it was).
-func (s *Schema) passes(inst any) (ok bool) {
-	defer func() {
-		if recover() != nil {
-			ok = false
-		}
-	}()
-	return s.sch.Validate(inst) == nil
+// passes says whether inst is valid, without the words.
+func (s *Schema) passes(b *budget, inst any) bool {
+	e := evaluation{s: s, budget: b}
+	return e.validate(s.sch, inst, true) == nil
 }
 
-// check validates decoded arguments. A panic in the validator is a
-// problem at the root, not a crashed request.
-func (s *Schema) check(inst any) (problems []envelope.FieldProblem) {
-	defer func() {
-		if v := recover(); v != nil {
-			problems = []envelope.FieldProblem{{Problem: fmt.Sprintf("The arguments could not be checked (%v)", v)}}
-		}
-	}()
-	err := s.sch.Validate(inst)
-	if err == nil {
+// check validates decoded arguments, and words what fails.
+func (s *Schema) check(b *budget, inst any) []envelope.FieldProblem {
+	e := evaluation{s: s, budget: b}
+	return s.words(b, inst, e.validate(s.sch, inst, false))
+}
+
+// words are the problems a failure of inst is worded in, nil for none.
+func (s *Schema) words(b *budget, inst any, ve *jsonschema.ValidationError) []envelope.FieldProblem {
+	if ve == nil {
 		return nil
 	}
-	var ve *jsonschema.ValidationError
-	if !errors.As(err, &ve) {
-		return []envelope.FieldProblem{{Problem: "The arguments could not be checked: " + err.Error()}}
-	}
-	c := collector{s: s, inst: inst}
+	c := collector{s: s, inst: inst, budget: b}
 	c.walk(ve)
 	// The validator's order follows maps: sorted by path, the answer is the
 	// same for the same call.
-	slices.SortStableFunc(c.problems, func(a, b envelope.FieldProblem) int { return strings.Compare(a.Path, b.Path) })
-	kept := c.problems[:min(len(c.problems), MaxProblems)]
+	slices.SortStableFunc(c.problems, func(a, b problem) int { return strings.Compare(a.Path, b.Path) })
+	kept := make([]envelope.FieldProblem, 0, min(len(c.problems), MaxProblems))
+	for _, p := range c.problems[:cap(kept)] {
+		if p.sent {
+			p.Sent = c.sent(p.loc)
+		}
+		if p.expect != nil {
+			p.Expected = p.expect()
+		}
+		kept = append(kept, p.FieldProblem)
+	}
 	c.suggest(kept)
 	return kept
 }
@@ -262,9 +302,21 @@ const maxCollected = 1000
 type collector struct {
 	s        *Schema
 	inst     any
-	problems []envelope.FieldProblem
+	budget   *budget
+	problems []problem
 	seen     map[string]bool // path and problem, once each
 	unknown  map[string]unknownField
+}
+
+// problem is a problem found, and where: what was sent there, and what
+// a long list of allowed values expects, are written for the problems kept
+// only (a call may break thousands of keywords, at the root of a large
+// value).
+type problem struct {
+	envelope.FieldProblem
+	loc    []string
+	sent   bool          // the problem says what was sent at loc
+	expect func() string // what it expects, when not Expected
 }
 
 // unknownField is where an unknown field was met, for its suggestion.
@@ -281,7 +333,7 @@ func (c *collector) suggest(problems []envelope.FieldProblem) {
 			continue
 		}
 		known := c.s.fieldsAt(u.parent)
-		switch near := nearest(u.name, known); {
+		switch near := nearest(c.budget, u.name, known); {
 		case near != "":
 			problems[i].Expected = "Did you mean '" + near + "'?"
 		case len(known) > 0:
@@ -295,6 +347,7 @@ func (c *collector) suggest(problems []envelope.FieldProblem) {
 // walk collects the leaves of a failure: the keywords that failed where
 // they failed, not the schemas that contained them.
 func (c *collector) walk(e *jsonschema.ValidationError) {
+	c.budget.spend(1)
 	if isContainer(e.ErrorKind) {
 		for _, cause := range e.Causes {
 			c.walk(cause)
@@ -327,10 +380,17 @@ func (c *collector) walk(e *jsonschema.ValidationError) {
 	}
 }
 
+// wordSteps are what a problem costs to word.
+const wordSteps = 4
+
 // add keeps a problem, once, up to maxCollected.
-func (c *collector) add(p envelope.FieldProblem) {
+func (c *collector) add(p problem) {
+	c.budget.spend(wordSteps)
+	if len(c.problems) == maxCollected {
+		return
+	}
 	key := p.Path + "\x00" + p.Problem
-	if len(c.problems) == maxCollected || c.seen[key] {
+	if c.seen[key] {
 		return
 	}
 	if c.seen == nil {
@@ -386,15 +446,15 @@ func isContainer(k jsonschema.ErrorKind) bool {
 }
 
 // word turns one failed keyword at loc into problems, one per field.
-func (c *collector) word(loc []string, k jsonschema.ErrorKind) []envelope.FieldProblem {
-	at := func(problem, expected string) []envelope.FieldProblem {
-		return []envelope.FieldProblem{{Path: path(loc), Problem: problem, Sent: c.sent(loc), Expected: expected}}
+func (c *collector) word(loc []string, k jsonschema.ErrorKind) []problem {
+	at := func(words, expected string) []problem {
+		return []problem{{FieldProblem: envelope.FieldProblem{Path: path(loc), Problem: words, Expected: expected}, loc: loc, sent: true}}
 	}
 	switch k := k.(type) {
 	case *kind.Required:
-		out := make([]envelope.FieldProblem, 0, len(k.Missing))
+		out := make([]problem, 0, len(k.Missing))
 		for _, name := range k.Missing {
-			out = append(out, envelope.FieldProblem{Path: path(append(slices.Clip(loc), name)), Problem: "Missing required field", Expected: c.expectedType(append(slices.Clip(loc), name))})
+			out = append(out, problem{FieldProblem: envelope.FieldProblem{Path: path(append(slices.Clip(loc), name)), Problem: "Missing required field", Expected: c.expectedType(append(slices.Clip(loc), name))}})
 		}
 		return out
 	case *kind.DependentRequired:
@@ -404,10 +464,13 @@ func (c *collector) word(loc []string, k jsonschema.ErrorKind) []envelope.FieldP
 	case *kind.AdditionalProperties:
 		// What to expect instead is worked out for the fields kept only
 		// (suggest): a call may name thousands.
-		out := make([]envelope.FieldProblem, 0, len(k.Properties))
-		for _, name := range k.Properties {
+		// Past maxCollected, add keeps none: none is worded.
+		names := k.Properties[:min(len(k.Properties), maxCollected-len(c.problems))]
+		c.budget.spend(wordSteps * (len(k.Properties) - len(names)))
+		out := make([]problem, 0, len(names))
+		for _, name := range names {
 			field := append(slices.Clip(loc), name)
-			p := envelope.FieldProblem{Path: path(field), Problem: "Unknown field '" + name + "'", Sent: c.sent(field)}
+			p := problem{FieldProblem: envelope.FieldProblem{Path: path(field), Problem: "Unknown field '" + name + "'"}, loc: field, sent: true}
 			if c.unknown == nil {
 				c.unknown = make(map[string]unknownField)
 			}
@@ -418,9 +481,13 @@ func (c *collector) word(loc []string, k jsonschema.ErrorKind) []envelope.FieldP
 	case *kind.Type:
 		return at("Wrong type", "Expected "+typeWords(k.Want)+".")
 	case *kind.Enum:
-		return at("Not an allowed value", "Expected one of: "+valueList(k.Want)+".")
+		p := at("Not an allowed value", "")
+		p[0].expect = func() string { return "Expected one of: " + valueList(k.Want) + "." }
+		return p
 	case *kind.Const:
-		return at("Not the allowed value", "Expected exactly: "+value(k.Want)+".")
+		p := at("Not the allowed value", "")
+		p[0].expect = func() string { return "Expected exactly: " + value(k.Want) + "." }
+		return p
 	case *kind.Format:
 		return at("Invalid "+k.Want+" format", formatWords(k.Want))
 	case *kind.MinLength:
@@ -473,10 +540,10 @@ func (c *collector) word(loc []string, k jsonschema.ErrorKind) []envelope.FieldP
 }
 
 // missingWith words the fields missing because prop was given.
-func (c *collector) missingWith(loc []string, prop string, missing []string) []envelope.FieldProblem {
-	out := make([]envelope.FieldProblem, 0, len(missing))
+func (c *collector) missingWith(loc []string, prop string, missing []string) []problem {
+	out := make([]problem, 0, len(missing))
 	for _, name := range missing {
-		out = append(out, envelope.FieldProblem{Path: path(append(slices.Clip(loc), name)), Problem: "Missing field, required when '" + prop + "' is given"})
+		out = append(out, problem{FieldProblem: envelope.FieldProblem{Path: path(append(slices.Clip(loc), name)), Problem: "Missing field, required when '" + prop + "' is given"}})
 	}
 	return out
 }
@@ -487,12 +554,15 @@ func path(loc []string) string { return strings.Join(loc, ".") }
 
 // sent is the JSON at loc in the instance, nil when there is none: as
 // decoded and written again (an object's fields sorted by name), with <, >
-// and & as sent rather than escaped for HTML.
+// and & as sent rather than escaped for HTML. It may be all of the
+// arguments, for each of the problems kept, and is read again to be
+// worded: its bytes are paid from the budget before it is written.
 func (c *collector) sent(loc []string) json.RawMessage {
 	v, ok := lookup(c.inst, loc)
 	if !ok {
 		return nil
 	}
+	c.budget.spend(weigh(v, c.budget.left*sentBytesPerStep) / sentBytesPerStep)
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
@@ -500,6 +570,43 @@ func (c *collector) sent(loc []string) json.RawMessage {
 		return nil
 	}
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
+
+// sentBytesPerStep are the bytes of what was sent written, and read
+// again, in a step.
+const sentBytesPerStep = 4
+
+// weigh is about how many bytes v is written in, counted up to limit.
+func weigh(v any, limit int) int {
+	n := 0
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, m := range v {
+				if n > limit {
+					return
+				}
+				n += len(k) + 4
+				walk(m)
+			}
+		case []any:
+			for _, item := range v {
+				if n > limit {
+					return
+				}
+				n++
+				walk(item)
+			}
+		case string:
+			n += len(v) + 2
+		case json.Number:
+			n += len(v)
+		}
+		n += 2
+	}
+	walk(v)
+	return n
 }
 
 func lookup(v any, loc []string) (any, bool) {
@@ -671,78 +778,4 @@ func number(r *big.Rat) string {
 	}
 	f, _ := r.Float64()
 	return string(envelope.AppendNumber(nil, f))
-}
-
-// nearest is the known name closest to name, when it is close enough to be
-// a typo of it.
-func nearest(name string, known []string) string {
-	best, bestDist := "", 0
-	for _, k := range known {
-		d := distance(strings.ToLower(name), strings.ToLower(k))
-		if best == "" || d < bestDist {
-			best, bestDist = k, d
-		}
-	}
-	if best == "" || bestDist > max(2, len(best)/3) {
-		return ""
-	}
-	return best
-}
-
-// distance is the Damerau-Levenshtein distance (with adjacent
-// transpositions) between a and b, in bytes, bounded in cost by the names'
-// lengths (field names of a schema and of a call).
-func distance(a, b string) int {
-	if len(a) > 256 || len(b) > 256 {
-		return max(len(a), len(b))
-	}
-	prev2 := make([]int, len(b)+1)
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1)
-			}
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return prev[len(b)]
-}
-
-// Nearest returns up to n of the names closest to name, nearest first: the
-// tools a model most likely meant.
-func Nearest(name string, names []string, n int) []string {
-	type scored struct {
-		name string
-		d    int
-	}
-	all := make([]scored, 0, len(names))
-	for _, k := range names {
-		d := distance(strings.ToLower(name), strings.ToLower(k))
-		if strings.Contains(strings.ToLower(k), strings.ToLower(name)) || strings.Contains(strings.ToLower(name), strings.ToLower(k)) {
-			d = min(d, 1)
-		}
-		all = append(all, scored{k, d})
-	}
-	slices.SortFunc(all, func(a, b scored) int {
-		if a.d != b.d {
-			return a.d - b.d
-		}
-		return strings.Compare(a.name, b.name)
-	})
-	out := make([]string, 0, min(n, len(all)))
-	for _, s := range all[:min(n, len(all))] {
-		out = append(out, s.name)
-	}
-	return out
 }

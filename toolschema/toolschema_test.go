@@ -17,6 +17,22 @@ import (
 
 var update = flag.Bool("update", false, "rewrite testdata/wording.golden from the current output")
 
+// mustCheck is Check, which must run to its end.
+func mustCheck(t testing.TB, s *Schema, args []byte) []envelope.FieldProblem {
+	t.Helper()
+	problems, err := s.Check(t.Context(), args)
+	require.NoError(t, err)
+	return problems
+}
+
+// mustCheckCall is CheckCall, which must run to its end.
+func mustCheckCall(t testing.TB, s *Schema, body []byte) []envelope.FieldProblem {
+	t.Helper()
+	problems, err := s.CheckCall(t.Context(), body)
+	require.NoError(t, err)
+	return problems
+}
+
 // invoice is a tool schema using the keywords models most often break.
 const invoice = `{
 	"type": "object",
@@ -146,7 +162,7 @@ func TestWordingOfEveryKeyword(t *testing.T) {
 		out.WriteString("# " + group.name + "\n\n")
 		for _, c := range group.cases {
 			out.WriteString("## " + c.name + "\n" + c.args + "\n")
-			problems := s.Check([]byte(c.args))
+			problems := mustCheck(t, s, []byte(c.args))
 			if problems == nil {
 				out.WriteString("(valid)\n\n")
 				continue
@@ -170,7 +186,7 @@ func TestSchemasLoadNothing(t *testing.T) {
 	}
 	s, err := Compile([]byte(`{"$defs":{"n":{"type":"integer"}},"type":"object","properties":{"a":{"$ref":"#/$defs/n"}}}`))
 	require.NoError(t, err, "a reference inside the schema")
-	assert.Len(t, s.Check([]byte(`{"a":"x"}`)), 1)
+	assert.Len(t, mustCheck(t, s, []byte(`{"a":"x"}`)), 1)
 }
 
 func TestSchemaSizeIsBounded(t *testing.T) {
@@ -185,8 +201,8 @@ func TestDraft07WhenTheSchemaSaysSo(t *testing.T) {
 	tuple := `"type":"object","properties":{"t":{"type":"array","items":[{"type":"string"},{"type":"integer"}]}}}`
 	s, err := Compile([]byte(`{"$schema":"http://json-schema.org/draft-07/schema#",` + tuple))
 	require.NoError(t, err)
-	assert.Nil(t, s.Check([]byte(`{"t":["a",1]}`)))
-	problems := s.Check([]byte(`{"t":["a","b"]}`))
+	assert.Nil(t, mustCheck(t, s, []byte(`{"t":["a",1]}`)))
+	problems := mustCheck(t, s, []byte(`{"t":["a","b"]}`))
 	require.Len(t, problems, 1)
 	assert.Equal(t, "t.1", problems[0].Path)
 	assert.Equal(t, "Expected an integer.", problems[0].Expected)
@@ -207,7 +223,7 @@ func TestProblemsAreBounded(t *testing.T) {
 		args.WriteString(`"f` + strings.Repeat("x", i%7) + string(rune('a'+i%26)) + `":1`)
 	}
 	args.WriteString("}")
-	assert.Len(t, s.Check([]byte(args.String())), MaxProblems)
+	assert.Len(t, mustCheck(t, s, []byte(args.String())), MaxProblems)
 }
 
 func TestNearestTools(t *testing.T) {
@@ -228,7 +244,7 @@ func BenchmarkCheck1KiB(b *testing.B) {
 	b.SetBytes(int64(len(raw)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if p := s.Check(raw); p != nil {
+		if p := mustCheck(b, s, raw); p != nil {
 			b.Fatal(p)
 		}
 	}
@@ -254,7 +270,7 @@ func BenchmarkCheck1KiBManyObjects(b *testing.B) {
 	b.SetBytes(int64(len(raw)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if p := s.Check(raw); p != nil {
+		if p := mustCheck(b, s, raw); p != nil {
 			b.Fatal(p)
 		}
 	}
@@ -265,7 +281,7 @@ func BenchmarkCheck1KiBManyObjects(b *testing.B) {
 func TestNotAnythingIsAnUnknownField(t *testing.T) {
 	s, err := Compile([]byte(`{"type":"object","properties":{"to":{"type":"integer"}},"required":["to"],"additionalProperties":{"not":{}}}`))
 	require.NoError(t, err)
-	problems := s.Check([]byte(`{"to":1,"too":2}`))
+	problems := mustCheck(t, s, []byte(`{"to":1,"too":2}`))
 	require.Len(t, problems, 1)
 	assert.Equal(t, envelope.FieldProblem{Path: "too", Problem: "Unknown field 'too'", Sent: []byte("2"), Expected: "Did you mean 'to'?"}, problems[0])
 }
@@ -277,12 +293,12 @@ func TestHugeNumbersAreRefusedCheaply(t *testing.T) {
 	require.NoError(t, err)
 	for _, args := range []string{`{"n":1e1000001}`, `{"ids":[` + strings.TrimSuffix(strings.Repeat("1e999999,", 500), ",") + `]}`} {
 		var problems []envelope.FieldProblem
-		spent := cputime.Of(func() { problems = s.Check([]byte(args)) })
+		spent := cputime.Of(func() { problems = mustCheck(t, s, []byte(args)) })
 		require.Len(t, problems, 1)
 		assert.Equal(t, "A number is out of range", problems[0].Problem)
 		assert.Less(t, spent, time.Second, "CPU time")
 	}
-	assert.Nil(t, s.CheckCall([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":null}}`)), "null arguments are none")
+	assert.Nil(t, mustCheckCall(t, s, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":null}}`)), "null arguments are none")
 }
 
 func TestDeepSchemasDoNotCompile(t *testing.T) {
