@@ -4,11 +4,15 @@
 //
 //	go run ./examples/demo
 //
-// It prints curl commands that show a normal call and a rate-limited one, and
-// runs until interrupted.
+// It prints where each runs, and a curl command that calls a tool through
+// the gateway, and runs until interrupted. With -caddyfile, Caddy runs
+// another Caddyfile in front of the demo MCP server instead; one that
+// serves no site (a global options block alone) leaves the MCP server
+// running alone.
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -19,12 +23,14 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
-	_ "github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -58,12 +64,16 @@ func run(caddyfile string) error {
 	if err != nil {
 		return err
 	}
+	gateways, err := gatewayURLs(caddyfile, text)
+	if err != nil {
+		return err
+	}
 	if err := caddy.Load(cfg, true); err != nil {
 		return err
 	}
 	defer caddy.Stop() //nolint:errcheck // exiting anyway
 
-	printUsage(upstream, caddyfile)
+	printUsage(upstream, caddyfile, gateways)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	<-ctx.Done()
@@ -89,21 +99,75 @@ func serveDemo() (addr string, stop func(), err error) {
 	return ln.Addr().String(), func() { _ = srv.Close() }, nil
 }
 
-func printUsage(upstream, caddyfile string) {
-	root := filepath.Join(caddy.AppDataDir(), "pki", "authorities", "local", "root.crt")
-	fmt.Printf(`
-caddy-mcp demo
-  gateway:     https://localhost:8443/mcp   (Caddy, %s)
-  MCP server:  http://%s/mcp   (tools: echo, add, count, slow)
-  CA root:     %s
+// gatewayURLs are the MCP endpoints the sites of a Caddyfile serve: each
+// site address as a URL, /mcp its path (the demo server answers on any).
+// A Caddyfile without a site (a global options block alone) serves none.
+func gatewayURLs(filename string, text []byte) ([]string, error) {
+	blocks, err := caddyfile.Parse(filename, text)
+	if err != nil {
+		return nil, err
+	}
+	var urls []string
+	for _, b := range blocks {
+		if b.IsNamedRoute {
+			continue
+		}
+		for _, key := range b.GetKeysText() {
+			if strings.HasPrefix(key, "(") {
+				break // a snippet
+			}
+			a, err := httpcaddyfile.ParseAddress(key)
+			if err != nil {
+				return nil, err
+			}
+			urls = append(urls, siteURL(a))
+		}
+	}
+	return urls, nil
+}
 
-Call a tool through the gateway (run it 4 times: the 4th is RATE_LIMITED):
+// siteURL is the URL a client calls for a site address: HTTPS unless the
+// address says HTTP, port 80, or names no host (Caddy has no name to get
+// a certificate for).
+func siteURL(a httpcaddyfile.Address) string {
+	scheme := a.Scheme
+	if scheme == "" {
+		scheme = "https"
+		if a.Port == "80" || (a.Host == "" && a.Port != "443") {
+			scheme = "http"
+		}
+	}
+	host := cmp.Or(a.Host, "localhost")
+	if a.Port != "" && !(scheme == "https" && a.Port == "443") && !(scheme == "http" && a.Port == "80") {
+		host = net.JoinHostPort(host, a.Port)
+	}
+	return scheme + "://" + host + cmp.Or(strings.TrimSuffix(a.Path, "*"), "/") + "mcp"
+}
+
+func printUsage(upstream, caddyfile string, gateways []string) {
+	root := filepath.Join(caddy.AppDataDir(), "pki", "authorities", "local", "root.crt")
+	fmt.Printf("\ncaddy-mcp demo\n")
+	if len(gateways) == 0 {
+		fmt.Printf("  gateway:     none (%s serves no site)\n", caddyfile)
+	}
+	for _, g := range gateways {
+		fmt.Printf("  gateway:     %s   (Caddy, %s)\n", g, caddyfile)
+	}
+	fmt.Printf("  MCP server:  http://%s/mcp   (tools: echo, add, count, slow)\n", upstream)
+	if len(gateways) == 0 {
+		fmt.Printf("\nPress Ctrl-C to stop.\n")
+		return
+	}
+	fmt.Printf(`  CA root:     %s
+
+Call a tool through the gateway (with examples/Caddyfile, the 4th call
+within a minute is RATE_LIMITED):
 
   curl -sS --cacert %s \
     -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
     -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}' \
-    https://localhost:8443/mcp
+    %s
 
 Press Ctrl-C to stop.
-`, caddyfile, upstream, root, root)
+`, root, root, gateways[0])
 }
