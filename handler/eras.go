@@ -88,7 +88,7 @@ func (e era) requiresMirrors() bool { return e == statelessEra }
 // that code is legacy and -32000 to -32099 belong to the specification, so
 // each envelope code gets an application code of its own, outside
 // -32768..-32000: the HTTP status that says the same, as other MCP gateways
-// answer a rate limit with 429. The README lists them.
+// answer a rate limit with 429. docs/model.md lists them.
 func (e era) rpcCode(env *envelope.Envelope) int {
 	if e == sessionEra {
 		return envelope.CodeServerError

@@ -17,7 +17,7 @@ import (
 //
 // A decision in a redis-server on loopback, one at a time, and from 64
 // goroutines at once (each its own client key): what a decision costs with
-// the client this store uses (README, "Run a fleet").
+// the client this store uses (docs/performance.md, "The Redis client").
 func newBenchStore(b *testing.B) (ratelimit.Store, ratelimit.Limit) {
 	srv := redistest.Start(b)
 	r := &redisstore.Redis{Addresses: []string{srv.URL()}}

@@ -16,8 +16,8 @@ import (
 )
 
 // The Redis client is github.com/redis/rueidis, chosen by measurement
-// against github.com/redis/go-redis/v9 (the README's "Run a fleet" gives
-// the figures): it pipelines the decisions of concurrent requests over a
+// against github.com/redis/go-redis/v9 (docs/performance.md, "The Redis
+// client", gives the figures): it pipelines the decisions of concurrent requests over a
 // few connections, with half the client CPU, 40 % less Redis CPU and 2.5
 // times fewer allocations per decision, and twice the throughput at 64
 // concurrent requests; with the write timeout below, a stalled Redis costs

@@ -166,7 +166,7 @@ func TestRedisDecidesAsMemoryDoes(t *testing.T) {
 
 // A bucket is one Redis key that expires when it would be full again; a
 // bucket back to full is deleted at once. What a key costs Redis is
-// measured here (MEMORY USAGE), for the README.
+// measured here (MEMORY USAGE), for docs/operating.md.
 func TestBucketsExpireWhenFullAgain(t *testing.T) {
 	srv := redistest.Start(t)
 	r := storeFor(srv)

@@ -369,7 +369,7 @@ func TestSessionTokensThatDoNotOpenGet404(t *testing.T) {
 	})
 }
 
-// Rotation as the README writes it: the secrets from two variables, the
+// Rotation as docs/operating.md writes it: the secrets from two variables, the
 // old one unset until a rotation, then the new secret first and the old
 // one kept, then the old one gone.
 func TestSessionKeysRotateWithoutBreakingSessions(t *testing.T) {

@@ -11,8 +11,8 @@ import (
 )
 
 // The validator was chosen over github.com/google/jsonschema-go, the Go
-// SDK's, on what the model is told (README, "Arguments checked at the
-// edge"). These tests hold the reasons: what jsonschema-go reports for the
+// SDK's, on what the model is told (docs/configuration.md, "Arguments
+// checked at the edge"). These tests hold the reasons: what jsonschema-go reports for the
 // same schema and arguments. Run the comparison of speed with
 //
 //	go test -run '^$' -bench Validators -benchmem ./toolschema/

@@ -59,7 +59,7 @@ const (
 	// and authorization scenarios, and a --spec-version filter that knows
 	// 2025-03-26, 2025-06-18, 2025-11-25, draft and extension: it has no
 	// 2026-07-28 scenario). Running it too holds the gateway to the newest
-	// release's way of checking a server, not only to the one the README
+	// release's way of checking a server, not only to the one docs/model.md
 	// quotes.
 	latestSuiteVersion  = "0.1.16"
 	latestWantScenarios = 30

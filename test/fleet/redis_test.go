@@ -237,7 +237,7 @@ func delta(before, after map[string]int) map[string]int {
 	return d
 }
 
-// Redis holds no key as the client sent it (the README's fleet example
+// Redis holds no key as the client sent it (the fleet example of docs/operating.md
 // keys a limit on Authorization: whoever reads Redis, a replica, a backup,
 // MONITOR, would read every client's token), and neither do the node's
 // status and log without log_key. The buckets are shared as the keys are:
