@@ -27,6 +27,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -101,9 +103,19 @@ func (r *Redis) Provision(ctx caddy.Context) error {
 	repl := caddy.NewReplacer()
 	addrs := make([]string, len(r.Addresses))
 	for i, a := range r.Addresses {
-		addrs[i] = repl.ReplaceAll(a, "")
+		var err error
+		if addrs[i], err = expand(repl, "address", a); err != nil {
+			return err
+		}
 	}
-	user, pass := repl.ReplaceAll(r.Username, ""), repl.ReplaceAll(r.Password, "")
+	user, err := expand(repl, "username", r.Username)
+	if err != nil {
+		return err
+	}
+	pass, err := expand(repl, "password", r.Password)
+	if err != nil {
+		return err
+	}
 	r.KeyPrefix = cmp.Or(r.KeyPrefix, DefaultKeyPrefix)
 	r.OnError = cmp.Or(r.OnError, Local)
 	timeout := cmp.Or(time.Duration(r.Timeout), DefaultTimeout)
@@ -201,3 +213,30 @@ var (
 	_ caddy.Validator    = (*Redis)(nil)
 	_ caddy.CleanerUpper = (*Redis)(nil)
 )
+
+// envPlaceholder is an {env.NAME} placeholder.
+var envPlaceholder = regexp.MustCompile(`\{env\.([^{}]+)\}`)
+
+// expand replaces the placeholders of the option's template, and refuses a
+// template whose placeholders all come out empty: an unset
+// {env.REDIS_PASSWORD} would connect without a password, and every
+// decision would then fail as on_error says, in silence. The error names
+// the option, its template and the variables, never a value.
+func expand(repl *caddy.Replacer, option, template string) (string, error) {
+	v := repl.ReplaceAll(template, "")
+	if v != "" || template == "" {
+		return v, nil
+	}
+	var why []string
+	for _, m := range envPlaceholder.FindAllStringSubmatch(template, -1) {
+		if _, set := os.LookupEnv(m[1]); set {
+			why = append(why, "environment variable "+m[1]+" is empty")
+		} else {
+			why = append(why, "environment variable "+m[1]+" is not set")
+		}
+	}
+	if len(why) == 0 {
+		why = append(why, "its placeholders expand to nothing")
+	}
+	return "", fmt.Errorf("%s %s is empty: %s", option, template, strings.Join(why, ", "))
+}

@@ -363,6 +363,42 @@ func TestSettingsAreChecked(t *testing.T) {
 	assert.ErrorContains(t, r.Provision(ctx), "a Redis Cluster has database 0 only")
 }
 
+// A credential or address taken from the environment that comes out empty
+// refuses the config, naming the option, its placeholder and the variable:
+// an unset password would connect without it, and every decision would
+// fail as on_error says, in silence. Values are never named.
+func TestSettingsFromAnUnsetVariableAreRefusedByName(t *testing.T) {
+	t.Setenv("CADDY_MCP_TEST_REDIS_EMPTY", "")
+	t.Setenv("CADDY_MCP_TEST_REDIS_SECRET", "s3cret")
+	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+	defer cancel()
+	for _, tt := range []struct {
+		name string
+		r    redisstore.Redis
+		want string
+	}{
+		{"an unset password", redisstore.Redis{Addresses: []string{"localhost:6379"}, Password: "{env.CADDY_MCP_TEST_REDIS_UNSET}"},
+			"password {env.CADDY_MCP_TEST_REDIS_UNSET} is empty: environment variable CADDY_MCP_TEST_REDIS_UNSET is not set"},
+		{"an empty username", redisstore.Redis{Addresses: []string{"localhost:6379"}, Username: "{env.CADDY_MCP_TEST_REDIS_EMPTY}", Password: "{env.CADDY_MCP_TEST_REDIS_SECRET}"},
+			"username {env.CADDY_MCP_TEST_REDIS_EMPTY} is empty: environment variable CADDY_MCP_TEST_REDIS_EMPTY is empty"},
+		{"an unset address", redisstore.Redis{Addresses: []string{"{env.CADDY_MCP_TEST_REDIS_UNSET}"}},
+			"address {env.CADDY_MCP_TEST_REDIS_UNSET} is empty: environment variable CADDY_MCP_TEST_REDIS_UNSET is not set"},
+		{"placeholders that are all empty", redisstore.Redis{Addresses: []string{"localhost:6379"}, Password: "{env.CADDY_MCP_TEST_REDIS_EMPTY}{env.CADDY_MCP_TEST_REDIS_UNSET}"},
+			"environment variable CADDY_MCP_TEST_REDIS_EMPTY is empty, environment variable CADDY_MCP_TEST_REDIS_UNSET is not set"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.r.Provision(ctx)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.want)
+			assert.NotContains(t, err.Error(), "s3cret")
+		})
+	}
+	// A variable that is set is used, and no address or credential
+	// written as such is refused for being a literal.
+	r := provision(t, &redisstore.Redis{Addresses: []string{"localhost:6379"}, Password: "{env.CADDY_MCP_TEST_REDIS_SECRET}"})
+	assert.NotNil(t, r)
+}
+
 // scriptCalls is how many times Redis ran a script: one round trip each
 // for a single limit, one per pipeline slot for several.
 func scriptCalls(t *testing.T, srv *redistest.Server) int {
