@@ -103,9 +103,16 @@ func checkHostPort(a string) error {
 type lazyConn struct {
 	opt    rueidis.ClientOption
 	client atomic.Pointer[rueidis.Client]
+	// use keeps the client from being closed under a call: a call holds it
+	// for reading while it uses the client, close for writing. rueidis
+	// dials a connection for a call that needs one, and one dialed as the
+	// client is closed stays open for good: with Caddy cleaning up a
+	// config while its last requests still decide, each reload could leave
+	// connections to Redis behind.
+	use sync.RWMutex
 	// mu guards attempt, the attempt to make the client under way (closed
 	// when it ends: one at a time, however many requests wait for it),
-	// and closed.
+	// and closed (written under use's write lock as well).
 	mu      sync.Mutex
 	attempt chan struct{}
 	lastErr error
@@ -170,7 +177,7 @@ func (c *lazyConn) connecting() <-chan struct{} {
 			c.lastErr = err
 		case c.closed:
 			client.Close()
-			c.lastErr = errors.New("redis client closed")
+			c.lastErr = errClosed
 		default:
 			c.client.Store(&client)
 		}
@@ -181,6 +188,11 @@ func (c *lazyConn) connecting() <-chan struct{} {
 }
 
 func (c *lazyConn) buckets(ctx context.Context, op string, keys, args []string) ([][3]int64, []bool, []error, error) {
+	c.use.RLock()
+	defer c.use.RUnlock()
+	if c.closed { // written under use's write lock
+		return nil, nil, nil, errClosed
+	}
 	client, err := c.get(ctx)
 	if err != nil {
 		return nil, nil, nil, err
@@ -325,7 +337,14 @@ func (c *lazyConn) ping(ctx context.Context) error {
 // probeKey is the key a probe refunds nothing to: it is never written.
 const probeKey = "caddy-mcp-probe"
 
+// errClosed is a call on a conn that was closed: its config was cleaned up.
+var errClosed = errors.New("redis client closed")
+
+// close closes the client once the calls under way have returned (their
+// contexts end with the backend's), and refuses calls from then on.
 func (c *lazyConn) close() {
+	c.use.Lock()
+	defer c.use.Unlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.closed = true
