@@ -97,7 +97,7 @@ func (a *abandonment) clientLeft() {
 		a.cut(errClientLeft)
 	case !u.delivery.settled(a.h.concurrency.cancelGrace):
 		a.cut(errClientLeft) // it runs nowhere
-	case a.x.era.closingCancels():
+	case a.x.era.ClosingCancels():
 		a.hold = true
 		a.cut(errClientLeft)
 		cancellations.WithLabelValues(reasonLabelClientLeft).Inc()

@@ -40,7 +40,7 @@ func (h *Handler) answer(w http.ResponseWriter, x *exchange, env *envelope.Envel
 		if requests > 0 {
 			id = envelope.NullID
 		}
-		return writeJSON(w, status, env, env.AppendRPCError(nil, id, x.era.rpcCode(env)))
+		return writeJSON(w, status, env, env.AppendRPCError(nil, id, x.era.RPCCode(env)))
 	}
 	body := make([]byte, 0, 1024)
 	if x.batch {
@@ -57,7 +57,7 @@ func (h *Handler) answer(w http.ResponseWriter, x *exchange, env *envelope.Envel
 		if isCall(m) {
 			body = h.appendCallResult(body, x, env, m.ID, string(m.Name))
 		} else {
-			body = env.AppendRPCError(body, m.ID, x.era.rpcCode(env))
+			body = env.AppendRPCError(body, m.ID, x.era.RPCCode(env))
 		}
 	}
 	if x.batch {

@@ -44,7 +44,7 @@ const (
 // variables, since x's may still be on its way, and the route writes to
 // those. Its placeholders read x's messages, as x's did.
 func (h *Handler) sendCancelled(x *exchange, vars map[string]any, next caddyhttp.Handler, reason string) {
-	if x.era.closingCancels() {
+	if x.era.ClosingCancels() {
 		return
 	}
 	for i := range x.msgs {

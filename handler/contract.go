@@ -213,7 +213,7 @@ func (h *Handler) awareness(x *exchange, tool string) string {
 	if h.contract == nil {
 		return ""
 	}
-	return contract.Awareness(tool, h.contract.deltas(listKey(x), tool))
+	return contract.Awareness(tool, h.contract.deltas(listKey(x.view()), tool))
 }
 
 // refuseBroken reports whether a call to tool is refused, on_breaking
@@ -222,7 +222,7 @@ func (h *Handler) refuseBroken(x *exchange, tool string) (breaking []string, ref
 	if h.contract == nil || !h.contract.refuse {
 		return nil, false
 	}
-	deltas := h.contract.deltas(listKey(x), tool)
+	deltas := h.contract.deltas(listKey(x.view()), tool)
 	if contract.Worst(deltas) != contract.Breaking {
 		return nil, false
 	}

@@ -6,51 +6,9 @@ import (
 	"testing/synctest"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/caddymcp/caddy-mcp/envelope"
 )
-
-func TestTheEraIsTheDeclaredVersionWrittenAsADate(t *testing.T) {
-	for version, want := range map[string]era{
-		"": sessionEra, "2024-11-05": sessionEra, "2025-03-26": sessionEra, "2025-06-18": sessionEra, "2025-11-25": sessionEra,
-		"2026-07-28": statelessEra, "2026-12-01": statelessEra,
-		// Not versions: a client cannot be read under the stateless era's
-		// rules (places freed when it leaves) by sending something that
-		// sorts after 2026-07-28.
-		"zzz": sessionEra, "2026-07-28x": sessionEra, "2026-7-280": sessionEra, "2026/07/28": sessionEra, "9": sessionEra,
-	} {
-		e := eraOf(post(callOne, header("Mcp-Protocol-Version", version)))
-		assert.Equal(t, want, e, version)
-		assert.Equal(t, want == statelessEra, e.closingCancels(), version)
-		assert.Equal(t, want == sessionEra, e.resumes(), version)
-	}
-}
-
-func TestErrorCodesPerEra(t *testing.T) {
-	for _, code := range []envelope.Code{envelope.RateLimited, envelope.ServerBusy, envelope.Timeout, envelope.InternalError, envelope.Forbidden} {
-		env := envelope.New(code, "x").Envelope()
-		assert.Equal(t, -32000, sessionEra.rpcCode(&env), "%s: the session era's clients know -32000", code)
-	}
-	seen := map[int]envelope.Code{}
-	for code, want := range map[envelope.Code]int{
-		envelope.ValidationError: 400, envelope.Forbidden: 403, envelope.RateLimited: 429, envelope.InternalError: 500,
-		envelope.HandoffUpstreamUnavailable: 502, envelope.ServerBusy: 503, envelope.Timeout: 504,
-		envelope.Conflict: 500, // a code the gateway does not answer with
-	} {
-		env := envelope.New(code, "x").Envelope()
-		got := statelessEra.rpcCode(&env)
-		assert.Equal(t, want, got, code)
-		assert.False(t, got >= -32768 && got <= -32000, "%s: %d is in JSON-RPC's and MCP's reserved range", code, got)
-		if other, dup := seen[got]; dup && code != envelope.Conflict && other != envelope.Conflict {
-			t.Errorf("%s and %s share code %d", code, other, got)
-		}
-		seen[got] = code
-	}
-	for code := range statelessCodes {
-		require.True(t, code.Canonical(), code)
-	}
-}
 
 // A refusal reaches a 2026-07-28 client with the era's code; a tools/call
 // is still answered with a result in both eras, the only channel every

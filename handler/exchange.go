@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/caddymcp/caddy-mcp/busy"
+	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 	"github.com/caddymcp/caddy-mcp/ratelimit"
 	"github.com/caddymcp/caddy-mcp/session"
-	"github.com/caddymcp/caddy-mcp/toolschema"
 )
 
 // exchange is what the handler knows of one HTTP request, and what it did
@@ -54,11 +54,6 @@ type exchange struct {
 	sessionBuf openedSession
 	principal  *session.Principal
 
-	// toolsKey is the list its tools come from, once listKey has worked
-	// it out (tools.go).
-	toolsKey    toolschema.ListKey
-	toolsKeySet bool
-
 	// Written by forward: the request went to the upstream, and watch
 	// follows its answer.
 	forwarded bool
@@ -74,6 +69,19 @@ type exchange struct {
 	// frozen holds the messages' placeholder values once the body's buffer
 	// has been recycled.
 	frozen *snapshot
+
+	// fx is what the features read of the exchange (view).
+	fx feature.Exchange
+}
+
+// view is the exchange as the features read it, as it stands now: the
+// steps before have written what it holds.
+func (x *exchange) view() *feature.Exchange {
+	x.fx = feature.Exchange{Request: x.r, Messages: x.msgs, Body: x.body, Batch: x.batch, Era: x.era, Start: x.start}
+	if x.session != nil {
+		x.fx.Replica = x.session.Upstream
+	}
+	return &x.fx
 }
 
 // refusal is who refused a request, for the log: a rate limit or the
@@ -191,8 +199,5 @@ func idText(id json.RawMessage) string {
 	return s
 }
 
-// isCall reports whether m is a tools/call request, answered with a
-// CallToolResult rather than a JSON-RPC error.
-func isCall(m *jsonrpc.Message) bool {
-	return m.Kind == jsonrpc.Request && string(m.Method) == "tools/call"
-}
+// isCall reports whether m is a tools/call request.
+var isCall = feature.IsCall

@@ -10,9 +10,9 @@ import (
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
+	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 	"github.com/caddymcp/caddy-mcp/session"
-	"github.com/caddymcp/caddy-mcp/toolschema"
 )
 
 // Forwarding: the request goes to the next handler (reverse_proxy), and its
@@ -33,18 +33,20 @@ const maxHeldBody = 64 << 10
 func (h *Handler) forward(w http.ResponseWriter, x *exchange, next caddyhttp.Handler) (err error) {
 	x.forwarded = true
 	u := &x.watch
-	list := h.watchList(x)
-	read := h.readAnswer(x, list)
-	if read != nil {
-		list = nil // learned from as the client is given it
-		// The answer must be read: not compressed.
-		delete(x.r.Header, "Accept-Encoding")
-		defer countCall(read)
+	*u = upstreamWatch{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, h: h, x: x, pins: h.pins, keepaliveEvery: time.Duration(h.SSEKeepalive)}
+	if fx := x.view(); u.hooks.open(h.responders, fx) {
+		if u.hooks.edit {
+			u.read = &answerRead{}
+			// The answer must be read: not compressed.
+			delete(x.r.Header, "Accept-Encoding")
+		} else if u.hooks.max > 0 {
+			u.seen = &seenAnswer{want: -1}
+		}
+		defer func() { u.hooks.end(fx, u.ending(err)) }()
 	}
-	*u = upstreamWatch{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, x: x, pins: h.pins, list: list, catalog: h.catalog, read: read, keepaliveEvery: time.Duration(h.SSEKeepalive)}
 	up := x.r
 	var abandon *abandonment
-	if len(x.slots) > 0 && !(h.UpstreamCancelsOnClose && x.era.closingCancels()) {
+	if len(x.slots) > 0 && !(h.UpstreamCancelsOnClose && x.era.ClosingCancels()) {
 		// The request holds places in the guard, and its upstream may go
 		// on running it when the client leaves (before MCP 2026-07-28
 		// closing the connection does not cancel a call, and from it on
@@ -55,6 +57,8 @@ func (h *Handler) forward(w http.ResponseWriter, x *exchange, next caddyhttp.Han
 		u.drain = true
 	}
 	if abandon != nil || h.policy != nil {
+		// What the transport did with the request: a call cut at its
+		// deadline is cancelled upstream only once it got there.
 		up = u.delivery.trace(up)
 	}
 	if d, cut, cancel := h.startDeadline(x, up); d != nil {
@@ -76,6 +80,7 @@ func (h *Handler) forward(w http.ResponseWriter, x *exchange, next caddyhttp.Han
 		// breaks an answer it has started.
 		var settled bool
 		if v == http.ErrAbortHandler {
+			u.broke = true
 			err, settled = h.settle(x, u, nil, true, next)
 		}
 		if !settled {
@@ -89,8 +94,8 @@ func (h *Handler) forward(w http.ResponseWriter, x *exchange, next caddyhttp.Han
 	}
 	u.stopKeepalive()
 	u.keepSealed()
-	if u.list != nil {
-		u.list.finish()
+	if u.seen != nil {
+		u.seen.finish(u)
 	}
 	err, _ = h.settle(x, u, err, false, next)
 	return err
@@ -115,9 +120,6 @@ func (h *Handler) settle(x *exchange, u *upstreamWatch, err error, broke bool, n
 			// The client left, and the call ran on (its places held) until
 			// its deadline cut it: the server is told to stop it all the
 			// same.
-			if u.read != nil {
-				u.read.outcome = "timeout"
-			}
 			x.releaseSlots(time.Now()) // not held while the upstream takes it
 			h.cancelAtDeadline(x, u, next)
 		}
@@ -166,12 +168,14 @@ func (h *Handler) settle(x *exchange, u *upstreamWatch, err error, broke bool, n
 // upstream spoke JSON-RPC.
 type upstreamWatch struct {
 	caddyhttp.ResponseWriterWrapper
+	h *Handler
 	x *exchange
-	// list learns the tools of a tools/list answer (nil: not one, or
-	// validate is off); catalog forgets the request's list when an event
-	// stream says the tools changed (nil: no tools are learned).
-	list    *listCapture
-	catalog *toolschema.Catalog
+	// hooks are the features' on this answer; seen gathers a JSON answer
+	// for hooks that watch it without editing it (nil: none does).
+	hooks answerHooks
+	seen  *seenAnswer
+	// broke: the upstream broke its answer before its end.
+	broke bool
 	// pins seals the session ids the upstream answers with (nil: off);
 	// sealed is the header the client was given.
 	pins   *pins
@@ -207,12 +211,18 @@ type upstreamWatch struct {
 	answered, resumable, cancelled atomic.Bool
 }
 
-// toolsChanged forgets the tools learned for the request's list, and the
-// list every caller shares: the server says they changed.
-func (u *upstreamWatch) toolsChanged() {
-	key := listKey(u.x)
-	u.catalog.Forget(key)
-	u.catalog.Forget(toolschema.ListKey{Endpoint: key.Endpoint})
+// ending is how the answer ended, for the hooks; err is what the proxy
+// returned.
+func (u *upstreamWatch) ending(err error) feature.Ending {
+	switch {
+	case u.deadline.passed():
+		return feature.DeadlinePassed
+	case u.x.r.Context().Err() != nil:
+		return feature.ClientGone
+	case u.broke || err != nil:
+		return feature.Broken
+	}
+	return feature.Complete
 }
 
 // owesAnswer reports whether the client has not had the answer to its
@@ -257,13 +267,13 @@ func (u *upstreamWatch) WriteHeader(status int) {
 	followed := eventStream && readable && status == http.StatusOK
 	if followed {
 		u.sse = newSSETracker(u.x.msgs, u.x.era)
-		if u.sse == nil && (u.catalog != nil || u.read != nil) {
+		if u.sse == nil && u.hooks.active() {
 			// A stream that owes no response (the standalone GET one, or a
 			// resumed one) is read for its notifications, or its replay.
 			u.sse = &sseTracker{era: u.x.era}
 		}
-		if u.catalog != nil {
-			u.sse.toolsChanged = u.toolsChanged
+		if u.hooks.active() {
+			u.sse.hooks, u.sse.fx = &u.hooks, &u.x.fx
 		}
 	} else {
 		u.deadline.answered() // the answer has begun
@@ -272,12 +282,13 @@ func (u *upstreamWatch) WriteHeader(status int) {
 	if u.read != nil {
 		switch {
 		case followed && u.sse != nil:
-			u.sse.edit = u.read
+			u.sse.edit = true
+			u.sse.fail = u.unreadable
 			delete(hdr, "Content-Length") // events may be edited
-		case status == http.StatusOK && (!readable || eventStream) && u.read.failClosed:
+		case status == http.StatusOK && (!readable || eventStream) && u.hooks.failClosed:
 			u.read.failed, u.read.holding = errAnswerEncoded, true
 			return
-		case status/100 == 2 && status != http.StatusOK && eventStream && u.read.failClosed:
+		case status/100 == 2 && status != http.StatusOK && eventStream && u.hooks.failClosed:
 			// An event stream under another success status: clients read
 			// it, and the gateway follows none but a 200's.
 			u.read.failed, u.read.holding = errAnswerStatus, true
@@ -290,15 +301,12 @@ func (u *upstreamWatch) WriteHeader(status int) {
 			u.read = nil // an answer the policy has no say in
 		}
 	}
-	if u.list != nil && (!readable || status != http.StatusOK) {
-		u.list.over = true
-	} else if u.list != nil {
+	if u.seen != nil && (!readable || status != http.StatusOK) {
+		u.seen.over = true
+	} else if u.seen != nil {
 		if n, err := strconv.ParseInt(hdr.Get("Content-Length"), 10, 64); err == nil {
-			u.list.want = n
+			u.seen.want = n
 		}
-	}
-	if u.list != nil && u.sse != nil {
-		u.sse.onMessage = u.list.event
 	}
 	u.ResponseWriterWrapper.WriteHeader(status)
 	if followed && u.keepaliveEvery > 0 {
@@ -323,7 +331,7 @@ func (u *upstreamWatch) Write(p []byte) (int, error) {
 		case len(u.heldBody)+len(p) <= maxHeldBody:
 			u.heldBody = append(u.heldBody, p...)
 			return len(p), nil
-		case !startsLikeJSON(u.heldBody, p):
+		case !jsonrpc.StartsMessage(u.heldBody, p):
 			// An error page, not the upstream speaking JSON-RPC: its start
 			// is enough for the excerpt, and the rest is dropped.
 			u.heldBody = append(u.heldBody, p[:maxHeldBody-len(u.heldBody)]...)
@@ -343,14 +351,14 @@ func (u *upstreamWatch) Write(p []byte) (int, error) {
 			u.deadline.answered()
 			u.answered.Store(true)
 		}
-		if u.sse.edit != nil || len(out) != len(p) {
+		if u.sse.edit || len(out) != len(p) {
 			if _, err := u.toClient(out); err != nil {
 				return 0, err
 			}
 			return len(p), nil
 		}
-	} else if u.list != nil {
-		u.list.write(p)
+	} else if u.seen != nil {
+		u.seen.write(u, p)
 	}
 	return u.toClient(p)
 }
@@ -445,24 +453,6 @@ func (h *Handler) replaceHeld(u *upstreamWatch) error {
 	u.held = false
 	clearEntityHeaders(u.Header())
 	return h.answer(u.ResponseWriterWrapper.ResponseWriter, u.x, &env, status)
-}
-
-// startsLikeJSON reports whether a body made of these parts could begin a
-// JSON-RPC message or batch, which is then passed through however long it
-// is.
-func startsLikeJSON(parts ...[]byte) bool {
-	for _, part := range parts {
-		for _, c := range part {
-			switch c {
-			case ' ', '\t', '\r', '\n':
-				continue
-			case '{', '[':
-				return true
-			}
-			return false
-		}
-	}
-	return true
 }
 
 func isEventStream(h http.Header) bool {

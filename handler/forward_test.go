@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 )
 
 // answering is a next handler that answers with status, headers and body,
@@ -774,7 +775,7 @@ func TestWhatCountsAsJSONRPCOrAStream(t *testing.T) {
 		"123":                 false,
 		"\n\n\n\n\n\n\n\n\n[": true,
 	} {
-		assert.Equal(t, want, startsLikeJSON([]byte(body)), "startsLikeJSON(%q)", body)
+		assert.Equal(t, want, jsonrpc.StartsMessage([]byte(body)), "StartsMessage(%q)", body)
 	}
 	for body, want := range map[string]bool{
 		`{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"x"}}`: true,

@@ -16,6 +16,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
+	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/logsample"
 	"github.com/caddymcp/caddy-mcp/toolpolicy"
 	"github.com/caddymcp/caddy-mcp/toolschema"
@@ -155,6 +156,9 @@ type Handler struct {
 	contract    *contractState
 	limits      []*limit
 	concurrency *concurrencyGuard
+	// responders are the features that read the upstream's answers, in
+	// the order their hooks run.
+	responders []feature.Responder
 	// keyInputs are the parts of a request key templates read, which a
 	// request may give once at most.
 	keyInputs keyInputs
@@ -217,6 +221,17 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.ValidateCalls || h.contract != nil || h.policy != nil {
 		h.catalog = sharedCatalog()
 		h.catalog.SetMaxBytes(h.joined.catalogSize(h.MaxCatalogSize))
+	}
+	// The contract reads a tool list as the upstream wrote it, the policy
+	// filters it, and the catalog learns what the client is given.
+	if h.contract != nil {
+		h.responders = append(h.responders, contractAnswers{h.contract})
+	}
+	if h.policy != nil {
+		h.responders = append(h.responders, policyAnswers{h})
+	}
+	if h.catalog != nil {
+		h.responders = append(h.responders, catalogAnswers{h})
 	}
 	if h.Sessions != nil {
 		if h.pins, err = newPins(ctx, h.Sessions, h.logger); err != nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 )
 
@@ -61,7 +62,7 @@ func (e *mismatchError) Error() string { return e.msg }
 // server to check.
 func checkMirrorHeaders(h http.Header, x *exchange) error {
 	method, name := headerValue(h, "Mcp-Method"), headerValue(h, "Mcp-Name")
-	required := x.era.requiresMirrors()
+	required := x.era.RequiresMirrors()
 	if method == "" && name == "" && !required {
 		return nil
 	}
@@ -78,7 +79,7 @@ func checkMirrorHeaders(h http.Header, x *exchange) error {
 	}
 	switch {
 	case method == "" && required:
-		e.msg = fmt.Sprintf("the Mcp-Method header is missing; MCP %s requires it on every request, equal to the body's method %q", statelessSince, clip(string(m.Method)))
+		e.msg = fmt.Sprintf("the Mcp-Method header is missing; MCP %s requires it on every request, equal to the body's method %q", feature.StatelessSince, clip(string(m.Method)))
 		return e
 	case method != "" && method != string(m.Method):
 		e.msg = fmt.Sprintf("the Mcp-Method header says %q but the body's method is %q", clip(method), clip(string(m.Method)))
@@ -87,7 +88,7 @@ func checkMirrorHeaders(h http.Header, x *exchange) error {
 	member, value, needed := mirrorOf(m)
 	switch {
 	case name == "" && needed && required:
-		e.msg = fmt.Sprintf("the Mcp-Name header is missing; MCP %s requires it on %s, equal to the body's %s", statelessSince, clip(string(m.Method)), member)
+		e.msg = fmt.Sprintf("the Mcp-Name header is missing; MCP %s requires it on %s, equal to the body's %s", feature.StatelessSince, clip(string(m.Method)), member)
 		return e
 	case name == "":
 		return nil

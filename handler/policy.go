@@ -1,10 +1,7 @@
 package handler
 
 import (
-	"bytes"
-	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"time"
@@ -12,9 +9,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/prometheus/client_golang/prometheus"
-	"go.uber.org/zap"
 
-	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 	"github.com/caddymcp/caddy-mcp/toolpolicy"
 )
@@ -105,206 +100,10 @@ func (h *Handler) refuseHidden(w http.ResponseWriter, x *exchange) (bool, error)
 			env := unknownTool(tool, nil)
 			return true, h.answer(w, x, &env, http.StatusBadRequest)
 		}
-		env := unknownTool(tool, h.nearestAllowed(tool, h.catalog.Names(listKey(x))))
+		env := unknownTool(tool, h.nearestAllowed(tool, h.catalog.Names(listKey(x.view()))))
 		return true, h.answer(w, x, &env, http.StatusOK)
 	}
 	return false, nil
-}
-
-// readAnswer returns what reads the upstream's answer to a request the
-// policy has a say in: a tools/list, whose tools are filtered (and learned
-// from as filtered), or a tools/call, whose outcome is counted and whose
-// success carries a deprecation warning. nil for any other request.
-func (h *Handler) readAnswer(x *exchange, list *listCapture) *answerRead {
-	if h.policy != nil && x.r.Method == http.MethodGet && h.policy.EditsLists() {
-		return h.readGetStream(x)
-	}
-	if h.policy == nil || x.batch || len(x.msgs) != 1 {
-		return nil
-	}
-	m := &x.msgs[0]
-	switch {
-	case m.Kind == jsonrpc.Request && string(m.Method) == "tools/list" && h.policy.EditsLists():
-		id := bytes.Clone(m.ID)
-		return &answerRead{id: id, max: maxListBody, failClosed: h.policy.Hides(),
-			rewrite: func(resp []byte) ([]byte, error) {
-				return h.filterList(id, list, resp)
-			},
-			fail: func(err error, id json.RawMessage) []byte {
-				env := listUnreadable(err)
-				h.answered(x, &env)
-				return env.AppendRPCError(nil, id, x.era.rpcCode(&env))
-			},
-		}
-	case isCall(m):
-		tool := string(m.Name)
-		read := &answerRead{id: bytes.Clone(m.ID), max: maxEditedResult, call: true}
-		read.rewrite = func(resp []byte) ([]byte, error) {
-			return h.callAnswered(x, read, tool, resp)
-		}
-		return read
-	}
-	return nil
-}
-
-// readGetStream reads a GET's event stream. A resumed one (Last-Event-ID)
-// replays what an earlier POST's stream carried: the answer to a tools/list
-// among it must be filtered as it was the first time, or a client that left
-// that stream after its first event would read the hidden tools here. The
-// standalone stream carries no response from a server that follows the
-// protocol, but one that sends one there is read the same way. Which
-// response answers a tools/list is not known on these streams, so every
-// result holding "tools" is filtered; one that cannot be read with
-// certainty, whatever its size, is replaced by an error for its id. (A
-// replayed call result gets no deprecation warning: nothing here says which
-// tool it is from.)
-func (h *Handler) readGetStream(x *exchange) *answerRead {
-	return &answerRead{max: maxListBody, failClosed: h.policy.Hides(),
-		rewrite: func(msg []byte) ([]byte, error) {
-			result, err := resultOf(msg, nil)
-			if err != nil || result.Start == 0 || msg[result.Start] != '{' {
-				return nil, err
-			}
-			original := msg[result.Start:result.End]
-			filtered, removed, err := h.policy.FilterList(original)
-			if err != nil {
-				return nil, err
-			}
-			toolsHidden.Add(float64(removed))
-			if bytes.Equal(filtered, original) {
-				return nil, nil
-			}
-			return splice(msg, result, filtered), nil
-		},
-		fail: func(err error, id json.RawMessage) []byte {
-			env := streamUnreadable(err)
-			h.answered(x, &env)
-			return env.AppendRPCError(nil, id, x.era.rpcCode(&env))
-		},
-	}
-}
-
-// countCall counts the outcome of a call the policy read the answer to.
-func countCall(read *answerRead) {
-	if read.call {
-		toolCalls.WithLabelValues(cmp.Or(read.outcome, "unread")).Inc()
-	}
-}
-
-// maxEditedResult bounds a call result held to add a warning to; a larger
-// one passes as it is, without the warning (its outcome is still counted
-// when it comes as an event).
-const maxEditedResult = 1 << 20
-
-// filterList applies the policy to the upstream's answer to the tools/list
-// with this id, and learns the tools from what the client is given (when
-// list says the request is one to learn from).
-func (h *Handler) filterList(id json.RawMessage, list *listCapture, resp []byte) ([]byte, error) {
-	result, err := resultOf(resp, id)
-	if err != nil || result.Start == 0 {
-		return nil, err // not the response owed, or an error: as it is
-	}
-	original := resp[result.Start:result.End]
-	filtered, removed, err := h.policy.FilterList(original)
-	if err != nil {
-		return nil, err
-	}
-	if list != nil && h.contract != nil {
-		h.contract.learn(list.key, original, list.first)
-	}
-	if list != nil {
-		h.learnTools(list, filtered)
-	}
-	toolsHidden.Add(float64(removed))
-	if len(filtered) == len(original) && bytes.Equal(filtered, original) {
-		return nil, nil
-	}
-	return splice(resp, result, filtered), nil
-}
-
-// callAnswered counts the outcome of a tools/call, and adds the
-// deprecation warning to a successful result.
-func (h *Handler) callAnswered(x *exchange, read *answerRead, tool string, resp []byte) ([]byte, error) {
-	result, err := resultOf(resp, read.id)
-	if err != nil || result.Start == 0 {
-		if err == nil && isResponseTo(resp, read.id) {
-			read.outcome = "rpc_error"
-		}
-		return nil, nil
-	}
-	body := resp[result.Start:result.End]
-	isError, _ := toolpolicy.IsError(body)
-	read.outcome = "success"
-	if isError {
-		read.outcome = "is_error"
-	}
-	d := h.policy.Deprecated(tool)
-	if d == nil || isError {
-		return nil, nil
-	}
-	env := toolDeprecated(tool, d)
-	block := append([]byte(`{"type":"text","text":`), envelope.AppendJSONString(nil, env.Text())...)
-	block = append(block, '}')
-	edited, ok := toolpolicy.AppendContent(body, block)
-	if !ok {
-		return nil, nil
-	}
-	deprecatedCalls.Inc()
-	h.logger.Debug("deprecated tool called", zap.String("tool", clip(tool)))
-	return splice(resp, result, edited), nil
-}
-
-// resultOf finds the result of the response in msg that answers id (any
-// id, when nil); a zero Member when msg is not that response, or an error
-// response.
-func resultOf(msg []byte, id json.RawMessage) (jsonrpc.Member, error) {
-	var (
-		result jsonrpc.Member
-		match  bool
-		bad    bool
-	)
-	err := jsonrpc.Members(msg, func(m jsonrpc.Member) bool {
-		switch {
-		case string(m.Key) == "id":
-			match = id == nil || bytes.Equal(msg[m.Start:m.End], id)
-		case string(m.Key) == "result":
-			bad = bad || result.Start != 0
-			result = m
-		case bytes.EqualFold(m.Key, []byte("result")), bytes.EqualFold(m.Key, []byte("id")):
-			bad = true
-		}
-		return !bad
-	})
-	switch {
-	case err != nil:
-		return jsonrpc.Member{}, errors.Join(toolpolicy.ErrUnreadable, err)
-	case bad:
-		return jsonrpc.Member{}, toolpolicy.ErrUnreadable
-	case !match:
-		return jsonrpc.Member{}, nil
-	}
-	return result, nil
-}
-
-// isResponseTo reports whether msg is a JSON-RPC message with this id.
-func isResponseTo(msg []byte, id json.RawMessage) bool {
-	match := false
-	_ = jsonrpc.Members(msg, func(m jsonrpc.Member) bool {
-		if string(m.Key) == "id" {
-			match = bytes.Equal(msg[m.Start:m.End], id)
-			return false
-		}
-		return true
-	})
-	return match
-}
-
-// splice is msg with the value of m replaced.
-func splice(msg []byte, m jsonrpc.Member, value []byte) []byte {
-	out := make([]byte, 0, len(msg)-(m.End-m.Start)+len(value))
-	out = append(out, msg[:m.Start]...)
-	out = append(out, value...)
-	return append(out, msg[m.End:]...)
 }
 
 // Deadlines.
@@ -356,9 +155,6 @@ func (d *deadline) passed() bool {
 // when nothing was sent yet, or as the final event of its stream. The
 // guard place is freed, and the upstream told to stop.
 func (h *Handler) timeUp(x *exchange, u *upstreamWatch, next caddyhttp.Handler) error {
-	if u.read != nil {
-		u.read.outcome = "timeout"
-	}
 	env := toolTimedOut(string(x.msgs[0].Name), u.deadline.after)
 	w := u.ResponseWriterWrapper.ResponseWriter
 	var err error

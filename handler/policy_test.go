@@ -9,7 +9,30 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/feature"
 )
+
+// editWith puts tr in edit mode, for the answer to the request with id 1,
+// with one hook that edits each message with rewrite, and fails closed
+// (fail saying what is sent instead) when failClosed.
+func editWith(tr *sseTracker, failClosed bool, rewrite func([]byte) ([]byte, error), fail func(error, json.RawMessage) []byte) {
+	hs := &answerHooks{id: json.RawMessage("1"), edit: true, failClosed: failClosed}
+	hs.list = append(hs.buf[:0], openedHook{hook: funcHook(rewrite), needs: feature.Needs{Edit: true, FailClosed: failClosed}})
+	tr.edit, tr.hooks, tr.fx, tr.fail = true, hs, &feature.Exchange{}, fail
+}
+
+// funcHook is a hook that edits each message with a function.
+type funcHook func([]byte) ([]byte, error)
+
+func (funcHook) Needs() feature.Needs { return feature.Needs{Edit: true} }
+
+func (f funcHook) Message(_ *feature.Exchange, msg []byte) ([]byte, error) { return f(msg) }
+
+func (funcHook) Unreadable(*feature.Exchange, error) envelope.Envelope { return envelope.Envelope{} }
+
+func (funcHook) End(*feature.Exchange, feature.Ending) {}
 
 // In edit mode the tracker holds each event until its blank line, and sends
 // it as it came, or with the owed response rewritten; however the upstream
@@ -29,13 +52,13 @@ func TestTrackerEditsTheOwedResponse(t *testing.T) {
 	for _, size := range []int{1, 2, 3, 7, 64, len(stream)} {
 		tr := trackerFor(t, callOne)
 		var rewritten []string
-		tr.edit = &answerRead{id: json.RawMessage("1"), rewrite: func(msg []byte) ([]byte, error) {
+		editWith(tr, false, func(msg []byte) ([]byte, error) {
 			if !bytes.Contains(msg, []byte(`"result"`)) {
 				return nil, nil
 			}
 			rewritten = append(rewritten, string(msg))
 			return bytes.Replace(msg, []byte(`{"content":[]}`), []byte(`"edited"`), 1), nil
-		}}
+		}, nil)
 		var out []byte
 		for p := []byte(stream); len(p) > 0; {
 			n := min(size, len(p))
@@ -51,7 +74,7 @@ func TestTrackerEditsTheOwedResponse(t *testing.T) {
 // A comment between events is sent at once, not held for the next event.
 func TestTrackerInEditModeDoesNotHoldKeepAlives(t *testing.T) {
 	tr := trackerFor(t, callOne)
-	tr.edit = &answerRead{id: json.RawMessage("1"), rewrite: func([]byte) ([]byte, error) { return nil, nil }}
+	editWith(tr, false, func([]byte) ([]byte, error) { return nil, nil }, nil)
 	assert.Equal(t, ":\n", string(tr.observe([]byte(":\n"))))
 	assert.Empty(t, tr.observe([]byte("data: x\n")), "an event is held until it ends")
 	assert.Equal(t, "data: x\n\n", string(tr.observe([]byte("\n"))))
@@ -101,22 +124,21 @@ func TestTrackerInEditModeAnswersForEventsTooLargeToHold(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/writes of %d bytes", tt.name, size), func(t *testing.T) {
 				tr := trackerFor(t, callOne)
 				var ids []string
-				tr.edit = &answerRead{id: json.RawMessage("1"), failClosed: tt.failClosed,
-					rewrite: func(msg []byte) ([]byte, error) {
+				editWith(tr, tt.failClosed,
+					func(msg []byte) ([]byte, error) {
 						if !bytes.Contains(msg, []byte("admin_reset")) {
 							return nil, nil
 						}
 						return bytes.Replace(msg, []byte(`"admin_reset",`), nil, 1), nil
 					},
-					fail: func(err error, id json.RawMessage) []byte {
+					func(err error, id json.RawMessage) []byte {
 						assert.ErrorIs(t, err, errEventTooLarge)
 						if id == nil {
 							id = json.RawMessage("null")
 						}
 						ids = append(ids, string(id))
 						return []byte(`{"error":` + string(id) + `}`)
-					},
-				}
+					})
 				var out []byte
 				held := 0
 				for p := []byte(tt.event + after); len(p) > 0; {
@@ -154,7 +176,7 @@ func TestTrackerInEditModeAnswersForEventsTooLargeToHold(t *testing.T) {
 func TestTrackerRepairsAStreamBrokenInAWithheldEvent(t *testing.T) {
 	for _, failClosed := range []bool{true, false} {
 		tr := trackerFor(t, callOne)
-		tr.edit = &answerRead{id: json.RawMessage("1"), failClosed: failClosed, rewrite: func([]byte) ([]byte, error) { return nil, nil }}
+		editWith(tr, failClosed, func([]byte) ([]byte, error) { return nil, nil }, nil)
 		tr.observe([]byte("data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"pad\":\"" + strings.Repeat("x", 2*maxEventData)))
 		assert.Equal(t, failClosed, tr.repairable(), "withheld: %v", failClosed)
 	}

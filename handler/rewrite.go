@@ -7,42 +7,62 @@ import (
 	"strconv"
 )
 
-// Reading the upstream's answer to one request, and changing what the
-// policy changes in it (policy.go). A JSON answer is held until it is
+// Reading the upstream's answer to one request for the features' hooks
+// (hooks.go). When a hook edits, a JSON answer is held until it is
 // complete, then sent at once, edited or not; an event stream is passed
 // event by event, each held only until its blank line, so that progress
-// reaches the client as it happens (sseTracker's edit mode).
+// reaches the client as it happens (sseTracker's edit mode). When the
+// hooks only watch, a JSON answer is copied as it passes (seenAnswer), and
+// an event stream's messages are read as they pass.
 
-// answerRead reads the answer to the one request of an exchange, or, on a
-// GET's stream, every message it carries.
+// answerRead holds a JSON answer for hooks that edit it.
 type answerRead struct {
-	// id is the request's, nil on a GET.
-	id json.RawMessage
-	// rewrite is given each JSON-RPC message of the answer (a JSON body,
-	// or the data of a message event) and returns what to send instead:
-	// nil to send the message as it is.
-	rewrite func(msg []byte) ([]byte, error)
-	// max bounds the bytes of a JSON answer held: a longer one passes as
-	// it is, unread, unless failClosed. (An event stream is held an event
-	// at a time, each within maxEventData.)
-	max int
-	// failClosed: a message that cannot be read is not sent; fail is the
-	// message sent in its place, for the id given (a tools/list whose
-	// hidden tools could otherwise leak).
-	failClosed bool
-	fail       func(err error, id json.RawMessage) []byte
-	// call: the request is a tools/call, whose outcome is counted: ""
-	// until its response is read.
-	call    bool
-	outcome string
-
 	// holding: a JSON answer is being held; length is the Content-Length
 	// it came with.
 	holding bool
 	length  []string
 	body    heldBytes
-	// failed is why a JSON answer could not be read, when failClosed.
+	// failed is why a JSON answer could not be read, when a hook fails
+	// closed.
 	failed error
+}
+
+// seenAnswer copies a JSON answer as it passes to the client, for hooks
+// that watch it, and gives it to them once complete: before its last byte
+// reaches the client when its length was declared (a client sends its next
+// call as soon as it has a tool list), or once the proxy is done.
+type seenAnswer struct {
+	body heldBytes
+	// want is the answer's Content-Length, -1 when it has none.
+	want int64
+	// over: the answer outgrew what the hooks read, or is not readable;
+	// done: it was given to them.
+	over, done bool
+}
+
+// write follows the bytes of a JSON answer, before they go to the client.
+func (s *seenAnswer) write(u *upstreamWatch, p []byte) {
+	if s.over || s.done {
+		return
+	}
+	if !s.body.add(p, u.hooks.max, s.want) {
+		s.over, s.body = true, heldBytes{}
+		return
+	}
+	if s.want >= 0 && int64(s.body.n) >= s.want {
+		s.finish(u)
+	}
+}
+
+// finish gives a complete JSON answer to the hooks.
+func (s *seenAnswer) finish(u *upstreamWatch) {
+	if s.done || s.over {
+		return
+	}
+	s.done = true
+	body := s.body.bytes()
+	s.body = heldBytes{}
+	_, _ = u.hooks.message(&u.x.fx, body, true, false)
 }
 
 // errAnswerTooLarge stops an answer that outgrew what the gateway holds to
@@ -67,10 +87,10 @@ func (u *upstreamWatch) hold(p []byte) (int, error) {
 		// settle, now rather than once the upstream ends (a stream may not).
 		return 0, r.failed
 	}
-	if r.body.add(p, r.max, declaredLength(r.length)) {
+	if r.body.add(p, u.hooks.max, declaredLength(r.length)) {
 		return len(p), nil
 	}
-	if r.failClosed {
+	if u.hooks.failClosed {
 		// Failing the write stops the proxy's copy: what was held is
 		// answered for in settle.
 		r.failed, r.body = errAnswerTooLarge, heldBytes{}
@@ -110,9 +130,9 @@ func (h *Handler) releaseRead(u *upstreamWatch) error {
 	body := r.body.bytes()
 	r.body = heldBytes{}
 	if r.failed == nil {
-		out, err := r.rewrite(body)
+		out, err := u.hooks.message(&u.x.fx, body, true, true)
 		switch {
-		case err != nil && r.failClosed:
+		case err != nil:
 			r.failed = err
 		case out != nil:
 			body = out
@@ -121,11 +141,17 @@ func (h *Handler) releaseRead(u *upstreamWatch) error {
 	hdr := u.Header()
 	if r.failed != nil {
 		clearEntityHeaders(hdr)
-		body = r.fail(r.failed, r.id)
+		body = h.unreadableMessage(u.x, r.failed, u.hooks.id)
 		hdr["Content-Type"] = contentTypeJSON
 	}
 	hdr["Content-Length"] = []string{strconv.Itoa(len(body))}
 	u.ResponseWriterWrapper.WriteHeader(u.status)
 	_, err := u.toClient(body)
 	return err
+}
+
+// unreadable is the message sent in place of an event the hooks could not
+// read, for id.
+func (u *upstreamWatch) unreadable(err error, id json.RawMessage) []byte {
+	return u.h.unreadableMessage(u.x, err, id)
 }

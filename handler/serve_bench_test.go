@@ -10,6 +10,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
+
+	"github.com/caddymcp/caddy-mcp/feature"
 )
 
 // discardWriter is a response writer that keeps nothing, so that a
@@ -91,7 +93,7 @@ func provisionB(b *testing.B, h *Handler) *Handler {
 func BenchmarkServeForwardedValidate(b *testing.B) {
 	h := provisionB(b, &Handler{ValidateCalls: true})
 	body := echoCall1KiB()
-	key := listKey(&exchange{r: post(body)})
+	key := listKey(&feature.Exchange{Request: post(body)})
 	const list = `{"tools":[{"name":"echo","description":"Echoes text.","inputSchema":{"type":"object","properties":{"text":{"type":"string","description":"the text to echo back"}},"required":["text"],"additionalProperties":false}}]}`
 	if _, err := h.catalog.Learn(key, []byte(list), true, time.Now()); err != nil {
 		b.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 )
 
@@ -51,17 +52,19 @@ type sseTracker struct {
 	midEvent bool
 	// lastCR: the last write ended with a CR, whose LF may start the next.
 	lastCR bool
-	// onMessage, when set, reads the data of each message event;
-	// toolsChanged, when set, is called on each
-	// notifications/tools/list_changed.
-	onMessage    func(data []byte)
-	toolsChanged func()
+	// hooks, when set, are given the data of each message event, read in
+	// the exchange fx.
+	hooks *answerHooks
+	fx    *feature.Exchange
 
-	// Edit mode. raw holds the bytes received since the last write that
-	// are not sent yet, from sent on; lineEnd ends the line being
-	// handled; out gathers what a write sends; id is the event's id
-	// field, and rewritten the data to send in place of the event's.
-	edit      *answerRead
+	// Edit mode (a hook edits). raw holds the bytes received since the
+	// last write that are not sent yet, from sent on; lineEnd ends the
+	// line being handled; out gathers what a write sends; id is the
+	// event's id field, and rewritten the data to send in place of the
+	// event's; fail is the message sent in place of an event the hooks
+	// could not read, for an id.
+	edit      bool
+	fail      func(err error, id json.RawMessage) []byte
 	raw       []byte
 	sent      int
 	lineEnd   int
@@ -107,7 +110,7 @@ func (t *sseTracker) repairable() bool {
 // observe follows the bytes the upstream wrote, and returns those to send
 // now: p itself, except in edit mode.
 func (t *sseTracker) observe(p []byte) []byte {
-	if t.edit == nil {
+	if !t.edit {
 		t.scan(p, 0)
 		return p
 	}
@@ -142,11 +145,11 @@ func (t *sseTracker) observe(p []byte) []byte {
 func (t *sseTracker) outgrown() {
 	switch {
 	case t.withheld:
-	case t.edit != nil && t.edit.failClosed:
+	case t.edit && t.hooks.failClosed:
 		t.withheld = true
 	default:
 		t.unreadable = true
-		t.passing = t.edit != nil
+		t.passing = t.edit
 	}
 }
 
@@ -223,16 +226,6 @@ func shrink(b []byte) []byte {
 	return b[:0]
 }
 
-// startsJSONMessage reports whether an event's data begins as a JSON-RPC
-// message or batch does.
-func startsJSONMessage(data []byte) bool {
-	i := 0
-	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
-		i++
-	}
-	return i < len(data) && (data[i] == '{' || data[i] == '[')
-}
-
 var byteOrderMark = []byte("\xef\xbb\xbf")
 
 // send moves the held bytes up to the end of the current line to out, or
@@ -279,7 +272,7 @@ func (t *sseTracker) startLong(p []byte) {
 	field, value, colon := bytes.Cut(start[skip:], []byte(":"))
 	if len(field) == 0 && colon {
 		// A comment: between events, it is no message, and passes.
-		if t.edit != nil && !t.midEvent && !t.withheld {
+		if t.edit && !t.midEvent && !t.withheld {
 			t.passing = true
 		}
 		t.unreadable = t.unreadable || !t.withheld
@@ -321,7 +314,7 @@ func (t *sseTracker) endLong() {
 	if t.longField == longData {
 		t.dataLines++
 	}
-	if t.edit != nil && !t.midEvent {
+	if t.edit && !t.midEvent {
 		t.endComment()
 	}
 	t.long = false
@@ -347,7 +340,7 @@ func (t *sseTracker) line(line []byte) {
 		return
 	}
 	if line[0] == ':' {
-		if t.edit != nil && !t.midEvent {
+		if t.edit && !t.midEvent {
 			t.endComment()
 		}
 		return // a comment, such as a keep-alive
@@ -373,10 +366,10 @@ func (t *sseTracker) line(line []byte) {
 	case "event":
 		t.event = append(t.event[:0], value...)
 	case "id":
-		if len(value) > 0 && bytes.IndexByte(value, 0) < 0 && t.era.resumes() {
+		if len(value) > 0 && bytes.IndexByte(value, 0) < 0 && t.era.Resumes() {
 			t.resumable = true
 		}
-		if t.edit != nil && bytes.IndexByte(value, 0) < 0 {
+		if t.edit && bytes.IndexByte(value, 0) < 0 {
 			t.id, t.hasID = append(t.id[:0], value...), true
 		}
 	}
@@ -396,7 +389,7 @@ func (t *sseTracker) dispatch() {
 	default:
 		t.read()
 	}
-	if t.edit != nil {
+	if t.edit {
 		if t.withheld && message && !t.over && t.rewritten == nil {
 			t.rewritten = t.data // held whole, but not its lines
 		}
@@ -412,27 +405,23 @@ func (t *sseTracker) read() {
 	var msg jsonrpc.Message
 	batch, err := jsonrpc.Each(t.data, func(m jsonrpc.Message) error {
 		msg = m
-		switch {
-		case m.Kind == jsonrpc.Response:
+		if m.Kind == jsonrpc.Response {
 			t.owed.settle(m.ID)
-		case m.Kind == jsonrpc.Notification && t.toolsChanged != nil && string(m.Method) == "notifications/tools/list_changed":
-			t.toolsChanged()
 		}
 		return nil
 	})
+	if t.hooks == nil {
+		return
+	}
 	// Data that is no JSON object or array (a priming event's empty data,
 	// say) is no message a client reads: nothing to edit in it.
-	if t.edit != nil && !t.passing && startsJSONMessage(t.data) {
-		out, rerr := t.edit.rewrite(t.data)
-		switch {
-		case rerr != nil && t.edit.failClosed:
-			t.replace(rerr, msg, !batch && err == nil)
-		case out != nil:
-			t.rewritten = out
-		}
-	}
-	if t.onMessage != nil {
-		t.onMessage(t.data)
+	editable := t.edit && !t.passing && jsonrpc.BeginsMessage(t.data)
+	out, rerr := t.hooks.message(t.fx, t.data, false, editable)
+	switch {
+	case rerr != nil:
+		t.replace(rerr, msg, !batch && err == nil)
+	case out != nil:
+		t.rewritten = out
 	}
 }
 
@@ -453,14 +442,14 @@ func (t *sseTracker) replace(err error, m jsonrpc.Message, certain bool) {
 	var id json.RawMessage
 	switch {
 	case !certain:
-		id = t.edit.id
+		id = t.hooks.id
 	case m.Kind == jsonrpc.Response:
 		id = m.ID
 	}
 	if id != nil {
 		t.owed.settle(id)
 	}
-	t.rewritten = t.edit.fail(err, id)
+	t.rewritten = t.fail(err, id)
 }
 
 // sendEvent sends the event just dispatched: as it came, rewritten (its id
@@ -532,7 +521,7 @@ func (t *sseTracker) appendRepair(out []byte, env *envelope.Envelope) []byte {
 		if isCall(m) {
 			out = env.AppendToolResult(out, m.ID)
 		} else {
-			out = env.AppendRPCError(out, m.ID, t.era.rpcCode(env))
+			out = env.AppendRPCError(out, m.ID, t.era.RPCCode(env))
 		}
 		out = append(out, "\n\n"...)
 	}

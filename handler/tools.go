@@ -1,9 +1,7 @@
 package handler
 
 import (
-	"bytes"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
@@ -18,7 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddymcp/caddy-mcp/envelope"
-	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/logsample"
 	"github.com/caddymcp/caddy-mcp/toolschema"
 )
@@ -43,28 +41,6 @@ var (
 func sharedCatalog() *toolschema.Catalog {
 	catalogOnce.Do(func() { catalog.Store(toolschema.NewCatalog(0)) })
 	return catalog.Load()
-}
-
-// maxListBody bounds the tools/list answer read to learn from; a longer one
-// passes through unread (its calls are then not checked), and costs no
-// more than maxListBody to find out.
-const maxListBody = 8 << 20
-
-// listCapture follows the upstream's answer to one tools/list request, and
-// learns from it before its last byte reaches the client: a client sends
-// its next call as soon as it has the list.
-type listCapture struct {
-	id    json.RawMessage
-	first bool // the request had no cursor: a listing begins
-	key   toolschema.ListKey
-	body  heldBytes
-	// want is the answer's Content-Length, -1 when it has none (chunked:
-	// its end reaches the client only once the handler has returned).
-	want int64
-	// over: the answer outgrew maxListBody, or is not readable; done: it
-	// was learned from.
-	over, done bool
-	learn      func(c *listCapture, result []byte)
 }
 
 // heldBytes gathers an answer's bytes up to a bound, in chunks never
@@ -126,17 +102,14 @@ func (h *heldBytes) bytes() []byte {
 	return out
 }
 
-// listKey (worked out once per request) is the list a request's tools come from: the endpoint it was
+// listKey is the list a request's tools come from: the endpoint it was
 // sent to, as Caddy routed it (the listener, the scheme, the host in lower
 // case without its port, the path before any handle_path stripped it, and
 // the replica a session is pinned to), and its authorization scope: the
 // credentials' digest, or "anonymous" (never the public scope, which only
 // a server's cacheScope public opens).
-func listKey(x *exchange) toolschema.ListKey {
-	if !x.toolsKeySet {
-		x.toolsKey, x.toolsKeySet = toolschema.ListKey{Endpoint: endpointOf(x), Scope: credentialsScope(x.r)}, true
-	}
-	return x.toolsKey
+func listKey(x *feature.Exchange) toolschema.ListKey {
+	return toolschema.ListKey{Endpoint: endpointOf(x), Scope: credentialsScope(x.Request)}
 }
 
 // lastEndpoint is the endpoint endpointOf worked out last: a request to
@@ -145,8 +118,8 @@ func listKey(x *exchange) toolschema.ListKey {
 var lastEndpoint atomic.Pointer[string]
 
 // endpointOf is the endpoint part of a request's list key.
-func endpointOf(x *exchange) string {
-	r := x.r
+func endpointOf(x *feature.Exchange) string {
+	r := x.Request
 	var arr [128]byte
 	b := arr[:0]
 	if addr, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
@@ -175,9 +148,9 @@ func endpointOf(x *exchange) string {
 		p = orig.URL.Path
 	}
 	b = append(b, p...)
-	if x.session != nil {
+	if x.Replica != "" {
 		b = append(b, ' ')
-		b = append(b, x.session.Upstream...)
+		b = append(b, x.Replica...)
 	}
 	if last := lastEndpoint.Load(); last != nil && *last == string(b) {
 		return *last
@@ -196,118 +169,6 @@ func credentialsScope(r *http.Request) string {
 	}
 	sum := sha256.Sum256([]byte(normalizedAuthorization(auth)))
 	return string(sum[:16])
-}
-
-// watchList returns the capture for a POST holding one tools/list request,
-// nil otherwise.
-func (h *Handler) watchList(x *exchange) *listCapture {
-	if h.catalog == nil || x.batch || len(x.msgs) != 1 {
-		return nil
-	}
-	m := &x.msgs[0]
-	if m.Kind != jsonrpc.Request || string(m.Method) != "tools/list" {
-		return nil
-	}
-	// The cursor as the servers read it (case-sensitive, a byte-order mark
-	// skipped); a request the gateway cannot read as surely as they do
-	// (a cursor under another letter case, any other parameter that may
-	// filter the list) teaches nothing.
-	v, err := toolschema.Decode(x.body)
-	if err != nil {
-		return nil
-	}
-	msg, _ := v.(map[string]any)
-	params, _ := msg["params"].(map[string]any)
-	first := true
-	for k, val := range params {
-		switch {
-		case k == "cursor":
-			first = val == nil
-		case k == "_meta":
-		default:
-			return nil
-		}
-	}
-	return &listCapture{id: bytes.Clone(m.ID), first: first, key: listKey(x), want: -1, learn: h.learn}
-}
-
-// write follows the bytes of a JSON answer, before they go to the client.
-func (c *listCapture) write(p []byte) {
-	if c.over || c.done {
-		return
-	}
-	if !c.body.add(p, maxListBody, c.want) {
-		c.over, c.body = true, heldBytes{}
-		return
-	}
-	if c.want >= 0 && int64(c.body.n) >= c.want {
-		c.finish()
-	}
-}
-
-// event reads a stream's message event: the response to the listing is the
-// one carrying its id.
-func (c *listCapture) event(data []byte) {
-	if c.done {
-		return
-	}
-	if result := resultFor(data, c.id); result != nil {
-		c.done = true
-		c.learn(c, result)
-	}
-}
-
-// finish learns from a JSON answer that is complete.
-func (c *listCapture) finish() {
-	if c.done || c.over {
-		return
-	}
-	c.done = true
-	body := c.body.bytes()
-	c.body = heldBytes{}
-	if result := resultFor(body, c.id); result != nil {
-		c.learn(c, result)
-	}
-}
-
-// resultFor is the result of the response with id in a JSON-RPC message,
-// nil when it holds none.
-func resultFor(data []byte, id json.RawMessage) []byte {
-	var resp struct {
-		ID     json.RawMessage `json:"id"`
-		Result json.RawMessage `json:"result"`
-	}
-	if json.Unmarshal(data, &resp) != nil || !bytes.Equal(bytes.TrimSpace(resp.ID), id) || len(resp.Result) == 0 {
-		return nil
-	}
-	return resp.Result
-}
-
-// learn records what a tools/list answer said: only what the upstream
-// wrote, with status 200 (the capture gives up on anything else).
-func (h *Handler) learn(c *listCapture, result []byte) {
-	if h.contract != nil {
-		h.contract.learn(c.key, result, c.first)
-	}
-	h.learnTools(c, result)
-}
-
-// learnTools keeps the tools of a tools/list answer in the catalog.
-func (h *Handler) learnTools(c *listCapture, result []byte) {
-	page, err := h.catalog.Learn(c.key, result, c.first, time.Now())
-	if err != nil {
-		return
-	}
-	toolsLearned.Add(float64(page.Tools - len(page.Bad)))
-	for name, err := range page.Bad {
-		badSchemas.Inc()
-		h.logger.Warn("a tool's inputSchema does not compile: its calls pass unchecked",
-			zap.String("tool", clip(name)), zap.Error(err))
-	}
-	if page.Dropped {
-		h.logger.Warn("the tools listed take more memory than max_catalog_size: they are not kept, and their calls pass unchecked",
-			zap.String("endpoint", clip(c.key.Endpoint)), zap.Int("tools", page.Tools), zap.Int64("max_catalog_size", h.catalog.Stats().MaxBytes))
-	}
 }
 
 // validate checks a tools/call's arguments against the tool's learned
@@ -357,7 +218,7 @@ func (h *Handler) validate(w http.ResponseWriter, x *exchange) (bool, error) {
 	// A tool a complete, fresh list lacks is unknown; under a policy that
 	// hides tools, it gets the answer a hidden one gets, so that the two
 	// look alike, whatever the call's size.
-	schema, found, names := h.catalog.Lookup(listKey(x), tool, x.start)
+	schema, found, names := h.catalog.Lookup(listKey(x.view()), tool, x.start)
 	if found == toolschema.Absent {
 		if h.ValidateCalls {
 			validUnknown.Inc()
@@ -431,7 +292,7 @@ func (h *Handler) logOverBudgetRepeated(c logsample.Count[overBudget]) {
 // absent reports whether the complete, fresh list of the exchange's tools
 // lacks tool.
 func (h *Handler) absent(x *exchange, tool string) bool {
-	_, found, _ := h.catalog.Lookup(listKey(x), tool, x.start)
+	_, found, _ := h.catalog.Lookup(listKey(x.view()), tool, x.start)
 	return found == toolschema.Absent
 }
 

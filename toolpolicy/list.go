@@ -13,7 +13,7 @@ import (
 // it is not JSON, or a member the decision reads is given twice or under
 // another letter case (Go's decoder matches keys in any case, JavaScript's
 // does not, so clients would disagree about what it holds).
-var ErrUnreadable = errors.New("the answer cannot be read with certainty")
+var ErrUnreadable = jsonrpc.ErrUncertain
 
 // FilterList applies the rules to a tools/list result: tools that are not
 // allowed are removed (and so is any entry whose name cannot be read with

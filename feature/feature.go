@@ -1,0 +1,201 @@
+// Package feature is the contract between the gateway's core (package
+// handler) and each thing it does to a request: rate limits, the guard,
+// sessions, the tool policy, validation, contracts, and whatever comes
+// next. It knows nothing of Caddy, so that a feature can be written and
+// tested without it.
+//
+// A request meets the features twice.
+//
+// On the way in, each Check runs in its Phase, in the order of the phases
+// and, within one, in the order the features were configured. A check
+// refuses the request (a Refusal: the envelope, the status, the headers),
+// or lets it go on, perhaps with an Undo the core runs once, whatever the
+// outcome (tokens given back, places released).
+//
+// On the way out, each Responder may open a Hook on the upstream's answer.
+// The core reads the answer as a sequence of JSON-RPC messages (a JSON
+// body, or the data of each message event of a stream), once, and gives
+// each message to the hooks in order, each seeing what the one before it
+// let through. A hook says what it needs (Needs): to see the messages as
+// they pass, or to hold them so that it may replace them, within a bound,
+// failing closed or open past it. Once the answer is over the hook is told
+// how it ended (Ending).
+package feature
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+)
+
+// Exchange is what a feature may read of one request. The core fills it
+// once the body has been read; nothing in it may be changed.
+type Exchange struct {
+	// Request is the HTTP request, as the client sent it.
+	Request *http.Request
+	// Messages are the JSON-RPC messages of a POST's body, in order; nil
+	// for a GET, a DELETE, or a body that was not read. Their bytes point
+	// into Body.
+	Messages []jsonrpc.Message
+	// Body is the POST's body as read (nil when it streams on to the
+	// upstream as it arrives).
+	Body []byte
+	// Batch: the body is a JSON array of messages.
+	Batch bool
+	// Era is the protocol era the request declares.
+	Era Era
+	// Start is when the gateway received the request.
+	Start time.Time
+	// Replica is the upstream a session token pinned the request to, ""
+	// when none did.
+	Replica string
+}
+
+// Single is the body's one message, nil when it holds none or several.
+func (x *Exchange) Single() *jsonrpc.Message {
+	if x.Batch || len(x.Messages) != 1 {
+		return nil
+	}
+	return &x.Messages[0]
+}
+
+// Call is the tool a body holding one tools/call request calls, and
+// whether it holds one.
+func (x *Exchange) Call() (tool string, ok bool) {
+	m := x.Single()
+	if m == nil || !IsCall(m) {
+		return "", false
+	}
+	return string(m.Name), true
+}
+
+// IsCall reports whether m is a tools/call request, answered with a
+// CallToolResult rather than a JSON-RPC error.
+func IsCall(m *jsonrpc.Message) bool {
+	return m.Kind == jsonrpc.Request && string(m.Method) == "tools/call"
+}
+
+// Phase is when a check runs, on the way in. The phases run in this order.
+type Phase uint8
+
+const (
+	// Identity: who is calling (not used yet).
+	Identity Phase = iota
+	// Session: the request's session is opened.
+	Session
+	// Admission: rate limits take their tokens, all or nothing.
+	Admission
+	// Validation: the calls are checked against the tools known: hidden
+	// tools, broken contracts, arguments. After admission, so that a
+	// refused call still costs its tokens.
+	Validation
+	// Entry: the concurrency guard gives places, or queues, or sheds.
+	Entry
+)
+
+// Refusal is a check's answer in place of the upstream's.
+type Refusal struct {
+	// Envelope is what the model reads. The core writes it in the form
+	// each request of the body needs (a CallToolResult for a tools/call,
+	// a JSON-RPC error otherwise), unless Body is set.
+	Envelope envelope.Envelope
+	// Status is the HTTP status of an answer that carries no request's id
+	// (a notification's, a batch's over its bound); a request's answer is
+	// a 200.
+	Status int
+	// Header is added to the answer's header (Allow, say).
+	Header http.Header
+	// Body, when set, is the whole answer, written with status 200: a
+	// CallToolResult with more than the envelope's text in it.
+	Body []byte
+}
+
+// Undo is what the core runs once the request is over, whatever happened
+// to it, for a check that let it go on: forwarded reports whether it
+// reached the upstream.
+type Undo interface {
+	Undo(forwarded bool, now time.Time)
+}
+
+// Needs is what a hook needs of an answer.
+type Needs struct {
+	// Edit: the hook may replace messages. A JSON answer is held whole
+	// until it is complete, and each event of a stream until its end;
+	// otherwise the hook sees each message as it passes (a JSON answer
+	// once complete), and what it returns is not used.
+	Edit bool
+	// Max bounds the bytes of a JSON answer the hook reads; 0: it reads
+	// none, only the events of a stream (each within the core's own
+	// bound). An answer past it passes unread, or, with FailClosed, not
+	// at all.
+	Max int
+	// FailClosed: what the hook cannot read (an answer past Max, one that
+	// is compressed, not JSON-RPC, or an event stream under a status other
+	// than 200) is not sent: Unreadable's envelope takes its place.
+	FailClosed bool
+}
+
+// Hook reads the upstream's answer to one request. A hook is opened per
+// answer by its feature's Responder (which may give the same stateless hook
+// to every answer), and is called by one goroutine at a time, with the
+// exchange it was opened for.
+type Hook interface {
+	// Needs is what the hook needs of the answer.
+	Needs() Needs
+	// Message is given each JSON-RPC message of the answer, as the hooks
+	// before it let it through: a JSON body whole, or the data of a
+	// stream's message event. It returns what to send in its place (nil:
+	// as it is), or an error when it cannot read it.
+	Message(x *Exchange, msg []byte) ([]byte, error)
+	// Unreadable is the envelope sent, for the request's id, in place of
+	// what a hook that fails closed could not read, err saying why.
+	Unreadable(x *Exchange, err error) envelope.Envelope
+	// End is told how the answer ended, once.
+	End(x *Exchange, e Ending)
+}
+
+// Ending is how an answer ended.
+type Ending uint8
+
+const (
+	// Complete: the upstream finished its answer.
+	Complete Ending = iota
+	// Broken: the upstream broke its answer before its end.
+	Broken
+	// ClientGone: the client left before the answer's end.
+	ClientGone
+	// DeadlinePassed: the call's deadline cut it; the gateway answered
+	// TIMEOUT.
+	DeadlinePassed
+	// Refused: the gateway answered the request itself: the upstream's
+	// answer, if any, was not sent.
+	Refused
+)
+
+var endings = [...]string{"complete", "broken", "client_gone", "deadline_passed", "refused"}
+
+func (e Ending) String() string {
+	if int(e) < len(endings) {
+		return endings[e]
+	}
+	return "unknown"
+}
+
+// Check is a feature's decision on a request, on the way in.
+type Check interface {
+	// Phase is when the check runs.
+	Phase() Phase
+	// Check refuses the request, or lets it go on, with what to undo once
+	// it is over (nil: nothing).
+	Check(x *Exchange) (*Refusal, Undo)
+}
+
+// Responder opens hooks on the upstream's answers.
+type Responder interface {
+	// Open returns the hook that reads the answer to x, nil when the
+	// feature has no say in it. It is called before the request goes
+	// upstream.
+	Open(x *Exchange) Hook
+}

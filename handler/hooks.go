@@ -1,0 +1,104 @@
+package handler
+
+import (
+	"encoding/json"
+
+	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/feature"
+)
+
+// answerHooks are the hooks the features opened on one answer, in the
+// order the features are configured (Handler.responders), and what they
+// need of it together: the core holds the answer when one edits, reads a
+// JSON answer up to the largest bound any of them reads, and fails closed
+// when one does.
+type answerHooks struct {
+	buf  [4]openedHook
+	list []openedHook
+	// edit: a hook may replace messages; failClosed: one fails closed; max:
+	// the largest bound of a JSON answer one reads (0: none reads one).
+	edit, failClosed bool
+	max              int
+	// id is the request's (nil on a GET, or for a body that is not one
+	// request), for what is sent in place of an answer not read.
+	id    json.RawMessage
+	ended bool
+}
+
+type openedHook struct {
+	hook  feature.Hook
+	needs feature.Needs
+}
+
+// open opens the responders' hooks on the answer to x; it reports whether
+// any feature has a say in the answer.
+func (hs *answerHooks) open(responders []feature.Responder, x *feature.Exchange) bool {
+	hs.list = hs.buf[:0]
+	for _, r := range responders {
+		hook := r.Open(x)
+		if hook == nil {
+			continue
+		}
+		n := hook.Needs()
+		hs.list = append(hs.list, openedHook{hook, n})
+		hs.edit = hs.edit || n.Edit || n.FailClosed // what fails closed is held
+		hs.failClosed = hs.failClosed || n.FailClosed
+		hs.max = max(hs.max, n.Max)
+	}
+	if len(hs.list) == 0 {
+		return false
+	}
+	if m := x.Single(); m != nil {
+		hs.id = append(json.RawMessage(nil), m.ID...)
+	}
+	return true
+}
+
+// active reports whether any hook reads the answer.
+func (hs *answerHooks) active() bool { return len(hs.list) > 0 }
+
+// message gives msg to the hooks in order, each seeing what the one before
+// it let through, and returns what to send instead (nil: msg as it is).
+// whole: msg is a JSON answer (each hook reads it only within its bound);
+// otherwise it is an event's data. editable: the hooks that edit may see
+// it (an event passing unread, or data that is no JSON-RPC, is given only
+// to those that watch). err is the first error of a hook that fails
+// closed: msg must not be sent.
+func (hs *answerHooks) message(x *feature.Exchange, msg []byte, whole, editable bool) (out []byte, err error) {
+	cur := msg
+	for _, o := range hs.list {
+		if (whole && len(cur) > o.needs.Max) || ((o.needs.Edit || o.needs.FailClosed) && !editable) {
+			continue
+		}
+		got, herr := o.hook.Message(x, cur)
+		switch {
+		case herr != nil && o.needs.FailClosed:
+			return nil, herr
+		case herr == nil && got != nil && o.needs.Edit:
+			cur, out = got, got
+		}
+	}
+	return out, nil
+}
+
+// unreadable is the envelope sent in place of what the hooks could not
+// read: the first hook that fails closed says it.
+func (hs *answerHooks) unreadable(x *feature.Exchange, err error) envelope.Envelope {
+	for _, o := range hs.list {
+		if o.needs.FailClosed {
+			return o.hook.Unreadable(x, err)
+		}
+	}
+	return envelope.New(envelope.InternalError, err.Error()).Envelope()
+}
+
+// end tells the hooks how the answer ended, once.
+func (hs *answerHooks) end(x *feature.Exchange, e feature.Ending) {
+	if hs.ended {
+		return
+	}
+	hs.ended = true
+	for _, o := range hs.list {
+		o.hook.End(x, e)
+	}
+}
