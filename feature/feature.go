@@ -1,25 +1,18 @@
 // Package feature is the contract between the gateway's core (package
-// handler) and each thing it does to a request: rate limits, the guard,
-// sessions, the tool policy, validation, contracts, and whatever comes
-// next. It knows nothing of Caddy, so that a feature can be written and
-// tested without it.
+// handler) and the features that read the upstream's answers: the tool
+// policy, the catalog validate learns from, the contract's comparison, and
+// whatever comes next. It knows nothing of Caddy, so that a feature can be
+// written and tested without it.
 //
-// A request meets the features twice.
-//
-// On the way in, each Check runs in its Phase, in the order of the phases
-// and, within one, in the order the features were configured. A check
-// refuses the request (a Refusal: the envelope, the status, the headers),
-// or lets it go on, perhaps with an Undo the core runs once, whatever the
-// outcome (tokens given back, places released).
-//
-// On the way out, each Responder may open a Hook on the upstream's answer.
-// The core reads the answer as a sequence of JSON-RPC messages (a JSON
-// body, or the data of each message event of a stream), once, and gives
-// each message to the hooks in order, each seeing what the one before it
-// let through. A hook says what it needs (Needs): to see the messages as
-// they pass, or to hold them so that it may replace them, within a bound,
-// failing closed or open past it. Once the answer is over the hook is told
-// how it ended (Ending).
+// Each Responder may open a Hook on the answer to a request. The core
+// reads the answer as a sequence of JSON-RPC messages (a JSON body, or the
+// data of each message event of a stream), once, and gives each message to
+// the hooks in order, each seeing what the one before it let through. A
+// hook says what it needs (Needs): to see the messages as they pass, or to
+// hold them so that it may replace them, within a bound, failing closed or
+// open past it. Once the answer is over the hook is told how it ended
+// (Ending). docs/architecture.md shows the steps in order and how to add a
+// feature.
 package feature
 
 import (
@@ -61,62 +54,10 @@ func (x *Exchange) Single() *jsonrpc.Message {
 	return &x.Messages[0]
 }
 
-// Call is the tool a body holding one tools/call request calls, and
-// whether it holds one.
-func (x *Exchange) Call() (tool string, ok bool) {
-	m := x.Single()
-	if m == nil || !IsCall(m) {
-		return "", false
-	}
-	return string(m.Name), true
-}
-
 // IsCall reports whether m is a tools/call request, answered with a
 // CallToolResult rather than a JSON-RPC error.
 func IsCall(m *jsonrpc.Message) bool {
 	return m.Kind == jsonrpc.Request && string(m.Method) == "tools/call"
-}
-
-// Phase is when a check runs, on the way in. The phases run in this order.
-type Phase uint8
-
-const (
-	// Identity: who is calling (not used yet).
-	Identity Phase = iota
-	// Session: the request's session is opened.
-	Session
-	// Admission: rate limits take their tokens, all or nothing.
-	Admission
-	// Validation: the calls are checked against the tools known: hidden
-	// tools, broken contracts, arguments. After admission, so that a
-	// refused call still costs its tokens.
-	Validation
-	// Entry: the concurrency guard gives places, or queues, or sheds.
-	Entry
-)
-
-// Refusal is a check's answer in place of the upstream's.
-type Refusal struct {
-	// Envelope is what the model reads. The core writes it in the form
-	// each request of the body needs (a CallToolResult for a tools/call,
-	// a JSON-RPC error otherwise), unless Body is set.
-	Envelope envelope.Envelope
-	// Status is the HTTP status of an answer that carries no request's id
-	// (a notification's, a batch's over its bound); a request's answer is
-	// a 200.
-	Status int
-	// Header is added to the answer's header (Allow, say).
-	Header http.Header
-	// Body, when set, is the whole answer, written with status 200: a
-	// CallToolResult with more than the envelope's text in it.
-	Body []byte
-}
-
-// Undo is what the core runs once the request is over, whatever happened
-// to it, for a check that let it go on: forwarded reports whether it
-// reached the upstream.
-type Undo interface {
-	Undo(forwarded bool, now time.Time)
 }
 
 // Needs is what a hook needs of an answer.
@@ -169,27 +110,15 @@ const (
 	// DeadlinePassed: the call's deadline cut it; the gateway answered
 	// TIMEOUT.
 	DeadlinePassed
-	// Refused: the gateway answered the request itself: the upstream's
-	// answer, if any, was not sent.
-	Refused
 )
 
-var endings = [...]string{"complete", "broken", "client_gone", "deadline_passed", "refused"}
+var endings = [...]string{"complete", "broken", "client_gone", "deadline_passed"}
 
 func (e Ending) String() string {
 	if int(e) < len(endings) {
 		return endings[e]
 	}
 	return "unknown"
-}
-
-// Check is a feature's decision on a request, on the way in.
-type Check interface {
-	// Phase is when the check runs.
-	Phase() Phase
-	// Check refuses the request, or lets it go on, with what to undo once
-	// it is over (nil: nothing).
-	Check(x *Exchange) (*Refusal, Undo)
 }
 
 // Responder opens hooks on the upstream's answers.

@@ -228,7 +228,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		h.responders = append(h.responders, contractAnswers{h.contract})
 	}
 	if h.policy != nil {
-		h.responders = append(h.responders, policyAnswers{h})
+		h.responders = append(h.responders, &toolpolicy.Answers{Rules: h.policy, Logger: h.logger})
 	}
 	if h.catalog != nil {
 		h.responders = append(h.responders, catalogAnswers{h})

@@ -102,3 +102,11 @@ func (hs *answerHooks) end(x *feature.Exchange, e feature.Ending) {
 		o.hook.End(x, e)
 	}
 }
+
+// unreadableMessage is the JSON-RPC error sent, for id, in place of what
+// the hooks could not read, and recorded as the exchange's answer.
+func (h *Handler) unreadableMessage(x *exchange, err error, id json.RawMessage) []byte {
+	env := x.watch.hooks.unreadable(x.view(), err)
+	h.answered(x, &env)
+	return env.AppendRPCError(nil, id, x.era.RPCCode(&env))
+}

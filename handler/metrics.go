@@ -10,6 +10,7 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 	"github.com/caddymcp/caddy-mcp/internal/promreg"
+	"github.com/caddymcp/caddy-mcp/toolpolicy"
 )
 
 // The handler's metrics, in Caddy's registry: namespace caddy, subsystem mcp.
@@ -69,7 +70,10 @@ var (
 // registerMetrics registers the handler's collectors with the registry of
 // the config being loaded.
 func registerMetrics(ctx caddy.Context) error {
-	return promreg.Register(ctx, requestsTotal, envelopesTotal, rateLimitDecisions, emptyKeys, queueWait, requestDuration, sessionTokens, validations, cancellations, toolsLearned, badSchemas, catalogState, toolCalls, deprecatedCalls, toolsHidden, contractChanges, stateCollector)
+	if err := promreg.Register(ctx, toolpolicy.Collectors()...); err != nil {
+		return err
+	}
+	return promreg.Register(ctx, requestsTotal, envelopesTotal, rateLimitDecisions, emptyKeys, queueWait, requestDuration, sessionTokens, validations, cancellations, toolsLearned, badSchemas, catalogState, contractChanges, stateCollector)
 }
 
 // poolCollector reads the live guards and buckets at scrape time, so that

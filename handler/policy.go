@@ -8,7 +8,6 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 	"github.com/caddymcp/caddy-mcp/toolpolicy"
@@ -80,7 +79,7 @@ func (h *Handler) refuseHidden(w http.ResponseWriter, x *exchange) (bool, error)
 		tool := string(m.Name)
 		hidden := !h.policy.Allowed(tool)
 		if hidden {
-			toolCalls.WithLabelValues("denied").Inc()
+			toolpolicy.CountDenied()
 		} else if x.batch && h.policy.Hides() && h.absent(x, tool) {
 			// A batch calling a tool the list lacks is refused as one
 			// calling a hidden tool is, so that the two look alike.
@@ -188,18 +187,3 @@ func (h *Handler) cancelAtDeadline(x *exchange, u *upstreamWatch, next caddyhttp
 		h.sendCancelled(x, requestVars(x), next, reasonDeadline)
 	}
 }
-
-var (
-	toolCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: "caddy", Subsystem: "mcp", Name: "tool_calls_total",
-		Help: "tools/call requests under a tools policy, by outcome: success, is_error (the tool failed: isError true), rpc_error (a JSON-RPC error), denied (a hidden tool), timeout (cut at its deadline), unread (no answer the gateway could read).",
-	}, []string{"outcome"})
-	deprecatedCalls = prometheus.NewCounter(prometheus.CounterOpts{
-		Namespace: "caddy", Subsystem: "mcp", Name: "deprecated_calls_total",
-		Help: "Successful calls of deprecated tools, answered with a DEPRECATED warning.",
-	})
-	toolsHidden = prometheus.NewCounter(prometheus.CounterOpts{
-		Namespace: "caddy", Subsystem: "mcp", Name: "tools_hidden_total",
-		Help: "Tools removed from tools/list answers by the tools policy.",
-	})
-)

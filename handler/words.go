@@ -4,15 +4,13 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/caddymcp/caddy-mcp/busy"
 	"github.com/caddymcp/caddy-mcp/contract"
 	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
-	"github.com/caddymcp/caddy-mcp/toolpolicy"
 )
 
 // The words the model reads: every envelope the gateway writes is made here,
@@ -352,22 +350,11 @@ func formatWindow(d time.Duration) string {
 
 func quote(s string) string { return `"` + s + `"` }
 
-// maxEchoed bounds, in bytes, a client-chosen value (a method, a tool name,
-// an id, a header, a key) written into a log line or an envelope.
-const maxEchoed = 256
+// maxEchoed bounds a client-chosen value echoed in a log line or an
+// envelope; clip cuts one to it.
+const maxEchoed = feature.MaxEchoed
 
-// clip returns s cut to maxEchoed bytes at a character boundary, saying how
-// long it was.
-func clip(s string) string {
-	if len(s) <= maxEchoed {
-		return s
-	}
-	cut := maxEchoed
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "... (" + strconv.Itoa(len(s)) + " bytes)"
-}
+var clip = feature.Clip
 
 // The tool policy.
 
@@ -378,39 +365,11 @@ func hiddenInBatch(tool string) envelope.Envelope {
 		Envelope()
 }
 
-// toolDeprecated: the warning a deprecated tool's successful result
-// carries.
-func toolDeprecated(tool string, d *toolpolicy.Deprecation) envelope.Envelope {
-	b := envelope.New(envelope.Deprecated, "The tool "+quote(clip(tool))+" is deprecated: "+d.Message).Warning()
-	if len(d.Replacements) > 0 {
-		return b.Suggest("This call succeeded, and its result above is valid. Use " + strings.Join(d.Replacements, " or ") + " for the next calls instead.").
-			Actions(d.Replacements...).
-			Envelope()
-	}
-	return b.Suggest("This call succeeded, and its result above is valid. Stop relying on this tool: it may be removed.").Envelope()
-}
-
 // toolTimedOut: a call ran past the deadline the policy gives its tool.
 func toolTimedOut(tool string, after time.Duration) envelope.Envelope {
 	return envelope.New(envelope.Timeout, "The tool "+quote(clip(tool))+" did not answer within "+formatWindow(after)+", the longest this gateway lets it run; the gateway asked the MCP server to stop it").
 		Suggest("The call may still complete on the server: check its effect before retrying, so that it does not run twice.").
 		Details(envelope.Detail{Key: "timeout", Value: formatWindow(after)}).
-		Envelope()
-}
-
-// listUnreadable: a tools/list answer the gateway must filter and cannot
-// read.
-func listUnreadable(err error) envelope.Envelope {
-	return envelope.New(envelope.InternalError, "The MCP server's tool list could not be read by this gateway, which must filter it: "+err.Error()).
-		Suggest("Tell the user the tools cannot be listed through this gateway right now; retrying will not help.").
-		Envelope()
-}
-
-// streamUnreadable: a GET's event stream held a message the gateway must
-// read to keep hidden tools hidden, and could not.
-func streamUnreadable(err error) envelope.Envelope {
-	return envelope.New(envelope.InternalError, "A message on this event stream could not be read by this gateway, which must filter the tools it lists: "+err.Error()).
-		Suggest("Send the request again instead of resuming its stream.").
 		Envelope()
 }
 

@@ -1,51 +1,56 @@
-package handler
+package toolpolicy
 
 import (
 	"bytes"
 	"cmp"
-	"encoding/json"
 	"net/http"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
-	"github.com/caddymcp/caddy-mcp/toolpolicy"
 )
 
-// The tool policy's hooks on the upstream's answers: a tools/list answer
-// filtered, a tools/call's outcome counted and a deprecated tool's success
-// given a warning, and a GET's stream filtered.
+// Answers is the tool policy's say in the upstream's answers (a
+// feature.Responder): a tools/list answer filtered, a tools/call's outcome
+// counted and a deprecated tool's success given a warning, and a GET's
+// stream filtered.
+type Answers struct {
+	Rules  *Rules
+	Logger *zap.Logger
+}
 
-// policyAnswers is the tool policy's responder.
-type policyAnswers struct{ h *Handler }
-
-func (p policyAnswers) Open(x *feature.Exchange) feature.Hook {
-	pol := p.h.policy
+// Open opens the hook for the answer to x, nil when the policy has no say
+// in it.
+func (a *Answers) Open(x *feature.Exchange) feature.Hook {
 	if x.Request.Method == http.MethodGet {
-		if pol.EditsLists() {
-			return streamFilter{p.h}
+		if a.Rules.EditsLists() {
+			return streamFilter{a}
 		}
 		return nil
 	}
 	m := x.Single()
 	switch {
 	case m == nil:
-	case m.Kind == jsonrpc.Request && string(m.Method) == "tools/list" && pol.EditsLists():
-		return listFilter{p.h}
-	case isCall(m):
-		return &callRead{h: p.h, tool: string(m.Name)}
+	case m.Kind == jsonrpc.Request && string(m.Method) == "tools/list" && a.Rules.EditsLists():
+		return listFilter{a}
+	case feature.IsCall(m):
+		return &callRead{a: a, tool: string(m.Name)}
 	}
 	return nil
 }
 
+// MaxList bounds a tools/list answer read to filter it.
+const MaxList = 8 << 20
+
 // listFilter filters the answer to a tools/list. One that cannot be read
 // with certainty fails closed when the policy hides tools.
-type listFilter struct{ h *Handler }
+type listFilter struct{ a *Answers }
 
 func (f listFilter) Needs() feature.Needs {
-	return feature.Needs{Edit: true, Max: maxListBody, FailClosed: f.h.policy.Hides()}
+	return feature.Needs{Edit: true, Max: MaxList, FailClosed: f.a.Rules.Hides()}
 }
 
 func (f listFilter) Message(x *feature.Exchange, msg []byte) ([]byte, error) {
@@ -53,20 +58,20 @@ func (f listFilter) Message(x *feature.Exchange, msg []byte) ([]byte, error) {
 	if err != nil || result.Start == 0 {
 		return nil, err // not the response owed, or an error: as it is
 	}
-	return f.h.filtered(msg, result)
+	return f.a.filtered(msg, result)
 }
 
-func (f listFilter) Unreadable(_ *feature.Exchange, err error) envelope.Envelope {
+func (listFilter) Unreadable(_ *feature.Exchange, err error) envelope.Envelope {
 	return listUnreadable(err)
 }
 
 func (listFilter) End(*feature.Exchange, feature.Ending) {}
 
-// filtered is msg with the policy applied to the tools/list result in it,
-// nil when nothing was hidden.
-func (h *Handler) filtered(msg []byte, result jsonrpc.Member) ([]byte, error) {
+// filtered is msg with the rules applied to the tools/list result in it,
+// nil when they change nothing.
+func (a *Answers) filtered(msg []byte, result jsonrpc.Member) ([]byte, error) {
 	original := msg[result.Start:result.End]
-	filtered, removed, err := h.policy.FilterList(original)
+	filtered, removed, err := a.Rules.FilterList(original)
 	if err != nil {
 		return nil, err
 	}
@@ -88,10 +93,10 @@ func (h *Handler) filtered(msg []byte, result jsonrpc.Member) ([]byte, error) {
 // certainty, whatever its size, is replaced by an error for its id. (A
 // replayed call result gets no deprecation warning: nothing here says which
 // tool it is from.)
-type streamFilter struct{ h *Handler }
+type streamFilter struct{ a *Answers }
 
 func (f streamFilter) Needs() feature.Needs {
-	return feature.Needs{Edit: true, Max: maxListBody, FailClosed: f.h.policy.Hides()}
+	return feature.Needs{Edit: true, Max: MaxList, FailClosed: f.a.Rules.Hides()}
 }
 
 func (f streamFilter) Message(_ *feature.Exchange, msg []byte) ([]byte, error) {
@@ -99,31 +104,31 @@ func (f streamFilter) Message(_ *feature.Exchange, msg []byte) ([]byte, error) {
 	if err != nil || result.Start == 0 || msg[result.Start] != '{' {
 		return nil, err
 	}
-	return f.h.filtered(msg, result)
+	return f.a.filtered(msg, result)
 }
 
-func (f streamFilter) Unreadable(_ *feature.Exchange, err error) envelope.Envelope {
+func (streamFilter) Unreadable(_ *feature.Exchange, err error) envelope.Envelope {
 	return streamUnreadable(err)
 }
 
 func (streamFilter) End(*feature.Exchange, feature.Ending) {}
 
-// maxEditedResult bounds a call result held to add a warning to; a larger
+// MaxEditedResult bounds a call result held to add a warning to; a larger
 // one passes as it is, without the warning (its outcome is still counted
 // when it comes as an event).
-const maxEditedResult = 1 << 20
+const MaxEditedResult = 1 << 20
 
 // callRead counts the outcome of a tools/call, and adds the deprecation
 // warning to a successful result.
 type callRead struct {
-	h    *Handler
+	a    *Answers
 	tool string
 	// outcome is "" until the call's response is read.
 	outcome string
 }
 
 func (*callRead) Needs() feature.Needs {
-	return feature.Needs{Edit: true, Max: maxEditedResult}
+	return feature.Needs{Edit: true, Max: MaxEditedResult}
 }
 
 func (c *callRead) Message(x *feature.Exchange, msg []byte) ([]byte, error) {
@@ -136,29 +141,30 @@ func (c *callRead) Message(x *feature.Exchange, msg []byte) ([]byte, error) {
 		return nil, nil
 	}
 	body := msg[result.Start:result.End]
-	isError, _ := toolpolicy.IsError(body)
+	isError, _ := IsError(body)
 	c.outcome = "success"
 	if isError {
 		c.outcome = "is_error"
 	}
-	d := c.h.policy.Deprecated(c.tool)
+	d := c.a.Rules.Deprecated(c.tool)
 	if d == nil || isError {
 		return nil, nil
 	}
 	env := toolDeprecated(c.tool, d)
 	block := append([]byte(`{"type":"text","text":`), envelope.AppendJSONString(nil, env.Text())...)
 	block = append(block, '}')
-	edited, ok := toolpolicy.AppendContent(body, block)
+	edited, ok := AppendContent(body, block)
 	if !ok {
 		return nil, nil
 	}
 	deprecatedCalls.Inc()
-	c.h.logger.Debug("deprecated tool called", zap.String("tool", clip(c.tool)))
+	c.a.Logger.Debug("deprecated tool called", zap.String("tool", feature.Clip(c.tool)))
 	return jsonrpc.Splice(msg, result, edited), nil
 }
 
+// Unreadable is never asked for: a call's answer fails open.
 func (*callRead) Unreadable(_ *feature.Exchange, err error) envelope.Envelope {
-	return listUnreadable(err) // never: a call's answer fails open
+	return listUnreadable(err)
 }
 
 // End counts the call's outcome: timeout when its deadline cut it, unread
@@ -170,10 +176,26 @@ func (c *callRead) End(_ *feature.Exchange, e feature.Ending) {
 	toolCalls.WithLabelValues(cmp.Or(c.outcome, "unread")).Inc()
 }
 
-// unreadableMessage is the JSON-RPC error sent, for id, in place of what
-// the hooks could not read, and recorded as the exchange's answer.
-func (h *Handler) unreadableMessage(x *exchange, err error, id json.RawMessage) []byte {
-	env := x.watch.hooks.unreadable(x.view(), err)
-	h.answered(x, &env)
-	return env.AppendRPCError(nil, id, x.era.RPCCode(&env))
+// CountDenied counts a call to a hidden tool, refused before it ran.
+func CountDenied() { toolCalls.WithLabelValues("denied").Inc() }
+
+// Collectors are the policy's metrics. They are the process's, registered
+// with each config's registry, so that they survive reloads.
+func Collectors() []prometheus.Collector {
+	return []prometheus.Collector{toolCalls, deprecatedCalls, toolsHidden}
 }
+
+var (
+	toolCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "caddy", Subsystem: "mcp", Name: "tool_calls_total",
+		Help: "tools/call requests under a tools policy, by outcome: success, is_error (the tool failed: isError true), rpc_error (a JSON-RPC error), denied (a hidden tool), timeout (cut at its deadline), unread (no answer the gateway could read).",
+	}, []string{"outcome"})
+	deprecatedCalls = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "caddy", Subsystem: "mcp", Name: "deprecated_calls_total",
+		Help: "Successful calls of deprecated tools, answered with a DEPRECATED warning.",
+	})
+	toolsHidden = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "caddy", Subsystem: "mcp", Name: "tools_hidden_total",
+		Help: "Tools removed from tools/list answers by the tools policy.",
+	})
+)

@@ -1,0 +1,38 @@
+package toolpolicy
+
+import (
+	"strings"
+
+	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/feature"
+)
+
+// The words of the tool policy's answers, as the model reads them.
+
+// toolDeprecated: the warning a deprecated tool's successful result
+// carries.
+func toolDeprecated(tool string, d *Deprecation) envelope.Envelope {
+	b := envelope.New(envelope.Deprecated, `The tool "`+feature.Clip(tool)+`" is deprecated: `+d.Message).Warning()
+	if len(d.Replacements) > 0 {
+		return b.Suggest("This call succeeded, and its result above is valid. Use " + strings.Join(d.Replacements, " or ") + " for the next calls instead.").
+			Actions(d.Replacements...).
+			Envelope()
+	}
+	return b.Suggest("This call succeeded, and its result above is valid. Stop relying on this tool: it may be removed.").Envelope()
+}
+
+// listUnreadable: a tools/list answer the gateway must filter and cannot
+// read.
+func listUnreadable(err error) envelope.Envelope {
+	return envelope.New(envelope.InternalError, "The MCP server's tool list could not be read by this gateway, which must filter it: "+err.Error()).
+		Suggest("Tell the user the tools cannot be listed through this gateway right now; retrying will not help.").
+		Envelope()
+}
+
+// streamUnreadable: a GET's event stream held a message the gateway must
+// read to keep hidden tools hidden, and could not.
+func streamUnreadable(err error) envelope.Envelope {
+	return envelope.New(envelope.InternalError, "A message on this event stream could not be read by this gateway, which must filter the tools it lists: "+err.Error()).
+		Suggest("Send the request again instead of resuming its stream.").
+		Envelope()
+}
