@@ -35,6 +35,27 @@ func (e *Envelope) AppendToolResult(dst []byte, id json.RawMessage) []byte {
 	return append(dst, '}')
 }
 
+// AppendTextResult appends a JSON-RPC response whose result is a
+// CallToolResult of text blocks, one per text, with isError as given: an
+// envelope's text beside another section the model reads (a
+// <validation_error>, a <contract_awareness>).
+func AppendTextResult(dst []byte, id json.RawMessage, isError bool, texts ...string) []byte {
+	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
+	dst = append(dst, id...)
+	dst = append(dst, `,"result":{"content":[`...)
+	for i, t := range texts {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"type":"text","text":`...)
+		dst = appendJSONString(dst, t)
+		dst = append(dst, '}')
+	}
+	dst = append(dst, `],"isError":`...)
+	dst = strconvBool(dst, isError)
+	return append(dst, "}}"...)
+}
+
 // AppendCallToolResult appends e as a CallToolResult: one text block holding
 // the envelope, and isError per the severity.
 func (e *Envelope) AppendCallToolResult(dst []byte) []byte {

@@ -44,6 +44,9 @@ type Exchange struct {
 	// Replica is the upstream a session token pinned the request to, ""
 	// when none did.
 	Replica string
+	// Path is the request's path as the client sent it, before any
+	// handle_path stripped it.
+	Path string
 }
 
 // Single is the body's one message, nil when it holds none or several.
@@ -127,4 +130,29 @@ type Responder interface {
 	// feature has no say in it. It is called before the request goes
 	// upstream.
 	Open(x *Exchange) Hook
+}
+
+// Check is a feature's decision on a request on its way in. Checks run
+// once the body is read, the session opened and the rate limits have taken
+// their tokens (a refused call still costs them), and before the
+// concurrency guard gives places, in the order the features are
+// configured; the first refusal answers the request.
+type Check interface {
+	// Check refuses the request, or lets it go on (nil).
+	Check(x *Exchange) *Refusal
+}
+
+// Refusal is a check's answer in place of the upstream's.
+type Refusal struct {
+	// Envelope is what the model reads. The core writes it in the form
+	// each request of the body needs (a CallToolResult for a tools/call,
+	// a JSON-RPC error otherwise), unless Body is set.
+	Envelope envelope.Envelope
+	// Status is the HTTP status of an answer that carries no request's
+	// id (a notification's); a request's answer is a 200.
+	Status int
+	// Body, when set, is the whole answer, sent with status 200: a
+	// CallToolResult saying more than the envelope (the envelope is what
+	// the log and the metrics record).
+	Body []byte
 }

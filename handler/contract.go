@@ -13,6 +13,7 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/contract"
 	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/toolschema"
 )
 
@@ -209,20 +210,20 @@ func (s *contractState) deltas(key toolschema.ListKey, tool string) []contract.D
 
 // awareness is the <contract_awareness> section for a call's tool, "" when
 // there is no contract or nothing to say.
-func (h *Handler) awareness(x *exchange, tool string) string {
+func (h *Handler) awareness(x *feature.Exchange, tool string) string {
 	if h.contract == nil {
 		return ""
 	}
-	return contract.Awareness(tool, h.contract.deltas(listKey(x.view()), tool))
+	return contract.Awareness(tool, h.contract.deltas(h.validation.KeyOf(x), tool))
 }
 
 // refuseBroken reports whether a call to tool is refused, on_breaking
 // being refuse and the tool's contract broken, and the breaking changes.
-func (h *Handler) refuseBroken(x *exchange, tool string) (breaking []string, refused bool) {
+func (h *Handler) refuseBroken(x *feature.Exchange, tool string) (breaking []string, refused bool) {
 	if h.contract == nil || !h.contract.refuse {
 		return nil, false
 	}
-	deltas := h.contract.deltas(listKey(x.view()), tool)
+	deltas := h.contract.deltas(h.validation.KeyOf(x), tool)
 	if contract.Worst(deltas) != contract.Breaking {
 		return nil, false
 	}
@@ -244,35 +245,12 @@ func (h *Handler) refuseBroken(x *exchange, tool string) (breaking []string, ref
 func (h *Handler) appendCallResult(dst []byte, x *exchange, env *envelope.Envelope, id json.RawMessage, tool string) []byte {
 	var aw string
 	if env.Code != envelope.RateLimited && env.Code != envelope.ServerBusy {
-		aw = h.awareness(x, tool)
+		aw = h.awareness(x.view(), tool)
 	}
 	if aw == "" {
 		return env.AppendToolResult(dst, id)
 	}
-	return appendTextResult(dst, id, env.IsError(), env.Text(), aw)
-}
-
-// appendTextResult appends a JSON-RPC response whose result is a
-// CallToolResult of text blocks.
-func appendTextResult(dst []byte, id json.RawMessage, isError bool, texts ...string) []byte {
-	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
-	dst = append(dst, id...)
-	dst = append(dst, `,"result":{"content":[`...)
-	for i, t := range texts {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = append(dst, `{"type":"text","text":`...)
-		dst = envelope.AppendJSONString(dst, t)
-		dst = append(dst, '}')
-	}
-	dst = append(dst, `],"isError":`...)
-	if isError {
-		dst = append(dst, "true"...)
-	} else {
-		dst = append(dst, "false"...)
-	}
-	return append(dst, "}}"...)
+	return envelope.AppendTextResult(dst, id, env.IsError(), env.Text(), aw)
 }
 
 // contractChanges counts the changes found between live lists and the

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
 	"github.com/caddymcp/caddy-mcp/busy"
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
@@ -77,7 +79,14 @@ type exchange struct {
 // view is the exchange as the features read it, as it stands now: the
 // steps before have written what it holds.
 func (x *exchange) view() *feature.Exchange {
-	x.fx = feature.Exchange{Request: x.r, Messages: x.msgs, Body: x.body, Batch: x.batch, Era: x.era, Start: x.start}
+	path := x.fx.Path
+	if path == "" {
+		path = x.r.URL.Path
+		if orig, ok := x.r.Context().Value(caddyhttp.OriginalRequestCtxKey).(http.Request); ok && orig.URL != nil {
+			path = orig.URL.Path
+		}
+	}
+	x.fx = feature.Exchange{Request: x.r, Messages: x.msgs, Body: x.body, Batch: x.batch, Era: x.era, Start: x.start, Path: path}
 	if x.session != nil {
 		x.fx.Replica = x.session.Upstream
 	}

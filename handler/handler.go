@@ -20,6 +20,7 @@ import (
 	"github.com/caddymcp/caddy-mcp/internal/logsample"
 	"github.com/caddymcp/caddy-mcp/toolpolicy"
 	"github.com/caddymcp/caddy-mcp/toolschema"
+	"github.com/caddymcp/caddy-mcp/validate"
 )
 
 func init() {
@@ -156,8 +157,12 @@ type Handler struct {
 	contract    *contractState
 	limits      []*limit
 	concurrency *concurrencyGuard
-	// responders are the features that read the upstream's answers, in
-	// the order their hooks run.
+	// validation learns tools and checks calls (nil when no tools are
+	// learned); checks are the features' checks of a request on its way
+	// in, and responders the features that read the upstream's answers,
+	// each in the order they run.
+	validation *validate.Feature
+	checks     []feature.Check
 	responders []feature.Responder
 	// keyInputs are the parts of a request key templates read, which a
 	// request may give once at most.
@@ -166,9 +171,6 @@ type Handler struct {
 	// logSampler logs the first envelope of each kind, and counts the
 	// ones that repeat it (log.go).
 	logSampler *logsample.Sampler[envelopeKind]
-	// overBudgetLog logs the first call passed unchecked for its cost,
-	// and counts the ones after it (tools.go).
-	overBudgetLog *logsample.Sampler[overBudget]
 	// load is the config this handler belongs to.
 	load   any
 	joined *load
@@ -190,7 +192,6 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		h.logger = ctx.Logger()
 	}
 	h.logSampler = logsample.New(logEvery, maxLogKinds, h.logRepeated)
-	h.overBudgetLog = logsample.New(overBudgetEvery, 1, h.logOverBudgetRepeated)
 	if err := registerMetrics(ctx); err != nil {
 		return err
 	}
@@ -222,17 +223,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		h.catalog = sharedCatalog()
 		h.catalog.SetMaxBytes(h.joined.catalogSize(h.MaxCatalogSize))
 	}
-	// The contract reads a tool list as the upstream wrote it, the policy
-	// filters it, and the catalog learns what the client is given.
-	if h.contract != nil {
-		h.responders = append(h.responders, contractAnswers{h.contract})
-	}
-	if h.policy != nil {
-		h.responders = append(h.responders, &toolpolicy.Answers{Rules: h.policy, Logger: h.logger})
-	}
-	if h.catalog != nil {
-		h.responders = append(h.responders, catalogAnswers{h})
-	}
+	h.plugFeatures()
 	if h.Sessions != nil {
 		if h.pins, err = newPins(ctx, h.Sessions, h.logger); err != nil {
 			return fmt.Errorf("sessions: %w", err)
@@ -332,7 +323,9 @@ func (h *Handler) Validate() error {
 func (h *Handler) Cleanup() error {
 	removeLive(h)
 	h.logSampler.Stop()
-	h.overBudgetLog.Stop()
+	if h.validation != nil {
+		h.validation.Stop()
+	}
 	for _, l := range h.limits {
 		l.release()
 	}

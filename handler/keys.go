@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 )
 
@@ -190,16 +191,9 @@ func (k *keyTemplate) eval(x *exchange, repl *caddy.Replacer, m *jsonrpc.Message
 // servers, and so one key.
 const authorization = "authorization"
 
-// normalizedAuthorization is an Authorization header value with its scheme
-// in lower case and its runs of whitespace made one space.
-func normalizedAuthorization(v string) string {
-	fields := strings.Fields(v)
-	if len(fields) == 0 {
-		return ""
-	}
-	fields[0] = strings.ToLower(fields[0])
-	return strings.Join(fields, " ")
-}
+// normalizedAuthorization is an Authorization header value as callers
+// are compared by it.
+var normalizedAuthorization = feature.NormalizedAuthorization
 
 // keyInputs are the parts of a request key templates read (the body aside):
 // headers (canonical names), cookies and query parameters. A request may

@@ -11,6 +11,7 @@ import (
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 	"github.com/caddymcp/caddy-mcp/internal/promreg"
 	"github.com/caddymcp/caddy-mcp/toolpolicy"
+	"github.com/caddymcp/caddy-mcp/validate"
 )
 
 // The handler's metrics, in Caddy's registry: namespace caddy, subsystem mcp.
@@ -73,7 +74,10 @@ func registerMetrics(ctx caddy.Context) error {
 	if err := promreg.Register(ctx, toolpolicy.Collectors()...); err != nil {
 		return err
 	}
-	return promreg.Register(ctx, requestsTotal, envelopesTotal, rateLimitDecisions, emptyKeys, queueWait, requestDuration, sessionTokens, validations, cancellations, toolsLearned, badSchemas, catalogState, contractChanges, stateCollector)
+	if err := promreg.Register(ctx, validate.Collectors(catalog.Load)...); err != nil {
+		return err
+	}
+	return promreg.Register(ctx, requestsTotal, envelopesTotal, rateLimitDecisions, emptyKeys, queueWait, requestDuration, sessionTokens, cancellations, contractChanges, stateCollector)
 }
 
 // poolCollector reads the live guards and buckets at scrape time, so that

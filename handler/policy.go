@@ -9,7 +9,6 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
-	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 	"github.com/caddymcp/caddy-mcp/toolpolicy"
 )
 
@@ -58,51 +57,6 @@ func (t *Tools) rules() (*toolpolicy.Rules, error) {
 		deadlines = append(deadlines, toolpolicy.Deadline{Tools: d.Tools, After: time.Duration(d.After)})
 	}
 	return toolpolicy.New(t.Allow, t.Deny, t.Deprecate, deadlines)
-}
-
-// refuseHidden answers a request that calls a tool the policy hides: a
-// single call gets UNKNOWN_ACTION with the nearest tools it may call, as a
-// tool that does not exist would; a batch holding one is refused whole.
-// The decision reads the name only: it says nothing of what exists. A
-// batch holding a tools/list is refused too when the policy edits lists
-// (its answer is only edited alone).
-func (h *Handler) refuseHidden(w http.ResponseWriter, x *exchange) (bool, error) {
-	for i := range x.msgs {
-		m := &x.msgs[i]
-		if x.batch && m.Kind == jsonrpc.Request && string(m.Method) == "tools/list" && h.policy.EditsLists() {
-			env := listInBatch()
-			return true, h.answer(w, x, &env, http.StatusOK)
-		}
-		if m.Kind != jsonrpc.Request && m.Kind != jsonrpc.Notification || string(m.Method) != "tools/call" {
-			continue
-		}
-		tool := string(m.Name)
-		hidden := !h.policy.Allowed(tool)
-		if hidden {
-			toolpolicy.CountDenied()
-		} else if x.batch && h.policy.Hides() && h.absent(x, tool) {
-			// A batch calling a tool the list lacks is refused as one
-			// calling a hidden tool is, so that the two look alike.
-			hidden = true
-		}
-		if !hidden {
-			continue
-		}
-		if x.batch {
-			env := hiddenInBatch(tool)
-			return true, h.answer(w, x, &env, http.StatusBadRequest)
-		}
-		if m.Kind == jsonrpc.Notification {
-			// A call sent as a notification runs nowhere that follows the
-			// protocol; one that names a hidden tool is refused all the
-			// same, in case the server runs it.
-			env := unknownTool(tool, nil)
-			return true, h.answer(w, x, &env, http.StatusBadRequest)
-		}
-		env := unknownTool(tool, h.nearestAllowed(tool, h.catalog.Names(listKey(x.view()))))
-		return true, h.answer(w, x, &env, http.StatusOK)
-	}
-	return false, nil
 }
 
 // Deadlines.

@@ -71,8 +71,8 @@ func (h *Handler) admitAndForward(w http.ResponseWriter, x *exchange, repl *cadd
 		return h.refuse(w, x, d)
 	}
 	// After the limits: a refused call still cost its tokens.
-	if answered, err := h.validate(w, x); answered {
-		return err
+	if ref := h.check(x); ref != nil {
+		return h.refuseWith(w, x, ref)
 	}
 	if err := h.enter(x, repl); err != nil {
 		x.refund(time.Now())

@@ -93,7 +93,8 @@ func provisionB(b *testing.B, h *Handler) *Handler {
 func BenchmarkServeForwardedValidate(b *testing.B) {
 	h := provisionB(b, &Handler{ValidateCalls: true})
 	body := echoCall1KiB()
-	key := listKey(&feature.Exchange{Request: post(body)})
+	r := post(body)
+	key := h.validation.KeyOf(&feature.Exchange{Request: r, Path: r.URL.Path})
 	const list = `{"tools":[{"name":"echo","description":"Echoes text.","inputSchema":{"type":"object","properties":{"text":{"type":"string","description":"the text to echo back"}},"required":["text"],"additionalProperties":false}}]}`
 	if _, err := h.catalog.Learn(key, []byte(list), true, time.Now()); err != nil {
 		b.Fatal(err)

@@ -194,26 +194,6 @@ func methodRefused(method string) envelope.Envelope {
 		Envelope()
 }
 
-// unknownTool: validate is on, the upstream's tool list is known and
-// complete, and the call names a tool it does not hold.
-func unknownTool(tool string, nearest []string) envelope.Envelope {
-	b := envelope.New(envelope.UnknownAction, "The tool "+quote(clip(tool))+" does not exist on this MCP server").
-		Suggest("Call one of the available tools by its exact name, or list the tools again.")
-	if len(nearest) > 0 {
-		b = b.Actions(nearest...)
-	}
-	return b.Envelope()
-}
-
-// argumentsRefused is the envelope logged and counted for a call whose
-// arguments break the tool's schema; the model reads the <validation_error>
-// itself.
-func argumentsRefused(tool string, problems int) envelope.Envelope {
-	return envelope.New(envelope.ValidationError, fmt.Sprintf("The arguments of %s break its inputSchema (%d fields)", quote(clip(tool)), problems)).
-		Suggest("Fix the fields and call the tool again.").
-		Envelope()
-}
-
 // contractBroken: on_breaking refuse, and the tool changed in ways that
 // break calls written against the approved contract.
 func contractBroken(tool string, changes []string) envelope.Envelope {
@@ -358,25 +338,10 @@ var clip = feature.Clip
 
 // The tool policy.
 
-// hiddenInBatch: a batch calls a tool the policy hides; nothing in it ran.
-func hiddenInBatch(tool string) envelope.Envelope {
-	return envelope.New(envelope.UnknownAction, "This batch calls the tool "+quote(clip(tool))+", which does not exist on this MCP server; nothing in the batch ran").
-		Suggest("Send the batch again without that call, or list the tools to see which exist.").
-		Envelope()
-}
-
 // toolTimedOut: a call ran past the deadline the policy gives its tool.
 func toolTimedOut(tool string, after time.Duration) envelope.Envelope {
 	return envelope.New(envelope.Timeout, "The tool "+quote(clip(tool))+" did not answer within "+formatWindow(after)+", the longest this gateway lets it run; the gateway asked the MCP server to stop it").
 		Suggest("The call may still complete on the server: check its effect before retrying, so that it does not run twice.").
 		Details(envelope.Detail{Key: "timeout", Value: formatWindow(after)}).
-		Envelope()
-}
-
-// listInBatch: a batch holds a tools/list, whose answer the gateway edits
-// only when it comes alone.
-func listInBatch() envelope.Envelope {
-	return envelope.New(envelope.ValidationError, "This batch holds a tools/list request, which this gateway answers only when it is sent alone; nothing in the batch ran").
-		Suggest("Send tools/list as a request of its own, then the rest of the batch.").
 		Envelope()
 }

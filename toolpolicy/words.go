@@ -36,3 +36,18 @@ func streamUnreadable(err error) envelope.Envelope {
 		Suggest("Send the request again instead of resuming its stream.").
 		Envelope()
 }
+
+// hiddenInBatch: a batch calls a tool the policy hides; nothing in it ran.
+func hiddenInBatch(tool string) envelope.Envelope {
+	return envelope.New(envelope.UnknownAction, `This batch calls the tool "`+feature.Clip(tool)+`", which does not exist on this MCP server; nothing in the batch ran`).
+		Suggest("Send the batch again without that call, or list the tools to see which exist.").
+		Envelope()
+}
+
+// listInBatch: a batch holds a tools/list, whose answer the gateway edits
+// only when it comes alone.
+func listInBatch() envelope.Envelope {
+	return envelope.New(envelope.ValidationError, "This batch holds a tools/list request, which this gateway answers only when it is sent alone; nothing in the batch ran").
+		Suggest("Send tools/list as a request of its own, then the rest of the batch.").
+		Envelope()
+}

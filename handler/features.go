@@ -1,0 +1,72 @@
+package handler
+
+import (
+	"net/http"
+
+	"github.com/caddymcp/caddy-mcp/feature"
+	"github.com/caddymcp/caddy-mcp/toolpolicy"
+	"github.com/caddymcp/caddy-mcp/validate"
+)
+
+// plugFeatures plugs the features the handler is configured with into the
+// core, each in the order it runs (docs/architecture.md).
+func (h *Handler) plugFeatures() {
+	if h.catalog != nil {
+		cfg := validate.Config{Catalog: h.catalog, CheckArguments: h.ValidateCalls, Logger: h.logger}
+		if h.policy != nil {
+			cfg.RefuseAbsent, cfg.Allowed = h.policy.Hides(), h.policy.Allowed
+		}
+		if h.contract != nil {
+			cfg.Awareness = h.awareness
+		}
+		h.validation = validate.New(cfg)
+	}
+	// On the way in: a hidden tool is refused first, then a broken
+	// contract, then a tool the list lacks and arguments that break its
+	// schema.
+	if h.policy != nil {
+		h.checks = append(h.checks, &toolpolicy.Calls{Rules: h.policy, Tools: h.validation})
+	}
+	if h.contract != nil && h.contract.refuse {
+		h.checks = append(h.checks, contractCheck{h})
+	}
+	if h.ValidateCalls || (h.policy != nil && h.policy.Hides()) {
+		h.checks = append(h.checks, h.validation)
+	}
+	// On the way out: the contract reads a tool list as the upstream wrote
+	// it, the policy filters it, and validate learns what the client is
+	// given.
+	if h.contract != nil {
+		h.responders = append(h.responders, contractAnswers{h.contract, h.validation})
+	}
+	if h.policy != nil {
+		h.responders = append(h.responders, &toolpolicy.Answers{Rules: h.policy, Logger: h.logger})
+	}
+	if h.validation != nil {
+		h.responders = append(h.responders, h.validation)
+	}
+}
+
+// check runs the features' checks on x, in order, and returns the first
+// refusal.
+func (h *Handler) check(x *exchange) *feature.Refusal {
+	if len(h.checks) == 0 {
+		return nil
+	}
+	fx := x.view()
+	for _, c := range h.checks {
+		if ref := c.Check(fx); ref != nil {
+			return ref
+		}
+	}
+	return nil
+}
+
+// refuseWith answers x with a check's refusal.
+func (h *Handler) refuseWith(w http.ResponseWriter, x *exchange, ref *feature.Refusal) error {
+	if ref.Body == nil {
+		return h.answer(w, x, &ref.Envelope, ref.Status)
+	}
+	h.answered(x, &ref.Envelope)
+	return writeJSON(w, http.StatusOK, &ref.Envelope, ref.Body)
+}

@@ -1,0 +1,68 @@
+package toolpolicy
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/feature"
+)
+
+// listedTools are the tools the upstream listed, as validate would say.
+type listedTools []string
+
+func (l listedTools) Absent(_ *feature.Exchange, tool string) bool {
+	for _, t := range l {
+		if t == tool {
+			return false
+		}
+	}
+	return true
+}
+
+func (l listedTools) Nearest(*feature.Exchange, string) []string { return []string(l) }
+
+// A call to a hidden tool is refused as one to a tool that does not exist;
+// in a batch, the whole batch is, and so is a call to a tool the list lacks
+// (the two must look alike); a batch holding a tools/list is refused when
+// the policy edits lists.
+func TestThePolicyRefusesCallsToHiddenTools(t *testing.T) {
+	call := func(id, tool string) string {
+		return `{"jsonrpc":"2.0",` + id + `"method":"tools/call","params":{"name":"` + tool + `"}}`
+	}
+	tests := []struct {
+		name       string
+		body       string
+		wantCode   envelope.Code // "" when it passes
+		wantStatus int
+		denied     bool // counted as a call to a hidden tool
+	}{
+		{"an allowed call passes", call(`"id":1,`, "search"), "", 0, false},
+		{"a hidden call is unknown", call(`"id":1,`, "admin_reset"), envelope.UnknownAction, http.StatusOK, true},
+		{"a hidden call as a notification is refused", call("", "admin_reset"), envelope.UnknownAction, http.StatusBadRequest, true},
+		{"a batch with a hidden call is refused whole", "[" + call(`"id":1,`, "search") + "," + call(`"id":2,`, "admin_x") + "]", envelope.UnknownAction, http.StatusBadRequest, true},
+		{"a batch with a call the list lacks looks alike", "[" + call(`"id":1,`, "nope") + "]", envelope.UnknownAction, http.StatusBadRequest, false},
+		{"a batch holding a tools/list", `[{"jsonrpc":"2.0","id":1,"method":"tools/list"}]`, envelope.ValidationError, http.StatusOK, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &Calls{Rules: testAnswers(t).Rules, Tools: listedTools{"search", "admin_reset"}}
+			before := counted(t, toolCalls.WithLabelValues("denied"))
+			ref := c.Check(exchangeOf(t, tt.body))
+			if tt.denied {
+				assert.Equal(t, before+1, counted(t, toolCalls.WithLabelValues("denied")))
+			}
+			if tt.wantCode == "" {
+				assert.Nil(t, ref)
+				return
+			}
+			require.NotNil(t, ref)
+			assert.Equal(t, tt.wantCode, ref.Envelope.Code)
+			assert.Equal(t, tt.wantStatus, ref.Status)
+			assert.NotContains(t, ref.Envelope.Text(), "hidden", "the words never say a tool is hidden")
+		})
+	}
+}
