@@ -3,6 +3,7 @@ package handler
 import (
 	"net/http"
 
+	"github.com/caddymcp/caddy-mcp/contract"
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/toolpolicy"
 	"github.com/caddymcp/caddy-mcp/validate"
@@ -16,10 +17,11 @@ func (h *Handler) plugFeatures() {
 		if h.policy != nil {
 			cfg.RefuseAbsent, cfg.Allowed = h.policy.Hides(), h.policy.Allowed
 		}
-		if h.contract != nil {
-			cfg.Awareness = h.awareness
-		}
 		h.validation = validate.New(cfg)
+	}
+	if h.locked != nil {
+		h.contract = contract.NewLive(h.locked.file, h.Contract.OnBreaking == "refuse", h.locked.lists, h.validation, h.logger)
+		h.validation.SetAwareness(h.contract.Awareness)
 	}
 	// On the way in: a hidden tool is refused first, then a broken
 	// contract, then a tool the list lacks and arguments that break its
@@ -27,8 +29,8 @@ func (h *Handler) plugFeatures() {
 	if h.policy != nil {
 		h.checks = append(h.checks, &toolpolicy.Calls{Rules: h.policy, Tools: h.validation})
 	}
-	if h.contract != nil && h.contract.refuse {
-		h.checks = append(h.checks, contractCheck{h})
+	if h.contract != nil && h.contract.Refuses() {
+		h.checks = append(h.checks, h.contract)
 	}
 	if h.ValidateCalls || (h.policy != nil && h.policy.Hides()) {
 		h.checks = append(h.checks, h.validation)
@@ -37,7 +39,7 @@ func (h *Handler) plugFeatures() {
 	// it, the policy filters it, and validate learns what the client is
 	// given.
 	if h.contract != nil {
-		h.responders = append(h.responders, contractAnswers{h.contract, h.validation})
+		h.responders = append(h.responders, h.contract)
 	}
 	if h.policy != nil {
 		h.responders = append(h.responders, &toolpolicy.Answers{Rules: h.policy, Logger: h.logger})

@@ -16,6 +16,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
+	"github.com/caddymcp/caddy-mcp/contract"
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/logsample"
 	"github.com/caddymcp/caddy-mcp/toolpolicy"
@@ -154,7 +155,8 @@ type Handler struct {
 	pins        *pins
 	catalog     *toolschema.Catalog
 	policy      *toolpolicy.Rules
-	contract    *contractState
+	locked      *lockedContract
+	contract    *contract.Live
 	limits      []*limit
 	concurrency *concurrencyGuard
 	// validation learns tools and checks calls (nil when no tools are
@@ -210,7 +212,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return err
 	}
 	if h.Contract != nil {
-		if h.contract, err = newContractState(h.Contract, h.logger); err != nil {
+		if err = h.lockContract(); err != nil {
 			return fmt.Errorf("contract: %w", err)
 		}
 	}
@@ -219,7 +221,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 			return fmt.Errorf("tools: %w", err)
 		}
 	}
-	if h.ValidateCalls || h.contract != nil || h.policy != nil {
+	if h.ValidateCalls || h.Contract != nil || h.policy != nil {
 		h.catalog = sharedCatalog()
 		h.catalog.SetMaxBytes(h.joined.catalogSize(h.MaxCatalogSize))
 	}
@@ -322,6 +324,7 @@ func (h *Handler) Validate() error {
 // those requests' envelopes are then each logged.
 func (h *Handler) Cleanup() error {
 	removeLive(h)
+	h.unlockContract()
 	h.logSampler.Stop()
 	if h.validation != nil {
 		h.validation.Stop()

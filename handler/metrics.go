@@ -8,6 +8,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/caddymcp/caddy-mcp/contract"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 	"github.com/caddymcp/caddy-mcp/internal/promreg"
 	"github.com/caddymcp/caddy-mcp/toolpolicy"
@@ -74,10 +75,13 @@ func registerMetrics(ctx caddy.Context) error {
 	if err := promreg.Register(ctx, toolpolicy.Collectors()...); err != nil {
 		return err
 	}
+	if err := promreg.Register(ctx, contract.Collectors()...); err != nil {
+		return err
+	}
 	if err := promreg.Register(ctx, validate.Collectors(catalog.Load)...); err != nil {
 		return err
 	}
-	return promreg.Register(ctx, requestsTotal, envelopesTotal, rateLimitDecisions, emptyKeys, queueWait, requestDuration, sessionTokens, cancellations, contractChanges, stateCollector)
+	return promreg.Register(ctx, requestsTotal, envelopesTotal, rateLimitDecisions, emptyKeys, queueWait, requestDuration, sessionTokens, cancellations, stateCollector)
 }
 
 // poolCollector reads the live guards and buckets at scrape time, so that

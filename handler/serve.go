@@ -105,7 +105,7 @@ func (h *Handler) passesUninspected(err error, r *http.Request) bool {
 // run: a rate limit, the guard, a tools policy, a contract that refuses.
 // A request the gateway cannot read is then refused, rather than passed.
 func (h *Handler) governsCalls() bool {
-	return len(h.limits) > 0 || h.concurrency != nil || h.policy != nil || (h.contract != nil && h.contract.refuse)
+	return len(h.limits) > 0 || h.concurrency != nil || h.policy != nil || (h.contract != nil && h.contract.Refuses())
 }
 
 // mcpMethod reports whether an HTTP method is one MCP's transport uses, or

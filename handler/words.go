@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/caddymcp/caddy-mcp/busy"
-	"github.com/caddymcp/caddy-mcp/contract"
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
@@ -192,34 +191,6 @@ func methodRefused(method string) envelope.Envelope {
 	return envelope.New(envelope.ValidationError, "HTTP method "+quote(clip(method))+" is not one this MCP endpoint takes: it takes POST, GET and DELETE").
 		Suggest("Send JSON-RPC messages with POST.").
 		Envelope()
-}
-
-// contractBroken: on_breaking refuse, and the tool changed in ways that
-// break calls written against the approved contract.
-func contractBroken(tool string, changes []string) envelope.Envelope {
-	return envelope.New(envelope.Forbidden, "The tool "+quote(clip(tool))+" changed since its contract was approved, in ways that break calls; this gateway refuses it until the change is approved").
-		Suggest("Tell the user the tool is unavailable until its operator approves its new contract; do not retry.").
-		Details(changeDetails(changes)...).
-		Envelope()
-}
-
-// contractBrokenInBatch: a batch calls a tool whose contract broke, and is
-// refused whole.
-func contractBrokenInBatch(tool string, changes []string) envelope.Envelope {
-	return envelope.New(envelope.Forbidden, "This batch calls the tool "+quote(clip(tool))+", which changed since its contract was approved, in ways that break calls; this gateway refuses it until the change is approved, and nothing in the batch ran").
-		Suggest("Send the batch again without that call, and tell the user the tool is unavailable until its operator approves its new contract.").
-		Details(changeDetails(changes)...).
-		Envelope()
-}
-
-// changeDetails are a contract's changes as details, the first
-// contract.MaxAwareness of them.
-func changeDetails(changes []string) []envelope.Detail {
-	details := make([]envelope.Detail, 0, min(len(changes), contract.MaxAwareness))
-	for i, c := range changes[:min(len(changes), contract.MaxAwareness)] {
-		details = append(details, envelope.Detail{Key: fmt.Sprintf("change_%d", i+1), Value: c})
-	}
-	return details
 }
 
 // noPrincipal: sessions are bound to the caller's credentials, and the

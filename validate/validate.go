@@ -49,16 +49,21 @@ type Config struct {
 	// tools).
 	CheckArguments, RefuseAbsent bool
 	Allowed                      func(tool string) bool
-	Awareness                    func(x *feature.Exchange, tool string) string
 	Logger                       *zap.Logger
 }
 
 // New starts the feature; Stop ends it.
 func New(c Config) *Feature {
 	f := &Feature{catalog: c.Catalog, checks: c.CheckArguments, absent: c.RefuseAbsent || c.CheckArguments,
-		allowed: c.Allowed, awareness: c.Awareness, logger: c.Logger}
+		allowed: c.Allowed, logger: c.Logger}
 	f.overBudget = logsample.New(overBudgetEvery, 1, f.logOverBudgetRepeated)
 	return f
+}
+
+// SetAwareness gives the feature what it adds to a refused call's answer
+// about the tool's contract (the contract is made once validate is).
+func (f *Feature) SetAwareness(awareness func(x *feature.Exchange, tool string) string) {
+	f.awareness = awareness
 }
 
 // Stop stops the feature's log sampler.
