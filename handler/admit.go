@@ -2,6 +2,7 @@ package handler
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -16,6 +17,43 @@ import (
 // places, each under its own key. A request refused by the guard gives its
 // tokens back; a request admitted holds its places until its answer is
 // written.
+
+// provisionAdmission sets up the rate limits, on their shared store if
+// one is configured, and the concurrency guard.
+func (h *Handler) provisionAdmission(ctx caddy.Context) error {
+	var err error
+	if h.StoreRaw != nil {
+		mod, err := ctx.LoadModule(h, "StoreRaw")
+		if err != nil {
+			return fmt.Errorf("store: %w", err)
+		}
+		shared, ok := mod.(SharedStore)
+		if !ok {
+			return fmt.Errorf("store: module %T is not a rate-limit store", mod)
+		}
+		h.shared = shared
+	}
+	for _, name := range sortedNames(h.RateLimits) {
+		l, err := newLimit(name, h.RateLimits[name], h.shared, h.logger)
+		if err != nil {
+			return fmt.Errorf("rate_limit %q: %w", name, err)
+		}
+		h.limits = append(h.limits, l)
+		if err := h.joined.declare("rate_limit", name, l.settings()); err != nil {
+			return err
+		}
+		h.keyInputs.add(l.key.inputs)
+	}
+	if h.Concurrency != nil {
+		if h.concurrency, err = newConcurrencyGuard(h.Concurrency, h.joined, h.logger); err != nil {
+			return fmt.Errorf("concurrency: %w", err)
+		}
+		if h.concurrency.key != nil {
+			h.keyInputs.add(h.concurrency.key.inputs)
+		}
+	}
+	return nil
+}
 
 // denial is why the rate limits refused a request.
 type denial struct {

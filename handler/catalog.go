@@ -1,23 +1,47 @@
 package handler
 
 import (
-	"sync"
-	"sync/atomic"
+	"github.com/caddyserver/caddy/v2"
 
 	"github.com/caddymcp/caddy-mcp/toolschema"
 )
 
-// catalog is the process's tools, shared by every handler that validates
-// and kept across config reloads: clients list tools once, when they
-// connect, and a reload must not leave their calls unchecked. Lists are
-// keyed by endpoint (host and path), so sites do not mix. Its bound is
-// the largest max_catalog_size of the config loaded last.
-var (
-	catalogOnce sync.Once
-	catalog     atomic.Pointer[toolschema.Catalog]
-)
+// catalogs holds the tools learned from tools/list answers, one catalog
+// shared by every handler that learns tools, for as long as a config uses
+// it: kept across config reloads (clients list tools once, when they
+// connect, and a reload must not leave their calls unchecked), and let go
+// with the last config that learns tools. Lists are keyed by endpoint
+// (host and path), so sites do not mix. Its bound is the largest
+// max_catalog_size of the config loaded last.
+var catalogs = caddy.NewUsagePool()
 
-func sharedCatalog() *toolschema.Catalog {
-	catalogOnce.Do(func() { catalog.Store(toolschema.NewCatalog(0)) })
-	return catalog.Load()
+const catalogKey = "tools"
+
+// sharedTools is the catalog as the pool holds it.
+type sharedTools struct{ *toolschema.Catalog }
+
+func (sharedTools) Destruct() error { return nil }
+
+// takeCatalog takes the shared catalog; releaseCatalog gives it back.
+func takeCatalog() (*toolschema.Catalog, error) {
+	v, _, err := catalogs.LoadOrNew(catalogKey, func() (caddy.Destructor, error) {
+		return sharedTools{toolschema.NewCatalog(0)}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(sharedTools).Catalog, nil
+}
+
+func releaseCatalog() { _, _ = catalogs.Delete(catalogKey) }
+
+// liveCatalog is the shared catalog while a config uses it, nil otherwise:
+// what the metrics read at scrape time.
+func liveCatalog() *toolschema.Catalog {
+	var c *toolschema.Catalog
+	catalogs.Range(func(_, v any) bool {
+		c = v.(sharedTools).Catalog
+		return false
+	})
+	return c
 }

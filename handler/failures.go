@@ -14,6 +14,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
 
 	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 )
 
 // Upstream failures: what the upstream's failure to answer in JSON-RPC was
@@ -103,4 +104,37 @@ func bodyExcerpt(body []byte) string {
 		cut--
 	}
 	return s[:cut] + "..."
+}
+
+// release sends a held answer as the upstream wrote it.
+func (u *upstreamWatch) release() error {
+	u.held = false
+	u.ResponseWriterWrapper.WriteHeader(u.status)
+	_, err := u.ResponseWriterWrapper.Write(u.heldBody)
+	u.heldBody = nil
+	return err
+}
+
+// replaceHeld decides what a held error answer was. The upstream's own
+// JSON-RPC messages pass through untouched; anything else (an HTML error
+// page, a plain-text stack trace, nothing) becomes the envelope for its
+// status.
+func (h *Handler) replaceHeld(u *upstreamWatch) error {
+	if isJSONRPC(u.heldBody) {
+		return u.release()
+	}
+	env, status := h.upstreamStatus(u.status, u.Header(), u.heldBody)
+	u.held = false
+	clearEntityHeaders(u.Header())
+	return h.answer(u.ResponseWriterWrapper.ResponseWriter, u.x, &env, status)
+}
+
+// isJSONRPC reports whether body is JSON holding JSON-RPC messages.
+func isJSONRPC(body []byte) bool {
+	found := false
+	_, err := jsonrpc.Each(body, func(m jsonrpc.Message) error {
+		found = found || m.Kind != jsonrpc.Invalid
+		return nil
+	})
+	return err == nil && found
 }

@@ -1,6 +1,7 @@
 package handler
 
 import (
+	"fmt"
 	"net/http"
 
 	"github.com/caddymcp/caddy-mcp/contract"
@@ -8,6 +9,31 @@ import (
 	"github.com/caddymcp/caddy-mcp/toolpolicy"
 	"github.com/caddymcp/caddy-mcp/validate"
 )
+
+// provisionTools sets up what reads and decides about tools: the
+// contract's lockfile, the tools policy, the catalog they and validate
+// share, and the features built on them.
+func (h *Handler) provisionTools() error {
+	var err error
+	if h.Contract != nil {
+		if err = h.lockContract(); err != nil {
+			return fmt.Errorf("contract: %w", err)
+		}
+	}
+	if h.Tools != nil {
+		if h.policy, err = h.Tools.rules(); err != nil {
+			return fmt.Errorf("tools: %w", err)
+		}
+	}
+	if h.ValidateCalls || h.Contract != nil || h.policy != nil {
+		if h.catalog, err = takeCatalog(); err != nil {
+			return err
+		}
+		h.catalog.SetMaxBytes(h.joined.catalogSize(h.MaxCatalogSize))
+	}
+	h.plugFeatures()
+	return nil
+}
 
 // plugFeatures plugs the features the handler is configured with into the
 // core, each in the order it runs (docs/architecture.md).

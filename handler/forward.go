@@ -1,17 +1,11 @@
 package handler
 
 import (
-	"io"
 	"net/http"
-	"strconv"
-	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
-	"github.com/caddymcp/caddy-mcp/feature"
-	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 	"github.com/caddymcp/caddy-mcp/session"
 )
 
@@ -34,15 +28,8 @@ func (h *Handler) forward(w http.ResponseWriter, x *exchange, next caddyhttp.Han
 	x.forwarded = true
 	u := &x.watch
 	*u = upstreamWatch{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, h: h, x: x, pins: h.pins, keepaliveEvery: time.Duration(h.SSEKeepalive)}
-	if fx := x.view(); u.hooks.open(h.responders, fx) {
-		if u.hooks.edit {
-			u.read = &answerRead{}
-			// The answer must be read: not compressed.
-			delete(x.r.Header, "Accept-Encoding")
-		} else if u.hooks.max > 0 {
-			u.seen = &seenAnswer{want: -1}
-		}
-		defer func() { u.hooks.end(fx, u.ending(err)) }()
+	if u.openHooks(h.responders) {
+		defer func() { u.hooks.end(&x.fx, u.ending(err)) }()
 	}
 	up := x.r
 	var abandon *abandonment
@@ -71,20 +58,8 @@ func (h *Handler) forward(w http.ResponseWriter, x *exchange, next caddyhttp.Han
 		defer abandon.done()
 	}
 	defer func() {
-		v := recover()
-		if v == nil {
-			return
-		}
-		u.stopKeepalive()
-		// reverse_proxy panics with ErrAbortHandler when the upstream
-		// breaks an answer it has started.
-		var settled bool
-		if v == http.ErrAbortHandler {
-			u.broke = true
-			err, settled = h.settle(x, u, nil, true, next)
-		}
-		if !settled {
-			panic(v)
+		if v := recover(); v != nil {
+			err = h.settleBroken(v, x, u, next)
 		}
 	}()
 	if !u.deadline.passed() {
@@ -99,6 +74,20 @@ func (h *Handler) forward(w http.ResponseWriter, x *exchange, next caddyhttp.Han
 	}
 	err, _ = h.settle(x, u, err, false, next)
 	return err
+}
+
+// settleBroken settles an answer the proxy gave up with a panic: v. It is
+// reverse_proxy's ErrAbortHandler when the upstream broke an answer it had
+// started; any other panic goes on.
+func (h *Handler) settleBroken(v any, x *exchange, u *upstreamWatch, next caddyhttp.Handler) error {
+	u.stopKeepalive()
+	if v == http.ErrAbortHandler {
+		u.broke = true
+		if err, settled := h.settle(x, u, nil, true, next); settled {
+			return err
+		}
+	}
+	panic(v)
 }
 
 // settle decides what the client is owed once the proxy is done, err being
@@ -159,326 +148,4 @@ func (h *Handler) settle(x *exchange, u *upstreamWatch, err error, broke bool, n
 		}
 	}
 	return err, false
-}
-
-// upstreamWatch stands between reverse_proxy and the client for one request.
-// Everything passes through as it is written, and flushes as they happen,
-// except a 5xx or 429 answer that does not declare itself an event stream:
-// that is held back (at most maxHeldBody) until the handler knows whether the
-// upstream spoke JSON-RPC.
-type upstreamWatch struct {
-	caddyhttp.ResponseWriterWrapper
-	h *Handler
-	x *exchange
-	// hooks are the features' on this answer; seen gathers a JSON answer
-	// for hooks that watch it without editing it (nil: none does).
-	hooks answerHooks
-	seen  *seenAnswer
-	// broke: the upstream broke its answer before its end.
-	broke bool
-	// pins seals the session ids the upstream answers with (nil: off);
-	// sealed is the header the client was given.
-	pins   *pins
-	sealed []string
-	// status is the final status written, 0 until then.
-	status   int
-	held     bool
-	heldBody []byte
-	// overflow: a held error page outgrew maxHeldBody; its rest is dropped.
-	overflow bool
-	// sse follows an event-stream answer to a POST that holds requests.
-	sse *sseTracker
-	// keepaliveEvery is how long an event stream may stay idle before a
-	// comment line is sent; ka sends them (nil when off or not a stream).
-	keepaliveEvery time.Duration
-	ka             *keepalive
-	// drain: the answer is read to its end even when the client is gone;
-	// gone: it is, and what the upstream writes is dropped.
-	drain, gone bool
-	// read reads (and may edit) the answer for the tools policy (nil:
-	// none); deadline is the call's (nil: none), and cut says it passed
-	// before the upstream answered, whose request was then cancelled.
-	read     *answerRead
-	deadline *deadline
-	cut      bool
-	// Read by the goroutine that acts for a client that left (abandon.go):
-	// delivery, what the transport told of the request; answered, the
-	// upstream has begun the answer that ends its work (an answer that is
-	// not an event stream, or the stream's last owed response); resumable,
-	// the answer is a stream the client may resume; cancelled, the
-	// upstream was told to stop the request.
-	delivery                       delivery
-	answered, resumable, cancelled atomic.Bool
-}
-
-// ending is how the answer ended, for the hooks; err is what the proxy
-// returned.
-func (u *upstreamWatch) ending(err error) feature.Ending {
-	switch {
-	case u.deadline.passed():
-		return feature.DeadlinePassed
-	case u.x.r.Context().Err() != nil:
-		return feature.ClientGone
-	case u.broke || err != nil:
-		return feature.Broken
-	}
-	return feature.Complete
-}
-
-// owesAnswer reports whether the client has not had the answer to its
-// request yet: nothing was sent, or the stream still owes the response.
-func (u *upstreamWatch) owesAnswer() bool {
-	return u.nothingSent() || (u.sse != nil && u.sse.owed.left > 0)
-}
-
-// nothingSent reports whether nothing of the answer reached the client.
-func (u *upstreamWatch) nothingSent() bool {
-	return u.status == 0 || u.cut || (u.read != nil && u.read.holding)
-}
-
-func (u *upstreamWatch) WriteHeader(status int) {
-	if u.cut || (u.status == 0 && u.deadline.passed()) {
-		// What the proxy says of a request the deadline cancelled (499):
-		// the gateway answers for it.
-		u.cut = true
-		return
-	}
-	if status < 200 || u.status != 0 {
-		if u.pins != nil && status < 200 {
-			delete(u.Header(), "Mcp-Session-Id") // an upstream's own id, in a 1xx
-		}
-		u.ResponseWriterWrapper.WriteHeader(status)
-		return
-	}
-	u.status = status
-	hdr := u.Header()
-	if u.pins != nil {
-		u.pins.seal(hdr, u.x)
-		u.sealed = hdr["Mcp-Session-Id"]
-	}
-	eventStream, readable := isEventStream(hdr), identityEncoded(hdr)
-	if (status >= 500 || status == http.StatusTooManyRequests) && !eventStream && readable {
-		u.held = true
-		return
-	}
-	// An event stream is followed, and kept alive, only when its bytes are
-	// the events themselves: the gateway cannot read a compressed stream,
-	// and anything it wrote into one would corrupt it.
-	followed := eventStream && readable && status == http.StatusOK
-	if followed {
-		u.sse = newSSETracker(u.x.msgs, u.x.era)
-		if u.sse == nil && u.hooks.active() {
-			// A stream that owes no response (the standalone GET one, or a
-			// resumed one) is read for its notifications, or its replay.
-			u.sse = &sseTracker{era: u.x.era}
-		}
-		if u.hooks.active() {
-			u.sse.hooks, u.sse.fx = &u.hooks, &u.x.fx
-		}
-	} else {
-		u.deadline.answered() // the answer has begun
-		u.answered.Store(true)
-	}
-	if u.read != nil {
-		switch {
-		case followed && u.sse != nil:
-			u.sse.edit = true
-			u.sse.fail = u.unreadable
-			delete(hdr, "Content-Length") // events may be edited
-		case status == http.StatusOK && (!readable || eventStream) && u.hooks.failClosed:
-			u.read.failed, u.read.holding = errAnswerEncoded, true
-			return
-		case status/100 == 2 && status != http.StatusOK && eventStream && u.hooks.failClosed:
-			// An event stream under another success status: clients read
-			// it, and the gateway follows none but a 200's.
-			u.read.failed, u.read.holding = errAnswerStatus, true
-			return
-		case status == http.StatusOK && !eventStream:
-			u.read.holding, u.read.length = true, hdr["Content-Length"]
-			delete(hdr, "Content-Length")
-			return // the header goes with the body, once read
-		default:
-			u.read = nil // an answer the policy has no say in
-		}
-	}
-	if u.seen != nil && (!readable || status != http.StatusOK) {
-		u.seen.over = true
-	} else if u.seen != nil {
-		if n, err := strconv.ParseInt(hdr.Get("Content-Length"), 10, 64); err == nil {
-			u.seen.want = n
-		}
-	}
-	u.ResponseWriterWrapper.WriteHeader(status)
-	if followed && u.keepaliveEvery > 0 {
-		u.ka = startKeepalive(u.ResponseWriterWrapper.ResponseWriter, u.keepaliveEvery)
-	}
-}
-
-func (u *upstreamWatch) Write(p []byte) (int, error) {
-	if u.status == 0 {
-		u.WriteHeader(http.StatusOK)
-	}
-	if u.cut {
-		return len(p), nil
-	}
-	if u.read != nil && u.read.holding {
-		return u.hold(p)
-	}
-	if u.held {
-		switch {
-		case u.overflow:
-			return len(p), nil
-		case len(u.heldBody)+len(p) <= maxHeldBody:
-			u.heldBody = append(u.heldBody, p...)
-			return len(p), nil
-		case !jsonrpc.StartsMessage(u.heldBody, p):
-			// An error page, not the upstream speaking JSON-RPC: its start
-			// is enough for the excerpt, and the rest is dropped.
-			u.heldBody = append(u.heldBody, p[:maxHeldBody-len(u.heldBody)]...)
-			u.overflow = true
-			return len(p), nil
-		}
-		if err := u.release(); err != nil {
-			return 0, err
-		}
-	}
-	if u.sse != nil {
-		out := u.sse.observe(p)
-		if u.sse.resumable {
-			u.resumable.Store(true)
-		}
-		if u.sse.owed.left == 0 {
-			u.deadline.answered()
-			u.answered.Store(true)
-		}
-		if u.sse.edit || len(out) != len(p) {
-			if _, err := u.toClient(out); err != nil {
-				return 0, err
-			}
-			return len(p), nil
-		}
-	} else if u.seen != nil {
-		u.seen.write(u, p)
-	}
-	return u.toClient(p)
-}
-
-// keepSealed stops the upstream's own session id from leaving in a
-// trailer, once the proxy has copied the upstream's: a declared trailer is
-// sent from the header map as it is when the handler returns, and an
-// undeclared one from a key with http.TrailerPrefix.
-func (u *upstreamWatch) keepSealed() {
-	if u.pins == nil || u.status == 0 {
-		return
-	}
-	hdr := u.Header()
-	delete(hdr, http.TrailerPrefix+"Mcp-Session-Id")
-	if u.sealed != nil {
-		hdr["Mcp-Session-Id"] = u.sealed
-	} else {
-		delete(hdr, "Mcp-Session-Id")
-	}
-}
-
-// ReadFrom keeps bytes flowing through Write, where they are watched.
-func (u *upstreamWatch) ReadFrom(r io.Reader) (int64, error) {
-	return io.Copy(writerOnly{u}, r)
-}
-
-type writerOnly struct{ io.Writer }
-
-// FlushError flushes, except while an answer is held back: flushing then
-// would send a 200 header before the handler has decided.
-func (u *upstreamWatch) FlushError() error {
-	if u.held || u.cut || (u.read != nil && u.read.holding) || (u.drain && u.left()) {
-		return nil
-	}
-	err := u.ka.flush(http.NewResponseController(u.ResponseWriterWrapper.ResponseWriter).Flush)
-	return u.drained(err)
-}
-
-// toClient sends p to the client, in step with the keepalive.
-func (u *upstreamWatch) toClient(p []byte) (int, error) {
-	if u.drain && u.left() {
-		return len(p), nil
-	}
-	n, err := u.ka.write(p, u.ResponseWriterWrapper.Write)
-	if err = u.drained(err); err == nil {
-		n = len(p)
-	}
-	return n, err
-}
-
-// left reports whether the client is gone: its request ended, or a write to
-// it failed.
-func (u *upstreamWatch) left() bool {
-	u.gone = u.gone || u.x.r.Context().Err() != nil
-	return u.gone
-}
-
-// drained is the outcome of a write or flush to the client as the proxy
-// should see it: when the answer is drained, a failure means the client is
-// gone, and the proxy goes on reading the upstream as if nothing failed.
-func (u *upstreamWatch) drained(err error) error {
-	if err != nil && u.drain {
-		u.gone = true
-		return nil
-	}
-	return err
-}
-
-func (u *upstreamWatch) stopKeepalive() {
-	u.ka.stop()
-	u.ka = nil
-}
-
-// release sends a held answer as the upstream wrote it.
-func (u *upstreamWatch) release() error {
-	u.held = false
-	u.ResponseWriterWrapper.WriteHeader(u.status)
-	_, err := u.ResponseWriterWrapper.Write(u.heldBody)
-	u.heldBody = nil
-	return err
-}
-
-// replaceHeld decides what a held error answer was. The upstream's own
-// JSON-RPC messages pass through untouched; anything else (an HTML error
-// page, a plain-text stack trace, nothing) becomes the envelope for its
-// status.
-func (h *Handler) replaceHeld(u *upstreamWatch) error {
-	if isJSONRPC(u.heldBody) {
-		return u.release()
-	}
-	env, status := h.upstreamStatus(u.status, u.Header(), u.heldBody)
-	u.held = false
-	clearEntityHeaders(u.Header())
-	return h.answer(u.ResponseWriterWrapper.ResponseWriter, u.x, &env, status)
-}
-
-func isEventStream(h http.Header) bool {
-	ct, _, _ := strings.Cut(h.Get("Content-Type"), ";")
-	return strings.EqualFold(strings.TrimSpace(ct), "text/event-stream")
-}
-
-// isJSONRPC reports whether body is JSON holding JSON-RPC messages.
-func isJSONRPC(body []byte) bool {
-	found := false
-	_, err := jsonrpc.Each(body, func(m jsonrpc.Message) error {
-		found = found || m.Kind != jsonrpc.Invalid
-		return nil
-	})
-	return err == nil && found
-}
-
-// clearEntityHeaders removes what the upstream said about the body it sent,
-// before the handler sends another. Other headers (Mcp-Session-Id above all)
-// stay.
-func clearEntityHeaders(h http.Header) {
-	for _, k := range []string{
-		"Content-Type", "Content-Length", "Content-Encoding", "Content-Language",
-		"Content-Range", "Content-Disposition", "Content-Location", "Etag",
-		"Last-Modified", "Transfer-Encoding", "Retry-After", "Trailer",
-	} {
-		h.Del(k)
-	}
 }

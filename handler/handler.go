@@ -211,55 +211,16 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.origins, err = newOriginPolicy(h.AllowedOrigins); err != nil {
 		return err
 	}
-	if h.Contract != nil {
-		if err = h.lockContract(); err != nil {
-			return fmt.Errorf("contract: %w", err)
-		}
+	if err = h.provisionTools(); err != nil {
+		return err
 	}
-	if h.Tools != nil {
-		if h.policy, err = h.Tools.rules(); err != nil {
-			return fmt.Errorf("tools: %w", err)
-		}
-	}
-	if h.ValidateCalls || h.Contract != nil || h.policy != nil {
-		h.catalog = sharedCatalog()
-		h.catalog.SetMaxBytes(h.joined.catalogSize(h.MaxCatalogSize))
-	}
-	h.plugFeatures()
 	if h.Sessions != nil {
 		if h.pins, err = newPins(ctx, h.Sessions, h.logger); err != nil {
 			return fmt.Errorf("sessions: %w", err)
 		}
 	}
-	if h.StoreRaw != nil {
-		mod, err := ctx.LoadModule(h, "StoreRaw")
-		if err != nil {
-			return fmt.Errorf("store: %w", err)
-		}
-		shared, ok := mod.(SharedStore)
-		if !ok {
-			return fmt.Errorf("store: module %T is not a rate-limit store", mod)
-		}
-		h.shared = shared
-	}
-	for _, name := range sortedNames(h.RateLimits) {
-		l, err := newLimit(name, h.RateLimits[name], h.shared, h.logger)
-		if err != nil {
-			return fmt.Errorf("rate_limit %q: %w", name, err)
-		}
-		h.limits = append(h.limits, l)
-		if err := h.joined.declare("rate_limit", name, l.settings()); err != nil {
-			return err
-		}
-		h.keyInputs.add(l.key.inputs)
-	}
-	if h.Concurrency != nil {
-		if h.concurrency, err = newConcurrencyGuard(h.Concurrency, h.joined, h.logger); err != nil {
-			return fmt.Errorf("concurrency: %w", err)
-		}
-		if h.concurrency.key != nil {
-			h.keyInputs.add(h.concurrency.key.inputs)
-		}
+	if err = h.provisionAdmission(ctx); err != nil {
+		return err
 	}
 	addLive(h)
 	return nil
@@ -325,6 +286,9 @@ func (h *Handler) Validate() error {
 func (h *Handler) Cleanup() error {
 	removeLive(h)
 	h.unlockContract()
+	if h.catalog != nil {
+		releaseCatalog()
+	}
 	h.logSampler.Stop()
 	if h.validation != nil {
 		h.validation.Stop()

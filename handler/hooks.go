@@ -19,8 +19,9 @@ type answerHooks struct {
 	// the largest bound of a JSON answer one reads (0: none reads one).
 	edit, failClosed bool
 	max              int
-	// id is the request's (nil on a GET, or for a body that is not one
-	// request), for what is sent in place of an answer not read.
+	// id is the request's, when a hook edits (nil on a GET, or for a body
+	// that is not one request), for what is sent in place of an answer
+	// not read.
 	id    json.RawMessage
 	ended bool
 }
@@ -48,8 +49,27 @@ func (hs *answerHooks) open(responders []feature.Responder, x *feature.Exchange)
 	if len(hs.list) == 0 {
 		return false
 	}
-	if m := x.Single(); m != nil {
+	if m := x.Single(); m != nil && hs.edit {
+		// For what is sent in place of a message the hooks cannot read;
+		// the body's buffer may be replaced meanwhile (streaming.go).
 		hs.id = append(json.RawMessage(nil), m.ID...)
+	}
+	return true
+}
+
+// openHooks opens the features' hooks on the answer, and says how the core
+// reads it for them: held when one edits (and then not compressed), copied
+// as it passes when they only watch a JSON answer. It reports whether any
+// was opened.
+func (u *upstreamWatch) openHooks(responders []feature.Responder) bool {
+	if !u.hooks.open(responders, u.x.view()) {
+		return false
+	}
+	if u.hooks.edit {
+		u.read = &answerRead{}
+		delete(u.x.r.Header, "Accept-Encoding")
+	} else if u.hooks.max > 0 {
+		u.seen = &seenAnswer{want: -1}
 	}
 	return true
 }

@@ -78,7 +78,7 @@ func registerMetrics(ctx caddy.Context) error {
 	if err := promreg.Register(ctx, contract.Collectors()...); err != nil {
 		return err
 	}
-	if err := promreg.Register(ctx, validate.Collectors(catalog.Load)...); err != nil {
+	if err := promreg.Register(ctx, validate.Collectors(liveCatalog)...); err != nil {
 		return err
 	}
 	return promreg.Register(ctx, requestsTotal, envelopesTotal, rateLimitDecisions, emptyKeys, queueWait, requestDuration, sessionTokens, cancellations, stateCollector)

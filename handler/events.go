@@ -1,0 +1,169 @@
+package handler
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+)
+
+// A followed stream's complete events: the responses they settle, what the
+// hooks read and replace, and the end the gateway writes for a stream that
+// broke while it owed responses (stream.go reads the lines).
+
+// dispatch reads a complete event: a message event carrying a response to a
+// pending request settles it. In edit mode, the event is then sent: as it
+// came, rewritten, or, withheld, in the form the client may have.
+func (t *sseTracker) dispatch() {
+	message := t.dataLines > 0 && (len(t.event) == 0 || string(t.event) == "message")
+	switch {
+	case !message:
+	case t.over:
+		if t.skim != nil {
+			t.answerUnread()
+		}
+	default:
+		t.read()
+	}
+	if t.edit {
+		if t.withheld && message && !t.over && t.rewritten == nil {
+			t.rewritten = t.data // held whole, but not its lines
+		}
+		t.sendEvent()
+	}
+	t.data, t.event, t.dataLines, t.midEvent = shrink(t.data), t.event[:0], 0, false
+	t.over, t.skim, t.passing, t.withheld = false, nil, false, false
+}
+
+// read reads the data of a message event: the responses it settles, the
+// tools it says changed, and, in edit mode, what to send in its place.
+func (t *sseTracker) read() {
+	var msg jsonrpc.Message
+	batch, err := jsonrpc.Each(t.data, func(m jsonrpc.Message) error {
+		msg = m
+		if m.Kind == jsonrpc.Response {
+			t.owed.settle(m.ID)
+		}
+		return nil
+	})
+	if t.hooks == nil {
+		return
+	}
+	// Data that is no JSON object or array (a priming event's empty data,
+	// say) is no message a client reads: nothing to edit in it.
+	editable := t.edit && !t.passing && jsonrpc.BeginsMessage(t.data)
+	out, rerr := t.hooks.message(t.fx, t.data, false, editable)
+	switch {
+	case rerr != nil:
+		t.replace(rerr, msg, !batch && err == nil)
+	case out != nil:
+		t.rewritten = out
+	}
+}
+
+// answerUnread answers for a withheld message event whose data was too
+// large to read.
+func (t *sseTracker) answerUnread() {
+	m, err := t.skim.Message()
+	t.replace(errEventTooLarge, m, err == nil)
+}
+
+// replace sends an error in place of a message event that could not be
+// read, err saying why, for the id of what was learned of the message (m,
+// certain when it was read with certainty): the response's id; none for a
+// message that is no response; and when nothing is certain, the id of the
+// request the read answers (none on a GET's stream), which may be the
+// message it could not read. The request it answers is settled.
+func (t *sseTracker) replace(err error, m jsonrpc.Message, certain bool) {
+	var id json.RawMessage
+	switch {
+	case !certain:
+		id = t.hooks.id
+	case m.Kind == jsonrpc.Response:
+		id = m.ID
+	}
+	if id != nil {
+		t.owed.settle(id)
+	}
+	t.rewritten = t.fail(err, id)
+}
+
+// sendEvent sends the event just dispatched: as it came, rewritten (its id
+// kept, other fields dropped), or, withheld with nothing in its place, not
+// at all.
+func (t *sseTracker) sendEvent() {
+	if t.rewritten == nil {
+		t.send()
+		t.hasID = false
+		return
+	}
+	if t.hasID {
+		t.out = append(t.out, "id: "...)
+		t.out = append(t.out, t.id...)
+		t.out = append(t.out, '\n')
+	}
+	t.out = append(t.out, "event: message\n"...)
+	for line := range bytes.SplitSeq(t.rewritten, []byte("\n")) {
+		t.out = append(t.out, "data: "...)
+		t.out = append(t.out, line...)
+		t.out = append(t.out, '\n')
+	}
+	t.out = append(t.out, '\n')
+	t.sent = t.lineEnd
+	t.rewritten, t.hasID = nil, false
+}
+
+// appendDiscard ends the event the upstream left unfinished so that clients
+// drop it: the SSE specification discards an event cut off by the end of a
+// stream, but the gateway's own event follows, so the unfinished one is
+// named as an event no client reads ("message" is the only one they do).
+// An unfinished "id" line gets a NUL, which makes clients ignore the field,
+// so that it cannot become the stream's last event id.
+func (t *sseTracker) appendDiscard(out []byte) []byte {
+	if len(t.partial) > 0 || t.long {
+		if bytes.HasPrefix(t.partial, []byte("id")) || (t.long && t.longField == longID) {
+			out = append(out, 0)
+		}
+		out = append(out, '\n')
+	}
+	return append(out, "event: "+discardedEvent+"\n\n"...)
+}
+
+// discardedEvent names the unfinished event of a broken stream.
+const discardedEvent = "mcp-gateway-discarded"
+
+// repairStream ends a broken, non-resumable event stream with one message
+// event per request still owed a response, each carrying the envelope.
+func (h *Handler) repairStream(u *upstreamWatch, what string) error {
+	env := streamBroken(what, time.Duration(h.UpstreamRetryAfter))
+	h.answered(u.x, &env)
+	out := u.sse.appendRepair(nil, &env)
+	w := u.ResponseWriterWrapper.ResponseWriter
+	if _, err := w.Write(out); err != nil {
+		return err
+	}
+	return http.NewResponseController(w).Flush()
+}
+
+// appendRepair appends the end of the stream: the unfinished event
+// discarded, then one message event per request still owed a response,
+// carrying env in the form its request needs. Nothing is owed afterwards.
+func (t *sseTracker) appendRepair(out []byte, env *envelope.Envelope) []byte {
+	if t.midEvent || len(t.partial) > 0 || t.long {
+		out = t.appendDiscard(out)
+	}
+	for m := range t.owed.all() {
+		out = append(out, "event: message\ndata: "...)
+		if isCall(m) {
+			out = env.AppendToolResult(out, m.ID)
+		} else {
+			out = env.AppendRPCError(out, m.ID, t.era.RPCCode(env))
+		}
+		out = append(out, "\n\n"...)
+	}
+	t.owed.clear()
+	return out
+}

@@ -1,0 +1,323 @@
+package handler
+
+import (
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/caddymcp/caddy-mcp/feature"
+	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+)
+
+// The response watch: what stands between reverse_proxy and the client for
+// one request (see forward.go).
+
+// upstreamWatch stands between reverse_proxy and the client for one request.
+// Everything passes through as it is written, and flushes as they happen,
+// except a 5xx or 429 answer that does not declare itself an event stream:
+// that is held back (at most maxHeldBody) until the handler knows whether the
+// upstream spoke JSON-RPC.
+type upstreamWatch struct {
+	caddyhttp.ResponseWriterWrapper
+	h *Handler
+	x *exchange
+	// hooks are the features' on this answer; seen gathers a JSON answer
+	// for hooks that watch it without editing it (nil: none does).
+	hooks answerHooks
+	seen  *seenAnswer
+	// broke: the upstream broke its answer before its end.
+	broke bool
+	// pins seals the session ids the upstream answers with (nil: off);
+	// sealed is the header the client was given.
+	pins   *pins
+	sealed []string
+	// status is the final status written, 0 until then.
+	status   int
+	held     bool
+	heldBody []byte
+	// overflow: a held error page outgrew maxHeldBody; its rest is dropped.
+	overflow bool
+	// sse follows an event-stream answer to a POST that holds requests.
+	sse *sseTracker
+	// keepaliveEvery is how long an event stream may stay idle before a
+	// comment line is sent; ka sends them (nil when off or not a stream).
+	keepaliveEvery time.Duration
+	ka             *keepalive
+	// drain: the answer is read to its end even when the client is gone;
+	// gone: it is, and what the upstream writes is dropped.
+	drain, gone bool
+	// read reads (and may edit) the answer for the tools policy (nil:
+	// none); deadline is the call's (nil: none), and cut says it passed
+	// before the upstream answered, whose request was then cancelled.
+	read     *answerRead
+	deadline *deadline
+	cut      bool
+	// Read by the goroutine that acts for a client that left (abandon.go):
+	// delivery, what the transport told of the request; answered, the
+	// upstream has begun the answer that ends its work (an answer that is
+	// not an event stream, or the stream's last owed response); resumable,
+	// the answer is a stream the client may resume; cancelled, the
+	// upstream was told to stop the request.
+	delivery                       delivery
+	answered, resumable, cancelled atomic.Bool
+}
+
+// ending is how the answer ended, for the hooks; err is what the proxy
+// returned.
+func (u *upstreamWatch) ending(err error) feature.Ending {
+	switch {
+	case u.deadline.passed():
+		return feature.DeadlinePassed
+	case u.x.r.Context().Err() != nil:
+		return feature.ClientGone
+	case u.broke || err != nil:
+		return feature.Broken
+	}
+	return feature.Complete
+}
+
+// owesAnswer reports whether the client has not had the answer to its
+// request yet: nothing was sent, or the stream still owes the response.
+func (u *upstreamWatch) owesAnswer() bool {
+	return u.nothingSent() || (u.sse != nil && u.sse.owed.left > 0)
+}
+
+// nothingSent reports whether nothing of the answer reached the client.
+func (u *upstreamWatch) nothingSent() bool {
+	return u.status == 0 || u.cut || (u.read != nil && u.read.holding)
+}
+
+func (u *upstreamWatch) WriteHeader(status int) {
+	if u.cut || (u.status == 0 && u.deadline.passed()) {
+		// What the proxy says of a request the deadline cancelled (499):
+		// the gateway answers for it.
+		u.cut = true
+		return
+	}
+	if status < 200 || u.status != 0 {
+		if u.pins != nil && status < 200 {
+			delete(u.Header(), "Mcp-Session-Id") // an upstream's own id, in a 1xx
+		}
+		u.ResponseWriterWrapper.WriteHeader(status)
+		return
+	}
+	u.status = status
+	hdr := u.Header()
+	if u.pins != nil {
+		u.pins.seal(hdr, u.x)
+		u.sealed = hdr["Mcp-Session-Id"]
+	}
+	eventStream, readable := isEventStream(hdr), identityEncoded(hdr)
+	if (status >= 500 || status == http.StatusTooManyRequests) && !eventStream && readable {
+		u.held = true
+		return
+	}
+	// An event stream is followed, and kept alive, only when its bytes are
+	// the events themselves: the gateway cannot read a compressed stream,
+	// and anything it wrote into one would corrupt it.
+	followed := eventStream && readable && status == http.StatusOK
+	u.follow(followed)
+	if u.read != nil && u.holdsBack(hdr, status, followed, eventStream, readable) {
+		return
+	}
+	if u.seen != nil && (!readable || status != http.StatusOK) {
+		u.seen.over = true
+	} else if u.seen != nil {
+		if n, err := strconv.ParseInt(hdr.Get("Content-Length"), 10, 64); err == nil {
+			u.seen.want = n
+		}
+	}
+	u.ResponseWriterWrapper.WriteHeader(status)
+	if followed && u.keepaliveEvery > 0 {
+		u.ka = startKeepalive(u.ResponseWriterWrapper.ResponseWriter, u.keepaliveEvery)
+	}
+}
+
+// follow starts following an event stream the answer is (followed), for
+// the responses it owes and for the hooks; any other answer has begun the
+// request's answer.
+func (u *upstreamWatch) follow(followed bool) {
+	if !followed {
+		u.deadline.answered() // the answer has begun
+		u.answered.Store(true)
+		return
+	}
+	u.sse = newSSETracker(u.x.msgs, u.x.era)
+	if u.sse == nil && u.hooks.active() {
+		// A stream that owes no response (the standalone GET one, or a
+		// resumed one) is read for its notifications, or its replay.
+		u.sse = &sseTracker{era: u.x.era}
+	}
+	if u.hooks.active() {
+		u.sse.hooks, u.sse.fx = &u.hooks, &u.x.fx
+	}
+}
+
+// holdsBack decides how hooks that edit read the answer, and reports
+// whether its header is held back meanwhile: a JSON answer is held whole,
+// a followed stream event by event; an answer they cannot read is held
+// to be replaced, when one fails closed, and otherwise passes unread.
+func (u *upstreamWatch) holdsBack(hdr http.Header, status int, followed, eventStream, readable bool) bool {
+	switch {
+	case followed && u.sse != nil:
+		u.sse.edit = true
+		u.sse.fail = u.unreadable
+		delete(hdr, "Content-Length") // events may be edited
+	case status == http.StatusOK && (!readable || eventStream) && u.hooks.failClosed:
+		u.read.failed, u.read.holding = errAnswerEncoded, true
+		return true
+	case status/100 == 2 && status != http.StatusOK && eventStream && u.hooks.failClosed:
+		// An event stream under another success status: clients read
+		// it, and the gateway follows none but a 200's.
+		u.read.failed, u.read.holding = errAnswerStatus, true
+		return true
+	case status == http.StatusOK && !eventStream:
+		u.read.holding, u.read.length = true, hdr["Content-Length"]
+		delete(hdr, "Content-Length")
+		return true // the header goes with the body, once read
+	default:
+		u.read = nil // an answer the hooks have no say in
+	}
+	return false
+}
+
+func (u *upstreamWatch) Write(p []byte) (int, error) {
+	if u.status == 0 {
+		u.WriteHeader(http.StatusOK)
+	}
+	if u.cut {
+		return len(p), nil
+	}
+	if u.read != nil && u.read.holding {
+		return u.hold(p)
+	}
+	if u.held {
+		switch {
+		case u.overflow:
+			return len(p), nil
+		case len(u.heldBody)+len(p) <= maxHeldBody:
+			u.heldBody = append(u.heldBody, p...)
+			return len(p), nil
+		case !jsonrpc.StartsMessage(u.heldBody, p):
+			// An error page, not the upstream speaking JSON-RPC: its start
+			// is enough for the excerpt, and the rest is dropped.
+			u.heldBody = append(u.heldBody, p[:maxHeldBody-len(u.heldBody)]...)
+			u.overflow = true
+			return len(p), nil
+		}
+		if err := u.release(); err != nil {
+			return 0, err
+		}
+	}
+	if u.sse != nil {
+		out := u.sse.observe(p)
+		if u.sse.resumable {
+			u.resumable.Store(true)
+		}
+		if u.sse.owed.left == 0 {
+			u.deadline.answered()
+			u.answered.Store(true)
+		}
+		if u.sse.edit || len(out) != len(p) {
+			if _, err := u.toClient(out); err != nil {
+				return 0, err
+			}
+			return len(p), nil
+		}
+	} else if u.seen != nil {
+		u.seen.write(u, p)
+	}
+	return u.toClient(p)
+}
+
+// keepSealed stops the upstream's own session id from leaving in a
+// trailer, once the proxy has copied the upstream's: a declared trailer is
+// sent from the header map as it is when the handler returns, and an
+// undeclared one from a key with http.TrailerPrefix.
+func (u *upstreamWatch) keepSealed() {
+	if u.pins == nil || u.status == 0 {
+		return
+	}
+	hdr := u.Header()
+	delete(hdr, http.TrailerPrefix+"Mcp-Session-Id")
+	if u.sealed != nil {
+		hdr["Mcp-Session-Id"] = u.sealed
+	} else {
+		delete(hdr, "Mcp-Session-Id")
+	}
+}
+
+// ReadFrom keeps bytes flowing through Write, where they are watched.
+func (u *upstreamWatch) ReadFrom(r io.Reader) (int64, error) {
+	return io.Copy(writerOnly{u}, r)
+}
+
+type writerOnly struct{ io.Writer }
+
+// FlushError flushes, except while an answer is held back: flushing then
+// would send a 200 header before the handler has decided.
+func (u *upstreamWatch) FlushError() error {
+	if u.held || u.cut || (u.read != nil && u.read.holding) || (u.drain && u.left()) {
+		return nil
+	}
+	err := u.ka.flush(http.NewResponseController(u.ResponseWriterWrapper.ResponseWriter).Flush)
+	return u.drained(err)
+}
+
+// toClient sends p to the client, in step with the keepalive.
+func (u *upstreamWatch) toClient(p []byte) (int, error) {
+	if u.drain && u.left() {
+		return len(p), nil
+	}
+	n, err := u.ka.write(p, u.ResponseWriterWrapper.Write)
+	if err = u.drained(err); err == nil {
+		n = len(p)
+	}
+	return n, err
+}
+
+// left reports whether the client is gone: its request ended, or a write to
+// it failed.
+func (u *upstreamWatch) left() bool {
+	u.gone = u.gone || u.x.r.Context().Err() != nil
+	return u.gone
+}
+
+// drained is the outcome of a write or flush to the client as the proxy
+// should see it: when the answer is drained, a failure means the client is
+// gone, and the proxy goes on reading the upstream as if nothing failed.
+func (u *upstreamWatch) drained(err error) error {
+	if err != nil && u.drain {
+		u.gone = true
+		return nil
+	}
+	return err
+}
+
+func (u *upstreamWatch) stopKeepalive() {
+	u.ka.stop()
+	u.ka = nil
+}
+
+func isEventStream(h http.Header) bool {
+	ct, _, _ := strings.Cut(h.Get("Content-Type"), ";")
+	return strings.EqualFold(strings.TrimSpace(ct), "text/event-stream")
+}
+
+// clearEntityHeaders removes what the upstream said about the body it sent,
+// before the handler sends another. Other headers (Mcp-Session-Id above all)
+// stay.
+func clearEntityHeaders(h http.Header) {
+	for _, k := range []string{
+		"Content-Type", "Content-Length", "Content-Encoding", "Content-Language",
+		"Content-Range", "Content-Disposition", "Content-Location", "Etag",
+		"Last-Modified", "Transfer-Encoding", "Retry-After", "Trailer",
+	} {
+		h.Del(k)
+	}
+}
