@@ -76,13 +76,13 @@ type abandonment struct {
 // request's deadline (if any) is set, and done once the upstream request
 // is over.
 func (h *Handler) detach(x *exchange, u *upstreamWatch, next caddyhttp.Handler) (*abandonment, *http.Request) {
-	ctx, cut := context.WithCancelCause(context.WithoutCancel(x.r.Context()))
+	ctx, cut := context.WithCancelCause(context.WithoutCancel(x.Request.Context()))
 	a := &abandonment{h: h, x: x, u: u, next: next, cut: cut, vars: requestVars(x), handled: make(chan struct{})}
-	return a, x.r.WithContext(ctx)
+	return a, x.Request.WithContext(ctx)
 }
 
 // watch starts watching the client.
-func (a *abandonment) watch() { a.stop = context.AfterFunc(a.x.r.Context(), a.clientLeft) }
+func (a *abandonment) watch() { a.stop = context.AfterFunc(a.x.Request.Context(), a.clientLeft) }
 
 // clientLeft acts for a client that left while its request was upstream.
 func (a *abandonment) clientLeft() {
@@ -97,7 +97,7 @@ func (a *abandonment) clientLeft() {
 		a.cut(errClientLeft)
 	case !u.delivery.settled(a.h.concurrency.cancelGrace):
 		a.cut(errClientLeft) // it runs nowhere
-	case a.x.era.ClosingCancels():
+	case a.x.Era.ClosingCancels():
 		a.hold = true
 		a.cut(errClientLeft)
 		cancellations.WithLabelValues(reasonLabelClientLeft).Inc()

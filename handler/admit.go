@@ -73,8 +73,8 @@ func (h *Handler) admit(x *exchange, repl *caddy.Replacer) *denial {
 		return nil
 	}
 	c := costs{reqs: x.reqBuf[:0], owners: x.ownerBuf[:0]}
-	for i := range x.msgs {
-		m := &x.msgs[i]
+	for i := range x.Messages {
+		m := &x.Messages[i]
 		for _, l := range h.limits {
 			if l.applies(m) {
 				c.add(l, l.key.eval(x, repl, m))
@@ -84,7 +84,7 @@ func (h *Handler) admit(x *exchange, repl *caddy.Replacer) *denial {
 	if len(c.reqs) == 0 {
 		return nil
 	}
-	denied, d := ratelimit.TakeAll(x.start, c.reqs)
+	denied, d := ratelimit.TakeAll(x.Start, c.reqs)
 	if denied < 0 {
 		for _, l := range c.owners {
 			l.allowed.Inc()
@@ -173,8 +173,8 @@ func (h *Handler) enter(x *exchange, repl *caddy.Replacer) error {
 		return nil
 	}
 	demands := x.demandBuf[:0]
-	for i := range x.msgs {
-		m := &x.msgs[i]
+	for i := range x.Messages {
+		m := &x.Messages[i]
 		if !g.counts(m) {
 			continue
 		}
@@ -189,11 +189,11 @@ func (h *Handler) enter(x *exchange, repl *caddy.Replacer) error {
 	}
 	demands = byKey(demands)
 	x.slots = x.slotBuf[:0]
-	now := x.start
+	now := x.Start
 	var err error
 	for _, d := range demands {
 		var slot busy.Slot
-		if slot, err = g.set.AcquireNAt(x.r.Context(), d.key, now, d.n); err != nil {
+		if slot, err = g.set.AcquireNAt(x.Request.Context(), d.key, now, d.n); err != nil {
 			x.refusal.key, x.refusal.needed = d.key, d.n
 			break
 		}
@@ -208,7 +208,7 @@ func (h *Handler) enter(x *exchange, repl *caddy.Replacer) error {
 		end = time.Now()
 		x.releaseSlots(end)
 	}
-	queueWaitObservers.get(x.methodLabel()).Observe(end.Sub(x.start).Seconds())
+	queueWaitObservers.get(x.methodLabel()).Observe(end.Sub(x.Start).Seconds())
 	return err
 }
 

@@ -21,6 +21,7 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/busy"
 	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/feature"
 )
 
 // hold takes n places under key in h's guard, as requests in flight would,
@@ -269,9 +270,9 @@ func TestAdmitTakesFromEveryKeyOfABatchAllOrNothing(t *testing.T) {
 
 func TestAdmitCountsRepeatedKeysOnce(t *testing.T) {
 	h := provision(t, &Handler{RateLimits: map[string]*RateLimit{"per_tool_repeat": {Rate: "10/1h", Key: "{http.mcp.tool}"}}})
-	x := &exchange{r: post(""), start: time.Now()}
-	x.msgs = parsed(t, "["+strings.Repeat(toolsCall(`1`, "a")+",", 9)+toolsCall(`1`, "b")+","+listOne+"]")
-	repl := x.r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
+	x := &exchange{Exchange: feature.Exchange{Request: post(""), Start: time.Now()}}
+	x.Messages = parsed(t, "["+strings.Repeat(toolsCall(`1`, "a")+",", 9)+toolsCall(`1`, "b")+","+listOne+"]")
+	repl := x.Request.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	require.Nil(t, h.admit(x, repl))
 	require.Len(t, x.taken, 2, "one request per key")
 	assert.Equal(t, "a", x.taken[0].Key)

@@ -30,8 +30,8 @@ import (
 func (h *Handler) answer(w http.ResponseWriter, x *exchange, env *envelope.Envelope, status int) error {
 	h.answered(x, env)
 	requests := 0
-	for i := range x.msgs {
-		if x.msgs[i].Kind == jsonrpc.Request {
+	for i := range x.Messages {
+		if x.Messages[i].Kind == jsonrpc.Request {
 			requests++
 		}
 	}
@@ -40,14 +40,14 @@ func (h *Handler) answer(w http.ResponseWriter, x *exchange, env *envelope.Envel
 		if requests > 0 {
 			id = envelope.NullID
 		}
-		return writeJSON(w, status, env, env.AppendRPCError(nil, id, x.era.RPCCode(env)))
+		return writeJSON(w, status, env, env.AppendRPCError(nil, id, x.Era.RPCCode(env)))
 	}
 	body := make([]byte, 0, 1024)
-	if x.batch {
+	if x.Batch {
 		body = append(body, '[')
 	}
-	for i := range x.msgs {
-		m := &x.msgs[i]
+	for i := range x.Messages {
+		m := &x.Messages[i]
 		if m.Kind != jsonrpc.Request {
 			continue
 		}
@@ -57,10 +57,10 @@ func (h *Handler) answer(w http.ResponseWriter, x *exchange, env *envelope.Envel
 		if isCall(m) {
 			body = h.appendCallResult(body, x, env, m.ID, string(m.Name))
 		} else {
-			body = env.AppendRPCError(body, m.ID, x.era.RPCCode(env))
+			body = env.AppendRPCError(body, m.ID, x.Era.RPCCode(env))
 		}
 	}
-	if x.batch {
+	if x.Batch {
 		body = append(body, ']')
 	}
 	return writeJSON(w, http.StatusOK, env, body)
@@ -149,23 +149,23 @@ type bodyRefusal struct {
 // refuseBody answers a POST the handler could not read, parse or take; a
 // body that could not be read at all is nobody's to answer.
 func (h *Handler) refuseBody(w http.ResponseWriter, x *exchange, err error) error {
-	ref, ok := h.refusalOf(x.r, x.era, err)
+	ref, ok := h.refusalOf(x.Request, x.Era, err)
 	if !ok {
 		// The client went away or broke the framing.
-		x.msgs = nil
+		x.Messages = nil
 		return caddyhttp.Error(http.StatusBadRequest, err)
 	}
 	if ref.perRequest {
 		return h.answer(w, x, &ref.env, ref.status)
 	}
 	if !ref.parsed {
-		x.msgs = nil
+		x.Messages = nil
 	}
 	if ref.id == nil {
-		closeAfterAnswer(w, x.r)
+		closeAfterAnswer(w, x.Request)
 	}
 	h.answered(x, &ref.env)
-	x.msgs = nil
+	x.Messages = nil
 	return writeJSON(w, ref.status, &ref.env, ref.env.AppendRPCError(nil, ref.id, ref.code))
 }
 

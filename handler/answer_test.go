@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 )
 
@@ -96,10 +97,10 @@ func TestABodyThatCouldNotBeReadIsNobodysToAnswer(t *testing.T) {
 func answerTo(t *testing.T, body string, env envelope.Envelope, status int) (*httptest.ResponseRecorder, *exchange) {
 	t.Helper()
 	h := provision(t, &Handler{})
-	x := &exchange{r: post(body), start: time.Now()}
+	x := &exchange{Exchange: feature.Exchange{Request: post(body), Start: time.Now()}}
 	if body != "" {
 		var err error
-		x.msgs, x.batch, err = jsonrpc.Parse([]byte(body), nil, 1<<10)
+		x.Messages, x.Batch, err = jsonrpc.Parse([]byte(body), nil, 1<<10)
 		require.NoError(t, err)
 	}
 	w := httptest.NewRecorder()
@@ -160,7 +161,7 @@ func TestAnswerTakesTheFormEachRequestNeeds(t *testing.T) {
 				return
 			}
 			var raw []json.RawMessage
-			if x.batch {
+			if x.Batch {
 				require.NoError(t, json.Unmarshal(w.Body.Bytes(), &raw))
 			} else {
 				raw = []json.RawMessage{w.Body.Bytes()}

@@ -13,6 +13,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
+	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 )
 
@@ -44,11 +45,11 @@ const (
 // variables, since x's may still be on its way, and the route writes to
 // those. Its placeholders read x's messages, as x's did.
 func (h *Handler) sendCancelled(x *exchange, vars map[string]any, next caddyhttp.Handler, reason string) {
-	if x.era.ClosingCancels() {
+	if x.Era.ClosingCancels() {
 		return
 	}
-	for i := range x.msgs {
-		if m := &x.msgs[i]; m.Kind == jsonrpc.Request {
+	for i := range x.Messages {
+		if m := &x.Messages[i]; m.Kind == jsonrpc.Request {
 			h.sendOwn(x, vars, next, fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%s,"reason":%q}}`, m.ID, reason))
 		}
 	}
@@ -57,9 +58,9 @@ func (h *Handler) sendCancelled(x *exchange, vars map[string]any, next caddyhttp
 // sendOwn sends body through next as a POST of x's session, and drops the
 // answer.
 func (h *Handler) sendOwn(x *exchange, vars map[string]any, next caddyhttp.Handler, body []byte) {
-	ctx, stop := context.WithTimeout(context.WithoutCancel(x.r.Context()), cancelTimeout)
+	ctx, stop := context.WithTimeout(context.WithoutCancel(x.Request.Context()), cancelTimeout)
 	defer stop()
-	r := x.r.Clone(ctx)
+	r := x.Request.Clone(ctx)
 	r.Method = http.MethodPost
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
@@ -71,12 +72,12 @@ func (h *Handler) sendOwn(x *exchange, vars map[string]any, next caddyhttp.Handl
 	r.Header["Accept"] = []string{"application/json, text/event-stream"}
 	sink := &discard{header: make(http.Header)}
 	repl := caddy.NewReplacer()
-	srv, _ := x.r.Context().Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
+	srv, _ := x.Request.Context().Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
 	r = caddyhttp.PrepareRequest(r, repl, sink, srv)
 	if own, ok := r.Context().Value(caddyhttp.VarsCtxKey).(map[string]any); ok {
 		maps.Copy(own, vars)
 	}
-	own := &exchange{r: r, start: x.start, era: x.era, msgs: x.msgs, batch: x.batch}
+	own := &exchange{Exchange: feature.Exchange{Request: r, Start: x.Start, Era: x.Era, Messages: x.Messages, Batch: x.Batch}}
 	repl.Map(own.placeholder)
 	if err := next.ServeHTTP(sink, r); err != nil || sink.status >= 300 {
 		h.logger.Debug("notifications/cancelled not taken by the upstream", zap.Int("status", sink.status), zap.Error(err))
@@ -85,7 +86,7 @@ func (h *Handler) sendOwn(x *exchange, vars map[string]any, next caddyhttp.Handl
 
 // requestVars is a copy of the variables of x's request.
 func requestVars(x *exchange) map[string]any {
-	vars, _ := x.r.Context().Value(caddyhttp.VarsCtxKey).(map[string]any)
+	vars, _ := x.Request.Context().Value(caddyhttp.VarsCtxKey).(map[string]any)
 	return maps.Clone(vars)
 }
 

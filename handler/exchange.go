@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
@@ -18,20 +17,15 @@ import (
 )
 
 // exchange is what the handler knows of one HTTP request, and what it did
-// with it. Each step of ServeHTTP writes its own fields, and only those.
+// with it. The features read the feature.Exchange it holds (ServeHTTP
+// writes the request, its start and its era; inspect its messages, body
+// and batch; openSession the replica), and nothing else of it.
 type exchange struct {
-	r *http.Request
-	// start is when the handler received the request.
-	start time.Time
-	// era is the protocol era the request declares (eras.go).
-	era era
+	feature.Exchange
 
-	// Written by inspect: the messages of the body, the recycled buffer
-	// holding it (nil when allocated), and the body handed on to the
-	// upstream. one backs msgs without allocating.
-	msgs   []jsonrpc.Message
-	body   []byte
-	batch  bool
+	// Written by inspect: the recycled buffer holding the body (nil when
+	// allocated), and the body handed on to the upstream. one backs
+	// Messages without allocating.
 	pooled *[]byte
 	reader bodyReader
 	one    [1]jsonrpc.Message
@@ -71,26 +65,21 @@ type exchange struct {
 	// frozen holds the messages' placeholder values once the body's buffer
 	// has been recycled.
 	frozen *snapshot
-
-	// fx is what the features read of the exchange (view).
-	fx feature.Exchange
 }
 
 // view is the exchange as the features read it, as it stands now: the
 // steps before have written what it holds.
 func (x *exchange) view() *feature.Exchange {
-	path := x.fx.Path
-	if path == "" {
-		path = x.r.URL.Path
-		if orig, ok := x.r.Context().Value(caddyhttp.OriginalRequestCtxKey).(http.Request); ok && orig.URL != nil {
-			path = orig.URL.Path
+	if x.Path == "" {
+		x.Path = x.Request.URL.Path
+		if orig, ok := x.Request.Context().Value(caddyhttp.OriginalRequestCtxKey).(http.Request); ok && orig.URL != nil {
+			x.Path = orig.URL.Path
 		}
 	}
-	x.fx = feature.Exchange{Request: x.r, Messages: x.msgs, Body: x.body, Batch: x.batch, Era: x.era, Start: x.start, Path: path}
 	if x.session != nil {
-		x.fx.Replica = x.session.Upstream
+		x.Replica = x.session.Upstream
 	}
-	return &x.fx
+	return &x.Exchange
 }
 
 // refusal is who refused a request, for the log: a rate limit or the
@@ -117,8 +106,8 @@ func (x *exchange) placeholder(key string) (any, bool) {
 		return x.value(name, &x.frozen.first)
 	}
 	var first jsonrpc.Message
-	if len(x.msgs) > 0 {
-		first = x.msgs[0]
+	if len(x.Messages) > 0 {
+		first = x.Messages[0]
 	}
 	return x.value(name, &first)
 }
@@ -134,22 +123,22 @@ func (x *exchange) value(name string, m *jsonrpc.Message) (string, bool) {
 	case "id":
 		return idText(m.ID), true
 	case "batch_size":
-		if !x.batch {
+		if !x.Batch {
 			return "", true
 		}
 		if x.frozen != nil {
 			return strconv.Itoa(x.frozen.size), true
 		}
-		return strconv.Itoa(len(x.msgs)), true
+		return strconv.Itoa(len(x.Messages)), true
 	case "session_id":
-		if x.era == statelessEra {
+		if x.Era == statelessEra {
 			return "", true // no sessions: a header a client sends names none
 		}
-		return clip(x.r.Header.Get("Mcp-Session-Id")), true
+		return clip(x.Request.Header.Get("Mcp-Session-Id")), true
 	case "protocol_version":
-		return clip(x.r.Header.Get("Mcp-Protocol-Version")), true
+		return clip(x.Request.Header.Get("Mcp-Protocol-Version")), true
 	case "authorization":
-		return normalizedAuthorization(x.r.Header.Get("Authorization")), true
+		return normalizedAuthorization(x.Request.Header.Get("Authorization")), true
 	case "error_code":
 		return x.errorCode, true
 	}
@@ -172,13 +161,13 @@ func (x *exchange) recycle() {
 	if x.pooled == nil || (x.forwarded && !x.bodyClosed()) {
 		return
 	}
-	s := &snapshot{size: len(x.msgs)}
-	if len(x.msgs) > 0 {
-		m := x.msgs[0]
+	s := &snapshot{size: len(x.Messages)}
+	if len(x.Messages) > 0 {
+		m := x.Messages[0]
 		s.first = jsonrpc.Message{Kind: m.Kind, Method: bytes.Clone(m.Method), ID: bytes.Clone(m.ID), Name: bytes.Clone(m.Name)}
 	}
 	x.frozen = s
-	x.msgs = nil
+	x.Messages = nil
 	putBuffer(x.pooled)
 	x.pooled = nil
 }

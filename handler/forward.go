@@ -29,11 +29,11 @@ func (h *Handler) forward(w http.ResponseWriter, x *exchange, next caddyhttp.Han
 	u := &x.watch
 	*u = upstreamWatch{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, h: h, x: x, pins: h.pins, keepaliveEvery: time.Duration(h.SSEKeepalive)}
 	if u.openHooks(h.responders) {
-		defer func() { u.hooks.end(&x.fx, u.ending(err)) }()
+		defer func() { u.hooks.end(&x.Exchange, u.ending(err)) }()
 	}
-	up := x.r
+	up := x.Request
 	var abandon *abandonment
-	if len(x.slots) > 0 && !(h.UpstreamCancelsOnClose && x.era.ClosingCancels()) {
+	if len(x.slots) > 0 && !(h.UpstreamCancelsOnClose && x.Era.ClosingCancels()) {
 		// The request holds places in the guard, and its upstream may go
 		// on running it when the client leaves (before MCP 2026-07-28
 		// closing the connection does not cancel a call, and from it on
@@ -104,7 +104,7 @@ func (h *Handler) settle(x *exchange, u *upstreamWatch, err error, broke bool, n
 		return nil, true
 	}
 	switch {
-	case x.r.Context().Err() != nil:
+	case x.Request.Context().Err() != nil:
 		if u.deadline.passed() {
 			// The client left, and the call ran on (its places held) until
 			// its deadline cut it: the server is told to stop it all the

@@ -13,8 +13,8 @@ import (
 // JSON answer up to the largest bound any of them reads, and fails closed
 // when one does.
 type answerHooks struct {
-	buf  [4]openedHook
-	list []openedHook
+	buf  [4]feature.Hook
+	list []feature.Hook
 	// edit: a hook may replace messages; failClosed: one fails closed; max:
 	// the largest bound of a JSON answer one reads (0: none reads one).
 	edit, failClosed bool
@@ -24,11 +24,6 @@ type answerHooks struct {
 	// not read.
 	id    json.RawMessage
 	ended bool
-}
-
-type openedHook struct {
-	hook  feature.Hook
-	needs feature.Needs
 }
 
 // open opens the responders' hooks on the answer to x; it reports whether
@@ -41,7 +36,7 @@ func (hs *answerHooks) open(responders []feature.Responder, x *feature.Exchange)
 			continue
 		}
 		n := hook.Needs()
-		hs.list = append(hs.list, openedHook{hook, n})
+		hs.list = append(hs.list, hook)
 		hs.edit = hs.edit || n.Edit || n.FailClosed // what fails closed is held
 		hs.failClosed = hs.failClosed || n.FailClosed
 		hs.max = max(hs.max, n.Max)
@@ -67,7 +62,7 @@ func (u *upstreamWatch) openHooks(responders []feature.Responder) bool {
 	}
 	if u.hooks.edit {
 		u.read = &answerRead{}
-		delete(u.x.r.Header, "Accept-Encoding")
+		delete(u.x.Request.Header, "Accept-Encoding")
 	} else if u.hooks.max > 0 {
 		u.seen = &seenAnswer{want: -1}
 	}
@@ -86,15 +81,16 @@ func (hs *answerHooks) active() bool { return len(hs.list) > 0 }
 // closed: msg must not be sent.
 func (hs *answerHooks) message(x *feature.Exchange, msg []byte, whole, editable bool) (out []byte, err error) {
 	cur := msg
-	for _, o := range hs.list {
-		if (whole && len(cur) > o.needs.Max) || ((o.needs.Edit || o.needs.FailClosed) && !editable) {
+	for _, hook := range hs.list {
+		n := hook.Needs()
+		if (whole && len(cur) > n.Max) || ((n.Edit || n.FailClosed) && !editable) {
 			continue
 		}
-		got, herr := o.hook.Message(x, cur)
+		got, herr := hook.Message(x, cur)
 		switch {
-		case herr != nil && o.needs.FailClosed:
+		case herr != nil && n.FailClosed:
 			return nil, herr
-		case herr == nil && got != nil && o.needs.Edit:
+		case herr == nil && got != nil && n.Edit:
 			cur, out = got, got
 		}
 	}
@@ -104,9 +100,9 @@ func (hs *answerHooks) message(x *feature.Exchange, msg []byte, whole, editable 
 // unreadable is the envelope sent in place of what the hooks could not
 // read: the first hook that fails closed says it.
 func (hs *answerHooks) unreadable(x *feature.Exchange, err error) envelope.Envelope {
-	for _, o := range hs.list {
-		if o.needs.FailClosed {
-			return o.hook.Unreadable(x, err)
+	for _, hook := range hs.list {
+		if hook.Needs().FailClosed {
+			return hook.Unreadable(x, err)
 		}
 	}
 	return envelope.New(envelope.InternalError, err.Error()).Envelope()
@@ -118,8 +114,8 @@ func (hs *answerHooks) end(x *feature.Exchange, e feature.Ending) {
 		return
 	}
 	hs.ended = true
-	for _, o := range hs.list {
-		o.hook.End(x, e)
+	for _, hook := range hs.list {
+		hook.End(x, e)
 	}
 }
 
@@ -128,5 +124,5 @@ func (hs *answerHooks) end(x *feature.Exchange, e feature.Ending) {
 func (h *Handler) unreadableMessage(x *exchange, err error, id json.RawMessage) []byte {
 	env := x.watch.hooks.unreadable(x.view(), err)
 	h.answered(x, &env)
-	return env.AppendRPCError(nil, id, x.era.RPCCode(&env))
+	return env.AppendRPCError(nil, id, x.Era.RPCCode(&env))
 }

@@ -30,8 +30,8 @@ const (
 // upstream read another request than the gateway admits are checked first,
 // before anything is read.
 func (h *Handler) inspect(w http.ResponseWriter, x *exchange) error {
-	r := x.r
-	if err := h.checkSingleInputs(r, x.era); err != nil {
+	r := x.Request
+	if err := h.checkSingleInputs(r, x.Era); err != nil {
 		return err
 	}
 	if h.streams(r) {
@@ -41,7 +41,7 @@ func (h *Handler) inspect(w http.ResponseWriter, x *exchange) error {
 	if err != nil {
 		return err
 	}
-	x.body = body
+	x.Body = body
 	x.reader.Reset(body)
 	r.Body = &x.reader
 	r.ContentLength = int64(len(body))
@@ -49,11 +49,11 @@ func (h *Handler) inspect(w http.ResponseWriter, x *exchange) error {
 	if !identityEncoded(r.Header) {
 		return errEncoded
 	}
-	x.msgs, x.batch, err = jsonrpc.Parse(body, x.one[:0], h.MaxBatch)
+	x.Messages, x.Batch, err = jsonrpc.Parse(body, x.one[:0], h.MaxBatch)
 	if err != nil {
 		return err
 	}
-	if err := checkMessages(x.msgs); err != nil {
+	if err := checkMessages(x.Messages); err != nil {
 		return err
 	}
 	return checkMirrorHeaders(r.Header, x)
@@ -64,7 +64,7 @@ func (h *Handler) inspect(w http.ResponseWriter, x *exchange) error {
 // is in, so that it cannot end the response, however long that streams.
 func (h *Handler) readBody(w http.ResponseWriter, x *exchange) ([]byte, error) {
 	deadline := setReadDeadline(w, time.Now().Add(time.Duration(h.ReadBodyTimeout)))
-	body, pooled, err := readBody(x.r, h.MaxRequestBody)
+	body, pooled, err := readBody(x.Request, h.MaxRequestBody)
 	if deadline {
 		setReadDeadline(w, time.Time{})
 	}

@@ -176,7 +176,7 @@ func (k *keyTemplate) eval(x *exchange, repl *caddy.Replacer, m *jsonrpc.Message
 	v := k.value(x, repl, m)
 	if v == "" {
 		k.empty.Inc()
-		now := x.start.UnixNano()
+		now := x.Start.UnixNano()
 		if last := k.warned.Load(); now-last >= int64(emptyKeyWarnEvery) && k.warned.CompareAndSwap(last, now) {
 			k.logger.Warn("a key template gave an empty value: requests without one share a single key",
 				zap.String(k.kind, k.name), zap.String("key", k.text))

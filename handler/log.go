@@ -63,7 +63,7 @@ func (h *Handler) kindOf(x *exchange, env *envelope.Envelope, level zapcore.Leve
 	if k.limit == "" && k.guard == "" {
 		k.message = clip(env.Message)
 	}
-	if repl, ok := x.r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
+	if repl, ok := x.Request.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
 		k.upstream, _ = repl.GetString("http.reverse_proxy.upstream.hostport")
 	}
 	return k
@@ -87,8 +87,8 @@ func (h *Handler) logEnvelope(x *exchange, env *envelope.Envelope) {
 	fields = append(fields, zap.String("code", string(env.Code)))
 	// Values the client chose are cut to maxEchoed bytes: a log line costs
 	// no more than a bounded part of what the client sent.
-	if len(x.msgs) > 0 {
-		m := &x.msgs[0]
+	if len(x.Messages) > 0 {
+		m := &x.Messages[0]
 		fields = append(fields, zap.String("method", clip(string(m.Method))))
 		if m.Name != nil {
 			fields = append(fields, zap.String("tool", clip(string(m.Name))))
@@ -97,8 +97,8 @@ func (h *Handler) logEnvelope(x *exchange, env *envelope.Envelope) {
 			fields = append(fields, zap.String("id", clip(idText(m.ID))))
 		}
 	}
-	if x.batch {
-		fields = append(fields, zap.Int("batch_size", len(x.msgs)))
+	if x.Batch {
+		fields = append(fields, zap.Int("batch_size", len(x.Messages)))
 	}
 	fields = kind.appendWho(fields)
 	if env.HasRetryAfter() {
@@ -107,7 +107,7 @@ func (h *Handler) logEnvelope(x *exchange, env *envelope.Envelope) {
 	if kind.upstream != "" {
 		fields = append(fields, zap.String("upstream", kind.upstream))
 	}
-	fields = append(fields, zap.Duration("duration", time.Since(x.start)))
+	fields = append(fields, zap.Duration("duration", time.Since(x.Start)))
 	if x.cause != nil {
 		fields = append(fields, zap.Error(x.cause))
 	}

@@ -179,29 +179,29 @@ func (h *Handler) observe(x *exchange, now time.Time) {
 	default:
 		forwardedCounters.get(method).Inc()
 	}
-	if x.r.Method == http.MethodPost {
-		durationObservers.get(method).Observe(now.Sub(x.start).Seconds())
+	if x.Request.Method == http.MethodPost {
+		durationObservers.get(method).Observe(now.Sub(x.Start).Seconds())
 	}
 }
 
 // methodLabel is the exchange's method as a bounded label value.
 func (x *exchange) methodLabel() string {
-	switch x.r.Method {
+	switch x.Request.Method {
 	case http.MethodPost:
 	case http.MethodGet, http.MethodDelete:
-		return x.r.Method
+		return x.Request.Method
 	default:
 		return methodOther
 	}
 	switch {
-	case x.batch:
+	case x.Batch:
 		return methodBatch
-	case len(x.msgs) == 0 || x.msgs[0].Kind == jsonrpc.Invalid:
+	case len(x.Messages) == 0 || x.Messages[0].Kind == jsonrpc.Invalid:
 		return methodInvalid
-	case x.msgs[0].Kind == jsonrpc.Response:
+	case x.Messages[0].Kind == jsonrpc.Response:
 		return methodResponse
 	}
-	if name, ok := methodNames[string(x.msgs[0].Method)]; ok {
+	if name, ok := methodNames[string(x.Messages[0].Method)]; ok {
 		return name
 	}
 	return methodOther

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 )
 
@@ -47,10 +48,10 @@ func TestMethodLabelIsBounded(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			x := &exchange{r: newRequest(tt.method, "")}
+			x := &exchange{Exchange: feature.Exchange{Request: newRequest(tt.method, "")}}
 			if tt.body != "" {
 				var err error
-				x.msgs, x.batch, err = jsonrpc.Parse([]byte(tt.body), nil, 16)
+				x.Messages, x.Batch, err = jsonrpc.Parse([]byte(tt.body), nil, 16)
 				require.NoError(t, err)
 			}
 			assert.Equal(t, tt.want, x.methodLabel())
@@ -70,10 +71,10 @@ func TestObserveCountsEachExchangeOnceByOutcome(t *testing.T) {
 	postsBefore, getsBefore := histogramCount(t, durations), histogramCount(t, getDurations)
 
 	now := time.Now()
-	h.observe(&exchange{r: post(""), msgs: msgs, start: now}, now)
-	h.observe(&exchange{r: post(""), msgs: msgs, start: now, canceled: true}, now)
-	h.observe(&exchange{r: post(""), msgs: msgs, start: now, errorCode: "SERVER_BUSY"}, now)
-	h.observe(&exchange{r: newRequest(http.MethodGet, ""), start: now}, now)
+	h.observe(&exchange{Exchange: feature.Exchange{Request: post(""), Messages: msgs, Start: now}}, now)
+	h.observe(&exchange{Exchange: feature.Exchange{Request: post(""), Messages: msgs, Start: now}, canceled: true}, now)
+	h.observe(&exchange{Exchange: feature.Exchange{Request: post(""), Messages: msgs, Start: now}, errorCode: "SERVER_BUSY"}, now)
+	h.observe(&exchange{Exchange: feature.Exchange{Request: newRequest(http.MethodGet, ""), Start: now}}, now)
 
 	assert.Equal(t, before[0]+1, counterValue(t, forwarded))
 	assert.Equal(t, before[1]+1, counterValue(t, canceled))

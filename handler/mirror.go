@@ -62,17 +62,17 @@ func (e *mismatchError) Error() string { return e.msg }
 // server to check.
 func checkMirrorHeaders(h http.Header, x *exchange) error {
 	method, name := headerValue(h, "Mcp-Method"), headerValue(h, "Mcp-Name")
-	required := x.era.RequiresMirrors()
+	required := x.Era.RequiresMirrors()
 	if method == "" && name == "" && !required {
 		return nil
 	}
-	if x.batch || len(x.msgs) != 1 {
+	if x.Batch || len(x.Messages) != 1 {
 		if method == "" && name == "" {
 			return nil // batches are not part of the stateless era: the upstream refuses them
 		}
 		return &mismatchError{msg: "a batch cannot carry Mcp-Method or Mcp-Name headers", id: envelope.NullID}
 	}
-	m := &x.msgs[0]
+	m := &x.Messages[0]
 	e := &mismatchError{id: m.ID}
 	if m.Kind != jsonrpc.Request && m.Kind != jsonrpc.Notification {
 		required = false // a response mirrors nothing

@@ -75,16 +75,16 @@ type deadline struct {
 // startDeadline gives the upstream request of a call with a deadline a
 // context that ends at it; nil when the call has none.
 func (h *Handler) startDeadline(x *exchange, up *http.Request) (*deadline, *http.Request, context.CancelCauseFunc) {
-	if h.policy == nil || x.batch || len(x.msgs) != 1 || !isCall(&x.msgs[0]) {
+	if h.policy == nil || x.Batch || len(x.Messages) != 1 || !isCall(&x.Messages[0]) {
 		return nil, up, nil
 	}
-	after := h.policy.Deadline(string(x.msgs[0].Name))
+	after := h.policy.Deadline(string(x.Messages[0].Name))
 	if after <= 0 {
 		return nil, up, nil
 	}
 	ctx, cancel := context.WithCancelCause(up.Context())
 	d := &deadline{after: after, ctx: ctx}
-	left := after - time.Since(x.start)
+	left := after - time.Since(x.Start)
 	if left <= 0 {
 		cancel(errDeadline) // passed while the call waited for a place
 	}
@@ -108,7 +108,7 @@ func (d *deadline) passed() bool {
 // when nothing was sent yet, or as the final event of its stream. The
 // guard place is freed, and the upstream told to stop.
 func (h *Handler) timeUp(x *exchange, u *upstreamWatch, next caddyhttp.Handler) error {
-	env := toolTimedOut(string(x.msgs[0].Name), u.deadline.after)
+	env := toolTimedOut(string(x.Messages[0].Name), u.deadline.after)
 	w := u.ResponseWriterWrapper.ResponseWriter
 	var err error
 	switch {

@@ -19,16 +19,20 @@ import (
 // (fail saying what is sent instead) when failClosed.
 func editWith(tr *sseTracker, failClosed bool, rewrite func([]byte) ([]byte, error), fail func(error, json.RawMessage) []byte) {
 	hs := &answerHooks{id: json.RawMessage("1"), edit: true, failClosed: failClosed}
-	hs.list = append(hs.buf[:0], openedHook{hook: funcHook(rewrite), needs: feature.Needs{Edit: true, FailClosed: failClosed}})
+	hs.list = append(hs.buf[:0], funcHook{rewrite, failClosed})
 	tr.edit, tr.hooks, tr.fx, tr.fail = true, hs, &feature.Exchange{}, fail
 }
 
-// funcHook is a hook that edits each message with a function.
-type funcHook func([]byte) ([]byte, error)
+// funcHook is a hook that edits each message with a function, and fails
+// closed when failClosed.
+type funcHook struct {
+	rewrite    func([]byte) ([]byte, error)
+	failClosed bool
+}
 
-func (funcHook) Needs() feature.Needs { return feature.Needs{Edit: true} }
+func (f funcHook) Needs() feature.Needs { return feature.Needs{Edit: true, FailClosed: f.failClosed} }
 
-func (f funcHook) Message(_ *feature.Exchange, msg []byte) ([]byte, error) { return f(msg) }
+func (f funcHook) Message(_ *feature.Exchange, msg []byte) ([]byte, error) { return f.rewrite(msg) }
 
 func (funcHook) Unreadable(*feature.Exchange, error) envelope.Envelope { return envelope.Envelope{} }
 

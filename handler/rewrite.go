@@ -62,7 +62,7 @@ func (s *seenAnswer) finish(u *upstreamWatch) {
 	s.done = true
 	body := s.body.bytes()
 	s.body = heldBytes{}
-	_, _ = u.hooks.message(&u.x.fx, body, true, false)
+	_, _ = u.hooks.message(&u.x.Exchange, body, true, false)
 }
 
 // errAnswerTooLarge stops an answer that outgrew what the gateway holds to
@@ -130,7 +130,7 @@ func (h *Handler) releaseRead(u *upstreamWatch) error {
 	body := r.body.bytes()
 	r.body = heldBytes{}
 	if r.failed == nil {
-		out, err := u.hooks.message(&u.x.fx, body, true, true)
+		out, err := u.hooks.message(&u.x.Exchange, body, true, true)
 		switch {
 		case err != nil:
 			r.failed = err

@@ -8,6 +8,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
+	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 )
 
@@ -18,7 +19,7 @@ import (
 // request's session token is opened before admission (sessions.go). Whatever happens, finish
 // releases the request's places and counts it.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	x := &exchange{r: r, start: time.Now(), era: eraOf(r)}
+	x := &exchange{Exchange: feature.Exchange{Request: r, Start: time.Now(), Era: eraOf(r)}}
 	repl := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	repl.Map(x.placeholder)
 	defer h.finish(x)
@@ -42,7 +43,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 				// Nothing here limits the request, and it is not JSON and
 				// does not claim to be: the upstream refuses it in its own
 				// words (415 from the SDK servers).
-				x.msgs = nil
+				x.Messages = nil
 				if err := h.openSession(x, repl); err != nil {
 					return h.sessionGone(w, x, err)
 				}

@@ -208,24 +208,24 @@ func (h *Handler) openSession(x *exchange, repl *caddy.Replacer) error {
 	}
 	if p.bind != nil {
 		var first jsonrpc.Message
-		if len(x.msgs) > 0 {
-			first = x.msgs[0]
+		if len(x.Messages) > 0 {
+			first = x.Messages[0]
 		}
 		value := p.bind.value(x, repl, &first)
 		if value == "" {
 			// No principal: no session opens for it, and it opens none.
-			if x.r.Header["Mcp-Session-Id"] != nil {
+			if x.Request.Header["Mcp-Session-Id"] != nil {
 				return session.ErrPrincipal
 			}
-			if len(x.msgs) > 0 && string(x.msgs[0].Method) == "initialize" {
+			if len(x.Messages) > 0 && string(x.Messages[0].Method) == "initialize" {
 				return errNoPrincipal
 			}
 		}
 		principal := session.PrincipalOf(value)
 		x.principal = &principal
 	}
-	values, ok := x.r.Header["Mcp-Session-Id"]
-	if err := sessionHeaderShape(x.r.Header, values); err != nil {
+	values, ok := x.Request.Header["Mcp-Session-Id"]
+	if err := sessionHeaderShape(x.Request.Header, values); err != nil {
 		return err
 	}
 	if !ok {
@@ -233,10 +233,10 @@ func (h *Handler) openSession(x *exchange, repl *caddy.Replacer) error {
 	}
 	token := values[0]
 	if token == "" {
-		delete(x.r.Header, "Mcp-Session-Id") // no session: the same as none
+		delete(x.Request.Header, "Mcp-Session-Id") // no session: the same as none
 		return nil
 	}
-	s, err := p.ring().Open(token, x.start, p.ttl, x.principal)
+	s, err := p.ring().Open(token, x.Start, p.ttl, x.principal)
 	if err != nil {
 		return err
 	}
@@ -244,7 +244,7 @@ func (h *Handler) openSession(x *exchange, repl *caddy.Replacer) error {
 	x.sessionBuf = openedSession{Session: s, token: token}
 	x.session = &x.sessionBuf
 	values[0] = s.ID // the request's own slice: no other reads it
-	caddyhttp.SetVar(x.r.Context(), session.PinVar, &x.session.Upstream)
+	caddyhttp.SetVar(x.Request.Context(), session.PinVar, &x.session.Upstream)
 	return nil
 }
 
@@ -276,11 +276,11 @@ func (p *pins) seal(hdr http.Header, x *exchange) {
 		return
 	}
 	var upstream string
-	if selected, ok := caddyhttp.GetVar(x.r.Context(), session.SelectedVar).(*string); ok {
+	if selected, ok := caddyhttp.GetVar(x.Request.Context(), session.SelectedVar).(*string); ok {
 		upstream = *selected
 	} else {
 		// Another selection policy chose: the address it dialled.
-		if repl, ok := x.r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
+		if repl, ok := x.Request.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
 			upstream = repl.ReplaceAll("{http.reverse_proxy.upstream.hostport}", "")
 		}
 	}
@@ -299,7 +299,7 @@ func (p *pins) seal(hdr http.Header, x *exchange) {
 // pinnedMiss is why the selection policy found no upstream for a pinned
 // request ("" when it did, or was not asked).
 func pinnedMiss(x *exchange) string {
-	miss, _ := caddyhttp.GetVar(x.r.Context(), session.MissVar).(string)
+	miss, _ := caddyhttp.GetVar(x.Request.Context(), session.MissVar).(string)
 	return miss
 }
 
@@ -332,13 +332,13 @@ func (h *Handler) sessionGone(w http.ResponseWriter, x *exchange, err error) err
 	}
 	id := json.RawMessage("null")
 	requests := 0
-	for i := range x.msgs {
-		if x.msgs[i].Kind == jsonrpc.Request {
+	for i := range x.Messages {
+		if x.Messages[i].Kind == jsonrpc.Request {
 			requests++
-			id = x.msgs[i].ID
+			id = x.Messages[i].ID
 		}
 	}
-	if requests != 1 || x.batch {
+	if requests != 1 || x.Batch {
 		id = json.RawMessage("null")
 	}
 	message := "Session not found: " + err.Error() + "; initialize a new session"

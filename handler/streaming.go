@@ -96,7 +96,7 @@ func (b *bodyStream) dropsAnswers() bool {
 // inspectStreaming starts reading x's body as it arrives and waits until its
 // head decides, or the body is in.
 func (h *Handler) inspectStreaming(w http.ResponseWriter, x *exchange) error {
-	r := x.r
+	r := x.Request
 	b := &bodyStream{client: r.Body, limit: int(r.ContentLength), head: make(chan jsonrpc.Message, 1), done: make(chan struct{})}
 	b.cond.L = &b.mu
 	b.buf = getBuffer(firstChunk)
@@ -109,10 +109,10 @@ func (h *Handler) inspectStreaming(w http.ResponseWriter, x *exchange) error {
 	select {
 	case m := <-b.head:
 		x.stream = b
-		x.msgs, x.batch = append(x.one[:0], m), false
+		x.Messages, x.Batch = append(x.one[:0], m), false
 		r.Body = b
 		r.TransferEncoding = nil
-		err := checkMessages(x.msgs)
+		err := checkMessages(x.Messages)
 		if err == nil {
 			err = checkMirrorHeaders(r.Header, x)
 		}
@@ -133,13 +133,13 @@ func (h *Handler) inspectStreaming(w http.ResponseWriter, x *exchange) error {
 	if b.err != nil {
 		return b.err
 	}
-	x.body = (*b.buf)[:b.n]
-	x.reader.Reset(x.body)
+	x.Body = (*b.buf)[:b.n]
+	x.reader.Reset(x.Body)
 	r.Body = &x.reader
 	r.ContentLength = int64(b.n)
 	r.TransferEncoding = nil
-	x.msgs, x.batch = b.msgs, b.batch
-	if err := checkMessages(x.msgs); err != nil {
+	x.Messages, x.Batch = b.msgs, b.batch
+	if err := checkMessages(x.Messages); err != nil {
 		return err
 	}
 	return checkMirrorHeaders(r.Header, x)

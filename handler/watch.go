@@ -73,7 +73,7 @@ func (u *upstreamWatch) ending(err error) feature.Ending {
 	switch {
 	case u.deadline.passed():
 		return feature.DeadlinePassed
-	case u.x.r.Context().Err() != nil:
+	case u.x.Request.Context().Err() != nil:
 		return feature.ClientGone
 	case u.broke || err != nil:
 		return feature.Broken
@@ -147,14 +147,14 @@ func (u *upstreamWatch) follow(followed bool) {
 		u.answered.Store(true)
 		return
 	}
-	u.sse = newSSETracker(u.x.msgs, u.x.era)
+	u.sse = newSSETracker(u.x.Messages, u.x.Era)
 	if u.sse == nil && u.hooks.active() {
 		// A stream that owes no response (the standalone GET one, or a
 		// resumed one) is read for its notifications, or its replay.
-		u.sse = &sseTracker{era: u.x.era}
+		u.sse = &sseTracker{era: u.x.Era}
 	}
 	if u.hooks.active() {
-		u.sse.hooks, u.sse.fx = &u.hooks, &u.x.fx
+		u.sse.hooks, u.sse.fx = &u.hooks, &u.x.Exchange
 	}
 }
 
@@ -284,7 +284,7 @@ func (u *upstreamWatch) toClient(p []byte) (int, error) {
 // left reports whether the client is gone: its request ended, or a write to
 // it failed.
 func (u *upstreamWatch) left() bool {
-	u.gone = u.gone || u.x.r.Context().Err() != nil
+	u.gone = u.gone || u.x.Request.Context().Err() != nil
 	return u.gone
 }
 
