@@ -3,13 +3,10 @@ package contract
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -17,7 +14,7 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/feature"
-	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+	"github.com/caddymcp/caddy-mcp/feature/featuretest"
 	"github.com/caddymcp/caddy-mcp/toolschema"
 	"github.com/caddymcp/caddy-mcp/validate"
 )
@@ -97,7 +94,7 @@ func TestTheContractComparesListsAndRefusesBrokenTools(t *testing.T) {
 			locked := newTestContract(t)
 			s := NewLive(&Lockfile{Version: Version, Tools: locked.locked}, true, NewLists(), tools, zap.NewNop())
 
-			list := exchangeOf(t, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+			list := featuretest.Post(t, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
 			hook := s.Open(list)
 			require.NotNil(t, hook)
 			out, err := hook.Message(list, []byte(`{"jsonrpc":"2.0","id":1,"result":`+tt.result+`}`))
@@ -105,7 +102,7 @@ func TestTheContractComparesListsAndRefusesBrokenTools(t *testing.T) {
 			assert.Nil(t, out, "the contract never edits an answer")
 			hook.End(list, feature.Complete)
 
-			x := exchangeOf(t, call)
+			x := featuretest.Post(t, call)
 			ref := s.Check(x)
 			if !tt.refused {
 				assert.Nil(t, ref)
@@ -115,19 +112,9 @@ func TestTheContractComparesListsAndRefusesBrokenTools(t *testing.T) {
 			require.NotNil(t, ref)
 			assert.Equal(t, envelope.Forbidden, ref.Envelope.Code)
 			assert.Contains(t, s.Awareness(x, "echo"), "<contract_awareness")
-			batch := exchangeOf(t, "["+call+"]")
+			batch := featuretest.Post(t, "["+call+"]")
 			require.NotNil(t, s.Check(batch))
 			assert.Contains(t, s.Check(batch).Envelope.Message, "nothing in the batch ran")
 		})
 	}
-}
-
-// exchangeOf is the exchange of a POST holding body, read as the core
-// reads it.
-func exchangeOf(t *testing.T, body string) *feature.Exchange {
-	t.Helper()
-	msgs, batch, err := jsonrpc.Parse([]byte(body), nil, 8)
-	require.NoError(t, err)
-	r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))
-	return &feature.Exchange{Request: r, Messages: msgs, Body: []byte(body), Batch: batch, Start: time.Now(), Path: r.URL.Path}
 }

@@ -1,8 +1,6 @@
 package toolpolicy
 
 import (
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -14,20 +12,8 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/feature"
-	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+	"github.com/caddymcp/caddy-mcp/feature/featuretest"
 )
-
-// exchangeOf is the exchange of a POST holding body (or a GET, when body
-// is empty), read as the core reads it.
-func exchangeOf(t *testing.T, body string) *feature.Exchange {
-	t.Helper()
-	if body == "" {
-		return &feature.Exchange{Request: httptest.NewRequest(http.MethodGet, "/mcp", nil)}
-	}
-	msgs, batch, err := jsonrpc.Parse([]byte(body), nil, 8)
-	require.NoError(t, err)
-	return &feature.Exchange{Request: httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body)), Messages: msgs, Body: []byte(body), Batch: batch}
-}
 
 // counted is a counter's value.
 func counted(t *testing.T, c prometheus.Counter) float64 {
@@ -96,7 +82,10 @@ func TestThePolicysHooksReadAnswers(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			a := testAnswers(t)
-			x := exchangeOf(t, tt.request)
+			x := featuretest.Get(t)
+			if tt.request != "" {
+				x = featuretest.Post(t, tt.request)
+			}
 			hook := a.Open(x)
 			require.NotNil(t, hook)
 			assert.Equal(t, tt.needs, hook.Needs())
@@ -137,10 +126,10 @@ func TestThePolicyOpensNoHookWhereItHasNoSay(t *testing.T) {
 		`{"jsonrpc":"2.0","id":1,"method":"resources/list"}`,
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
 	} {
-		assert.Nil(t, a.Open(exchangeOf(t, body)), body)
+		assert.Nil(t, a.Open(featuretest.Post(t, body)), body)
 	}
 	none, err := New(nil, nil, nil, nil)
 	require.NoError(t, err)
-	assert.Nil(t, (&Answers{Rules: none}).Open(exchangeOf(t, "")), "a GET under rules that edit no list")
-	assert.Nil(t, (&Answers{Rules: none}).Open(exchangeOf(t, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)))
+	assert.Nil(t, (&Answers{Rules: none}).Open(featuretest.Get(t)), "a GET under rules that edit no list")
+	assert.Nil(t, (&Answers{Rules: none}).Open(featuretest.Post(t, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)))
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/feature"
+	"github.com/caddymcp/caddy-mcp/feature/featuretest"
 )
 
 // listedTools are the tools the upstream listed, as validate would say.
@@ -51,7 +52,7 @@ func TestThePolicyRefusesCallsToHiddenTools(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := &Calls{Rules: testAnswers(t).Rules, Tools: listedTools{"search", "admin_reset"}}
 			before := counted(t, toolCalls.WithLabelValues("denied"))
-			ref := c.Check(exchangeOf(t, tt.body))
+			ref := c.Check(featuretest.Post(t, tt.body))
 			if tt.denied {
 				assert.Equal(t, before+1, counted(t, toolCalls.WithLabelValues("denied")))
 			}

@@ -1,11 +1,8 @@
 package validate
 
 import (
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -13,19 +10,9 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/feature"
-	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+	"github.com/caddymcp/caddy-mcp/feature/featuretest"
 	"github.com/caddymcp/caddy-mcp/toolschema"
 )
-
-// exchangeOf is the exchange of a POST holding body, read as the core
-// reads it.
-func exchangeOf(t *testing.T, body string) *feature.Exchange {
-	t.Helper()
-	msgs, batch, err := jsonrpc.Parse([]byte(body), nil, 8)
-	require.NoError(t, err)
-	r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))
-	return &feature.Exchange{Request: r, Messages: msgs, Body: []byte(body), Batch: batch, Start: time.Now(), Path: r.URL.Path}
-}
 
 func newFeature(t *testing.T, c Config) *Feature {
 	t.Helper()
@@ -44,7 +31,7 @@ const (
 // core does.
 func learn(t *testing.T, f *Feature, answer string) {
 	t.Helper()
-	x := exchangeOf(t, listRequest)
+	x := featuretest.Post(t, listRequest)
 	hook := f.Open(x)
 	require.Equal(t, feature.Needs{Max: MaxList}, hook.Needs(), "it watches, never edits")
 	out, err := hook.Message(x, []byte(answer))
@@ -83,7 +70,7 @@ func TestValidateLearnsToolsAndChecksCalls(t *testing.T) {
 			if tt.learned {
 				learn(t, f, listAnswer)
 			}
-			ref := f.Check(exchangeOf(t, tt.request))
+			ref := f.Check(featuretest.Post(t, tt.request))
 			if tt.wantCode == "" {
 				assert.Nil(t, ref)
 				return
@@ -104,13 +91,13 @@ func TestValidateLearnsToolsAndChecksCalls(t *testing.T) {
 func TestValidateSuggestsOnlyAllowedToolsAndForgetsChangedLists(t *testing.T) {
 	f := newFeature(t, Config{CheckArguments: true, Allowed: func(tool string) bool { return !strings.HasPrefix(tool, "admin_") }})
 	learn(t, f, listAnswer)
-	x := exchangeOf(t, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"admin_rese","arguments":{}}}`)
+	x := featuretest.Post(t, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"admin_rese","arguments":{}}}`)
 	ref := f.Check(x)
 	require.NotNil(t, ref)
 	assert.Equal(t, envelope.UnknownAction, ref.Envelope.Code)
 	assert.NotContains(t, ref.Envelope.Text(), "admin_reset", "a hidden tool is never named")
 
-	stream := exchangeOf(t, `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`)
+	stream := featuretest.Post(t, `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`)
 	hook := f.Open(stream)
 	assert.Equal(t, feature.Needs{}, hook.Needs(), "reads only a stream's events")
 	_, err := hook.Message(stream, []byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`))
@@ -129,11 +116,11 @@ func TestValidateLearnsNothingFromWhatItCannotReadWithCertainty(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newFeature(t, Config{CheckArguments: true})
-			x := exchangeOf(t, tt.request)
+			x := featuretest.Post(t, tt.request)
 			hook := f.Open(x)
 			_, err := hook.Message(x, []byte(tt.answer))
 			require.NoError(t, err)
-			assert.Nil(t, f.Check(exchangeOf(t, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"nope","arguments":{}}}`)), "nothing learned: an unknown name passes")
+			assert.Nil(t, f.Check(featuretest.Post(t, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"nope","arguments":{}}}`)), "nothing learned: an unknown name passes")
 		})
 	}
 }

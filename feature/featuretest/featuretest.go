@@ -1,0 +1,33 @@
+// Package featuretest builds the exchanges a feature's tests feed its
+// checks and hooks, as the core fills them, without Caddy.
+package featuretest
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caddymcp/caddy-mcp/feature"
+	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+)
+
+// Post is the exchange of a POST to /mcp holding body, read as the core
+// reads it (at most 64 messages).
+func Post(t testing.TB, body string) *feature.Exchange {
+	t.Helper()
+	msgs, batch, err := jsonrpc.Parse([]byte(body), nil, 64)
+	if err != nil {
+		t.Fatalf("not a body the core would read: %v", err)
+	}
+	r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))
+	return &feature.Exchange{Request: r, Messages: msgs, Body: []byte(body), Batch: batch, Era: feature.EraOf(r), Start: time.Now(), Path: r.URL.Path}
+}
+
+// Get is the exchange of a GET to /mcp: the stream a client opens.
+func Get(t testing.TB) *feature.Exchange {
+	t.Helper()
+	r := httptest.NewRequest(http.MethodGet, "/mcp", nil)
+	return &feature.Exchange{Request: r, Era: feature.EraOf(r), Start: time.Now(), Path: r.URL.Path}
+}
