@@ -112,7 +112,7 @@ func (t *sseTracker) sendEvent() {
 		t.out = append(t.out, '\n')
 	}
 	t.out = append(t.out, '\n')
-	t.sent = t.lineEnd
+	t.sent, t.kept = t.lineEnd, false
 	t.rewritten, t.hasID = nil, false
 }
 

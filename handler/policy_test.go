@@ -185,3 +185,43 @@ func TestTrackerRepairsAStreamBrokenInAWithheldEvent(t *testing.T) {
 		assert.Equal(t, failClosed, tr.repairable(), "withheld: %v", failClosed)
 	}
 }
+
+// A CRLF cut by the upstream's writes, its CR ending one and its LF
+// beginning the next, is one line ending: its LF goes where its line went,
+// sent after it, or dropped with an event sent rewritten or withheld, as
+// when the pair comes in one write.
+func TestTrackerInEditModeSendsTheLFOfACRLFCutAcrossWrites(t *testing.T) {
+	rewritten := "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"edited\"}\n\n"
+	long := strings.Repeat("x", maxEventData)
+	tests := []struct {
+		name, first, second string
+		failClosed          bool
+		want                string
+	}{
+		{"after a comment", ": keep-alive\r", "\n", false, ": keep-alive\r\n"},
+		{"after a comment, before an event rewritten", ": keep-alive\r", "\ndata: " + resultOne + "\n\n", false, ": keep-alive\r\n" + rewritten},
+		{"after an event sent as it came", "data: " + progress + "\r\r", "\n", false, "data: " + progress + "\r\r\n"},
+		{"after an event sent rewritten", ": c\ndata: " + resultOne + "\r\r", "\n", false, ": c\n" + rewritten},
+		{"within an event held", "data: " + progress + "\r", "\n\n", false, "data: " + progress + "\r\n\n"},
+		{"within an event passing unread", "data: " + resultOne + "\n\ndata: " + long + "\r", "\n\n", false, rewritten + "data: " + long + "\r\n\n"},
+		{"within an event withheld", ": c\ndata: " + long + "\r", "\n\n", true, ": c\nevent: message\ndata: {\"error\":1}\n\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, writes := range [][]string{{tt.first + tt.second}, {tt.first, tt.second}} {
+				tr := trackerFor(t, callOne)
+				editWith(tr, tt.failClosed, func(msg []byte) ([]byte, error) {
+					if !bytes.Contains(msg, []byte(`"result"`)) {
+						return nil, nil
+					}
+					return bytes.Replace(msg, []byte(`{"content":[]}`), []byte(`"edited"`), 1), nil
+				}, func(error, json.RawMessage) []byte { return []byte(`{"error":1}`) })
+				var out []byte
+				for _, w := range writes {
+					out = append(out, tr.observe([]byte(w))...)
+				}
+				assert.True(t, tt.want == string(out), "in %d writes: %.100q", len(writes), out)
+			}
+		})
+	}
+}

@@ -55,7 +55,9 @@ type sseTracker struct {
 	fx    *feature.Exchange
 
 	// Edit mode (a hook edits). raw holds the bytes received since the
-	// last write that are not sent yet, from sent on; lineEnd ends the
+	// last write that are not sent yet, from sent on; kept says the bytes
+	// let go of last were sent as they came, not dropped or replaced (the
+	// LF of a CRLF cut across writes goes as they did); lineEnd ends the
 	// line being handled; out gathers what a write sends; id is the
 	// event's id field, and rewritten the data to send in place of the
 	// event's; fail is the message sent in place of an event the hooks
@@ -64,6 +66,7 @@ type sseTracker struct {
 	fail      func(err error, id json.RawMessage) []byte
 	raw       []byte
 	sent      int
+	kept      bool
 	lineEnd   int
 	out       []byte
 	id        []byte
@@ -121,10 +124,10 @@ func (t *sseTracker) observe(p []byte) []byte {
 	}
 	switch {
 	case t.withheld:
-		t.sent = len(t.raw)
+		t.sent, t.kept = len(t.raw), false
 	case t.passing:
 		t.out = append(t.out, t.raw[t.sent:]...)
-		t.sent = len(t.raw)
+		t.sent, t.kept = len(t.raw), true
 	}
 	t.raw = append(t.raw[:0], t.raw[t.sent:]...)
 	if len(t.raw) == 0 {
@@ -185,6 +188,11 @@ func (t *sseTracker) scan(p []byte, base int) {
 	}
 	if t.lastCR && p[0] == '\n' {
 		p = p[1:]
+		if t.edit && t.sent == base {
+			// The line its CR ended is gone already: the LF goes as it did.
+			t.lineEnd = base + 1
+			t.release(t.kept)
+		}
 	}
 	t.lastCR = len(p) > 0 && p[len(p)-1] == '\r'
 	for len(p) > 0 {
@@ -227,11 +235,15 @@ var byteOrderMark = []byte("\xef\xbb\xbf")
 
 // send moves the held bytes up to the end of the current line to out, or
 // drops them when the event they are part of is withheld.
-func (t *sseTracker) send() {
-	if !t.withheld {
+func (t *sseTracker) send() { t.release(!t.withheld) }
+
+// release lets go of the held bytes up to the end of the current line: to
+// out when keep, or nowhere.
+func (t *sseTracker) release(keep bool) {
+	if keep {
 		t.out = append(t.out, t.raw[t.sent:t.lineEnd]...)
 	}
-	t.sent = t.lineEnd
+	t.sent, t.kept = t.lineEnd, keep
 }
 
 // appendPartial adds a piece of the line being received; once the line
