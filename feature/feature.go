@@ -113,9 +113,13 @@ const (
 	// DeadlinePassed: the call's deadline cut it; the gateway answered
 	// TIMEOUT.
 	DeadlinePassed
+	// Replaced: the gateway answered in the upstream's place: an error
+	// page replaced by its envelope, an upstream that could not be
+	// reached, an answer a hook could not read and failed closed on.
+	Replaced
 )
 
-var endings = [...]string{"complete", "broken", "client_gone", "deadline_passed"}
+var endings = [...]string{"complete", "broken", "client_gone", "deadline_passed", "replaced"}
 
 func (e Ending) String() string {
 	if int(e) < len(endings) {

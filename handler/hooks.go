@@ -53,9 +53,9 @@ func (hs *answerHooks) open(responders []feature.Responder, x *feature.Exchange)
 }
 
 // openHooks opens the features' hooks on the answer, and says how the core
-// reads it for them: held when one edits (and then not compressed), copied
-// as it passes when they only watch a JSON answer. It reports whether any
-// was opened.
+// reads it for them: held when one edits (and then not compressed); when
+// they only watch, a JSON answer is copied as it passes (WriteHeader). It
+// reports whether any was opened.
 func (u *upstreamWatch) openHooks(responders []feature.Responder) bool {
 	if !u.hooks.open(responders, u.x.view()) {
 		return false
@@ -63,8 +63,6 @@ func (u *upstreamWatch) openHooks(responders []feature.Responder) bool {
 	if u.hooks.edit {
 		u.read = &answerRead{}
 		delete(u.x.Request.Header, "Accept-Encoding")
-	} else if u.hooks.max > 0 {
-		u.seen = &seenAnswer{want: -1}
 	}
 	return true
 }

@@ -35,8 +35,8 @@ type seenAnswer struct {
 	body heldBytes
 	// want is the answer's Content-Length, -1 when it has none.
 	want int64
-	// over: the answer outgrew what the hooks read, or is not readable;
-	// done: it was given to them.
+	// over: the answer outgrew what the hooks read; done: it was given to
+	// them.
 	over, done bool
 }
 

@@ -3,7 +3,6 @@ package handler
 import (
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -27,7 +26,8 @@ type upstreamWatch struct {
 	h *Handler
 	x *exchange
 	// hooks are the features' on this answer; seen gathers a JSON answer
-	// for hooks that watch it without editing it (nil: none does).
+	// for hooks that watch it without editing it (nil: none does, or the
+	// answer is none they read: an event stream, an error status, nothing).
 	hooks answerHooks
 	seen  *seenAnswer
 	// broke: the upstream broke its answer before its end.
@@ -77,6 +77,8 @@ func (u *upstreamWatch) ending(err error) feature.Ending {
 		return feature.ClientGone
 	case u.broke || err != nil:
 		return feature.Broken
+	case u.x.errorCode != "":
+		return feature.Replaced
 	}
 	return feature.Complete
 }
@@ -125,12 +127,10 @@ func (u *upstreamWatch) WriteHeader(status int) {
 	if u.read != nil && u.holdsBack(hdr, status, followed, eventStream, readable) {
 		return
 	}
-	if u.seen != nil && (!readable || status != http.StatusOK) {
-		u.seen.over = true
-	} else if u.seen != nil {
-		if n, err := strconv.ParseInt(hdr.Get("Content-Length"), 10, 64); err == nil {
-			u.seen.want = n
-		}
+	if u.hooks.max > 0 && status == http.StatusOK && readable && !eventStream {
+		// A JSON answer, which hooks that watch read as it passes (those
+		// that edit hold it, above).
+		u.seen = &seenAnswer{want: declaredLength(hdr["Content-Length"])}
 	}
 	u.ResponseWriterWrapper.WriteHeader(status)
 	if followed && u.keepaliveEvery > 0 {
