@@ -47,13 +47,34 @@ func AppendTextResult(dst []byte, id json.RawMessage, isError bool, texts ...str
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = append(dst, `{"type":"text","text":`...)
-		dst = appendJSONString(dst, t)
-		dst = append(dst, '}')
+		dst = AppendTextContent(dst, t)
 	}
 	dst = append(dst, `],"isError":`...)
 	dst = strconvBool(dst, isError)
 	return append(dst, "}}"...)
+}
+
+// AppendPlainRPCError appends a JSON-RPC error response that carries no
+// envelope, for the answers the protocol itself defines (a session that is
+// gone):
+//
+//	{"jsonrpc":"2.0","id":<id>,"error":{"code":<code>,"message":"<message>"}}
+func AppendPlainRPCError(dst []byte, id json.RawMessage, code int, message string) []byte {
+	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
+	dst = append(dst, id...)
+	dst = append(dst, `,"error":{"code":`...)
+	dst = AppendNumber(dst, float64(code))
+	dst = append(dst, `,"message":`...)
+	dst = appendJSONString(dst, message)
+	return append(dst, "}}"...)
+}
+
+// AppendTextContent appends a text content block holding text:
+// {"type":"text","text":"<text>"}.
+func AppendTextContent(dst []byte, text string) []byte {
+	dst = append(dst, `{"type":"text","text":`...)
+	dst = appendJSONString(dst, text)
+	return append(dst, '}')
 }
 
 // AppendCallToolResult appends e as a CallToolResult: one text block holding

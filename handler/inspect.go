@@ -2,7 +2,6 @@ package handler
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -189,25 +188,15 @@ func checkMessages(msgs []jsonrpc.Message) error {
 		m := &msgs[i]
 		switch name := utf8.RuneCount(m.Name); {
 		case len(m.ID) > maxIDBytes:
-			return &messageError{badID: true,
-				msg:      fmt.Sprintf("an id is %d bytes long; this server takes ids of at most %d", len(m.ID), maxIDBytes),
-				recovery: fmt.Sprintf("Use a string or a number of at most %d characters as the id.", maxIDBytes)}
+			return idTooLong(len(m.ID))
 		case jsonrpc.IsNonFinite(m.ID):
-			return &messageError{badID: true,
-				msg:      "an id is " + string(m.ID) + ", which is not a string or a number",
-				recovery: fmt.Sprintf("Use a string or a number of at most %d characters as the id.", maxIDBytes)}
+			return idNotScalar(m.ID)
 		case len(m.Method) > maxMethod:
-			return &messageError{
-				msg:      fmt.Sprintf("a method name is %d bytes long; this server takes method names of at most %d", len(m.Method), maxMethod),
-				recovery: "Use a method the MCP specification or the server defines."}
+			return methodTooLong(len(m.Method))
 		case name > maxName && isCall(m):
-			return &messageError{
-				msg:      fmt.Sprintf("a tool name is %d characters long; MCP tool names have at most %d", name, maxName),
-				recovery: "Call a tool by the exact name tools/list gives."}
+			return toolNameTooLong(name)
 		case name > maxName:
-			return &messageError{
-				msg:      fmt.Sprintf("a name (params.name) is %d characters long; this server takes names of at most %d", name, maxName),
-				recovery: "Use a name exactly as the server lists it (tools/list, prompts/list)."}
+			return nameTooLong(name)
 		}
 	}
 	return nil

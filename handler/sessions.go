@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 	"github.com/caddymcp/caddy-mcp/session"
 )
@@ -347,14 +348,7 @@ func (h *Handler) sessionGone(w http.ResponseWriter, x *exchange, err error) err
 		// stolen token is valid.
 		message = "Session not found: not a session of this gateway for these credentials; initialize a new session"
 	}
-	body := make([]byte, 0, 160)
-	body = append(body, `{"jsonrpc":"2.0","id":`...)
-	body = append(body, id...)
-	body = append(body, `,"error":{"code":`...)
-	body = strconv.AppendInt(body, sessionGoneCode, 10)
-	body = append(body, `,"message":`...)
-	body = strconv.AppendQuote(body, message)
-	body = append(body, "}}"...)
+	body := envelope.AppendPlainRPCError(make([]byte, 0, 160), id, sessionGoneCode, message)
 	hdr := w.Header()
 	hdr["Content-Type"] = contentTypeJSON
 	hdr["Content-Length"] = []string{strconv.Itoa(len(body))}

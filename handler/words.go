@@ -260,6 +260,39 @@ func messageRefused(e *messageError) envelope.Envelope {
 	return envelope.New(envelope.ValidationError, "Request refused: "+e.msg).Suggest(e.recovery).Envelope()
 }
 
+// What messageRefused says of a message beyond the bounds checkMessages
+// keeps: an id, a method, a name.
+
+func idTooLong(n int) *messageError {
+	return &messageError{badID: true,
+		msg:      fmt.Sprintf("an id is %d bytes long; this server takes ids of at most %d", n, maxIDBytes),
+		recovery: fmt.Sprintf("Use a string or a number of at most %d characters as the id.", maxIDBytes)}
+}
+
+func idNotScalar(id []byte) *messageError {
+	return &messageError{badID: true,
+		msg:      "an id is " + string(id) + ", which is not a string or a number",
+		recovery: fmt.Sprintf("Use a string or a number of at most %d characters as the id.", maxIDBytes)}
+}
+
+func methodTooLong(n int) *messageError {
+	return &messageError{
+		msg:      fmt.Sprintf("a method name is %d bytes long; this server takes method names of at most %d", n, maxMethod),
+		recovery: "Use a method the MCP specification or the server defines."}
+}
+
+func toolNameTooLong(n int) *messageError {
+	return &messageError{
+		msg:      fmt.Sprintf("a tool name is %d characters long; MCP tool names have at most %d", n, maxName),
+		recovery: "Call a tool by the exact name tools/list gives."}
+}
+
+func nameTooLong(n int) *messageError {
+	return &messageError{
+		msg:      fmt.Sprintf("a name (params.name) is %d characters long; this server takes names of at most %d", n, maxName),
+		recovery: "Use a name exactly as the server lists it (tools/list, prompts/list)."}
+}
+
 // Writing numbers and values the way a person would.
 
 // inSeconds rounds a delay up to whole seconds, at least 1, and writes it:

@@ -151,9 +151,7 @@ func (c *callRead) Message(x *feature.Exchange, msg []byte) ([]byte, error) {
 		return nil, nil
 	}
 	env := toolDeprecated(c.tool, d)
-	block := append([]byte(`{"type":"text","text":`), envelope.AppendJSONString(nil, env.Text())...)
-	block = append(block, '}')
-	edited, ok := AppendContent(body, block)
+	edited, ok := AppendContent(body, envelope.AppendTextContent(nil, env.Text()))
 	if !ok {
 		return nil, nil
 	}
