@@ -36,3 +36,12 @@ func changeDetails(changes []string) []envelope.Detail {
 	}
 	return details
 }
+
+// Words are the contract's envelopes, with an example's values.
+func Words() []feature.Word {
+	changes := []string{`properties.query: type "string" is now "integer"`}
+	return []feature.Word{
+		{Name: "a call to a tool whose contract broke", Envelope: broken("search", changes)},
+		{Name: "a batch calling a tool whose contract broke", Envelope: brokenInBatch("search", changes)},
+	}
+}

@@ -160,3 +160,12 @@ type Refusal struct {
 	// the log and the metrics record).
 	Body []byte
 }
+
+// Word is an envelope a feature writes, built with an example's values:
+// each feature lists its words (a Words function), so that every envelope
+// the gateway can write is reviewed in one place
+// (handler/testdata/words.golden).
+type Word struct {
+	Name     string
+	Envelope envelope.Envelope
+}

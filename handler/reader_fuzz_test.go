@@ -168,12 +168,12 @@ type tapeEvent struct {
 
 func (e tapeEvent) tape() []byte {
 	return []byte{0, byte(e.id), byte(e.typ), byte(e.msg), byte(e.shape), byte(e.at),
-		flag(e.noSpace, 3), flag(e.comment, 5), flag(e.open, 10), lineEnds(e.ends...)}
+		chance(e.noSpace, 3), chance(e.comment, 5), chance(e.open, 10), lineEnds(e.ends...)}
 }
 
-// flag is the byte a tape holds for a decision made with probability one
+// chance is the byte a tape holds for a decision made with probability one
 // in n.
-func flag(set bool, n byte) byte {
+func chance(set bool, n byte) byte {
 	if set {
 		return 0
 	}

@@ -31,7 +31,16 @@ func testGuard(methods ...string) *concurrencyGuard {
 	return &concurrencyGuard{name: "tools", methods: methods, limits: busy.Limits{Max: 4, Queue: 8, QueueTimeout: 30 * time.Second}}
 }
 
-func TestEveryEnvelopeSaysWhatHappenedAndWhatToDo(t *testing.T) {
+// wordCase is one of the core's envelopes, as built, and as it must read.
+type wordCase struct {
+	name string
+	env  envelope.Envelope
+	want envelope.Envelope
+}
+
+// coreWords are the envelopes the core writes, built with an example's
+// values.
+func coreWords(t *testing.T) []wordCase {
 	perClientLimit := newTestLimit(t, "words_per_client", RateLimit{Rate: "3/1m"})
 	listLimit := newTestLimit(t, "words_lists", RateLimit{Rate: "2/10s", Methods: []string{"tools/list", "tools/call"}})
 	syntax := func() *jsonrpc.SyntaxError {
@@ -40,11 +49,7 @@ func TestEveryEnvelopeSaysWhatHappenedAndWhatToDo(t *testing.T) {
 		require.ErrorAs(t, err, &s)
 		return s
 	}()
-	tests := []struct {
-		name string
-		env  envelope.Envelope
-		want envelope.Envelope
-	}{
+	return []wordCase{
 		{"rate limited", rateLimited(perClientLimit, 19200*time.Millisecond), envelope.Envelope{
 			Code: envelope.RateLimited, Severity: envelope.SeverityError,
 			Message:  "Rate limit exceeded: 3 calls per 1m for this client",
@@ -186,6 +191,10 @@ func TestEveryEnvelopeSaysWhatHappenedAndWhatToDo(t *testing.T) {
 			Recovery: "Use a short id.",
 		}},
 	}
+}
+
+func TestEveryEnvelopeSaysWhatHappenedAndWhatToDo(t *testing.T) {
+	tests := coreWords(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			assert.Equal(t, tt.want, tt.env)

@@ -51,3 +51,16 @@ func listInBatch() envelope.Envelope {
 		Suggest("Send tools/list as a request of its own, then the rest of the batch.").
 		Envelope()
 }
+
+// Words are the policy's envelopes, with an example's values.
+func Words() []feature.Word {
+	d := &Deprecation{Tool: "search_v1", Message: "search_v1 is replaced by search", Replacements: []string{"search"}}
+	return []feature.Word{
+		{Name: "a deprecated tool's success", Envelope: toolDeprecated("search_v1", d)},
+		{Name: "a deprecated tool with no replacement", Envelope: toolDeprecated("search_v1", &Deprecation{Message: "it goes away in June"})},
+		{Name: "a tool list that cannot be read", Envelope: listUnreadable(ErrUnreadable)},
+		{Name: "a stream message that cannot be read", Envelope: streamUnreadable(ErrUnreadable)},
+		{Name: "a batch calling a hidden tool", Envelope: hiddenInBatch("admin_reset")},
+		{Name: "a batch holding a tools/list", Envelope: listInBatch()},
+	}
+}

@@ -29,3 +29,11 @@ func argumentsRefused(tool string, problems int) envelope.Envelope {
 		Suggest("Fix the fields and call the tool again.").
 		Envelope()
 }
+
+// Words are validate's envelopes, with an example's values.
+func Words() []feature.Word {
+	return []feature.Word{
+		{Name: "a tool that does not exist", Envelope: UnknownTool("serch", []string{"search", "search_v1"})},
+		{Name: "arguments that break the schema (logged; the model reads the <validation_error>)", Envelope: argumentsRefused("search", 2)},
+	}
+}
