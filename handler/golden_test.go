@@ -45,7 +45,7 @@ func TestEveryWordOfTheGatewayInOnePlace(t *testing.T) {
 	for _, c := range coreWords(t) {
 		core = append(core, feature.Word{Name: c.name, Envelope: c.env})
 	}
-	for _, w := range []feature.Word{
+	core = append(core, []feature.Word{
 		{Name: "an origin not allowed", Envelope: originRefused("https://evil.example")},
 		{Name: "an HTTP method MCP does not use", Envelope: methodRefused("PUT")},
 		{Name: "an initialize that gives no principal to bind its session to", Envelope: noPrincipal()},
@@ -55,9 +55,7 @@ func TestEveryWordOfTheGatewayInOnePlace(t *testing.T) {
 		{Name: "a tool name too long", Envelope: messageRefused(toolNameTooLong(200))},
 		{Name: "a name too long", Envelope: messageRefused(nameTooLong(200))},
 		{Name: "a call past its tool's deadline", Envelope: toolTimedOut("search", 30*time.Second)},
-	} {
-		core = append(core, w)
-	}
+	}...)
 	section("The core", core)
 	section("The tool policy (toolpolicy)", toolpolicy.Words())
 	section("validate", validate.Words())
