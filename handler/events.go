@@ -8,6 +8,7 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+	"github.com/caddymcp/caddy-mcp/internal/sse"
 )
 
 // A followed stream's complete events: the responses they settle, what the
@@ -100,18 +101,7 @@ func (t *sseTracker) sendEvent() {
 		t.hasID = false
 		return
 	}
-	if t.hasID {
-		t.out = append(t.out, "id: "...)
-		t.out = append(t.out, t.id...)
-		t.out = append(t.out, '\n')
-	}
-	t.out = append(t.out, "event: message\n"...)
-	for line := range bytes.SplitSeq(t.rewritten, []byte("\n")) {
-		t.out = append(t.out, "data: "...)
-		t.out = append(t.out, line...)
-		t.out = append(t.out, '\n')
-	}
-	t.out = append(t.out, '\n')
+	t.out = sse.AppendMessage(t.out, t.id, t.hasID, t.rewritten)
 	t.sent, t.kept = t.lineEnd, false
 	t.rewritten, t.hasID = nil, false
 }
@@ -129,7 +119,7 @@ func (t *sseTracker) appendDiscard(out []byte) []byte {
 		}
 		out = append(out, '\n')
 	}
-	return append(out, "event: "+discardedEvent+"\n\n"...)
+	return sse.AppendEvent(out, discardedEvent)
 }
 
 // discardedEvent names the unfinished event of a broken stream.
@@ -155,14 +145,14 @@ func (t *sseTracker) appendRepair(out []byte, env *envelope.Envelope) []byte {
 	if t.midEvent || len(t.partial) > 0 || t.long {
 		out = t.appendDiscard(out)
 	}
+	var data []byte
 	for m := range t.owed.all() {
-		out = append(out, "event: message\ndata: "...)
 		if isCall(m) {
-			out = env.AppendToolResult(out, m.ID)
+			data = env.AppendToolResult(data[:0], m.ID)
 		} else {
-			out = env.AppendRPCError(out, m.ID, t.era.RPCCode(env))
+			data = env.AppendRPCError(data[:0], m.ID, t.era.RPCCode(env))
 		}
-		out = append(out, "\n\n"...)
+		out = sse.AppendMessage(out, nil, false, data)
 	}
 	t.owed.clear()
 	return out

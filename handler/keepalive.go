@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/caddymcp/caddy-mcp/internal/sse"
 )
 
 // DefaultSSEKeepalive is the default of Handler.SSEKeepalive.
@@ -47,7 +49,7 @@ func (ka *keepalive) run(w http.ResponseWriter, every time.Duration) {
 		}
 		ka.mu.Lock()
 		if !ka.wrote && !ka.midLine {
-			if _, err := w.Write([]byte(":\n")); err == nil {
+			if _, err := w.Write(sse.KeepAlive); err == nil {
 				_ = http.NewResponseController(w).Flush()
 			}
 		}
