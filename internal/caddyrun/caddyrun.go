@@ -124,12 +124,19 @@ func StartOn(bin, dir, name string, port, adminPort int, text Caddyfile) (*Proce
 		_ = cmd.Wait()
 		close(p.exited)
 	}()
-	if err := p.waitListening(15 * time.Second); err != nil {
+	if err := p.waitListening(startLimit); err != nil {
 		p.Stop()
 		return nil, fmt.Errorf("caddy (%s): %w\n%s", name, err, p.LogTail(4000))
 	}
 	return p, nil
 }
+
+// startLimit bounds how long a process may take to listen: a bound on a
+// hang, not a measure. A process that exits is seen at once; one that
+// starts is usually listening within a second, but on a machine whose
+// cores are all busy, loading the binary and the config can take many
+// times that.
+const startLimit = time.Minute
 
 func (p *Process) waitListening(limit time.Duration) error {
 	deadline := time.Now().Add(limit)
