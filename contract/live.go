@@ -90,6 +90,10 @@ func NewLive(l *Lockfile, refuse bool, lists *Lists, tools *validate.Feature, lo
 // Refuses reports whether calls to broken tools are refused.
 func (s *Live) Refuses() bool { return s.refuse }
 
+// Governs reports whether the contract decides which calls run: under
+// on_breaking refuse (feature.Governing).
+func (s *Live) Governs() bool { return s.refuse }
+
 // Open opens the hook on the answer to a tools/list: its tools, as the
 // upstream wrote them, are compared with the lockfile.
 func (s *Live) Open(x *feature.Exchange) feature.Hook {
@@ -139,9 +143,9 @@ func (s *Live) breaking(x *feature.Exchange, tool string) []string {
 	return breaking
 }
 
-// Awareness is the <contract_awareness> section for a call's tool, ""
-// when there is nothing to say.
-func (s *Live) Awareness(x *feature.Exchange, tool string) string {
+// Annotate is the <contract_awareness> section for a call's tool, ""
+// when there is nothing to say (feature.Annotator).
+func (s *Live) Annotate(x *feature.Exchange, tool string) string {
 	return Awareness(tool, s.deltas(s.tools.KeyOf(x), tool))
 }
 

@@ -106,12 +106,12 @@ func TestTheContractComparesListsAndRefusesBrokenTools(t *testing.T) {
 			ref := s.Check(x)
 			if !tt.refused {
 				assert.Nil(t, ref)
-				assert.Empty(t, s.Awareness(x, "echo"))
+				assert.Empty(t, s.Annotate(x, "echo"))
 				return
 			}
 			require.NotNil(t, ref)
 			assert.Equal(t, envelope.Forbidden, ref.Envelope.Code)
-			assert.Contains(t, s.Awareness(x, "echo"), "<contract_awareness")
+			assert.Contains(t, s.Annotate(x, "echo"), "<contract_awareness")
 			batch := featuretest.Post(t, "["+call+"]")
 			require.NotNil(t, s.Check(batch))
 			assert.Contains(t, s.Check(batch).Envelope.Message, "nothing in the batch ran")

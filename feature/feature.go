@@ -146,6 +146,33 @@ type Check interface {
 	Check(x *Exchange) *Refusal
 }
 
+// Governing is implemented by a check that decides which calls run (a
+// hidden tool, a broken contract) whatever their arguments say, as
+// opposed to one that checks what it can read and lets the rest pass
+// (validate). While one governs, a body the core cannot read is refused
+// rather than passed to the upstream: it could carry a call the check
+// would refuse.
+type Governing interface {
+	Governs() bool
+}
+
+// WholeBody is implemented by a check that reads a call's whole body (its
+// arguments): while one does, a body is read whole before the checks run,
+// never streamed to the upstream as it arrives.
+type WholeBody interface {
+	ReadsWholeBody() bool
+}
+
+// Annotator is implemented by a feature with something to tell the model
+// about a tool beside the gateway's own answers to a call to it: a section
+// of its own, in a text block after the envelope's (the contract's
+// <contract_awareness>). The gateway's capacity answers (RATE_LIMITED,
+// SERVER_BUSY) carry none: they say nothing about the tool.
+type Annotator interface {
+	// Annotate is the section for tool, "" when there is nothing to say.
+	Annotate(x *Exchange, tool string) string
+}
+
 // Refusal is a check's answer in place of the upstream's.
 type Refusal struct {
 	// Envelope is what the model reads. The core writes it in the form

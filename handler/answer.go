@@ -215,3 +215,20 @@ func closeAfterAnswer(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Connection", "close")
 	}
 }
+
+// appendCallResult appends the answer to a tools/call: the envelope as a
+// CallToolResult, with what the annotators say of the tool (the
+// contract's <contract_awareness>) in text blocks after it.
+//
+// The gateway's own capacity answers (RATE_LIMITED, SERVER_BUSY) carry
+// none: they say nothing about the tool.
+func (h *Handler) appendCallResult(dst []byte, x *exchange, env *envelope.Envelope, id json.RawMessage, tool string) []byte {
+	if len(h.annotators) == 0 || env.Code == envelope.RateLimited || env.Code == envelope.ServerBusy {
+		return env.AppendToolResult(dst, id)
+	}
+	sections := h.annotate(x.view(), tool)
+	if len(sections) == 0 {
+		return env.AppendToolResult(dst, id)
+	}
+	return envelope.AppendTextResult(dst, id, env.IsError(), append([]string{env.Text()}, sections...)...)
+}

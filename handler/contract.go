@@ -2,13 +2,11 @@ package handler
 
 import (
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/caddymcp/caddy-mcp/contract"
-	"github.com/caddymcp/caddy-mcp/envelope"
 )
 
 // Contract compares every tools/list answer passing through with a lockfile
@@ -76,21 +74,4 @@ func (h *Handler) unlockContract() {
 	if h.locked != nil {
 		_, _ = contractLists.Delete(h.locked.key)
 	}
-}
-
-// appendCallResult appends the answer to a tools/call: the envelope as a
-// CallToolResult, with the tool's <contract_awareness> as a second text
-// block when there is one.
-//
-// The gateway's own capacity answers (RATE_LIMITED, SERVER_BUSY) carry
-// none: they say nothing about the tool.
-func (h *Handler) appendCallResult(dst []byte, x *exchange, env *envelope.Envelope, id json.RawMessage, tool string) []byte {
-	var aw string
-	if h.contract != nil && env.Code != envelope.RateLimited && env.Code != envelope.ServerBusy {
-		aw = h.contract.Awareness(x.view(), tool)
-	}
-	if aw == "" {
-		return env.AppendToolResult(dst, id)
-	}
-	return envelope.AppendTextResult(dst, id, env.IsError(), env.Text(), aw)
 }

@@ -47,7 +47,7 @@ func (h *Handler) plugFeatures() {
 	}
 	if h.locked != nil {
 		h.contract = contract.NewLive(h.locked.file, h.Contract.OnBreaking == "refuse", h.locked.lists, h.validation, h.logger)
-		h.validation.SetAwareness(h.contract.Awareness)
+		h.annotators = append(h.annotators, h.contract)
 	}
 	// On the way in: a hidden tool is refused first, then a broken
 	// contract, then a tool the list lacks and arguments that break its
@@ -60,6 +60,15 @@ func (h *Handler) plugFeatures() {
 	}
 	if h.ValidateCalls || (h.policy != nil && h.policy.Hides()) {
 		h.checks = append(h.checks, h.validation)
+	}
+	if h.validation != nil && len(h.annotators) > 0 {
+		h.validation.SetAnnotate(h.annotate)
+	}
+	for _, c := range h.checks {
+		g, ok := c.(feature.Governing)
+		h.governs = h.governs || (ok && g.Governs())
+		w, ok := c.(feature.WholeBody)
+		h.wholeBody = h.wholeBody || (ok && w.ReadsWholeBody())
 	}
 	// On the way out: the contract reads a tool list as the upstream wrote
 	// it, the policy filters it, and validate learns what the client is
@@ -97,4 +106,15 @@ func (h *Handler) refuseWith(w http.ResponseWriter, x *exchange, ref *feature.Re
 	}
 	h.answered(x, &ref.Envelope)
 	return writeJSON(w, http.StatusOK, &ref.Envelope, ref.Body)
+}
+
+// annotate are the annotators' sections about tool, each that has one.
+func (h *Handler) annotate(x *feature.Exchange, tool string) []string {
+	var sections []string
+	for _, a := range h.annotators {
+		if s := a.Annotate(x, tool); s != "" {
+			sections = append(sections, s)
+		}
+	}
+	return sections
 }

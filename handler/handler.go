@@ -165,7 +165,13 @@ type Handler struct {
 	// each in the order they run.
 	validation *validate.Feature
 	checks     []feature.Check
-	responders []feature.Responder
+	// annotators tell the model about a tool beside the gateway's answers
+	// to a call to it.
+	annotators []feature.Annotator
+	// governs: a check decides which calls run; wholeBody: one reads a
+	// call's whole body (see feature.Governing, feature.WholeBody).
+	governs, wholeBody bool
+	responders         []feature.Responder
 	// keyInputs are the parts of a request key templates read, which a
 	// request may give once at most.
 	keyInputs keyInputs

@@ -103,10 +103,11 @@ func (h *Handler) passesUninspected(err error, r *http.Request) bool {
 }
 
 // governsCalls reports whether anything configured decides which calls
-// run: a rate limit, the guard, a tools policy, a contract that refuses.
-// A request the gateway cannot read is then refused, rather than passed.
+// run: a rate limit, the guard, a check that governs (a tools policy, a
+// contract that refuses). A request the gateway cannot read is then
+// refused, rather than passed.
 func (h *Handler) governsCalls() bool {
-	return len(h.limits) > 0 || h.concurrency != nil || h.policy != nil || (h.contract != nil && h.contract.Refuses())
+	return len(h.limits) > 0 || h.concurrency != nil || h.governs
 }
 
 // mcpMethod reports whether an HTTP method is one MCP's transport uses, or

@@ -43,9 +43,10 @@ var errStreamRefused = errors.New("the request body was refused")
 // trickling the rest of its body would hold it for up to
 // read_body_timeout, however little it sent; N such clients would keep
 // every call out. (A rate limit's tokens are the caller's own to spend.)
+// Nor when a check reads a call's whole body (validate's arguments).
 func (h *Handler) streams(r *http.Request) bool {
 	return r.ContentLength > streamFrom && r.ContentLength <= h.MaxRequestBody &&
-		!h.ValidateCalls && h.concurrency == nil && claimsJSON(r) && identityEncoded(r.Header)
+		!h.wholeBody && h.concurrency == nil && claimsJSON(r) && identityEncoded(r.Header)
 }
 
 // bodyStream is a body read and validated by a goroutine of its own while

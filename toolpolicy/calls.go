@@ -17,6 +17,10 @@ type Calls struct {
 	Tools Tools
 }
 
+// Governs: the policy decides which calls run by their tool's name
+// (feature.Governing).
+func (*Calls) Governs() bool { return true }
+
 // Tools is what the policy asks of the tools learned from the upstream's
 // lists.
 type Tools interface {

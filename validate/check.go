@@ -52,6 +52,10 @@ func (f *Feature) Check(x *feature.Exchange) *feature.Refusal {
 	return f.checkArguments(x, schema, tool)
 }
 
+// ReadsWholeBody reports whether calls' arguments are checked, which needs
+// the whole body before the call goes upstream (feature.WholeBody).
+func (f *Feature) ReadsWholeBody() bool { return f.checks }
+
 // checkArguments checks a call's arguments against the tool's schema.
 func (f *Feature) checkArguments(x *feature.Exchange, schema *toolschema.Schema, tool string) *feature.Refusal {
 	problems, err := schema.CheckCall(x.Request.Context(), x.Body)
@@ -74,10 +78,8 @@ func (f *Feature) checkArguments(x *feature.Exchange, schema *toolschema.Schema,
 	validInvalid.Inc()
 	text := envelope.ValidationText(tool, problems)
 	texts := []string{text}
-	if f.awareness != nil {
-		if aw := f.awareness(x, tool); aw != "" {
-			texts = append(texts, aw)
-		}
+	if f.annotate != nil {
+		texts = append(texts, f.annotate(x, tool)...)
 	}
 	id := x.Single().ID
 	body := envelope.AppendTextResult(make([]byte, 0, 96+len(text)+len(id)), id, true, texts...)

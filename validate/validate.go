@@ -28,11 +28,11 @@ type Feature struct {
 	// or a tools policy hides tools, whose refusals must look alike).
 	checks, absent bool
 	// allowed reports whether the tools policy lets a tool be named to
-	// the model (nil: every tool); awareness is the contract's
-	// <contract_awareness> for a tool ("" for none).
-	allowed   func(tool string) bool
-	awareness func(x *feature.Exchange, tool string) string
-	logger    *zap.Logger
+	// the model (nil: every tool); annotate are the other features'
+	// sections about a tool, told beside a refusal.
+	allowed  func(tool string) bool
+	annotate func(x *feature.Exchange, tool string) []string
+	logger   *zap.Logger
 	// overBudget logs the first call passed unchecked for its cost, and
 	// counts the ones after it.
 	overBudget *logsample.Sampler[overBudget]
@@ -60,10 +60,11 @@ func New(c Config) *Feature {
 	return f
 }
 
-// SetAwareness gives the feature what it adds to a refused call's answer
-// about the tool's contract (the contract is made once validate is).
-func (f *Feature) SetAwareness(awareness func(x *feature.Exchange, tool string) string) {
-	f.awareness = awareness
+// SetAnnotate gives the feature what the other features add, about a
+// tool, to a refused call's answer (feature.Annotator): they are made once
+// validate is.
+func (f *Feature) SetAnnotate(annotate func(x *feature.Exchange, tool string) []string) {
+	f.annotate = annotate
 }
 
 // Stop stops the feature's log sampler.
