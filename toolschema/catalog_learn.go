@@ -101,9 +101,10 @@ func (c *Catalog) named(listed []listedTool, sums [][32]byte, fresh map[[32]byte
 	return tools
 }
 
-// addPage adds one page's tools to e: as its list, when the page is a
-// whole listing or ends one, else to its listing under way. It reports
-// whether the listing under way went past MaxTools.
+// addPage adds one page's tools to e: to its listing under way, or as its
+// list when the page is a whole listing, ends one, or belongs to one whose
+// start was not seen. It reports whether the listing under way went past
+// MaxTools.
 func (c *Catalog) addPage(e *entry, tools []tool, first, last bool) (truncated bool) {
 	switch p := c.pending[e]; {
 	case first && last:

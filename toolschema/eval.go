@@ -132,16 +132,37 @@ type frame struct {
 }
 
 func (f *frame) validate() (uneval, *validationError) {
-	s := f.sch
-	f.e.budget.spend(2)
+	e, s, v := f.e, f.sch, f.v
+	e.budget.spend(2)
 	if s.Bool != nil {
 		if *s.Bool {
 			return f.uneval, nil
 		}
 		return uneval{}, f.error(&kind.FalseSchema{})
 	}
-	if err := f.valueValidate(); err != nil {
-		return uneval{}, err
+	if cycle := e.cycle(); cycle != nil {
+		return uneval{}, f.error(cycle)
+	}
+	t := typeOf(v)
+	if t == 0 {
+		return uneval{}, f.error(&kind.InvalidJsonValue{Value: v})
+	}
+	if s.Types != nil && !s.Types.IsEmpty() {
+		want := typesOf(s.Types)
+		if want&t == 0 && (want&integerType == 0 || t != numberType || !decimalOf(string(v.(json.Number))).isInteger()) {
+			return uneval{}, f.error(&kind.Type{Got: t.String(), Want: s.Types.ToStrings()})
+		}
+	}
+	if s.Const != nil && !equal(e.budget, v, *s.Const) {
+		return uneval{}, f.error(&kind.Const{Got: v, Want: *s.Const})
+	}
+	if s.Enum != nil && !e.s.enums[s].has(e.budget, v) {
+		return uneval{}, f.error(&kind.Enum{Got: v, Want: s.Enum.Values})
+	}
+	if s.Format != nil {
+		if err := e.format(s.Format, v); err != nil {
+			return uneval{}, f.error(&kind.Format{Got: v, Want: s.Format.Name, Err: err})
+		}
 	}
 	if s.Ref != nil {
 		err := f.validateRef(s.Ref, "$ref")
@@ -150,7 +171,7 @@ func (f *frame) validate() (uneval, *validationError) {
 		}
 		f.addErr(err)
 	}
-	switch v := f.v.(type) {
+	switch v := v.(type) {
 	case map[string]any:
 		f.objValidate(v)
 	case []any:
@@ -166,47 +187,29 @@ func (f *frame) validate() (uneval, *validationError) {
 			f.unevalValidate()
 		}
 	}
+	return f.result()
+}
+
+// result is what the frame's evaluation comes to: what is left
+// unevaluated, or its one failure, or its failures grouped.
+func (f *frame) result() (uneval, *validationError) {
 	switch len(f.errors) {
 	case 0:
 		return f.uneval, nil
 	case 1:
 		return uneval{}, f.errors[0]
 	}
-	err := f.error(&kind.Group{})
-	err.Causes = f.errors
-	return uneval{}, err
+	return uneval{}, f.group()
 }
 
-// valueValidate evaluates what fails a value whole, before any other
-// keyword is: a reference cycle, type, const, enum and format. It returns
-// the failure, nil when the value passes.
-func (f *frame) valueValidate() *validationError {
-	e, s, v := f.e, f.sch, f.v
-	if cycle := e.cycle(); cycle != nil {
-		return f.error(cycle)
-	}
-	t := typeOf(v)
-	if t == 0 {
-		return f.error(&kind.InvalidJsonValue{Value: v})
-	}
-	if s.Types != nil && !s.Types.IsEmpty() {
-		want := typesOf(s.Types)
-		if want&t == 0 && (want&integerType == 0 || t != numberType || !decimalOf(string(v.(json.Number))).isInteger()) {
-			return f.error(&kind.Type{Got: t.String(), Want: s.Types.ToStrings()})
-		}
-	}
-	if s.Const != nil && !equal(e.budget, v, *s.Const) {
-		return f.error(&kind.Const{Got: v, Want: *s.Const})
-	}
-	if s.Enum != nil && !e.s.enums[s].has(e.budget, v) {
-		return f.error(&kind.Enum{Got: v, Want: s.Enum.Values})
-	}
-	if s.Format != nil {
-		if err := e.format(s.Format, v); err != nil {
-			return f.error(&kind.Format{Got: v, Want: s.Format.Name, Err: err})
-		}
-	}
-	return nil
+// group is the frame's failures as one, out of line so that result stays
+// inlined.
+//
+//go:noinline
+func (f *frame) group() *validationError {
+	err := f.error(&kind.Group{})
+	err.Causes = f.errors
+	return err
 }
 
 // step is where a value is in the one holding it: a member's name, or an

@@ -9,11 +9,23 @@ import (
 // order.
 func (f *frame) objValidate(obj map[string]any) {
 	s := f.sch
-	f.presenceValidate(obj)
+	if s.MinProperties != nil && len(obj) < *s.MinProperties {
+		f.addError(&kind.MinProperties{Got: len(obj), Want: *s.MinProperties})
+	}
+	if s.MaxProperties != nil && len(obj) > *s.MaxProperties {
+		f.addError(&kind.MaxProperties{Got: len(obj), Want: *s.MaxProperties})
+	}
+	if len(s.Required) > 0 {
+		if missing := f.findMissing(obj, s.Required); missing != nil {
+			f.addError(&kind.Required{Missing: missing})
+		}
+	}
 	if f.boolResult && len(f.errors) > 0 {
 		return
 	}
-	f.dependenciesValidate(obj)
+	if len(s.Dependencies) > 0 {
+		f.dependenciesValidate(obj)
+	}
 	if stopped := f.membersValidate(obj); stopped {
 		return
 	}
@@ -26,23 +38,8 @@ func (f *frame) objValidate(obj map[string]any) {
 	if s.DraftVersion == 6 {
 		return
 	}
-	f.dependentValidate(obj)
-}
-
-// presenceValidate evaluates how many fields an object has, and which it
-// must have: minProperties, maxProperties, required.
-func (f *frame) presenceValidate(obj map[string]any) {
-	s := f.sch
-	if s.MinProperties != nil && len(obj) < *s.MinProperties {
-		f.addError(&kind.MinProperties{Got: len(obj), Want: *s.MinProperties})
-	}
-	if s.MaxProperties != nil && len(obj) > *s.MaxProperties {
-		f.addError(&kind.MaxProperties{Got: len(obj), Want: *s.MaxProperties})
-	}
-	if len(s.Required) > 0 {
-		if missing := f.findMissing(obj, s.Required); missing != nil {
-			f.addError(&kind.Required{Missing: missing})
-		}
+	if len(s.DependentSchemas) > 0 || len(s.DependentRequired) > 0 {
+		f.dependentValidate(obj)
 	}
 }
 
