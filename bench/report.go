@@ -247,48 +247,70 @@ const unitPerRequest = "per request"
 // comparison between configurations measured side by side in this run, but
 // for the Redis round trips per request, a count.
 func goals(rows []row, fe *firstEvents, sizes []int) []goal {
-	var gs []goal
-	atLeast := func(what string, s spread, bound float64) {
-		gs = append(gs, goal{What: what, Kind: kindComparison, Measured: s, Bound: bound, Unit: "×", Met: s.Median >= bound})
+	var gs goalList
+	gs.overhead(rows, sizes)
+	gs.features(rows, sizes)
+	gs.redis(rows, sizes)
+	if fe != nil && fe.Added != nil {
+		gs.atMost("SSE time to first event, mcp minus reverse_proxy", *fe.Added, 1, "ms")
 	}
-	atMost := func(what string, s spread, bound float64, unit string) {
-		kind := kindComparison
-		if unit == unitPerRequest {
-			kind = kindCount
-		}
-		gs = append(gs, goal{What: what, Kind: kind, Measured: s, Bound: bound, AtMost: true, Unit: unit, Met: s.Median <= bound})
+	return gs
+}
+
+// goalList gathers the goals checked, in the order they are written.
+type goalList []goal
+
+func (gs *goalList) atLeast(what string, s spread, bound float64) {
+	*gs = append(*gs, goal{What: what, Kind: kindComparison, Measured: s, Bound: bound, Unit: "×", Met: s.Median >= bound})
+}
+
+func (gs *goalList) atMost(what string, s spread, bound float64, unit string) {
+	kind := kindComparison
+	if unit == unitPerRequest {
+		kind = kindCount
 	}
+	*gs = append(*gs, goal{What: what, Kind: kind, Measured: s, Bound: bound, AtMost: true, Unit: unit, Met: s.Median <= bound})
+}
+
+// overhead checks what mcp {}, the rate limits and the guard add to
+// reverse_proxy: throughput, then latency.
+func (gs *goalList) overhead(rows []row, sizes []int) {
 	for _, size := range sizes {
 		small := size <= 1<<10
 		label := sizeLabel(size)
 		if r := findRow(rows, cfgMCP, size); r != nil {
-			atLeast(fmt.Sprintf("throughput, mcp {} / reverse_proxy, %s", label), r.Ratio, pick(small, 0.95, 0.90))
+			gs.atLeast(fmt.Sprintf("throughput, mcp {} / reverse_proxy, %s", label), r.Ratio, pick(small, 0.95, 0.90))
 		}
 		for _, n := range []string{cfgLimits1, cfgLimits100k, cfgGuard} {
 			if r := findRow(rows, n, size); r != nil {
-				atLeast(fmt.Sprintf("throughput, %s / reverse_proxy, %s", n, label), r.Ratio, pick(small, 0.93, 0.88))
+				gs.atLeast(fmt.Sprintf("throughput, %s / reverse_proxy, %s", n, label), r.Ratio, pick(small, 0.93, 0.88))
 			}
 		}
 	}
 	for _, size := range sizes {
 		for _, n := range []string{cfgMCP, cfgLimits1, cfgLimits100k, cfgGuard} {
 			if r := findRow(rows, n, size); r != nil {
-				atMost(fmt.Sprintf("p50 added, %s over reverse_proxy, %s", n, sizeLabel(size)), r.AddedP50, 10, "%")
-				atMost(fmt.Sprintf("p99 added, %s over reverse_proxy, %s", n, sizeLabel(size)), r.AddedP99, 10, "%")
+				gs.atMost(fmt.Sprintf("p50 added, %s over reverse_proxy, %s", n, sizeLabel(size)), r.AddedP50, 10, "%")
+				gs.atMost(fmt.Sprintf("p99 added, %s over reverse_proxy, %s", n, sizeLabel(size)), r.AddedP99, 10, "%")
 			}
 		}
 	}
+}
+
+// features checks what validating calls, the tools policy, sessions and a
+// denial cost.
+func (gs *goalList) features(rows []row, sizes []int) {
 	// validate checks every call against the learned schema.
 	for _, size := range sizes {
 		if r := findRow(rows, cfgValidate, size); r != nil && size <= 1<<10 {
-			atLeast(fmt.Sprintf("throughput, validate / reverse_proxy, %s", sizeLabel(size)), r.Ratio, 0.90)
+			gs.atLeast(fmt.Sprintf("throughput, validate / reverse_proxy, %s", sizeLabel(size)), r.Ratio, 0.90)
 		}
 	}
 	// The tools policy against mcp {}: the name checked against its globs,
 	// a deadline armed and stopped, and the answer held and read.
 	for _, size := range sizes {
 		if r := findRow(rows, cfgTools, size); r != nil && size <= 1<<10 {
-			atLeast(fmt.Sprintf("throughput, tools / mcp {}, %s", sizeLabel(size)), r.Ratio, 0.95)
+			gs.atLeast(fmt.Sprintf("throughput, tools / mcp {}, %s", sizeLabel(size)), r.Ratio, 0.95)
 		}
 	}
 	// Sessions against mcp {} carrying the same session unsealed, measured
@@ -297,15 +319,20 @@ func goals(rows []row, fe *firstEvents, sizes []int) []goal {
 	// token's extra bytes should stay within the noise.
 	for _, size := range sizes {
 		if r := findRow(rows, cfgSessions, size); r != nil {
-			atLeast(fmt.Sprintf("throughput, sessions / mcp {} with the session unsealed (within noise), %s", sizeLabel(size)), r.Ratio, 0.97)
-			atMost(fmt.Sprintf("p50 added, sessions over mcp {} with the session unsealed (within noise), %s", sizeLabel(size)), r.AddedP50, 5, "%")
+			gs.atLeast(fmt.Sprintf("throughput, sessions / mcp {} with the session unsealed (within noise), %s", sizeLabel(size)), r.Ratio, 0.97)
+			gs.atMost(fmt.Sprintf("p50 added, sessions over mcp {} with the session unsealed (within noise), %s", sizeLabel(size)), r.AddedP50, 5, "%")
 		}
 	}
 	for _, size := range sizes {
 		if r := findRow(rows, cfgDenied, size); r != nil {
-			atLeast(fmt.Sprintf("throughput, denied (envelope) / reverse_proxy, %s", sizeLabel(size)), r.Ratio, 2)
+			gs.atLeast(fmt.Sprintf("throughput, denied (envelope) / reverse_proxy, %s", sizeLabel(size)), r.Ratio, 2)
 		}
 	}
+}
+
+// redis checks the configurations that keep their buckets in Redis:
+// throughput, latency over buckets in process, and round trips.
+func (gs *goalList) redis(rows []row, sizes []int) {
 	for _, size := range sizes {
 		for _, n := range []string{cfgRedis1, cfgRedis100k} {
 			r := findRow(rows, n, size)
@@ -313,20 +340,16 @@ func goals(rows []row, fe *firstEvents, sizes []int) []goal {
 				continue
 			}
 			if size <= 1<<10 {
-				atLeast(fmt.Sprintf("throughput, %s / reverse_proxy, %s", n, sizeLabel(size)), r.Ratio, 0.90)
+				gs.atLeast(fmt.Sprintf("throughput, %s / reverse_proxy, %s", n, sizeLabel(size)), r.Ratio, 0.90)
 			}
 			if r.AddedP50InProcess != nil {
-				atMost(fmt.Sprintf("p50 added, %s over %s (buckets in process), %s", n, r.InProcess, sizeLabel(size)), *r.AddedP50InProcess, 150, "µs")
+				gs.atMost(fmt.Sprintf("p50 added, %s over %s (buckets in process), %s", n, r.InProcess, sizeLabel(size)), *r.AddedP50InProcess, 150, "µs")
 			}
 			if r.RedisRoundTrips != nil {
-				atMost(fmt.Sprintf("Redis round trips per admitted request, %s, %s", n, sizeLabel(size)), *r.RedisRoundTrips, 1, unitPerRequest)
+				gs.atMost(fmt.Sprintf("Redis round trips per admitted request, %s, %s", n, sizeLabel(size)), *r.RedisRoundTrips, 1, unitPerRequest)
 			}
 		}
 	}
-	if fe != nil && fe.Added != nil {
-		atMost("SSE time to first event, mcp minus reverse_proxy", *fe.Added, 1, "ms")
-	}
-	return gs
 }
 
 func pick(small bool, a, b float64) float64 {

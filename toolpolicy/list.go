@@ -29,27 +29,6 @@ func (r *Rules) FilterList(result []byte) (out []byte, removed int, err error) {
 		changed   bool
 		walk      = jsonrpc.NewWalker(result)
 		toolsKey  = []byte("tools")
-		readTools = func() error {
-			return walk.Array(func() error {
-				start := walk.Pos()
-				name, ok, err := toolNameOf(walk, result)
-				if err != nil {
-					return err
-				}
-				tool := result[start:walk.Offset()]
-				if (!ok && r.Hides()) || (ok && !r.Allowed(name)) {
-					removed++
-					changed = true
-					return nil
-				}
-				if d := r.Deprecated(name); ok && d != nil {
-					tool = describe(tool, d.Notice())
-					changed = true
-				}
-				kept = append(kept, tool)
-				return nil
-			})
-		}
 	)
 	err = walk.Object(func(key []byte) error {
 		if !bytes.EqualFold(key, toolsKey) {
@@ -62,7 +41,7 @@ func (r *Rules) FilterList(result []byte) (out []byte, removed int, err error) {
 		tools.Start = walk.Pos()
 		var err error
 		if walk.Peek() == '[' {
-			err = readTools()
+			kept, removed, changed, err = r.filterTools(walk, result)
 		} else {
 			err = walk.Skip() // not a list: clients refuse it as it is
 		}
@@ -80,11 +59,43 @@ func (r *Rules) FilterList(result []byte) (out []byte, removed int, err error) {
 	case !changed:
 		return result, 0, nil
 	}
+	return withTools(result, tools, kept), removed, nil
+}
+
+// filterTools reads the list of tools that comes next in the walk over
+// result, and returns the tools kept (each as written, or with its
+// notice), how many it removed, and whether it changed or removed any.
+func (r *Rules) filterTools(walk *jsonrpc.Walker, result []byte) (kept [][]byte, removed int, changed bool, err error) {
+	err = walk.Array(func() error {
+		start := walk.Pos()
+		name, ok, err := toolNameOf(walk, result)
+		if err != nil {
+			return err
+		}
+		tool := result[start:walk.Offset()]
+		if (!ok && r.Hides()) || (ok && !r.Allowed(name)) {
+			removed++
+			changed = true
+			return nil
+		}
+		if d := r.Deprecated(name); ok && d != nil {
+			tool = describe(tool, d.Notice())
+			changed = true
+		}
+		kept = append(kept, tool)
+		return nil
+	})
+	return kept, removed, changed, err
+}
+
+// withTools is a copy of result whose list of tools, at tools, holds the
+// kept tools instead.
+func withTools(result []byte, tools jsonrpc.Member, kept [][]byte) []byte {
 	size := len(result) - (tools.End - tools.Start) + 2
 	for _, t := range kept {
 		size += len(t) + 1
 	}
-	out = make([]byte, 0, size)
+	out := make([]byte, 0, size)
 	out = append(out, result[:tools.Start]...)
 	out = append(out, '[')
 	for i, t := range kept {
@@ -94,7 +105,7 @@ func (r *Rules) FilterList(result []byte) (out []byte, removed int, err error) {
 		out = append(out, t...)
 	}
 	out = append(out, ']')
-	return append(out, result[tools.End:]...), removed, nil
+	return append(out, result[tools.End:]...)
 }
 
 // toolNameOf reads the listed tool that comes next in the walk over doc,

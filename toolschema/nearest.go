@@ -146,46 +146,65 @@ func Nearest(name string, names []string, n int) []string {
 		return nil
 	}
 	s := newNameSearch(nil, name)
-	type scored struct {
-		name, lower string
-		d           int
-	}
-	// best are the n nearest found so far, in order.
-	best := make([]scored, 0, n+1)
-	keep := func(c scored) {
-		i, _ := slices.BinarySearchFunc(best, c, func(a, b scored) int {
-			if a.d != b.d {
-				return a.d - b.d
-			}
-			return strings.Compare(a.name, b.name)
-		})
-		if i < n {
-			best = slices.Insert(best, i, c)
-			best = best[:min(len(best), n)]
-		}
-	}
+	top := nearestNames{best: make([]scored, 0, n+1), n: n}
 	var rest []scored // by the distance they cannot be nearer than
 	for _, k := range names {
 		lk := strings.ToLower(k)
 		switch {
 		case lk == s.name:
-			keep(scored{name: k})
+			top.keep(scored{name: k})
 		case strings.Contains(lk, s.name) || strings.Contains(s.name, lk):
-			keep(scored{name: k, d: 1})
+			top.keep(scored{name: k, d: 1})
 		default:
 			rest = append(rest, scored{name: k, lower: lk, d: bagDistance(s.name, lk)})
 		}
 	}
-	slices.SortFunc(rest, func(a, b scored) int {
-		if a.d != b.d {
-			return a.d - b.d
-		}
-		return strings.Compare(a.name, b.name)
-	})
+	slices.SortFunc(rest, byDistance)
+	top.measure(s, rest)
+	out := make([]string, len(top.best))
+	for i, c := range top.best {
+		out[i] = c.name
+	}
+	return out
+}
+
+// scored is a name, lowercase, and its distance to the name searched (or
+// the distance it cannot be nearer than).
+type scored struct {
+	name, lower string
+	d           int
+}
+
+// byDistance orders names nearest first, then by name.
+func byDistance(a, b scored) int {
+	if a.d != b.d {
+		return a.d - b.d
+	}
+	return strings.Compare(a.name, b.name)
+}
+
+// nearestNames are the n nearest names found so far, in order.
+type nearestNames struct {
+	best []scored
+	n    int
+}
+
+func (t *nearestNames) keep(c scored) {
+	i, _ := slices.BinarySearchFunc(t.best, c, byDistance)
+	if i < t.n {
+		t.best = slices.Insert(t.best, i, c)
+		t.best = t.best[:min(len(t.best), t.n)]
+	}
+}
+
+// measure keeps those of rest, sorted by the distance they cannot be
+// nearer than, that are nearer than the n best, measuring each as far as
+// it could still be kept and the search's budget lasts.
+func (t *nearestNames) measure(s *nameSearch, rest []scored) {
 	for _, c := range rest {
 		limit := len(s.name) + len(c.lower)
-		if len(best) == n {
-			worst := best[n-1]
+		if len(t.best) == t.n {
+			worst := t.best[t.n-1]
 			if c.d > worst.d || (c.d == worst.d && c.name > worst.name) {
 				break // nor can any after it be nearer
 			}
@@ -195,12 +214,7 @@ func Nearest(name string, names []string, n int) []string {
 			break
 		}
 		if d := s.distance(c.lower, limit); d <= limit {
-			keep(scored{name: c.name, d: d})
+			t.keep(scored{name: c.name, d: d})
 		}
 	}
-	out := make([]string, len(best))
-	for i, c := range best {
-		out[i] = c.name
-	}
-	return out
 }

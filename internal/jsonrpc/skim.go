@@ -132,15 +132,7 @@ func (k *Skimmer) step(p []byte, i int) int {
 	}
 	switch k.state {
 	case skimBefore:
-		if pos := k.read + i; pos == k.bom && pos < len(byteOrderMark) && c == byteOrderMark[pos] {
-			k.bom++
-			return i + 1
-		}
-		if k.bom > 0 && k.bom < len(byteOrderMark) {
-			return k.fail(i, "invalid byte order mark")
-		}
-		k.message = c == '{'
-		return k.value(p, i)
+		return k.before(p, i)
 	case skimKeyFirst, skimKeyNext:
 		switch {
 		case c == '"':
@@ -177,6 +169,21 @@ func (k *Skimmer) step(p []byte, i int) int {
 		return k.nested(p, i)
 	}
 	return k.fail(i, "unexpected data after the message")
+}
+
+// before reads p[i] before the message: a byte of a leading byte order
+// mark, or the first of the message.
+func (k *Skimmer) before(p []byte, i int) int {
+	c := p[i]
+	if pos := k.read + i; pos == k.bom && pos < len(byteOrderMark) && c == byteOrderMark[pos] {
+		k.bom++
+		return i + 1
+	}
+	if k.bom > 0 && k.bom < len(byteOrderMark) {
+		return k.fail(i, "invalid byte order mark")
+	}
+	k.message = c == '{'
+	return k.value(p, i)
 }
 
 // value starts the value at p[i].

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"fmt"
+	"log"
+	"path/filepath"
+
+	"github.com/caddymcp/caddy-mcp/internal/caddyrun"
+)
+
+// start builds Caddy if needed, and starts the upstreams and every Caddy
+// the selection needs.
+func (b *bench) start(tmp string) error {
+	if b.o.caddyBin == "" {
+		log.Print("building cmd/caddy")
+		bin, err := caddyrun.Build(tmp)
+		if err != nil {
+			return err
+		}
+		b.o.caddyBin = bin
+	}
+	var err error
+	if b.o.upstreamProcess {
+		b.upstreams, err = startUpstreamProcess()
+	} else {
+		b.upstreams, err = serveUpstreams()
+	}
+	if err != nil {
+		return err
+	}
+	redisAddr := ""
+	if b.sel.needsRedis() {
+		if b.redis, err = startRedis(b.o.redisBin, filepath.Join(tmp, "redis")); err != nil {
+			return err
+		}
+		redisAddr = b.redis.Addr
+		log.Printf("started redis-server %s on %s", b.redis.Version, redisAddr)
+	}
+	if err := b.startCaddies(tmp, redisAddr); err != nil {
+		return err
+	}
+	if err := b.prepare(); err != nil {
+		return err
+	}
+	if err := b.openSessions(); err != nil {
+		return err
+	}
+	log.Printf("started %d Caddy processes; upstreams on %s (responder) and %s (Go SDK)", len(b.caddies), b.upstreams.Responder, b.upstreams.SDK)
+	return nil
+}
+
+// startCaddies starts a Caddy for each configuration that is not direct.
+func (b *bench) startCaddies(tmp, redisAddr string) error {
+	for _, c := range b.sel.Running {
+		if c.Direct {
+			continue
+		}
+		p, err := caddyrun.Start(b.o.caddyBin, filepath.Join(tmp, c.Name), c.Name, func(port, adminPort int, storage string) string {
+			return caddyfile(c, port, adminPort, storage, b.upstreamOf(c), redisAddr)
+		})
+		if err != nil {
+			return err
+		}
+		b.caddies[c.Name] = p
+	}
+	return nil
+}
+
+// prepare has the gateways that check calls learn the tools, and checks
+// the tools policy of those that have one.
+func (b *bench) prepare() error {
+	for _, c := range b.sel.Running {
+		if c.ListsTools {
+			if err := listTools(b.caddies[c.Name].Addr); err != nil {
+				return fmt.Errorf("%s: %w", c.Name, err)
+			}
+		}
+		if c.Policy {
+			if err := checkPolicy(b.caddies[c.Name].Addr); err != nil {
+				return fmt.Errorf("%s: %w", c.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// openSessions opens the session each Sessions configuration's requests
+// name.
+func (b *bench) openSessions() error {
+	for _, c := range b.sel.Running {
+		if !c.Sessions {
+			continue
+		}
+		token, err := openSession(b.caddies[c.Name].Addr, c.Sealed)
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.Name, err)
+		}
+		b.sessionHeaders[c.Name] = sessionLines(token)
+		if c.Sealed {
+			log.Printf("%s: opened a session; every request names it by the gateway's token (%d bytes, in place of the responder's id of %d)", c.Name, len(token), len(responderSessionID))
+		} else {
+			log.Printf("%s: opened a session; every request names it by the responder's own id (%d bytes)", c.Name, len(token))
+		}
+	}
+	return nil
+}
+
+// shutdown stops every process the benchmark started.
+func (b *bench) shutdown() {
+	for _, p := range b.caddies {
+		p.Stop()
+	}
+	if b.redis != nil {
+		b.redis.Stop()
+	}
+	if b.upstreams != nil {
+		b.upstreams.stop()
+	}
+}
+
+func (b *bench) upstreamOf(c config) string {
+	if c.Upstream == upstreamSDK {
+		return b.upstreams.SDK
+	}
+	return b.upstreams.Responder
+}
+
+// target is where c's requests go, with a body of size bytes.
+func (b *bench) target(c config, size int) *target {
+	t := &target{path: "/mcp", body: body(size), keys: c.Keys, headers: b.sessionHeaders[c.Name], expect: upstreamText}
+	if c.Direct {
+		t.addr = b.upstreamOf(c)
+	} else {
+		t.addr = b.caddies[c.Name].Addr
+	}
+	switch {
+	case c.Denied:
+		t.expect = "RATE_LIMITED"
+	case c.Upstream == upstreamSDK:
+		// The echo tool's answer starts with the text sent.
+		t.expect = `"text":"The gateway reads`
+	}
+	return t
+}
+
+func (b *bench) sseTarget(c config) *target {
+	t := b.target(c, 1<<10)
+	t.path, t.firstEvent = ssePath, true
+	return t
+}
+
+func (b *bench) config(name string) config {
+	for _, c := range b.sel.Running {
+		if c.Name == name {
+			return c
+		}
+	}
+	panic("bench: no running configuration " + name)
+}
