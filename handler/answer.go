@@ -55,7 +55,7 @@ func (h *Handler) answer(w http.ResponseWriter, x *exchange, env *envelope.Envel
 			body = append(body, ',')
 		}
 		if isCall(m) {
-			body = h.appendCallResult(body, x, env, m.ID, string(m.Name))
+			body = h.appendCallResult(body, x, env, m.ID, m.Name)
 		} else {
 			body = env.AppendRPCError(body, m.ID, x.Era.RPCCode(env))
 		}
@@ -222,11 +222,14 @@ func closeAfterAnswer(w http.ResponseWriter, r *http.Request) {
 //
 // The gateway's own capacity answers (RATE_LIMITED, SERVER_BUSY) carry
 // none: they say nothing about the tool.
-func (h *Handler) appendCallResult(dst []byte, x *exchange, env *envelope.Envelope, id json.RawMessage, tool string) []byte {
+//
+// The tool's name is made a string only when an annotator reads it: a
+// refusal costs no allocation more for it.
+func (h *Handler) appendCallResult(dst []byte, x *exchange, env *envelope.Envelope, id json.RawMessage, tool []byte) []byte {
 	if len(h.annotators) == 0 || env.Code == envelope.RateLimited || env.Code == envelope.ServerBusy {
 		return env.AppendToolResult(dst, id)
 	}
-	sections := h.annotate(x.view(), tool)
+	sections := h.annotate(x.view(), string(tool))
 	if len(sections) == 0 {
 		return env.AppendToolResult(dst, id)
 	}
