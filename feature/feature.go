@@ -1,18 +1,22 @@
 // Package feature is the contract between the gateway's core (package
-// handler) and the features that read the upstream's answers: the tool
-// policy, the catalog validate learns from, the contract's comparison, and
-// whatever comes next. It knows nothing of Caddy, so that a feature can be
-// written and tested without it.
+// handler) and its features: the tool policy, validate, the contract's
+// comparison, and whatever comes next. It knows nothing of Caddy, so that
+// a feature can be written and tested without it.
 //
-// Each Responder may open a Hook on the answer to a request. The core
-// reads the answer as a sequence of JSON-RPC messages (a JSON body, or the
-// data of each message event of a stream), once, and gives each message to
-// the hooks in order, each seeing what the one before it let through. A
-// hook says what it needs (Needs): to see the messages as they pass, or to
-// hold them so that it may replace them, within a bound, failing closed or
-// open past it. Once the answer is over the hook is told how it ended
-// (Ending). docs/architecture.md shows the steps in order and how to add a
-// feature.
+// On the way in, each Check decides on a request once its body is read,
+// and may refuse it (a Refusal the core writes, logs and counts).
+//
+// On the way out, each Responder may open a Hook on the answer to a
+// request. The core reads the answer as a sequence of JSON-RPC messages (a
+// JSON body, or the data of each message event of a stream), once, and
+// gives each message to the hooks in order, each seeing what the one
+// before it let through. A hook says what it needs (Needs): to see the
+// messages as they pass, or to hold them so that it may replace them,
+// within a bound, failing closed or open past it. Once the answer is over
+// the hook is told how it ended (Ending).
+//
+// docs/architecture.md shows the steps in order, the order the features
+// run in, and how to add one.
 package feature
 
 import (
