@@ -57,7 +57,7 @@ func (hs *answerHooks) open(responders []feature.Responder, x *feature.Exchange)
 // they only watch, a JSON answer is copied as it passes (WriteHeader). It
 // reports whether any was opened.
 func (u *upstreamWatch) openHooks(responders []feature.Responder) bool {
-	if !u.hooks.open(responders, u.x.view()) {
+	if len(responders) == 0 || !u.hooks.open(responders, u.x.view()) {
 		return false
 	}
 	if u.hooks.edit {
