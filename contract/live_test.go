@@ -118,3 +118,25 @@ func TestTheContractComparesListsAndRefusesBrokenTools(t *testing.T) {
 		})
 	}
 }
+
+// Reading a list with certainty before comparing it costs no memory that
+// grows with the list: a server (or whoever stands in for it) that lists
+// many tools costs the gateway the bytes it holds and one pass over them.
+func TestReadingAListWithCertaintyAllocatesNothingPerTool(t *testing.T) {
+	page := func(n int) []byte {
+		var b strings.Builder
+		b.WriteString(`{"tools":[`)
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `{"name":"t%d","description":"d","inputSchema":{"type":"object","properties":{"a":{"type":"string"}}}}`, i)
+		}
+		b.WriteString(`],"nextCursor":"c"}`)
+		return []byte(b.String())
+	}
+	small, large := page(10), page(toolschema.MaxTools)
+	require.True(t, certain(large))
+	assert.Equal(t, testing.AllocsPerRun(5, func() { certain(small) }), testing.AllocsPerRun(5, func() { certain(large) }),
+		"allocations do not grow with the tools listed")
+}

@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/caddymcp/caddy-mcp/feature/featuretest"
 )
 
 // jsonLog is a JSON log in memory, encoded as Caddy's `format json` does,
@@ -103,7 +105,7 @@ func TestARefusalStormIsLoggedAsItsFirstRefusalAndItsCount(t *testing.T) {
 					requireForwarded(t, u, i+1, serve(t, h, post(toolsCall(`"spend"`, "echo"), header("X-Client", c)), u))
 				}
 				refusals := envelopesTotal.WithLabelValues("RATE_LIMITED")
-				before := counterValue(t, refusals)
+				before := featuretest.Counted(t, refusals)
 
 				for i := range storm {
 					serve(t, h, post(toolsCall(fmt.Sprintf(`"a-%d"`, i), "echo"), header("X-Client", "client-a")), u)
@@ -115,7 +117,7 @@ func TestARefusalStormIsLoggedAsItsFirstRefusalAndItsCount(t *testing.T) {
 				time.Sleep(2 * logEvery)
 				synctest.Wait()
 				assert.Equal(t, 2, u.calls, "every call of the storm refused")
-				assert.Equal(t, float64(storm+1), counterValue(t, refusals)-before, "the metrics count every refusal")
+				assert.Equal(t, float64(storm+1), featuretest.Counted(t, refusals)-before, "the metrics count every refusal")
 
 				assert.Less(t, log.size(), 100<<10, "the log lines of %d refusals", storm+1)
 				lines := log.lines(t)

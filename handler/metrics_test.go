@@ -13,15 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/caddymcp/caddy-mcp/feature"
+	"github.com/caddymcp/caddy-mcp/feature/featuretest"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 )
-
-func counterValue(t *testing.T, c prometheus.Counter) float64 {
-	t.Helper()
-	var m dto.Metric
-	require.NoError(t, c.Write(&m))
-	return m.GetCounter().GetValue()
-}
 
 func histogramCount(t *testing.T, o prometheus.Observer) uint64 {
 	t.Helper()
@@ -67,7 +61,7 @@ func TestObserveCountsEachExchangeOnceByOutcome(t *testing.T) {
 	busy := requestsTotal.WithLabelValues("prompts/get", "SERVER_BUSY")
 	durations := durationObservers.get("prompts/get")
 	getDurations := durationObservers.get(http.MethodGet)
-	before := [...]float64{counterValue(t, forwarded), counterValue(t, canceled), counterValue(t, busy)}
+	before := [...]float64{featuretest.Counted(t, forwarded), featuretest.Counted(t, canceled), featuretest.Counted(t, busy)}
 	postsBefore, getsBefore := histogramCount(t, durations), histogramCount(t, getDurations)
 
 	now := time.Now()
@@ -76,9 +70,9 @@ func TestObserveCountsEachExchangeOnceByOutcome(t *testing.T) {
 	h.observe(&exchange{Exchange: feature.Exchange{Request: post(""), Messages: msgs, Start: now}, errorCode: "SERVER_BUSY"}, now)
 	h.observe(&exchange{Exchange: feature.Exchange{Request: newRequest(http.MethodGet, ""), Start: now}}, now)
 
-	assert.Equal(t, before[0]+1, counterValue(t, forwarded))
-	assert.Equal(t, before[1]+1, counterValue(t, canceled))
-	assert.Equal(t, before[2]+1, counterValue(t, busy))
+	assert.Equal(t, before[0]+1, featuretest.Counted(t, forwarded))
+	assert.Equal(t, before[1]+1, featuretest.Counted(t, canceled))
+	assert.Equal(t, before[2]+1, featuretest.Counted(t, busy))
 	assert.Equal(t, postsBefore+3, histogramCount(t, durations), "every POST's duration")
 	assert.Equal(t, getsBefore, histogramCount(t, getDurations), "a stream's duration is not a request's")
 }

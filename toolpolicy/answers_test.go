@@ -4,8 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
@@ -14,14 +12,6 @@ import (
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/feature/featuretest"
 )
-
-// counted is a counter's value.
-func counted(t *testing.T, c prometheus.Counter) float64 {
-	t.Helper()
-	var m dto.Metric
-	require.NoError(t, c.Write(&m))
-	return m.GetCounter().GetValue()
-}
 
 func testAnswers(t *testing.T) *Answers {
 	t.Helper()
@@ -89,7 +79,7 @@ func TestThePolicysHooksReadAnswers(t *testing.T) {
 			hook := a.Open(x)
 			require.NotNil(t, hook)
 			assert.Equal(t, tt.needs, hook.Needs())
-			before := counted(t, toolCalls.WithLabelValues(tt.outcome))
+			before := featuretest.Counted(t, toolCalls.WithLabelValues(tt.outcome))
 			for i, msg := range tt.messages {
 				out, err := hook.Message(x, []byte(msg))
 				if len(tt.wantErr) > i && tt.wantErr[i] {
@@ -111,7 +101,7 @@ func TestThePolicysHooksReadAnswers(t *testing.T) {
 			}
 			hook.End(x, tt.ending)
 			if tt.outcome != "" {
-				assert.Equal(t, before+1, counted(t, toolCalls.WithLabelValues(tt.outcome)), "counted once as %s", tt.outcome)
+				assert.Equal(t, before+1, featuretest.Counted(t, toolCalls.WithLabelValues(tt.outcome)), "counted once as %s", tt.outcome)
 			}
 		})
 	}

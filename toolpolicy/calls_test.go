@@ -51,10 +51,10 @@ func TestThePolicyRefusesCallsToHiddenTools(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := &Calls{Rules: testAnswers(t).Rules, Tools: listedTools{"search", "admin_reset"}}
-			before := counted(t, toolCalls.WithLabelValues("denied"))
+			before := featuretest.Counted(t, toolCalls.WithLabelValues("denied"))
 			ref := c.Check(featuretest.Post(t, tt.body))
 			if tt.denied {
-				assert.Equal(t, before+1, counted(t, toolCalls.WithLabelValues("denied")))
+				assert.Equal(t, before+1, featuretest.Counted(t, toolCalls.WithLabelValues("denied")))
 			}
 			if tt.wantCode == "" {
 				assert.Nil(t, ref)

@@ -70,9 +70,6 @@ func (f *Feature) SetAnnotate(annotate func(x *feature.Exchange, tool string) []
 // Stop stops the feature's log sampler.
 func (f *Feature) Stop() { f.overBudget.Stop() }
 
-// Catalog is the catalog the feature learns into.
-func (f *Feature) Catalog() *toolschema.Catalog { return f.catalog }
-
 // overBudgetEvery is the least time between two log lines of calls passed
 // unchecked because checking them would cost more than their budget: the
 // first is logged at once, the ones after it counted on one line a minute

@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 )
@@ -23,6 +26,17 @@ func Post(t testing.TB, body string) *feature.Exchange {
 	}
 	r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))
 	return &feature.Exchange{Request: r, Messages: msgs, Body: []byte(body), Batch: batch, Era: feature.EraOf(r), Start: time.Now(), Path: r.URL.Path}
+}
+
+// Counted is a counter's value, for a test that checks what a feature
+// counts.
+func Counted(t testing.TB, c prometheus.Counter) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatalf("reading a counter: %v", err)
+	}
+	return m.GetCounter().GetValue()
 }
 
 // Get is the exchange of a GET to /mcp: the stream a client opens.
