@@ -8,7 +8,9 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
+	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/handler"
+	"github.com/caddymcp/caddy-mcp/keys"
 	"github.com/caddymcp/caddy-mcp/ratelimit"
 )
 
@@ -173,7 +175,7 @@ func keyTemplate(d *caddyfile.Dispenser, block string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := handler.CheckKeyTemplate(v); err != nil {
+	if err := keys.Check(v); err != nil {
 		return "", d.Errf("%s: key %q: %v", block, v, err)
 	}
 	return v, nil
@@ -185,7 +187,7 @@ func methods(d *caddyfile.Dispenser, block string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := handler.CheckMethods(methods); err != nil {
+	if err := feature.CheckMethods(methods); err != nil {
 		return nil, d.Errf("%s: %v", block, err)
 	}
 	return methods, nil

@@ -53,3 +53,8 @@ func TestErrorCodesPerEra(t *testing.T) {
 		require.True(t, code.Canonical(), code)
 	}
 }
+
+func TestCallersAreComparedByTheirAuthorizationAsServersReadIt(t *testing.T) {
+	assert.Equal(t, "", NormalizedAuthorization(" \t "))
+	assert.Equal(t, "bearer a b", NormalizedAuthorization("  Bearer\ta   b "))
+}

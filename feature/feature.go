@@ -3,8 +3,10 @@
 // comparison, and whatever comes next. It knows nothing of Caddy, so that
 // a feature can be written and tested without it.
 //
-// On the way in, each Check decides on a request once its body is read,
-// and may refuse it (a Refusal the core writes, logs and counts).
+// On the way in, each Admitter takes what a request needs (a rate limit's
+// tokens) and says how to give it back (an Undo), then each Check decides
+// on it; either may refuse it (a Refusal the core writes, logs and
+// counts).
 //
 // On the way out, each Responder may open a Hook on the answer to a
 // request. The core reads the answer as a sequence of JSON-RPC messages (a
@@ -51,6 +53,8 @@ type Exchange struct {
 	// Path is the request's path as the client sent it, before any
 	// handle_path stripped it.
 	Path string
+	// Replacer expands the request's placeholders.
+	Replacer Replacer
 }
 
 // Single is the body's one message, nil when it holds none or several.
@@ -141,10 +145,10 @@ type Responder interface {
 }
 
 // Check is a feature's decision on a request on its way in. Checks run
-// once the body is read, the session opened and the rate limits have taken
-// their tokens (a refused call still costs them), and before the
-// concurrency guard gives places, in the order the features are
-// configured; the first refusal answers the request.
+// once the body is read, the session opened and the admitters (the rate
+// limits) have taken what they take (a refused call still costs it), and
+// before the concurrency guard gives places, in the order the features
+// are configured; the first refusal answers the request.
 type Check interface {
 	// Check refuses the request, or lets it go on (nil).
 	Check(x *Exchange) *Refusal
@@ -190,6 +194,9 @@ type Refusal struct {
 	// CallToolResult saying more than the envelope (the envelope is what
 	// the log and the metrics record).
 	Body []byte
+	// By is the rule that refused, when the refusal is a rule's (a rate
+	// limit's) rather than a judgment on what the request says.
+	By Rule
 }
 
 // Word is an envelope a feature writes, built with an example's values:

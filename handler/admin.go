@@ -12,6 +12,8 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/busy"
 	"github.com/caddymcp/caddy-mcp/internal/version"
+	"github.com/caddymcp/caddy-mcp/keys"
+	"github.com/caddymcp/caddy-mcp/limits"
 	"github.com/caddymcp/caddy-mcp/toolschema"
 )
 
@@ -85,21 +87,7 @@ type HandlerStatus struct {
 }
 
 // RateLimitStatus is a limit's settings and its number of live buckets.
-type RateLimitStatus struct {
-	Name    string   `json:"name"`
-	Key     string   `json:"key"`
-	Rate    string   `json:"rate"`
-	Burst   int      `json:"burst"`
-	Methods []string `json:"methods"`
-	Tools   []string `json:"tools,omitempty"`
-	MaxKeys int      `json:"max_keys"`
-	// Buckets is the number of keys whose bucket is not full, the overflow
-	// bucket included, on this node (with a shared store: those it decided
-	// itself while the store did not answer).
-	Buckets int `json:"buckets"`
-	// Overflowing: keys arrived at max_keys and share the overflow bucket.
-	Overflowing bool `json:"overflowing"`
-}
+type RateLimitStatus = limits.Status
 
 // ConcurrencyStatus is a guard's settings and load.
 type ConcurrencyStatus struct {
@@ -185,17 +173,7 @@ func (h *Handler) status() HandlerStatus {
 	}
 	s.RateLimits = make([]RateLimitStatus, 0, len(h.limits))
 	for _, l := range h.limits {
-		s.RateLimits = append(s.RateLimits, RateLimitStatus{
-			Name:        l.name,
-			Key:         l.key.text,
-			Rate:        l.lim.Rate.String(),
-			Burst:       l.lim.Burst,
-			Methods:     l.methods,
-			Tools:       l.toolPatterns,
-			MaxKeys:     l.zone.MaxKeys(),
-			Buckets:     l.zone.Len(),
-			Overflowing: l.zone.Overflowing(),
-		})
+		s.RateLimits = append(s.RateLimits, l.Status())
 	}
 	if g := h.concurrency; g != nil {
 		cs := &ConcurrencyStatus{
@@ -208,16 +186,16 @@ func (h *Handler) status() HandlerStatus {
 			Methods:      g.methods,
 			Keys:         []GuardKeyStatus{},
 		}
-		keys := g.set.Stats()
-		for _, k := range keys {
+		stats := g.set.Stats()
+		for _, k := range stats {
 			cs.Active += k.Active
 			cs.Queued += k.Queued
 		}
-		slices.SortStableFunc(keys, func(a, b busy.KeyStats) int { return (b.Active + b.Queued) - (a.Active + a.Queued) })
-		for _, k := range keys[:min(len(keys), maxStatusKeys)] {
+		slices.SortStableFunc(stats, func(a, b busy.KeyStats) int { return (b.Active + b.Queued) - (a.Active + a.Queued) })
+		for _, k := range stats[:min(len(stats), maxStatusKeys)] {
 			key := k.Key
 			if !h.LogKey && g.key != nil {
-				key = shownKey(key)
+				key = keys.Shown(key)
 			}
 			cs.Keys = append(cs.Keys, GuardKeyStatus{
 				Key:           key,

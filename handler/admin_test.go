@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddymcp/caddy-mcp/keys"
 	"github.com/caddyserver/caddy/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -70,7 +71,7 @@ func TestStatusShowsLimitsAndGuardsWithKeysAsLogsShowThem(t *testing.T) {
 			assert.Equal(t, 3, c.Active, "summed over keys")
 			assert.Zero(t, c.Queued)
 			require.Len(t, c.Keys, 2)
-			want := []string{shownKey("hold"), shownKey("echo")}
+			want := []string{keys.Shown("hold"), keys.Shown("echo")}
 			if logKey {
 				want = []string{"hold", "echo"}
 			}

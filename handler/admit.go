@@ -10,13 +10,16 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/caddymcp/caddy-mcp/busy"
-	"github.com/caddymcp/caddy-mcp/ratelimit"
+	"github.com/caddymcp/caddy-mcp/feature"
+	"github.com/caddymcp/caddy-mcp/limits"
 )
 
-// Admission: the rate limits take tokens, then the concurrency guard takes
-// places, each under its own key. A request refused by the guard gives its
-// tokens back; a request admitted holds its places until its answer is
-// written.
+// Admission: the admitters (the rate limits, package limits) take what a
+// request needs, then, once the checks let it pass, the concurrency guard
+// takes places, each under its own key. What the admitters took comes
+// back, through their Undo, once the request is over: given back when it
+// never ran (the guard shed it, its body was refused as it streamed). A
+// request admitted holds its places until its answer is written.
 
 // provisionAdmission sets up the rate limits, on their shared store if
 // one is configured, and the concurrency guard.
@@ -34,126 +37,63 @@ func (h *Handler) provisionAdmission(ctx caddy.Context) error {
 		h.shared = shared
 	}
 	for _, name := range sortedNames(h.RateLimits) {
-		l, err := newLimit(name, h.RateLimits[name], h.shared, h.logger)
+		l, err := limits.New(name, h.RateLimits[name], h.shared, h.logger)
 		if err != nil {
 			return fmt.Errorf("rate_limit %q: %w", name, err)
 		}
 		h.limits = append(h.limits, l)
-		if err := h.joined.declare("rate_limit", name, l.settings()); err != nil {
+		if err := h.joined.declare("rate_limit", name, l.Settings()); err != nil {
 			return err
 		}
-		h.keyInputs.add(l.key.inputs)
+		h.keyInputs.Add(l.Key().Inputs)
+	}
+	if len(h.limits) > 0 {
+		h.admitters = append(h.admitters, h.limits)
 	}
 	if h.Concurrency != nil {
 		if h.concurrency, err = newConcurrencyGuard(h.Concurrency, h.joined, h.logger); err != nil {
 			return fmt.Errorf("concurrency: %w", err)
 		}
 		if h.concurrency.key != nil {
-			h.keyInputs.add(h.concurrency.key.inputs)
+			h.keyInputs.Add(h.concurrency.key.Inputs)
 		}
 	}
 	return nil
 }
 
-// denial is why the rate limits refused a request.
-type denial struct {
-	limit      *limit
-	retryAfter time.Duration
-	// cost is the tokens the request needed from the limit.
-	cost int
-	// unchecked: the limit's shared store could not decide, and refuses
-	// what it cannot count.
-	unchecked bool
-}
-
-// admit takes tokens for every message from every limit that counts it, all
-// or nothing, and returns the denial when a limit has too few.
-func (h *Handler) admit(x *exchange, repl *caddy.Replacer) *denial {
-	if len(h.limits) == 0 {
+// admit runs the admitters on x, in order, keeping what each took to be
+// given back; the first refusal gives back what the ones before it took,
+// as for a request that did not run, and answers x.
+func (h *Handler) admit(x *exchange) *feature.Refusal {
+	if len(h.admitters) == 0 {
 		return nil
 	}
-	c := costs{reqs: x.reqBuf[:0], owners: x.ownerBuf[:0]}
-	for i := range x.Messages {
-		m := &x.Messages[i]
-		for _, l := range h.limits {
-			if l.applies(m) {
-				c.add(l, l.key.eval(x, repl, m))
+	fx := x.view()
+	for _, a := range h.admitters {
+		u, ref := a.Admit(fx)
+		if ref != nil {
+			x.undo(time.Now(), false)
+			x.refusal.Rule = ref.By
+			return ref
+		}
+		if u != nil {
+			if x.undos == nil {
+				x.undos = x.undoBuf[:0]
 			}
+			x.undos = append(x.undos, u)
 		}
 	}
-	if len(c.reqs) == 0 {
-		return nil
-	}
-	denied, d := ratelimit.TakeAll(x.Start, c.reqs)
-	if denied < 0 {
-		for _, l := range c.owners {
-			l.allowed.Inc()
-		}
-		x.taken = c.reqs
-		return nil
-	}
-	l, r := c.owners[denied], c.reqs[denied]
-	l.denied.Inc()
-	x.refusal.limit, x.refusal.key = l.name, r.Key
-	return &denial{limit: l, retryAfter: d.RetryAfter, cost: r.Cost, unchecked: d.Unchecked}
+	return nil
 }
 
-// refund gives back the tokens the exchange took, when it will not run.
-func (x *exchange) refund(now time.Time) {
-	ratelimit.RefundAll(now, x.taken)
-	x.taken = nil
-}
-
-// costs are the tokens an exchange takes: one request per limit and key,
-// costing one token per message counted, so that a batch takes one token per
-// message. A batch of many keys is indexed, so that adding stays constant
-// time.
-type costs struct {
-	reqs   []ratelimit.Request
-	owners []*limit
-	index  map[costKey]int
-}
-
-type costKey struct {
-	l   *limit
-	key string
-}
-
-// indexFrom is the number of requests from which costs are indexed.
-const indexFrom = 8
-
-func (c *costs) add(l *limit, key string) {
-	if c.index == nil && len(c.reqs) >= indexFrom {
-		c.index = make(map[costKey]int, 2*len(c.reqs))
-		for i := range c.reqs {
-			c.index[costKey{c.owners[i], c.reqs[i].Key}] = i
-		}
+// undo gives back, once, what the admitters took for x; ran says whether
+// x went on to the upstream (feature.Undo).
+func (x *exchange) undo(now time.Time, ran bool) {
+	for _, u := range x.undos {
+		u.Undo(now, ran)
 	}
-	if i := c.find(l, key); i >= 0 {
-		c.reqs[i].Cost++
-		return
-	}
-	if c.index != nil {
-		c.index[costKey{l, key}] = len(c.reqs)
-	}
-	c.reqs = append(c.reqs, ratelimit.Request{Store: l.store, Key: key, Cost: 1, Limit: l.lim})
-	c.owners = append(c.owners, l)
-}
-
-// find returns the index of the request for (l, key), or -1.
-func (c *costs) find(l *limit, key string) int {
-	if c.index != nil {
-		if i, ok := c.index[costKey{l, key}]; ok {
-			return i
-		}
-		return -1
-	}
-	for i := range c.reqs {
-		if c.owners[i] == l && c.reqs[i].Key == key {
-			return i
-		}
-	}
-	return -1
+	clear(x.undos)
+	x.undos = x.undos[:0]
 }
 
 // demand is the places an exchange needs under one key.
@@ -167,7 +107,7 @@ type demand struct {
 // different keys take places in each key's guard, in the order of the keys,
 // so that two batches can never each hold what the other waits for; a
 // refusal under one key gives back what the others gave.
-func (h *Handler) enter(x *exchange, repl *caddy.Replacer) error {
+func (h *Handler) enter(x *exchange) error {
 	g := h.concurrency
 	if g == nil {
 		return nil
@@ -180,7 +120,7 @@ func (h *Handler) enter(x *exchange, repl *caddy.Replacer) error {
 		}
 		key := ""
 		if g.key != nil {
-			key = g.key.eval(x, repl, m)
+			key = g.key.Eval(&x.Exchange, m)
 		}
 		demands = append(demands, demand{key: key, n: 1})
 	}
@@ -194,7 +134,7 @@ func (h *Handler) enter(x *exchange, repl *caddy.Replacer) error {
 	for _, d := range demands {
 		var slot busy.Slot
 		if slot, err = g.set.AcquireNAt(x.Request.Context(), d.key, now, d.n); err != nil {
-			x.refusal.key, x.refusal.needed = d.key, d.n
+			x.refusal.Key, x.refusal.needed = d.key, d.n
 			break
 		}
 		x.slots = append(x.slots, slot)

@@ -21,7 +21,7 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/busy"
 	"github.com/caddymcp/caddy-mcp/envelope"
-	"github.com/caddymcp/caddy-mcp/feature"
+	"github.com/caddymcp/caddy-mcp/keys"
 )
 
 // hold takes n places under key in h's guard, as requests in flight would,
@@ -196,7 +196,7 @@ func TestARefusingKeyIsLoggedAsADigestWithoutLogKey(t *testing.T) {
 	serve(t, h, post(callOne, header("X-Tenant", "secret-tenant")), &upstream{})
 	entries := logs.FilterMessage("answered with an envelope").All()
 	require.Len(t, entries, 1)
-	assert.Equal(t, shownKey("secret-tenant"), entries[0].ContextMap()["key"])
+	assert.Equal(t, keys.Shown("secret-tenant"), entries[0].ContextMap()["key"])
 	assert.NotContains(t, entries[0].ContextMap()["key"], "secret")
 }
 
@@ -266,29 +266,6 @@ func TestAdmitTakesFromEveryKeyOfABatchAllOrNothing(t *testing.T) {
 	assert.Equal(t, "per_tool_batch", entries[0].ContextMap()["limit"])
 
 	requireForwarded(t, u, 2, serve(t, h, post(batchOf(fresh...)), u))
-}
-
-func TestAdmitCountsRepeatedKeysOnce(t *testing.T) {
-	h := provision(t, &Handler{RateLimits: map[string]*RateLimit{"per_tool_repeat": {Rate: "10/1h", Key: "{http.mcp.tool}"}}})
-	x := &exchange{Exchange: feature.Exchange{Request: post(""), Start: time.Now()}}
-	x.Messages = parsed(t, "["+strings.Repeat(toolsCall(`1`, "a")+",", 9)+toolsCall(`1`, "b")+","+listOne+"]")
-	repl := x.Request.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
-	require.Nil(t, h.admit(x, repl))
-	require.Len(t, x.taken, 2, "one request per key")
-	assert.Equal(t, "a", x.taken[0].Key)
-	assert.Equal(t, 9, x.taken[0].Cost)
-	assert.Equal(t, "b", x.taken[1].Key)
-	assert.Equal(t, 1, x.taken[1].Cost)
-
-	d := h.admit(x, repl)
-	require.NotNil(t, d, "a has 1 token left, the batch needs 9")
-	assert.Equal(t, 9, d.cost)
-	assert.Equal(t, "per_tool_repeat", d.limit.name)
-
-	x.refund(time.Now())
-	assert.Nil(t, x.taken)
-	x.refund(time.Now()) // nothing left to give back
-	assert.Nil(t, h.admit(x, repl), "the refund made room for the batch again")
 }
 
 func TestGuardConfigIsCheckedAtLoad(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"github.com/caddymcp/caddy-mcp/busy"
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+	"github.com/caddymcp/caddy-mcp/keys"
 )
 
 // Writing the gateway's answers. Every envelope reaches the client through
@@ -95,20 +96,6 @@ func writeJSON(w http.ResponseWriter, status int, env *envelope.Envelope, body [
 	return err
 }
 
-// refuse answers a request the rate limits did not admit.
-func (h *Handler) refuse(w http.ResponseWriter, x *exchange, d *denial) error {
-	switch {
-	case d.unchecked:
-		env := limitsUnchecked(d.limit, d.retryAfter)
-		return h.answer(w, x, &env, http.StatusServiceUnavailable)
-	case d.cost > d.limit.lim.Burst:
-		env := batchOverBurst(d.limit, d.cost)
-		return h.answer(w, x, &env, http.StatusTooManyRequests)
-	}
-	env := rateLimited(d.limit, d.retryAfter)
-	return h.answer(w, x, &env, http.StatusTooManyRequests)
-}
-
 // shed answers a request the concurrency guard did not admit.
 func (h *Handler) shed(w http.ResponseWriter, x *exchange, err error) error {
 	s, ok := isShed(err)
@@ -122,7 +109,7 @@ func (h *Handler) shed(w http.ResponseWriter, x *exchange, err error) error {
 	if s.Reason == busy.TooMany {
 		env = batchOverMax(g, x.refusal.needed)
 	}
-	x.refusal.guard, x.cause = g.name, s
+	x.refusal.Kind, x.refusal.Name, x.refusal.Keyed, x.cause = "guard", g.name, g.key != nil, s
 	return h.answer(w, x, &env, http.StatusServiceUnavailable)
 }
 
@@ -174,7 +161,7 @@ func (h *Handler) refusalOf(r *http.Request, e era, err error) (bodyRefusal, boo
 	var (
 		syntax   *jsonrpc.SyntaxError
 		mismatch *mismatchError
-		repeat   *repeatError
+		repeat   *keys.RepeatError
 		bad      *messageError
 	)
 	ref := bodyRefusal{status: http.StatusBadRequest, code: envelope.CodeInvalidRequest, id: envelope.NullID}
@@ -185,7 +172,7 @@ func (h *Handler) refusalOf(r *http.Request, e era, err error) (bodyRefusal, boo
 		ref.env, ref.status, ref.id = bodyTooSlow(time.Duration(h.ReadBodyTimeout)), http.StatusRequestTimeout, nil
 	case errors.As(err, &repeat):
 		ref.env, ref.id = inputRepeated(repeat), nil
-		if repeat.mcp && e == statelessEra {
+		if repeat.MCP && e == statelessEra {
 			ref.code = codeHeaderMismatch
 		}
 	case errors.Is(err, errEncoded):

@@ -20,6 +20,7 @@ import (
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+	"github.com/caddymcp/caddy-mcp/keys"
 )
 
 func syntaxError(t *testing.T) *jsonrpc.SyntaxError {
@@ -47,7 +48,7 @@ func TestEveryRefusedBodyHasItsStatusCodeAndID(t *testing.T) {
 			status: 413, code: envelope.CodeInvalidRequest, message: "Request body is larger than the 1048576 bytes this server accepts"},
 		{name: "a body too slow has no id either", err: errBodyTimeout,
 			status: 408, code: envelope.CodeInvalidRequest, message: "Request body did not arrive within 10s"},
-		{name: "an input given twice, refused before reading", err: &repeatError{what: "the Mcp-Name header", count: 3},
+		{name: "an input given twice, refused before reading", err: &keys.RepeatError{What: "the Mcp-Name header", Count: 3},
 			status: 400, code: envelope.CodeInvalidRequest, message: "Request is ambiguous: the Mcp-Name header is given 3 times"},
 		{name: "a compressed body", err: errEncoded, r: post("", header("Content-Encoding", "gzip"), func(r *http.Request) { r.Header.Add("Content-Encoding", "br") }),
 			status: 415, code: envelope.CodeInvalidRequest, id: envelope.NullID, message: "Request body is sent with Content-Encoding gzip, br: this server reads every request before it runs, and takes them uncompressed only"},
@@ -109,7 +110,7 @@ func answerTo(t *testing.T, body string, env envelope.Envelope, status int) (*ht
 }
 
 func TestAnswerTakesTheFormEachRequestNeeds(t *testing.T) {
-	env := rateLimited(&limit{name: "n", deniedMessage: "Rate limit exceeded"}, 5*time.Second)
+	env := envelope.Envelope{Code: envelope.RateLimited, Severity: envelope.SeverityError, Message: "Rate limit exceeded", Recovery: "Wait 5 seconds, then retry the same call.", RetryAfter: 5}
 	batchOf := func(n int) string {
 		parts := make([]string, n)
 		for i := range parts {

@@ -13,7 +13,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddymcp/caddy-mcp/busy"
+	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+	"github.com/caddymcp/caddy-mcp/keys"
 )
 
 // Concurrency bounds the requests in flight to the upstream, with a queue.
@@ -67,14 +69,14 @@ type Concurrency struct {
 // Caddyfile applies.
 func (cfg *Concurrency) Validate() error {
 	l := busy.Limits{Max: cfg.Max, Queue: cfg.Queue, QueueTimeout: cmp.Or(time.Duration(cfg.QueueTimeout), busy.DefaultQueueTimeout)}
-	errs := []error{l.Validate(), CheckMethods(cfg.Methods)}
+	errs := []error{l.Validate(), feature.CheckMethods(cfg.Methods)}
 	if cfg.CancelGrace < 0 {
 		errs = append(errs, fmt.Errorf("cancel_grace %s: must not be negative", time.Duration(cfg.CancelGrace)))
 	}
 	if slices.Contains(cfg.Methods, listenMethod) {
 		errs = append(errs, errors.New("methods: "+listenMethod+" cannot take a place: its answer is a stream that stays open as long as the client listens (MCP 2026-07-28), so each listener would hold a place for good; limit how often it is sent with a rate_limit instead"))
 	}
-	if err := checkKeyTemplate(expandShorthands(cfg.Key)); err != nil {
+	if err := keys.Check(cfg.Key); err != nil {
 		errs = append(errs, fmt.Errorf("key %q: %w", cfg.Key, err))
 	}
 	return errors.Join(errs...)
@@ -107,7 +109,7 @@ const unnamedGuard = "default"
 type concurrencyGuard struct {
 	name string
 	// key is nil for a single guard.
-	key     *keyTemplate
+	key     *keys.Key
 	methods []string
 	limits  busy.Limits
 	// cancelGrace is Concurrency.CancelGrace, its default applied.
@@ -135,7 +137,7 @@ func newConcurrencyGuard(cfg *Concurrency, ld *load, logger *zap.Logger) (*concu
 	}
 	if cfg.Key != "" {
 		var err error
-		if g.key, err = newKeyTemplate("concurrency", g.name, cfg.Key, logger); err != nil {
+		if g.key, err = keys.NewKey("concurrency", g.name, cfg.Key, logger); err != nil {
 			return nil, err
 		}
 	}
@@ -171,7 +173,7 @@ func (g *concurrencyGuard) keyText() string {
 	if g.key == nil {
 		return ""
 	}
-	return g.key.text
+	return g.key.Text
 }
 
 func (g *concurrencyGuard) release() { _, _ = guards.Delete(g.poolKey) }

@@ -2,7 +2,6 @@ package handler
 
 import (
 	"bytes"
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -12,7 +11,7 @@ import (
 	"github.com/caddymcp/caddy-mcp/busy"
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
-	"github.com/caddymcp/caddy-mcp/ratelimit"
+	"github.com/caddymcp/caddy-mcp/keys"
 	"github.com/caddymcp/caddy-mcp/session"
 )
 
@@ -33,14 +32,13 @@ type exchange struct {
 	// does (streaming.go).
 	stream *bodyStream
 
-	// Written by admission: the tokens taken (given back if the request
-	// does not run), the places held in the guard, and who refused the
-	// request. The buffers back them without allocating.
-	taken     []ratelimit.Request
+	// Written by admission: how to give back what the admitters took, the
+	// places held in the guard, and who refused the request. The buffers
+	// back them without allocating.
+	undos     []feature.Undo
 	slots     []busy.Slot
 	refusal   refusal
-	reqBuf    [4]ratelimit.Request
-	ownerBuf  [4]*limit
+	undoBuf   [2]feature.Undo
 	demandBuf [1]demand
 	slotBuf   [1]busy.Slot
 
@@ -82,67 +80,36 @@ func (x *exchange) view() *feature.Exchange {
 	return &x.Exchange
 }
 
-// refusal is who refused a request, for the log: a rate limit or the
-// guard, the key it was refused under, and how many places the guard was
-// asked for.
+// refusal is who refused a request, for the log (a rate limit or the
+// guard, and the key it was refused under), and how many places the guard
+// was asked for.
 type refusal struct {
-	limit, guard, key string
-	needed            int
+	feature.Rule
+	needed int
 }
-
-// placeholderPrefix starts every placeholder the handler provides.
-const placeholderPrefix = "http.mcp."
 
 // placeholder resolves the {http.mcp.*} placeholders. It is registered with
 // the request's replacer, so values are computed only when something (a log
 // field, a matcher, header_up) asks for them. Those that describe a message
 // describe the first of the body.
 func (x *exchange) placeholder(key string) (any, bool) {
-	name, ok := strings.CutPrefix(key, placeholderPrefix)
+	name, ok := strings.CutPrefix(key, keys.Prefix)
 	if !ok {
 		return nil, false
 	}
-	if x.frozen != nil {
-		return x.value(name, &x.frozen.first)
-	}
-	var first jsonrpc.Message
-	if len(x.Messages) > 0 {
-		first = x.Messages[0]
-	}
-	return x.value(name, &first)
-}
-
-// value is the {http.mcp.name} placeholder for message m of the exchange.
-// Values a client chose in a header are cut to maxEchoed bytes.
-func (x *exchange) value(name string, m *jsonrpc.Message) (string, bool) {
-	switch name {
-	case "method":
-		return string(m.Method), true
-	case "tool":
-		return string(m.Name), true
-	case "id":
-		return idText(m.ID), true
-	case "batch_size":
-		if !x.Batch {
-			return "", true
-		}
-		if x.frozen != nil {
-			return strconv.Itoa(x.frozen.size), true
-		}
-		return strconv.Itoa(len(x.Messages)), true
-	case "session_id":
-		if x.Era == statelessEra {
-			return "", true // no sessions: a header a client sends names none
-		}
-		return clip(x.Request.Header.Get("Mcp-Session-Id")), true
-	case "protocol_version":
-		return clip(x.Request.Header.Get("Mcp-Protocol-Version")), true
-	case "authorization":
-		return normalizedAuthorization(x.Request.Header.Get("Authorization")), true
-	case "error_code":
+	switch {
+	case name == "error_code":
 		return x.errorCode, true
+	case x.frozen == nil:
+		var first jsonrpc.Message
+		if len(x.Messages) > 0 {
+			first = x.Messages[0]
+		}
+		return x.Value(name, &first)
+	case name == "batch_size" && x.Batch:
+		return strconv.Itoa(x.frozen.size), true
 	}
-	return "", false
+	return x.Value(name, &x.frozen.first)
 }
 
 // snapshot is what the placeholders need of the messages once the buffer
@@ -181,21 +148,8 @@ func (x *exchange) bodyClosed() bool {
 	return x.reader.closed.Load()
 }
 
-// idText is an id as a log reads it: a string id without its quotes, a
-// number as written, "" when absent.
-func idText(id json.RawMessage) string {
-	if len(id) == 0 || id[0] != '"' {
-		return string(id)
-	}
-	if bytes.IndexByte(id, '\\') < 0 {
-		return string(id[1 : len(id)-1])
-	}
-	var s string
-	if json.Unmarshal(id, &s) != nil {
-		return string(id)
-	}
-	return s
-}
+// idText is an id as a log reads it (feature.IDText).
+var idText = feature.IDText
 
 // isCall reports whether m is a tools/call request.
 var isCall = feature.IsCall

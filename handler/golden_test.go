@@ -13,6 +13,7 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/contract"
 	"github.com/caddymcp/caddy-mcp/feature"
+	"github.com/caddymcp/caddy-mcp/limits"
 	"github.com/caddymcp/caddy-mcp/toolpolicy"
 	"github.com/caddymcp/caddy-mcp/validate"
 )
@@ -57,6 +58,7 @@ func TestEveryWordOfTheGatewayInOnePlace(t *testing.T) {
 		{Name: "a call past its tool's deadline", Envelope: toolTimedOut("search", 30*time.Second)},
 	}...)
 	section("The core", core)
+	section("Rate limits (limits)", limits.Words())
 	section("The tool policy (toolpolicy)", toolpolicy.Words())
 	section("validate", validate.Words())
 	section("contract", contract.Words())

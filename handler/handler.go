@@ -19,6 +19,8 @@ import (
 	"github.com/caddymcp/caddy-mcp/contract"
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/logsample"
+	"github.com/caddymcp/caddy-mcp/keys"
+	"github.com/caddymcp/caddy-mcp/limits"
 	"github.com/caddymcp/caddy-mcp/toolpolicy"
 	"github.com/caddymcp/caddy-mcp/toolschema"
 	"github.com/caddymcp/caddy-mcp/validate"
@@ -157,8 +159,11 @@ type Handler struct {
 	policy      *toolpolicy.Rules
 	locked      *lockedContract
 	contract    *contract.Live
-	limits      []*limit
+	limits      limits.Limits
 	concurrency *concurrencyGuard
+	// admitters take what a request needs before it runs (the rate
+	// limits).
+	admitters []feature.Admitter
 	// validation learns tools and checks calls (nil when no tools are
 	// learned); checks are the features' checks of a request on its way
 	// in, and responders the features that read the upstream's answers,
@@ -174,7 +179,7 @@ type Handler struct {
 	responders         []feature.Responder
 	// keyInputs are the parts of a request key templates read, which a
 	// request may give once at most.
-	keyInputs keyInputs
+	keyInputs keys.Inputs
 	logger    *zap.Logger
 	// logSampler logs the first envelope of each kind, and counts the
 	// ones that repeat it (log.go).
@@ -300,7 +305,7 @@ func (h *Handler) Cleanup() error {
 		h.validation.Stop()
 	}
 	for _, l := range h.limits {
-		l.release()
+		l.Release()
 	}
 	if h.concurrency != nil {
 		h.concurrency.release()

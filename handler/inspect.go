@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+	"github.com/caddymcp/caddy-mcp/keys"
 )
 
 // Bounds on what a client chooses and the gateway keeps or repeats.
@@ -139,7 +140,7 @@ const paramHeaderPrefix = "Mcp-Param-"
 func (h *Handler) checkSingleInputs(r *http.Request, e era) error {
 	for _, name := range singleHeaders {
 		if n := len(r.Header[name]); n > 1 {
-			return &repeatError{what: "the " + name + " header", count: n, mcp: true}
+			return &keys.RepeatError{What: "the " + name + " header", Count: n, MCP: true}
 		}
 	}
 	for name, values := range r.Header {
@@ -147,13 +148,13 @@ func (h *Handler) checkSingleInputs(r *http.Request, e era) error {
 			continue
 		}
 		if strings.Contains(name, "_") && isMCPHeader(strings.ReplaceAll(name, "_", "-")) {
-			return &repeatError{what: "the " + clip(name) + " header (an MCP header spelled with underscores)", count: 1, mcp: true}
+			return &keys.RepeatError{What: "the " + clip(name) + " header (an MCP header spelled with underscores)", Count: 1, MCP: true}
 		}
 		if len(values) > 1 && e == statelessEra && strings.HasPrefix(name, paramHeaderPrefix) {
-			return &repeatError{what: "the " + clip(name) + " header", count: len(values), mcp: true}
+			return &keys.RepeatError{What: "the " + clip(name) + " header", Count: len(values), MCP: true}
 		}
 	}
-	return h.keyInputs.repeated(r)
+	return h.keyInputs.Repeated(r)
 }
 
 // isMCPHeader reports whether name (in any letter case) is one of

@@ -8,7 +8,9 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/logsample"
+	"github.com/caddymcp/caddy-mcp/keys"
 )
 
 // logEvery is the least time between two lines of one kind of envelope
@@ -32,11 +34,9 @@ const maxLogKinds = 1024
 type envelopeKind struct {
 	level zapcore.Level
 	code  envelope.Code
-	// limit or guard is who refused the request, key the key it was
-	// refused under, as the log shows it, and keyed whether the line shows
-	// one.
-	limit, guard, key string
-	keyed             bool
+	// rule is who refused the request (a limit or the guard), and the key
+	// it was refused under, as the log shows it.
+	rule feature.Rule
 	// upstream is the upstream the answer came from, if any.
 	upstream string
 	// message tells apart envelopes that no limit or guard gave (a body
@@ -48,20 +48,21 @@ type envelopeKind struct {
 // coarse is the kind that counts k when no room is left for kinds: the
 // same code, and the same limit or guard.
 func (k envelopeKind) coarse() envelopeKind {
-	return envelopeKind{level: k.level, code: k.code, limit: k.limit, guard: k.guard}
+	return envelopeKind{level: k.level, code: k.code, rule: feature.Rule{Kind: k.rule.Kind, Name: k.rule.Name}}
 }
 
 // kindOf is the kind of the envelope env that answered x.
 func (h *Handler) kindOf(x *exchange, env *envelope.Envelope, level zapcore.Level) envelopeKind {
-	k := envelopeKind{level: level, code: env.Code, limit: x.refusal.limit, guard: x.refusal.guard}
-	if k.limit != "" || (k.guard != "" && h.concurrency.key != nil) {
-		k.key, k.keyed = shownKey(x.refusal.key), true
-		if h.LogKey {
-			k.key = clip(x.refusal.key)
-		}
-	}
-	if k.limit == "" && k.guard == "" {
+	k := envelopeKind{level: level, code: env.Code, rule: x.refusal.Rule}
+	switch {
+	case k.rule.Kind == "":
 		k.message = clip(env.Message)
+	case !k.rule.Keyed:
+		k.rule.Key = ""
+	case h.LogKey:
+		k.rule.Key = clip(k.rule.Key)
+	default:
+		k.rule.Key = keys.Shown(k.rule.Key)
 	}
 	if repl, ok := x.Request.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
 		k.upstream, _ = repl.GetString("http.reverse_proxy.upstream.hostport")
@@ -141,17 +142,14 @@ func (h *Handler) logRepeated(c logsample.Count[envelopeKind]) {
 	ce.Write(fields...)
 }
 
-// appendWho appends the fields that say who refused: the limit or the
-// guard, and the key.
+// appendWho appends the fields that say who refused: the rule (a field
+// named for its kind, "limit" or "guard", holding its name), and the key.
 func (k *envelopeKind) appendWho(fields []zap.Field) []zap.Field {
-	if k.limit != "" {
-		fields = append(fields, zap.String("limit", k.limit))
+	if k.rule.Kind != "" {
+		fields = append(fields, zap.String(k.rule.Kind, k.rule.Name))
 	}
-	if k.guard != "" {
-		fields = append(fields, zap.String("guard", k.guard))
-	}
-	if k.keyed {
-		fields = append(fields, zap.String("key", k.key))
+	if k.rule.Keyed {
+		fields = append(fields, zap.String("key", k.rule.Key))
 	}
 	return fields
 }
@@ -164,7 +162,7 @@ func (k *envelopeKind) appendWho(fields []zap.Field) []zap.Field {
 // lack.
 func logLevel(x *exchange, env *envelope.Envelope) zapcore.Level {
 	switch {
-	case x.refusal.limit != "" || x.refusal.guard != "":
+	case x.refusal.Kind != "":
 		return zapcore.InfoLevel
 	case env.Code == envelope.ValidationError || env.Code == envelope.Forbidden || env.Code == envelope.UnknownAction:
 		return zapcore.InfoLevel

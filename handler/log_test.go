@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/caddymcp/caddy-mcp/feature/featuretest"
+	"github.com/caddymcp/caddy-mcp/keys"
 )
 
 // jsonLog is a JSON log in memory, encoded as Caddy's `format json` does,
@@ -88,7 +89,7 @@ func TestARefusalStormIsLoggedAsItsFirstRefusalAndItsCount(t *testing.T) {
 		logKey bool
 		shown  func(string) string
 	}{
-		{"keys shown as digests", false, shownKey},
+		{"keys shown as digests", false, keys.Shown},
 		{"keys shown as they are, with log_key", true, func(k string) string { return k }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -175,21 +176,21 @@ func TestARefusalThatRepeatsIsCountedOncePerInterval(t *testing.T) {
 // its code and limit, and the lines say so.
 func TestAClientRotatingItsKeyIsCountedPerLimitBeyondTheKindsKept(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		const keys = maxLogKinds + 500
+		const rotating = maxLogKinds + 500
 		log := &jsonLog{}
 		h := provision(t, &Handler{
 			RateLimits: map[string]*RateLimit{"rotated_limit": {Rate: "1/1h", Key: "{header.X-Client}"}},
 			logger:     log.logger(),
 		})
 		u := &upstream{}
-		for i := range keys {
+		for i := range rotating {
 			r := func() *http.Request {
 				return post(toolsCall(fmt.Sprintf(`"%d"`, i), "echo"), header("X-Client", fmt.Sprint("rotating-", i)))
 			}
 			serve(t, h, r(), u)
 			serve(t, h, r(), u)
 		}
-		require.Equal(t, keys, u.calls, "each key's first call passes, its second is refused")
+		require.Equal(t, rotating, u.calls, "each key's first call passes, its second is refused")
 		time.Sleep(2 * logEvery)
 		synctest.Wait()
 
@@ -202,7 +203,7 @@ func TestAClientRotatingItsKeyIsCountedPerLimitBeyondTheKindsKept(t *testing.T) 
 				first++
 			case l["msg"] == "answered with an envelope":
 				overflowFirst++
-				assert.Equal(t, shownKey(fmt.Sprint("rotating-", maxLogKinds)), l["key"], "the first refusal beyond, with its key")
+				assert.Equal(t, keys.Shown(fmt.Sprint("rotating-", maxLogKinds)), l["key"], "the first refusal beyond, with its key")
 			default:
 				assert.Equal(t, true, l["overflow"])
 				assert.NotContains(t, l, "key", "a count for the whole limit")
@@ -212,7 +213,7 @@ func TestAClientRotatingItsKeyIsCountedPerLimitBeyondTheKindsKept(t *testing.T) 
 		}
 		assert.Equal(t, maxLogKinds, first, "one line for each key kept")
 		assert.Equal(t, 1, overflowFirst)
-		assert.Equal(t, keys-maxLogKinds-1, counted, "every refusal beyond counted")
+		assert.Equal(t, rotating-maxLogKinds-1, counted, "every refusal beyond counted")
 		assert.Len(t, lines, maxLogKinds+2)
 	})
 }

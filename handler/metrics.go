@@ -9,8 +9,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/caddymcp/caddy-mcp/contract"
+	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 	"github.com/caddymcp/caddy-mcp/internal/promreg"
+	"github.com/caddymcp/caddy-mcp/keys"
+	"github.com/caddymcp/caddy-mcp/limits"
 	"github.com/caddymcp/caddy-mcp/toolpolicy"
 	"github.com/caddymcp/caddy-mcp/validate"
 )
@@ -20,7 +23,7 @@ import (
 // registry (Caddy makes a new one each time).
 //
 // Label values are bounded by construction: a method label is one of the
-// MCP methods (specMethods; anything else is "other"), an outcome is "forwarded",
+// MCP methods (feature.Methods; anything else is "other"), an outcome is "forwarded",
 // "canceled" or one of the gateway's envelope codes, and limit and guard
 // names come from the configuration. Tool names and session ids are left
 // out: clients choose them freely, and each new value would be a new series.
@@ -35,21 +38,11 @@ var (
 		Help: "Envelopes the gateway answered with, by code.",
 	}, []string{"code"})
 
-	rateLimitDecisions = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: "caddy", Subsystem: "mcp", Name: "ratelimit_decisions_total",
-		Help: "Rate-limit decisions, by limit and decision (allowed or denied).",
-	}, []string{"limit", "decision"})
-
 	queueWait = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: "caddy", Subsystem: "mcp", Name: "queue_wait_seconds",
 		Help:    "Time requests waited for a place in a concurrency guard, by method.",
 		Buckets: []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30},
 	}, []string{"method"})
-
-	emptyKeys = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: "caddy", Subsystem: "mcp", Name: "empty_keys_total",
-		Help: "Messages whose rate-limit or guard key template gave an empty value (they share one key), by kind (rate_limit or concurrency) and name.",
-	}, []string{"kind", "name"})
 
 	cancellations = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "caddy", Subsystem: "mcp", Name: "cancellations_total",
@@ -65,7 +58,6 @@ var (
 	stateCollector = poolCollector{
 		inflight: prometheus.NewDesc("caddy_mcp_inflight", "Requests holding a place in the concurrency guards of a name.", []string{"guard"}, nil),
 		queued:   prometheus.NewDesc("caddy_mcp_queued", "Requests waiting in the concurrency guards of a name.", []string{"guard"}, nil),
-		buckets:  prometheus.NewDesc("caddy_mcp_ratelimit_buckets", "Live token buckets of a rate limit (a bucket that has refilled is dropped).", []string{"limit"}, nil),
 	}
 )
 
@@ -78,22 +70,27 @@ func registerMetrics(ctx caddy.Context) error {
 	if err := promreg.Register(ctx, contract.Collectors()...); err != nil {
 		return err
 	}
+	if err := promreg.Register(ctx, limits.Collectors()...); err != nil {
+		return err
+	}
+	if err := promreg.Register(ctx, keys.Collectors()...); err != nil {
+		return err
+	}
 	if err := promreg.Register(ctx, validate.Collectors(liveCatalog)...); err != nil {
 		return err
 	}
-	return promreg.Register(ctx, requestsTotal, envelopesTotal, rateLimitDecisions, emptyKeys, queueWait, requestDuration, sessionTokens, cancellations, stateCollector)
+	return promreg.Register(ctx, requestsTotal, envelopesTotal, queueWait, requestDuration, sessionTokens, cancellations, stateCollector)
 }
 
-// poolCollector reads the live guards and buckets at scrape time, so that
+// poolCollector reads the live guards at scrape time, so that
 // the request path pays nothing for these gauges.
 type poolCollector struct {
-	inflight, queued, buckets *prometheus.Desc
+	inflight, queued *prometheus.Desc
 }
 
 func (c poolCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.inflight
 	ch <- c.queued
-	ch <- c.buckets
 }
 
 func (c poolCollector) Collect(ch chan<- prometheus.Metric) {
@@ -109,15 +106,6 @@ func (c poolCollector) Collect(ch chan<- prometheus.Metric) {
 	for name, n := range byGuard {
 		ch <- prometheus.MustNewConstMetric(c.inflight, prometheus.GaugeValue, float64(n.active), name)
 		ch <- prometheus.MustNewConstMetric(c.queued, prometheus.GaugeValue, float64(n.queued), name)
-	}
-	byLimit := make(map[string]int)
-	buckets.Range(func(_, v any) bool {
-		z := v.(*zone)
-		byLimit[z.name] += z.Len()
-		return true
-	})
-	for name, n := range byLimit {
-		ch <- prometheus.MustNewConstMetric(c.buckets, prometheus.GaugeValue, float64(n), name)
 	}
 }
 
@@ -143,7 +131,7 @@ var (
 )
 
 func init() {
-	for _, m := range specMethods {
+	for _, m := range feature.Methods {
 		methodNames[m] = m
 	}
 }

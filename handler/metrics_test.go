@@ -15,6 +15,7 @@ import (
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/feature/featuretest"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+	"github.com/caddymcp/caddy-mcp/limits"
 )
 
 func histogramCount(t *testing.T, o prometheus.Observer) uint64 {
@@ -119,6 +120,9 @@ func TestGaugesReadTheLiveGuardsAndBucketsAtScrapeTime(t *testing.T) {
 
 		reg := prometheus.NewRegistry()
 		require.NoError(t, reg.Register(stateCollector))
+		for _, c := range limits.Collectors() {
+			require.NoError(t, reg.Register(c))
+		}
 		inflight, ok := gathered(t, reg, "caddy_mcp_inflight", "guard", "gauge_guard")
 		require.True(t, ok)
 		assert.Equal(t, 2.0, inflight)

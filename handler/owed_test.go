@@ -1,7 +1,6 @@
 package handler
 
 import (
-	"fmt"
 	"slices"
 	"strconv"
 	"testing"
@@ -123,41 +122,6 @@ func BenchmarkSettleReverseOrder(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(ids)), "ns/response")
-}
-
-func TestCostsOfManyKeysAreCountedOncePerKey(t *testing.T) {
-	a, b := &limit{name: "a"}, &limit{name: "b"}
-	var c costs
-	for i := range 100 {
-		c.add(a, fmt.Sprint(i%40))
-		c.add(b, "one")
-	}
-	require.Len(t, c.reqs, 41, "40 keys of a, one of b")
-	total := 0
-	for i, r := range c.reqs {
-		total += r.Cost
-		if c.owners[i] == b {
-			assert.Equal(t, 100, r.Cost)
-		}
-	}
-	assert.Equal(t, 200, total)
-}
-
-// BenchmarkCostsManyKeys adds a batch of 32,000 calls with distinct tool
-// names to a {http.mcp.tool}-keyed limit: constant time per message.
-func BenchmarkCostsManyKeys(b *testing.B) {
-	l := &limit{name: "per_tool"}
-	keys := make([]string, 32000)
-	for i := range keys {
-		keys[i] = "tool_" + strconv.Itoa(i)
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		var c costs
-		for _, k := range keys {
-			c.add(l, k)
-		}
-	}
 }
 
 func TestOneOwedRequestCostsNoAllocation(t *testing.T) {

@@ -7,9 +7,9 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/caddymcp/caddy-mcp/limits"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/zap"
 )
 
 func TestToolGlobsSelectWhichCallsCount(t *testing.T) {
@@ -121,10 +121,7 @@ func TestReloadKeepsBucketsAndAppliesTheNewRate(t *testing.T) {
 
 		// A reload provisions the new config before it cleans up the old one.
 		updated := provision(t, &Handler{RateLimits: map[string]*RateLimit{name: {Rate: "1/10s"}}})
-		poolKey := name + "\x00" + DefaultKey
-		refs, ok := buckets.References(poolKey)
-		require.True(t, ok)
-		assert.Equal(t, 2, refs, "both configs hold the buckets")
+		assert.Equal(t, 2, limits.Holders(name, DefaultKey), "both configs hold the buckets")
 		require.NoError(t, old.Cleanup())
 
 		w := serve(t, updated, post(toolsCall(`2`, "search")), u)
@@ -135,8 +132,7 @@ func TestReloadKeepsBucketsAndAppliesTheNewRate(t *testing.T) {
 		requireForwarded(t, u, 2, serve(t, updated, post(toolsCall(`3`, "search")), u))
 
 		require.NoError(t, updated.Cleanup())
-		_, ok = buckets.References(poolKey)
-		assert.False(t, ok, "the buckets go with the last config that used them")
+		assert.Zero(t, limits.Holders(name, DefaultKey), "the buckets go with the last config that used them")
 	})
 }
 
@@ -169,35 +165,7 @@ func TestProvisionRefusesABadLimitAndReleasesTheOthers(t *testing.T) {
 			assert.Contains(t, err.Error(), `rate_limit "b_bad"`, "the error names the limit")
 			// Caddy cleans up a module whose Provision failed.
 			require.NoError(t, h.Cleanup())
-			_, held := buckets.References("a_good\x00" + DefaultKey)
-			assert.False(t, held, "a failed Provision holds no buckets once cleaned up")
-		})
-	}
-}
-
-func TestLimitDescribesItselfAsTheModelReadsIt(t *testing.T) {
-	tests := []struct {
-		cfg      RateLimit
-		describe string
-		scope    string
-	}{
-		{RateLimit{Rate: "1/10s"}, "1 call per 10s", "this client"},
-		{RateLimit{Rate: "10/s"}, "10 calls per 1s", "this client"},
-		{RateLimit{Rate: "600/1m", Methods: []string{"tools/list"}}, "600 requests per 1m", "this client"},
-		{RateLimit{Rate: "1/1h", Methods: []string{"ping"}}, "1 request per 1h", "this client"},
-		{RateLimit{Rate: "5/1500ms", Key: "{http.mcp.tool}"}, "5 calls per 1.5s", "this tool"},
-		{RateLimit{Rate: "5/90m", Key: "{http.mcp.session_id}"}, "5 calls per 90m", "this session"},
-		{RateLimit{Rate: "5/s", Key: "{http.request.remote.host}"}, "5 calls per 1s", "this client"},
-		{RateLimit{Rate: "5/s", Key: "global"}, "5 calls per 1s", "all clients"},
-		{RateLimit{Rate: "5/s", Key: "{http.request.header.Authorization}"}, "5 calls per 1s", "this key"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.describe+"/"+tt.scope, func(t *testing.T) {
-			l, err := newLimit("describe", &tt.cfg, nil, zap.NewNop())
-			require.NoError(t, err)
-			defer l.release()
-			assert.Equal(t, tt.describe, l.describe())
-			assert.Equal(t, tt.scope, l.scope)
+			assert.Zero(t, limits.Holders("a_good", DefaultKey), "a failed Provision holds no buckets once cleaned up")
 		})
 	}
 }
@@ -205,7 +173,7 @@ func TestLimitDescribesItselfAsTheModelReadsIt(t *testing.T) {
 func TestCaddyfileShorthandsInAJSONKeyMeanTheSame(t *testing.T) {
 	h := limited(t, RateLimit{Rate: "1/1h", Key: "{client_ip}:{header.Authorization}"})
 	require.Len(t, h.limits, 1)
-	assert.Equal(t, "{http.vars.client_ip}:{http.request.header.Authorization}", h.limits[0].key.text)
+	assert.Equal(t, "{http.vars.client_ip}:{http.request.header.Authorization}", h.limits[0].Key().Text)
 }
 
 func TestKeysBeyondMaxKeysShareOneOverflowBucket(t *testing.T) {

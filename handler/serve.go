@@ -19,8 +19,8 @@ import (
 // request's session token is opened before admission (sessions.go). Whatever happens, finish
 // releases the request's places and counts it.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	x := &exchange{Exchange: feature.Exchange{Request: r, Start: time.Now(), Era: eraOf(r)}}
 	repl := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
+	x := &exchange{Exchange: feature.Exchange{Request: r, Start: time.Now(), Era: eraOf(r), Replacer: repl}}
 	repl.Map(x.placeholder)
 	defer h.finish(x)
 	if !h.origins.allows(r) {
@@ -44,7 +44,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 				// does not claim to be: the upstream refuses it in its own
 				// words (415 from the SDK servers).
 				x.Messages = nil
-				if err := h.openSession(x, repl); err != nil {
+				if err := h.openSession(x); err != nil {
 					return h.sessionGone(w, x, err)
 				}
 				return h.forward(w, x, next)
@@ -52,11 +52,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 			return h.refuseBody(w, x, err)
 		}
 		if x.stream != nil {
-			return h.serveStreamed(w, x, func(w http.ResponseWriter) error { return h.admitAndForward(w, x, repl, next) })
+			return h.serveStreamed(w, x, func(w http.ResponseWriter) error { return h.admitAndForward(w, x, next) })
 		}
-		return h.admitAndForward(w, x, repl, next)
+		return h.admitAndForward(w, x, next)
 	}
-	if err := h.openSession(x, repl); err != nil {
+	if err := h.openSession(x); err != nil {
 		return h.sessionGone(w, x, err)
 	}
 	return h.forward(w, x, next)
@@ -64,19 +64,19 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 
 // admitAndForward takes an inspected POST through admission and on to the
 // upstream.
-func (h *Handler) admitAndForward(w http.ResponseWriter, x *exchange, repl *caddy.Replacer, next caddyhttp.Handler) error {
-	if err := h.openSession(x, repl); err != nil {
+func (h *Handler) admitAndForward(w http.ResponseWriter, x *exchange, next caddyhttp.Handler) error {
+	if err := h.openSession(x); err != nil {
 		return h.sessionGone(w, x, err)
 	}
-	if d := h.admit(x, repl); d != nil {
-		return h.refuse(w, x, d)
+	if ref := h.admit(x); ref != nil {
+		return h.refuseWith(w, x, ref)
 	}
 	// After the limits: a refused call still cost its tokens.
 	if ref := h.check(x); ref != nil {
 		return h.refuseWith(w, x, ref)
 	}
-	if err := h.enter(x, repl); err != nil {
-		x.refund(time.Now())
+	if err := h.enter(x); err != nil {
+		x.undo(time.Now(), false)
 		return h.shed(w, x, err)
 	}
 	// The places are held until the response is completely written:
@@ -107,7 +107,7 @@ func (h *Handler) passesUninspected(err error, r *http.Request) bool {
 // contract that refuses). A request the gateway cannot read is then
 // refused, rather than passed.
 func (h *Handler) governsCalls() bool {
-	return len(h.limits) > 0 || h.concurrency != nil || h.governs
+	return len(h.admitters) > 0 || h.concurrency != nil || h.governs
 }
 
 // mcpMethod reports whether an HTTP method is one MCP's transport uses, or
@@ -120,11 +120,13 @@ func mcpMethod(method string) bool {
 	return false
 }
 
-// finish frees the exchange's places in the guard, counts the exchange and
-// recycles its body, once it is over, whatever happened.
+// finish frees the exchange's places in the guard, lets the admitters have
+// what they took, counts the exchange and recycles its body, once it is
+// over, whatever happened.
 func (h *Handler) finish(x *exchange) {
 	now := time.Now()
 	x.releaseSlots(now)
+	x.undo(now, true)
 	h.observe(x, now)
 	x.recycle()
 }

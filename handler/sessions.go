@@ -18,6 +18,7 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+	"github.com/caddymcp/caddy-mcp/keys"
 	"github.com/caddymcp/caddy-mcp/session"
 )
 
@@ -71,7 +72,7 @@ func (s *Sessions) Validate() error {
 		return fmt.Errorf("bind %q holds no placeholder: every request would be the same principal", clip(s.Bind))
 	}
 	// A typo would leave every request without a principal.
-	if err := checkKeyTemplate(expandShorthands(s.Bind)); err != nil {
+	if err := keys.Check(s.Bind); err != nil {
 		return fmt.Errorf("bind %q: %w", clip(s.Bind), err)
 	}
 	return nil
@@ -113,7 +114,7 @@ func (s *Sessions) CheckSealingSecret() error {
 // expands to nothing.
 func emptySealingSecret(template string) error {
 	var why []string
-	for _, p := range placeholdersOf(template) {
+	for _, p := range keys.Placeholders(template) {
 		name, ok := strings.CutPrefix(p, "env.")
 		if !ok {
 			continue
@@ -135,7 +136,7 @@ func emptySealingSecret(template string) error {
 type pins struct {
 	ttl time.Duration
 	// bind is the principal's template; nil without Bind.
-	bind   *requestTemplate
+	bind   *keys.Template
 	ring   func() *session.Keyring
 	source string // "secrets" or "storage", for the status view
 	now    func() time.Time
@@ -147,7 +148,7 @@ func newPins(ctx caddy.Context, cfg *Sessions, logger *zap.Logger) (*pins, error
 	if cfg.Bind != "" {
 		// Read as keys read it: the Authorization header as servers read
 		// it, so that "bearer  alice" is the principal of "Bearer alice".
-		bind, err := newRequestTemplate(cfg.Bind)
+		bind, err := keys.Parse(cfg.Bind)
 		if err != nil {
 			return nil, fmt.Errorf("bind %q: %w", clip(cfg.Bind), err)
 		}
@@ -202,7 +203,7 @@ var errNoPrincipal = errors.New("no principal to bind a session to")
 // session past the pinning, Bind or the ttl. A value given twice, or under
 // another spelling (Mcp_Session_Id, which a CGI-style server reads as the
 // same), is no token either.
-func (h *Handler) openSession(x *exchange, repl *caddy.Replacer) error {
+func (h *Handler) openSession(x *exchange) error {
 	p := h.pins
 	if p == nil {
 		return nil
@@ -212,7 +213,7 @@ func (h *Handler) openSession(x *exchange, repl *caddy.Replacer) error {
 		if len(x.Messages) > 0 {
 			first = x.Messages[0]
 		}
-		value := p.bind.value(x, repl, &first)
+		value := p.bind.Value(&x.Exchange, &first)
 		if value == "" {
 			// No principal: no session opens for it, and it opens none.
 			if x.Request.Header["Mcp-Session-Id"] != nil {

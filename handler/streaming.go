@@ -345,7 +345,7 @@ func (h *Handler) serveStreamed(w http.ResponseWriter, x *exchange, serve func(h
 		return err
 	}
 	now := time.Now()
-	x.refund(now)
+	x.undo(now, false)
 	x.releaseSlots(now)
 	b.answering = true
 	return h.refuseBody(w, x, b.err)

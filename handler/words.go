@@ -2,7 +2,6 @@ package handler
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"time"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+	"github.com/caddymcp/caddy-mcp/keys"
 )
 
 // The words the model reads: every envelope the gateway writes is made here,
@@ -18,56 +18,10 @@ import (
 // recovery says what to do next; a retry_after is given in whole seconds,
 // rounded up, whenever a delay is known.
 
-// Rate limits.
-
-// rateLimitWords are the fixed parts of a limit's RATE_LIMITED envelope,
-// made once when the limit is provisioned.
-func rateLimitWords(l *limit) (message string, details []envelope.Detail) {
-	return "Rate limit exceeded: " + l.describe() + " for " + l.scope, []envelope.Detail{
-		{Key: "limit", Value: l.name},
-		{Key: "rate", Value: l.describe()},
-		{Key: "burst", Value: strconv.Itoa(l.lim.Burst)},
-	}
-}
-
-// rateLimited: the limit's bucket holds too few tokens until retry.
-func rateLimited(l *limit, retry time.Duration) envelope.Envelope {
-	secs, in := inSeconds(retry)
-	return envelope.Envelope{
-		Code:       envelope.RateLimited,
-		Severity:   envelope.SeverityError,
-		Message:    l.deniedMessage,
-		Recovery:   "Wait " + in + ", then retry the same call. Calls made sooner are refused too.",
-		Details:    l.details,
-		RetryAfter: float64(secs),
-	}
-}
-
-// batchOverBurst: a batch needs more tokens than the bucket ever holds, so
-// waiting cannot help.
-func batchOverBurst(l *limit, cost int) envelope.Envelope {
-	return envelope.New(envelope.RateLimited, fmt.Sprintf("Rate limit exceeded: this batch counts %s against the limit %s, which allows at most %d at once (%s), so it can never pass as one request",
-		countOf(cost, l.methods), l.name, l.lim.Burst, l.describe())).
-		Suggest(fmt.Sprintf("Split the batch into requests of at most %s each, or send them one at a time.", countOf(l.lim.Burst, l.methods))).
-		Details(l.details...).
-		Envelope()
-}
-
 // The concurrency guard.
 
 // guardFull: the guard's places and queue are taken, or the wait in the
 // queue was too long.
-// limitsUnchecked: the shared store of l's buckets does not answer, and is
-// configured to refuse what it cannot count (on_error deny).
-func limitsUnchecked(l *limit, retry time.Duration) envelope.Envelope {
-	secs, words := inSeconds(retry)
-	return envelope.New(envelope.ServerBusy, "Server busy: the rate limits cannot be checked right now (the store that keeps them does not answer), and this server runs no call it cannot count").
-		Suggest("Retry this call in " + words + ". The limits were not reached: nothing else needs to change.").
-		Details(envelope.Detail{Key: "limit", Value: l.name}).
-		RetryAfter(float64(secs)).
-		Envelope()
-}
-
 func guardFull(g *concurrencyGuard, s *busy.Shed) envelope.Envelope {
 	counts := fmt.Sprintf("%s in progress and %d waiting", countOf(s.Active, g.methods), s.Queued)
 	message := fmt.Sprintf("Server busy: %s, the most it takes (%d in progress, %d waiting)", counts, g.limits.Max, g.limits.Queue)
@@ -213,9 +167,9 @@ func bodyTooSlow(timeout time.Duration) envelope.Envelope {
 		Envelope()
 }
 
-func inputRepeated(e *repeatError) envelope.Envelope {
+func inputRepeated(e *keys.RepeatError) envelope.Envelope {
 	return envelope.New(envelope.ValidationError, "Request is ambiguous: "+e.Error()).
-		Suggest("Send " + e.what + " once.").
+		Suggest("Send " + e.What + " once.").
 		Envelope()
 }
 
@@ -293,44 +247,12 @@ func nameTooLong(n int) *messageError {
 		recovery: "Use a name exactly as the server lists it (tools/list, prompts/list)."}
 }
 
-// Writing numbers and values the way a person would.
-
-// inSeconds rounds a delay up to whole seconds, at least 1, and writes it:
-// 20 and "20 seconds".
-func inSeconds(d time.Duration) (int64, string) {
-	secs := max(1, int64(math.Ceil(d.Seconds())))
-	return secs, plural(secs, "second")
-}
-
-// countOf counts what a limit or guard with these methods counts: "1 call",
-// "3 calls" when it counts only tools/call, else "1 request", "3 requests".
-func countOf(n int, methods []string) string {
-	unit := "request"
-	if len(methods) == 1 && methods[0] == "tools/call" {
-		unit = "call"
-	}
-	return plural(int64(n), unit)
-}
-
-func plural(n int64, unit string) string {
-	if n == 1 {
-		return "1 " + unit
-	}
-	return strconv.FormatInt(n, 10) + " " + unit + "s"
-}
-
-// formatWindow writes a window the way a person would: 1s, 30s, 1m, 2h, 1.5s.
-func formatWindow(d time.Duration) string {
-	switch {
-	case d%time.Hour == 0:
-		return fmt.Sprintf("%dh", d/time.Hour)
-	case d%time.Minute == 0:
-		return fmt.Sprintf("%dm", d/time.Minute)
-	case d%time.Second == 0:
-		return fmt.Sprintf("%ds", d/time.Second)
-	}
-	return d.String()
-}
+// Writing numbers and values the way a person would (package feature).
+var (
+	inSeconds    = feature.InSeconds
+	countOf      = feature.CountOf
+	formatWindow = feature.Window
+)
 
 func quote(s string) string { return `"` + s + `"` }
 

@@ -7,22 +7,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/zap"
 
 	"github.com/caddymcp/caddy-mcp/busy"
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+	"github.com/caddymcp/caddy-mcp/keys"
 )
-
-// newTestLimit provisions a limit for its words, and releases it when the
-// test ends.
-func newTestLimit(t *testing.T, name string, cfg RateLimit) *limit {
-	t.Helper()
-	l, err := newLimit(name, &cfg, nil, zap.NewNop())
-	require.NoError(t, err)
-	t.Cleanup(l.release)
-	return l
-}
 
 func testGuard(methods ...string) *concurrencyGuard {
 	if len(methods) == 0 {
@@ -41,8 +31,6 @@ type wordCase struct {
 // coreWords are the envelopes the core writes, built with an example's
 // values.
 func coreWords(t *testing.T) []wordCase {
-	perClientLimit := newTestLimit(t, "words_per_client", RateLimit{Rate: "3/1m"})
-	listLimit := newTestLimit(t, "words_lists", RateLimit{Rate: "2/10s", Methods: []string{"tools/list", "tools/call"}})
 	syntax := func() *jsonrpc.SyntaxError {
 		_, _, err := jsonrpc.Parse([]byte(`{"id":1,`), nil, 1)
 		var s *jsonrpc.SyntaxError
@@ -50,30 +38,6 @@ func coreWords(t *testing.T) []wordCase {
 		return s
 	}()
 	return []wordCase{
-		{"rate limited", rateLimited(perClientLimit, 19200*time.Millisecond), envelope.Envelope{
-			Code: envelope.RateLimited, Severity: envelope.SeverityError,
-			Message:  "Rate limit exceeded: 3 calls per 1m for this client",
-			Recovery: "Wait 20 seconds, then retry the same call. Calls made sooner are refused too.",
-			Details: []envelope.Detail{
-				{Key: "limit", Value: "words_per_client"}, {Key: "rate", Value: "3 calls per 1m"}, {Key: "burst", Value: "3"},
-			},
-			RetryAfter: 20,
-		}},
-		{"the shared store of the limits does not answer", limitsUnchecked(perClientLimit, 2*time.Second), envelope.Envelope{
-			Code: envelope.ServerBusy, Severity: envelope.SeverityError,
-			Message:    "Server busy: the rate limits cannot be checked right now (the store that keeps them does not answer), and this server runs no call it cannot count",
-			Recovery:   "Retry this call in 2 seconds. The limits were not reached: nothing else needs to change.",
-			Details:    []envelope.Detail{{Key: "limit", Value: "words_per_client"}},
-			RetryAfter: 2,
-		}},
-		{"a batch over the burst", batchOverBurst(listLimit, 5), envelope.Envelope{
-			Code: envelope.RateLimited, Severity: envelope.SeverityError,
-			Message:  "Rate limit exceeded: this batch counts 5 requests against the limit words_lists, which allows at most 2 at once (2 requests per 10s), so it can never pass as one request",
-			Recovery: "Split the batch into requests of at most 2 requests each, or send them one at a time.",
-			Details: []envelope.Detail{
-				{Key: "limit", Value: "words_lists"}, {Key: "rate", Value: "2 requests per 10s"}, {Key: "burst", Value: "2"},
-			},
-		}},
 		{"the guard's queue is full", guardFull(testGuard(), &busy.Shed{Reason: busy.QueueFull, Active: 4, Queued: 8, RetryAfter: 2500 * time.Millisecond}), envelope.Envelope{
 			Code: envelope.ServerBusy, Severity: envelope.SeverityError,
 			Message:  "Server busy: 4 calls in progress and 8 waiting, the most it takes (4 in progress, 8 waiting)",
@@ -150,7 +114,7 @@ func coreWords(t *testing.T) []wordCase {
 			Message:  "Request body did not arrive within 10s",
 			Recovery: "Send the whole request at once, and retry it on a faster connection or with a smaller body.",
 		}},
-		{"an input given twice", inputRepeated(&repeatError{what: "the Mcp-Session-Id header", count: 2}), envelope.Envelope{
+		{"an input given twice", inputRepeated(&keys.RepeatError{What: "the Mcp-Session-Id header", Count: 2}), envelope.Envelope{
 			Code: envelope.ValidationError, Severity: envelope.SeverityError,
 			Message:  "Request is ambiguous: the Mcp-Session-Id header is given 2 times",
 			Recovery: "Send the Mcp-Session-Id header once.",
@@ -223,65 +187,6 @@ func TestOriginInTheMessageIsClipped(t *testing.T) {
 	env := originRefused("http://" + strings.Repeat("a", 300) + ".example")
 	assert.Contains(t, env.Message, "... (315 bytes)")
 	assert.Less(t, len(env.Message), 400)
-}
-
-func TestInSecondsRoundsUpToWholeSecondsAtLeastOne(t *testing.T) {
-	tests := []struct {
-		d    time.Duration
-		secs int64
-		in   string
-	}{
-		{-time.Second, 1, "1 second"},
-		{0, 1, "1 second"},
-		{time.Nanosecond, 1, "1 second"},
-		{time.Second, 1, "1 second"},
-		{time.Second + time.Millisecond, 2, "2 seconds"},
-		{20 * time.Second, 20, "20 seconds"},
-		{90 * time.Minute, 5400, "5400 seconds"},
-	}
-	for _, tt := range tests {
-		secs, in := inSeconds(tt.d)
-		assert.Equal(t, tt.secs, secs, tt.d.String())
-		assert.Equal(t, tt.in, in, tt.d.String())
-	}
-}
-
-func TestCountOfNamesWhatALimitCounts(t *testing.T) {
-	tests := []struct {
-		n       int
-		methods []string
-		want    string
-	}{
-		{0, []string{"tools/call"}, "0 calls"},
-		{1, []string{"tools/call"}, "1 call"},
-		{3, []string{"tools/call"}, "3 calls"},
-		{1, []string{"tools/list"}, "1 request"},
-		{2, []string{"tools/call", "tools/list"}, "2 requests"},
-		{2, nil, "2 requests"},
-	}
-	for _, tt := range tests {
-		assert.Equal(t, tt.want, countOf(tt.n, tt.methods))
-	}
-	assert.Equal(t, "1 second", plural(1, "second"))
-	assert.Equal(t, "0 seconds", plural(0, "second"))
-	assert.Equal(t, "-1 seconds", plural(-1, "second"))
-}
-
-func TestFormatWindowWritesDurationsAsAPersonWould(t *testing.T) {
-	tests := map[time.Duration]string{
-		time.Second:             "1s",
-		30 * time.Second:        "30s",
-		time.Minute:             "1m",
-		90 * time.Minute:        "90m",
-		2 * time.Hour:           "2h",
-		24 * time.Hour:          "24h",
-		1500 * time.Millisecond: "1.5s",
-		250 * time.Millisecond:  "250ms",
-		61 * time.Second:        "61s",
-	}
-	for d, want := range tests {
-		assert.Equal(t, want, formatWindow(d), d.String())
-	}
 }
 
 func TestClipCutsLongValuesAtACharacterBoundary(t *testing.T) {

@@ -25,7 +25,37 @@ func Post(t testing.TB, body string) *feature.Exchange {
 		t.Fatalf("not a body the core would read: %v", err)
 	}
 	r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))
-	return &feature.Exchange{Request: r, Messages: msgs, Body: []byte(body), Batch: batch, Era: feature.EraOf(r), Start: time.Now(), Path: r.URL.Path}
+	return &feature.Exchange{Request: r, Messages: msgs, Body: []byte(body), Batch: batch, Era: feature.EraOf(r), Start: time.Now(), Path: r.URL.Path, Replacer: Placeholders{}}
+}
+
+// Placeholders are the values of a request's placeholders, by name, as
+// Caddy's replacer would give them: a test sets those its feature's
+// templates read ({http.vars.client_ip}, say).
+type Placeholders map[string]string
+
+// ReplaceAll expands the placeholders of input: each {name} becomes its
+// value, or empty when there is none.
+func (p Placeholders) ReplaceAll(input, empty string) string {
+	if !strings.Contains(input, "{") {
+		return input
+	}
+	var b strings.Builder
+	for {
+		open := strings.IndexByte(input, '{')
+		end := strings.IndexByte(input[max(open, 0):], '}')
+		if open < 0 || end < 0 {
+			b.WriteString(input)
+			return b.String()
+		}
+		b.WriteString(input[:open])
+		name := input[open+1 : open+end]
+		if v, ok := p[name]; ok && v != "" {
+			b.WriteString(v)
+		} else {
+			b.WriteString(empty)
+		}
+		input = input[open+end+1:]
+	}
 }
 
 // Counted is a counter's value, for a test that checks what a feature
@@ -43,5 +73,5 @@ func Counted(t testing.TB, c prometheus.Counter) float64 {
 func Get(t testing.TB) *feature.Exchange {
 	t.Helper()
 	r := httptest.NewRequest(http.MethodGet, "/mcp", nil)
-	return &feature.Exchange{Request: r, Era: feature.EraOf(r), Start: time.Now(), Path: r.URL.Path}
+	return &feature.Exchange{Request: r, Era: feature.EraOf(r), Start: time.Now(), Path: r.URL.Path, Replacer: Placeholders{}}
 }

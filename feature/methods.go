@@ -1,4 +1,4 @@
-package handler
+package feature
 
 import (
 	"fmt"
@@ -8,10 +8,10 @@ import (
 	"github.com/caddymcp/caddy-mcp/internal/spelling"
 )
 
-// specMethods are the methods of the MCP specification, 2025-03-26 to
+// Methods are the methods of the MCP specification, 2025-03-26 to
 // 2026-07-28 (with the tasks extension). Each gets its own metric label
 // value, and a limit or guard may name any of them.
-var specMethods = []string{
+var Methods = []string{
 	"initialize", "ping", "server/discover", "subscriptions/listen",
 	"tools/list", "tools/call",
 	"resources/list", "resources/templates/list", "resources/read", "resources/subscribe", "resources/unsubscribe",
@@ -33,16 +33,16 @@ var specMethods = []string{
 // specification's.
 func CheckMethods(methods []string) error {
 	for _, m := range methods {
-		if slices.Contains(specMethods, m) {
+		if slices.Contains(Methods, m) {
 			continue
 		}
 		namespace, _, found := strings.Cut(m, "/")
-		if found && namespace != "" && !slices.ContainsFunc(specMethods, func(s string) bool {
+		if found && namespace != "" && !slices.ContainsFunc(Methods, func(s string) bool {
 			return strings.HasPrefix(s, namespace+"/")
 		}) {
 			continue // an extension's method
 		}
-		if near := spelling.Nearest(m, specMethods); near != "" {
+		if near := spelling.Nearest(m, Methods); near != "" {
 			return fmt.Errorf("methods: unknown method %q: did you mean %q?", m, near)
 		}
 		return fmt.Errorf("methods: unknown method %q: name a method of the MCP specification, or an extension's in a namespace of its own (vendor/method)", m)
