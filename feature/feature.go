@@ -165,8 +165,9 @@ type Governing interface {
 }
 
 // WholeBody is implemented by a check that reads a call's whole body (its
-// arguments): while one does, a body is read whole before the checks run,
-// never streamed to the upstream as it arrives.
+// arguments), or an admitter whose taking must not wait for a body that
+// trickles in (a guard's place): while one does, a body is read whole
+// before the checks run, never streamed to the upstream as it arrives.
 type WholeBody interface {
 	ReadsWholeBody() bool
 }
@@ -195,8 +196,14 @@ type Refusal struct {
 	// the log and the metrics record).
 	Body []byte
 	// By is the rule that refused, when the refusal is a rule's (a rate
-	// limit's) rather than a judgment on what the request says.
+	// limit's, a guard's) rather than a judgment on what the request says.
 	By Rule
+	// Cause is the error behind the refusal, for the log.
+	Cause error
+	// Gone: nobody is left to answer, the client having left while its
+	// request waited to be admitted (Cause says so). The core writes
+	// nothing.
+	Gone bool
 }
 
 // Word is an envelope a feature writes, built with an example's values:

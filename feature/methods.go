@@ -2,9 +2,11 @@ package feature
 
 import (
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 
+	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 	"github.com/caddymcp/caddy-mcp/internal/spelling"
 )
 
@@ -48,4 +50,47 @@ func CheckMethods(methods []string) error {
 		return fmt.Errorf("methods: unknown method %q: name a method of the MCP specification, or an extension's in a namespace of its own (vendor/method)", m)
 	}
 	return nil
+}
+
+// Label values for exchanges that are not one message of a known method.
+const (
+	methodOther    = "other"
+	methodBatch    = "batch"
+	methodResponse = "response"
+	methodInvalid  = "invalid"
+)
+
+// methodNames are the methods of the specification, by name, for a label
+// value that allocates nothing.
+var methodNames = func() map[string]string {
+	m := make(map[string]string, len(Methods))
+	for _, name := range Methods {
+		m[name] = name
+	}
+	return m
+}()
+
+// MethodLabel is the exchange's method as a bounded metric label value:
+// a method of the specification, GET or DELETE, or "batch", "response",
+// "invalid" or "other".
+func (x *Exchange) MethodLabel() string {
+	switch x.Request.Method {
+	case http.MethodPost:
+	case http.MethodGet, http.MethodDelete:
+		return x.Request.Method
+	default:
+		return methodOther
+	}
+	switch {
+	case x.Batch:
+		return methodBatch
+	case len(x.Messages) == 0 || x.Messages[0].Kind == jsonrpc.Invalid:
+		return methodInvalid
+	case x.Messages[0].Kind == jsonrpc.Response:
+		return methodResponse
+	}
+	if name, ok := methodNames[string(x.Messages[0].Method)]; ok {
+		return name
+	}
+	return methodOther
 }

@@ -47,3 +47,9 @@ func Window(d time.Duration) string {
 	}
 	return d.String()
 }
+
+// ReduceConcurrency is the recovery of every "busy" envelope, the
+// gateway's or the upstream's; when is "in 12 seconds" or "later".
+func ReduceConcurrency(when string) string {
+	return "Reduce concurrent calls: send them one at a time, and retry this one " + when + "."
+}

@@ -56,6 +56,9 @@ type abandonment struct {
 	next caddyhttp.Handler
 	// cut ends the upstream request.
 	cut context.CancelCauseFunc
+	// cancelGrace is how long the places are held after the client left
+	// (feature.Lingering).
+	cancelGrace time.Duration
 	// vars are the request's variables as it went upstream: the route
 	// writes to them while it serves the request, so the cancellation,
 	// sent meanwhile, has a copy of its own.
@@ -75,9 +78,9 @@ type abandonment struct {
 // client leaving does not cut. watch must then be called, once the
 // request's deadline (if any) is set, and done once the upstream request
 // is over.
-func (h *Handler) detach(x *exchange, u *upstreamWatch, next caddyhttp.Handler) (*abandonment, *http.Request) {
+func (h *Handler) detach(x *exchange, u *upstreamWatch, next caddyhttp.Handler, grace time.Duration) (*abandonment, *http.Request) {
 	ctx, cut := context.WithCancelCause(context.WithoutCancel(x.Request.Context()))
-	a := &abandonment{h: h, x: x, u: u, next: next, cut: cut, vars: requestVars(x), handled: make(chan struct{})}
+	a := &abandonment{h: h, x: x, u: u, next: next, cut: cut, vars: requestVars(x), handled: make(chan struct{}), cancelGrace: grace}
 	return a, x.Request.WithContext(ctx)
 }
 
@@ -95,14 +98,14 @@ func (a *abandonment) clientLeft() {
 		// Answered: nothing runs upstream for it any more, and nothing is
 		// left to hold its places for.
 		a.cut(errClientLeft)
-	case !u.delivery.settled(a.h.concurrency.cancelGrace):
+	case !u.delivery.settled(a.cancelGrace):
 		a.cut(errClientLeft) // it runs nowhere
 	case a.x.Era.ClosingCancels():
 		a.hold = true
 		a.cut(errClientLeft)
 		cancellations.WithLabelValues(reasonLabelClientLeft).Inc()
 	default:
-		a.grace = time.AfterFunc(a.h.concurrency.cancelGrace, func() { a.cut(errAbandoned) })
+		a.grace = time.AfterFunc(a.cancelGrace, func() { a.cut(errAbandoned) })
 		if !u.resumable.Load() && u.cancelled.CompareAndSwap(false, true) {
 			cancellations.WithLabelValues(reasonLabelClientLeft).Inc()
 			a.h.sendCancelled(a.x, a.vars, a.next, reasonClientLeft)
@@ -123,20 +126,8 @@ func (a *abandonment) done() {
 		a.grace.Stop()
 	}
 	if a.hold {
-		holdSlots(a.x, a.h.concurrency.cancelGrace)
+		a.x.holdFor(a.cancelGrace)
 	}
-}
-
-// holdSlots takes x's places from it, and frees them after d.
-func holdSlots(x *exchange, d time.Duration) {
-	slots := x.slots
-	x.slots = nil
-	time.AfterFunc(d, func() {
-		now := time.Now()
-		for i := range slots {
-			slots[i].ReleaseAt(now)
-		}
-	})
 }
 
 // delivery is what the upstream's transport told of a request: its

@@ -10,9 +10,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
-	"github.com/caddymcp/caddy-mcp/busy"
+	"github.com/caddymcp/caddy-mcp/guard"
 	"github.com/caddymcp/caddy-mcp/internal/version"
-	"github.com/caddymcp/caddy-mcp/keys"
 	"github.com/caddymcp/caddy-mcp/limits"
 	"github.com/caddymcp/caddy-mcp/toolschema"
 )
@@ -90,22 +89,7 @@ type HandlerStatus struct {
 type RateLimitStatus = limits.Status
 
 // ConcurrencyStatus is a guard's settings and load.
-type ConcurrencyStatus struct {
-	Name         string   `json:"name"`
-	Key          string   `json:"key,omitempty"`
-	Max          int      `json:"max"`
-	Queue        int      `json:"queue"`
-	QueueTimeout string   `json:"queue_timeout"`
-	CancelGrace  string   `json:"cancel_grace"`
-	Methods      []string `json:"methods"`
-	// Active and Queued are summed over the guard's keys.
-	Active int `json:"active"`
-	Queued int `json:"queued"`
-	// Keys are the busiest keyed guards (at most maxStatusKeys), with the
-	// recent average time a place was held; a guard without a key is the
-	// key "".
-	Keys []GuardKeyStatus `json:"keys"`
-}
+type ConcurrencyStatus = guard.Status
 
 // ToolsStatus is the tool policy as configured, its timeouts written as
 // the status writes every duration.
@@ -121,18 +105,8 @@ type ToolTimeoutStatus struct {
 	After string `json:"after"`
 }
 
-// GuardKeyStatus is one key's guard. Key is the key's value with log_key,
-// and otherwise "sha256:" and the first 16 hex digits of its SHA-256 (the
-// value may be a secret, such as a token).
-type GuardKeyStatus struct {
-	Key           string `json:"key"`
-	Active        int    `json:"active"`
-	Queued        int    `json:"queued"`
-	RecentService string `json:"recent_service"`
-}
-
-// maxStatusKeys bounds the keyed guards listed per handler.
-const maxStatusKeys = 100
+// GuardKeyStatus is one key of a keyed guard.
+type GuardKeyStatus = guard.KeyStatus
 
 func serveStatus(w http.ResponseWriter, r *http.Request) error {
 	if r.Method != http.MethodGet {
@@ -175,36 +149,9 @@ func (h *Handler) status() HandlerStatus {
 	for _, l := range h.limits {
 		s.RateLimits = append(s.RateLimits, l.Status())
 	}
-	if g := h.concurrency; g != nil {
-		cs := &ConcurrencyStatus{
-			Name:         g.name,
-			Key:          g.keyText(),
-			Max:          g.limits.Max,
-			Queue:        g.limits.Queue,
-			QueueTimeout: formatWindow(g.limits.QueueTimeout),
-			CancelGrace:  formatWindow(g.cancelGrace),
-			Methods:      g.methods,
-			Keys:         []GuardKeyStatus{},
-		}
-		stats := g.set.Stats()
-		for _, k := range stats {
-			cs.Active += k.Active
-			cs.Queued += k.Queued
-		}
-		slices.SortStableFunc(stats, func(a, b busy.KeyStats) int { return (b.Active + b.Queued) - (a.Active + a.Queued) })
-		for _, k := range stats[:min(len(stats), maxStatusKeys)] {
-			key := k.Key
-			if !h.LogKey && g.key != nil {
-				key = keys.Shown(key)
-			}
-			cs.Keys = append(cs.Keys, GuardKeyStatus{
-				Key:           key,
-				Active:        k.Active,
-				Queued:        k.Queued,
-				RecentService: k.RecentService.Round(time.Microsecond).String(),
-			})
-		}
-		s.Concurrency = cs
+	if h.concurrency != nil {
+		cs := h.concurrency.Status(h.LogKey)
+		s.Concurrency = &cs
 	}
 	return s
 }

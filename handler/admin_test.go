@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddymcp/caddy-mcp/guard"
 	"github.com/caddymcp/caddy-mcp/keys"
 	"github.com/caddyserver/caddy/v2"
 	"github.com/stretchr/testify/assert"
@@ -92,12 +93,12 @@ func TestStatusOfAGuardWithoutKeyShowsTheEmptyKey(t *testing.T) {
 
 func TestStatusListsAtMostMaxStatusKeys(t *testing.T) {
 	h := provision(t, &Handler{Concurrency: &Concurrency{Name: "status_many", Max: 1, Key: "{http.mcp.tool}"}})
-	for i := range maxStatusKeys + 5 {
+	for i := range guard.MaxStatusKeys + 5 {
 		hold(t, h, fmt.Sprint("tool-", i), 1)
 	}
 	c := statusOf(t, "status_many").Concurrency
-	assert.Len(t, c.Keys, maxStatusKeys)
-	assert.Equal(t, maxStatusKeys+5, c.Active, "the totals count every key")
+	assert.Len(t, c.Keys, guard.MaxStatusKeys)
+	assert.Equal(t, guard.MaxStatusKeys+5, c.Active, "the totals count every key")
 }
 
 func TestStatusWithoutLimitsOrGuard(t *testing.T) {

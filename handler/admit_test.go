@@ -3,7 +3,6 @@ package handler
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -28,7 +27,7 @@ import (
 // until the test ends or the returned func is called.
 func hold(t *testing.T, h *Handler, key string, n int) (release func()) {
 	t.Helper()
-	slot, err := h.concurrency.set.AcquireNAt(context.Background(), key, time.Now(), n)
+	slot, err := h.concurrency.Places().AcquireNAt(context.Background(), key, time.Now(), n)
 	require.NoError(t, err)
 	t.Cleanup(slot.Release)
 	return slot.Release
@@ -37,7 +36,7 @@ func hold(t *testing.T, h *Handler, key string, n int) (release func()) {
 // guardKeys are the places held and waiting in h's guard, by key.
 func guardKeys(h *Handler) map[string][2]int {
 	out := map[string][2]int{}
-	for _, k := range h.concurrency.set.Stats() {
+	for _, k := range h.concurrency.Places().Stats() {
 		out[k.Key] = [2]int{k.Active, k.Queued}
 	}
 	return out
@@ -47,7 +46,7 @@ func guardKeys(h *Handler) map[string][2]int {
 // holds while the upstream answers.
 func placesSeen(h *Handler, seen *int) caddyhttp.Handler {
 	return caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
-		*seen = h.concurrency.set.Totals().Active
+		*seen = h.concurrency.Places().Totals().Active
 		return (&upstream{}).ServeHTTP(w, r)
 	})
 }
@@ -72,7 +71,7 @@ func TestEachCountedMessageTakesOnePlace(t *testing.T) {
 			w := serve(t, h, post(tt.body), placesSeen(h, &seen))
 			assert.Equal(t, http.StatusOK, w.Code, "%s", w.Body)
 			assert.Equal(t, tt.places, seen)
-			assert.Zero(t, h.concurrency.set.Totals().Active, "the places come back with the answer")
+			assert.Zero(t, h.concurrency.Places().Totals().Active, "the places come back with the answer")
 		})
 	}
 }
@@ -322,17 +321,9 @@ func TestReloadKeepsAnUnnamedGuardsPlacesWhileItsSettingsStay(t *testing.T) {
 	old := provision(t, &Handler{Concurrency: &Concurrency{Max: 1, Queue: 3}})
 	hold(t, old, "", 1)
 	same := provision(t, &Handler{Concurrency: &Concurrency{Max: 1, Queue: 3, QueueTimeout: caddy.Duration(busy.DefaultQueueTimeout)}})
-	assert.Same(t, old.concurrency.set, same.concurrency.set, "capacity does not double during a reload")
+	assert.Same(t, old.concurrency.Places(), same.concurrency.Places(), "capacity does not double during a reload")
 	changed := provision(t, &Handler{Concurrency: &Concurrency{Max: 2, Queue: 3}})
-	assert.NotSame(t, old.concurrency.set, changed.concurrency.set)
-}
-
-func TestIsShedTellsARefusalFromAClientLeaving(t *testing.T) {
-	s, ok := isShed(errors.Join(errors.New("x"), &busy.Shed{Reason: busy.QueueFull}))
-	assert.True(t, ok)
-	assert.Equal(t, busy.QueueFull, s.Reason)
-	_, ok = isShed(context.Canceled)
-	assert.False(t, ok)
+	assert.NotSame(t, old.concurrency.Places(), changed.concurrency.Places())
 }
 
 func TestUpstreamFailureIsLoggedAtWarnWithItsCause(t *testing.T) {
@@ -355,20 +346,4 @@ func TestUpstreamFailureIsLoggedAtWarnWithItsCause(t *testing.T) {
 	assert.Equal(t, "127.0.0.1:9", fields["upstream"])
 	assert.Contains(t, fields["error"], "refused")
 	assert.NotContains(t, fields, "key")
-}
-
-func TestDemandsAreMergedByKeyInKeyOrder(t *testing.T) {
-	for _, tc := range []struct {
-		name     string
-		in, want []demand
-	}{
-		{"one", []demand{{"a", 1}}, []demand{{"a", 1}}},
-		{"one key, many messages", []demand{{"", 1}, {"", 1}, {"", 1}}, []demand{{"", 3}}},
-		{"keys interleaved", []demand{{"b", 1}, {"a", 1}, {"b", 1}, {"c", 1}, {"a", 1}}, []demand{{"a", 2}, {"b", 2}, {"c", 1}}},
-		{"all distinct", []demand{{"c", 1}, {"b", 1}, {"a", 1}}, []demand{{"a", 1}, {"b", 1}, {"c", 1}}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, byKey(tc.in))
-		})
-	}
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
-	"github.com/caddymcp/caddy-mcp/busy"
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 	"github.com/caddymcp/caddy-mcp/keys"
@@ -94,23 +93,6 @@ func writeJSON(w http.ResponseWriter, status int, env *envelope.Envelope, body [
 	w.WriteHeader(status)
 	_, err := w.Write(body)
 	return err
-}
-
-// shed answers a request the concurrency guard did not admit.
-func (h *Handler) shed(w http.ResponseWriter, x *exchange, err error) error {
-	s, ok := isShed(err)
-	if !ok {
-		// The client went away while it waited: nobody is left to answer.
-		x.canceled = true
-		return caddyhttp.Error(statusClientClosed, err)
-	}
-	g := h.concurrency
-	env := guardFull(g, s)
-	if s.Reason == busy.TooMany {
-		env = batchOverMax(g, x.refusal.needed)
-	}
-	x.refusal.Kind, x.refusal.Name, x.refusal.Keyed, x.cause = "guard", g.name, g.key != nil, s
-	return h.answer(w, x, &env, http.StatusServiceUnavailable)
 }
 
 // statusClientClosed is the status Caddy records for a client that went

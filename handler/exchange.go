@@ -8,7 +8,6 @@ import (
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
-	"github.com/caddymcp/caddy-mcp/busy"
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 	"github.com/caddymcp/caddy-mcp/keys"
@@ -32,15 +31,12 @@ type exchange struct {
 	// does (streaming.go).
 	stream *bodyStream
 
-	// Written by admission: how to give back what the admitters took, the
-	// places held in the guard, and who refused the request. The buffers
-	// back them without allocating.
+	// Written by admission: how to give back what the admitters took (the
+	// buffer backs it without allocating), and the rule that refused the
+	// request.
 	undos     []feature.Undo
-	slots     []busy.Slot
-	refusal   refusal
 	undoBuf   [2]feature.Undo
-	demandBuf [1]demand
-	slotBuf   [1]busy.Slot
+	refusedBy feature.Rule
 
 	// Written by openSession: the session the request's token opened to,
 	// and the principal a session it opens is bound to (sessions.go).
@@ -78,14 +74,6 @@ func (x *exchange) view() *feature.Exchange {
 		x.Replica = x.session.Upstream
 	}
 	return &x.Exchange
-}
-
-// refusal is who refused a request, for the log (a rate limit or the
-// guard, and the key it was refused under), and how many places the guard
-// was asked for.
-type refusal struct {
-	feature.Rule
-	needed int
 }
 
 // placeholder resolves the {http.mcp.*} placeholders. It is registered with

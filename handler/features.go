@@ -8,6 +8,7 @@ import (
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/toolpolicy"
 	"github.com/caddymcp/caddy-mcp/validate"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 )
 
 // provisionTools sets up what reads and decides about tools: the
@@ -70,6 +71,10 @@ func (h *Handler) plugFeatures() {
 		w, ok := c.(feature.WholeBody)
 		h.wholeBody = h.wholeBody || (ok && w.ReadsWholeBody())
 	}
+	for _, a := range h.entries {
+		w, ok := a.(feature.WholeBody)
+		h.wholeBody = h.wholeBody || (ok && w.ReadsWholeBody())
+	}
 	// On the way out: the contract reads a tool list as the upstream wrote
 	// it, the policy filters it, and validate learns what the client is
 	// given.
@@ -99,8 +104,14 @@ func (h *Handler) check(x *exchange) *feature.Refusal {
 	return nil
 }
 
-// refuseWith answers x with a check's refusal.
+// refuseWith answers x with an admitter's or a check's refusal.
 func (h *Handler) refuseWith(w http.ResponseWriter, x *exchange, ref *feature.Refusal) error {
+	if ref.Gone {
+		// The client went away while it waited: nobody is left to answer.
+		x.canceled = true
+		return caddyhttp.Error(statusClientClosed, ref.Cause)
+	}
+	x.cause = ref.Cause
 	if ref.Body == nil {
 		return h.answer(w, x, &ref.Envelope, ref.Status)
 	}

@@ -33,14 +33,14 @@ func (h *Handler) forward(w http.ResponseWriter, x *exchange, next caddyhttp.Han
 	}
 	up := x.Request
 	var abandon *abandonment
-	if len(x.slots) > 0 && !(h.UpstreamCancelsOnClose && x.Era.ClosingCancels()) {
+	if grace := x.linger(); grace > 0 && !(h.UpstreamCancelsOnClose && x.Era.ClosingCancels()) {
 		// The request holds places in the guard, and its upstream may go
 		// on running it when the client leaves (before MCP 2026-07-28
 		// closing the connection does not cancel a call, and from it on
 		// servers do not all stop). The upstream request is cut loose from
 		// the client's, and its answer read to its end, into nothing once
 		// the client is gone, for as long as abandon.go says.
-		abandon, up = h.detach(x, u, next)
+		abandon, up = h.detach(x, u, next, grace)
 		u.drain = true
 	}
 	if abandon != nil || h.policy != nil {
@@ -109,7 +109,7 @@ func (h *Handler) settle(x *exchange, u *upstreamWatch, err error, broke bool, n
 			// The client left, and the call ran on (its places held) until
 			// its deadline cut it: the server is told to stop it all the
 			// same.
-			x.releaseSlots(time.Now()) // not held while the upstream takes it
+			x.undo(time.Now(), true) // not held while the upstream takes it
 			h.cancelAtDeadline(x, u, next)
 		}
 		return err, false

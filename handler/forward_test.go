@@ -572,12 +572,12 @@ func TestAClientThatLeavesIsDrainedWhileItHoldsPlaces(t *testing.T) {
 				}
 				flushErr = http.NewResponseController(w).Flush()
 				upstreamCtxErr = ur.Context().Err()
-				active = h.concurrency.set.Totals().Active
+				active = h.concurrency.Places().Totals().Active
 				return nil
 			})
 			err := h.ServeHTTP(client, r, next)
 			writes, flushes := client.counts()
-			assert.Zero(t, h.concurrency.set.Totals().Active, "the places come back once the handler returns")
+			assert.Zero(t, h.concurrency.Places().Totals().Active, "the places come back once the handler returns")
 			if tt.drained {
 				assert.NoError(t, err)
 				assert.Equal(t, []error{nil, nil, nil}, writeErrs, "the proxy reads the upstream to its end")
@@ -625,13 +625,13 @@ func TestAClientThatLeavesUnder2026IsCutAndItsPlacesHeldForTheGrace(t *testing.T
 		_, err := serveErr(t, h, r, next)
 		require.NoError(t, err)
 		assert.ErrorIs(t, upstreamCtxErr, errClientLeft, "the upstream request is cut with its client")
-		assert.Equal(t, 1, h.concurrency.set.Totals().Active, "the place is held while the upstream may run the call")
+		assert.Equal(t, 1, h.concurrency.Places().Totals().Active, "the place is held while the upstream may run the call")
 		time.Sleep(grace - time.Nanosecond)
 		synctest.Wait()
-		assert.Equal(t, 1, h.concurrency.set.Totals().Active, "within the grace")
+		assert.Equal(t, 1, h.concurrency.Places().Totals().Active, "within the grace")
 		time.Sleep(time.Nanosecond)
 		synctest.Wait()
-		assert.Zero(t, h.concurrency.set.Totals().Active, "the place comes back after the grace")
+		assert.Zero(t, h.concurrency.Places().Totals().Active, "the place comes back after the grace")
 	})
 }
 

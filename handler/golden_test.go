@@ -13,6 +13,7 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/contract"
 	"github.com/caddymcp/caddy-mcp/feature"
+	"github.com/caddymcp/caddy-mcp/guard"
 	"github.com/caddymcp/caddy-mcp/limits"
 	"github.com/caddymcp/caddy-mcp/toolpolicy"
 	"github.com/caddymcp/caddy-mcp/validate"
@@ -44,7 +45,7 @@ func TestEveryWordOfTheGatewayInOnePlace(t *testing.T) {
 	}
 	var core []feature.Word
 	for _, c := range coreWords(t) {
-		core = append(core, feature.Word{Name: c.name, Envelope: c.env})
+		core = append(core, feature.Word{Name: c.Name, Envelope: c.Env})
 	}
 	core = append(core, []feature.Word{
 		{Name: "an origin not allowed", Envelope: originRefused("https://evil.example")},
@@ -59,6 +60,7 @@ func TestEveryWordOfTheGatewayInOnePlace(t *testing.T) {
 	}...)
 	section("The core", core)
 	section("Rate limits (limits)", limits.Words())
+	section("The concurrency guard (guard)", guard.Words())
 	section("The tool policy (toolpolicy)", toolpolicy.Words())
 	section("validate", validate.Words())
 	section("contract", contract.Words())

@@ -18,6 +18,7 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/contract"
 	"github.com/caddymcp/caddy-mcp/feature"
+	"github.com/caddymcp/caddy-mcp/guard"
 	"github.com/caddymcp/caddy-mcp/internal/logsample"
 	"github.com/caddymcp/caddy-mcp/keys"
 	"github.com/caddymcp/caddy-mcp/limits"
@@ -160,10 +161,10 @@ type Handler struct {
 	locked      *lockedContract
 	contract    *contract.Live
 	limits      limits.Limits
-	concurrency *concurrencyGuard
-	// admitters take what a request needs before it runs (the rate
-	// limits).
-	admitters []feature.Admitter
+	concurrency *guard.Guard
+	// admitters take what a request needs before the checks (the rate
+	// limits), entries after them (the guard's places).
+	admitters, entries []feature.Admitter
 	// validation learns tools and checks calls (nil when no tools are
 	// learned); checks are the features' checks of a request on its way
 	// in, and responders the features that read the upstream's answers,
@@ -308,7 +309,7 @@ func (h *Handler) Cleanup() error {
 		l.Release()
 	}
 	if h.concurrency != nil {
-		h.concurrency.release()
+		h.concurrency.Release()
 	}
 	if h.joined != nil {
 		leaveLoad(h.load)

@@ -53,7 +53,7 @@ func (k envelopeKind) coarse() envelopeKind {
 
 // kindOf is the kind of the envelope env that answered x.
 func (h *Handler) kindOf(x *exchange, env *envelope.Envelope, level zapcore.Level) envelopeKind {
-	k := envelopeKind{level: level, code: env.Code, rule: x.refusal.Rule}
+	k := envelopeKind{level: level, code: env.Code, rule: x.refusedBy}
 	switch {
 	case k.rule.Kind == "":
 		k.message = clip(env.Message)
@@ -162,7 +162,7 @@ func (k *envelopeKind) appendWho(fields []zap.Field) []zap.Field {
 // lack.
 func logLevel(x *exchange, env *envelope.Envelope) zapcore.Level {
 	switch {
-	case x.refusal.Kind != "":
+	case x.refusedBy.Kind != "":
 		return zapcore.InfoLevel
 	case env.Code == envelope.ValidationError || env.Code == envelope.Forbidden || env.Code == envelope.UnknownAction:
 		return zapcore.InfoLevel

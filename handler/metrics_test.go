@@ -14,6 +14,7 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/feature/featuretest"
+	"github.com/caddymcp/caddy-mcp/guard"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 	"github.com/caddymcp/caddy-mcp/limits"
 )
@@ -49,7 +50,7 @@ func TestMethodLabelIsBounded(t *testing.T) {
 				x.Messages, x.Batch, err = jsonrpc.Parse([]byte(tt.body), nil, 16)
 				require.NoError(t, err)
 			}
-			assert.Equal(t, tt.want, x.methodLabel())
+			assert.Equal(t, tt.want, x.MethodLabel())
 		})
 	}
 }
@@ -57,11 +58,11 @@ func TestMethodLabelIsBounded(t *testing.T) {
 func TestObserveCountsEachExchangeOnceByOutcome(t *testing.T) {
 	h := &Handler{}
 	msgs := parsed(t, `{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"p"}}`)
-	forwarded := forwardedCounters.get("prompts/get")
+	forwarded := forwardedCounters.Get("prompts/get")
 	canceled := requestsTotal.WithLabelValues("prompts/get", outcomeCanceled)
 	busy := requestsTotal.WithLabelValues("prompts/get", "SERVER_BUSY")
-	durations := durationObservers.get("prompts/get")
-	getDurations := durationObservers.get(http.MethodGet)
+	durations := durationObservers.Get("prompts/get")
+	getDurations := durationObservers.Get(http.MethodGet)
 	before := [...]float64{featuretest.Counted(t, forwarded), featuretest.Counted(t, canceled), featuretest.Counted(t, busy)}
 	postsBefore, getsBefore := histogramCount(t, durations), histogramCount(t, getDurations)
 
@@ -79,8 +80,8 @@ func TestObserveCountsEachExchangeOnceByOutcome(t *testing.T) {
 }
 
 func TestLabelCacheResolvesEachSeriesOnce(t *testing.T) {
-	a := forwardedCounters.get("ping")
-	b := forwardedCounters.get("ping")
+	a := forwardedCounters.Get("ping")
+	b := forwardedCounters.Get("ping")
 	assert.Same(t, a, b)
 }
 
@@ -115,12 +116,11 @@ func TestGaugesReadTheLiveGuardsAndBucketsAtScrapeTime(t *testing.T) {
 		hold(t, h, "", 2)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		go func() { _, _ = h.concurrency.set.Acquire(ctx, "") }()
+		go func() { _, _ = h.concurrency.Places().Acquire(ctx, "") }()
 		synctest.Wait()
 
 		reg := prometheus.NewRegistry()
-		require.NoError(t, reg.Register(stateCollector))
-		for _, c := range limits.Collectors() {
+		for _, c := range append(guard.Collectors(), limits.Collectors()...) {
 			require.NoError(t, reg.Register(c))
 		}
 		inflight, ok := gathered(t, reg, "caddy_mcp_inflight", "guard", "gauge_guard")

@@ -68,16 +68,15 @@ func (h *Handler) admitAndForward(w http.ResponseWriter, x *exchange, next caddy
 	if err := h.openSession(x); err != nil {
 		return h.sessionGone(w, x, err)
 	}
-	if ref := h.admit(x); ref != nil {
+	if ref := x.admit(h.admitters); ref != nil {
 		return h.refuseWith(w, x, ref)
 	}
 	// After the limits: a refused call still cost its tokens.
 	if ref := h.check(x); ref != nil {
 		return h.refuseWith(w, x, ref)
 	}
-	if err := h.enter(x); err != nil {
-		x.undo(time.Now(), false)
-		return h.shed(w, x, err)
+	if ref := x.admit(h.entries); ref != nil {
+		return h.refuseWith(w, x, ref)
 	}
 	// The places are held until the response is completely written:
 	// finish releases them.
@@ -107,7 +106,7 @@ func (h *Handler) passesUninspected(err error, r *http.Request) bool {
 // contract that refuses). A request the gateway cannot read is then
 // refused, rather than passed.
 func (h *Handler) governsCalls() bool {
-	return len(h.admitters) > 0 || h.concurrency != nil || h.governs
+	return len(h.admitters) > 0 || len(h.entries) > 0 || h.governs
 }
 
 // mcpMethod reports whether an HTTP method is one MCP's transport uses, or
@@ -120,12 +119,11 @@ func mcpMethod(method string) bool {
 	return false
 }
 
-// finish frees the exchange's places in the guard, lets the admitters have
-// what they took, counts the exchange and recycles its body, once it is
-// over, whatever happened.
+// finish gives the admitters back what they took (the guard's places),
+// counts the exchange and recycles its body, once it is over, whatever
+// happened.
 func (h *Handler) finish(x *exchange) {
 	now := time.Now()
-	x.releaseSlots(now)
 	x.undo(now, true)
 	h.observe(x, now)
 	x.recycle()

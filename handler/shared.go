@@ -80,9 +80,9 @@ func leaveLoad(id any) {
 	}
 }
 
-// declare records that a handler gives name these settings, in the map of
+// Declare records that a handler gives name these settings, in the map of
 // its kind, and refuses settings that differ from another handler's.
-func (l *load) declare(kind, name, settings string) error {
+func (l *load) Declare(kind, name, settings string) error {
 	loads.Lock()
 	defer loads.Unlock()
 	m := l.limits
@@ -106,9 +106,9 @@ func (l *load) catalogSize(size int64) int64 {
 	return l.maxCatalogSize
 }
 
-// ordinal numbers the unnamed guards of one config with the same settings,
+// Ordinal numbers the unnamed guards of one config with the same settings,
 // in provisioning order.
-func (l *load) ordinal(settings string) int {
+func (l *load) Ordinal(settings string) int {
 	loads.Lock()
 	defer loads.Unlock()
 	l.unnamed[settings]++

@@ -38,15 +38,16 @@ const streamFrom = firstChunk
 // refused once it had started to stream it.
 var errStreamRefused = errors.New("the request body was refused")
 
-// streams reports whether r's body may go to the upstream as it arrives.
-// Not under a concurrency guard: a place is taken on the head, and a client
-// trickling the rest of its body would hold it for up to
-// read_body_timeout, however little it sent; N such clients would keep
-// every call out. (A rate limit's tokens are the caller's own to spend.)
-// Nor when a check reads a call's whole body (validate's arguments).
+// streams reports whether r's body may go to the upstream as it arrives:
+// not while a feature must have the whole body first (feature.WholeBody):
+// validate reads a call's arguments, and under a concurrency guard a place
+// would be taken on the head, and a client trickling the rest of its body
+// would hold it for up to read_body_timeout, however little it sent; N
+// such clients would keep every call out. (A rate limit's tokens are the
+// caller's own to spend.)
 func (h *Handler) streams(r *http.Request) bool {
 	return r.ContentLength > streamFrom && r.ContentLength <= h.MaxRequestBody &&
-		!h.wholeBody && h.concurrency == nil && claimsJSON(r) && identityEncoded(r.Header)
+		!h.wholeBody && claimsJSON(r) && identityEncoded(r.Header)
 }
 
 // bodyStream is a body read and validated by a goroutine of its own while
@@ -346,7 +347,6 @@ func (h *Handler) serveStreamed(w http.ResponseWriter, x *exchange, serve func(h
 	}
 	now := time.Now()
 	x.undo(now, false)
-	x.releaseSlots(now)
 	b.answering = true
 	return h.refuseBody(w, x, b.err)
 }

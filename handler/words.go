@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/caddymcp/caddy-mcp/busy"
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
@@ -17,44 +16,6 @@ import (
 // kept consistent, in one place. Each message says what happened; each
 // recovery says what to do next; a retry_after is given in whole seconds,
 // rounded up, whenever a delay is known.
-
-// The concurrency guard.
-
-// guardFull: the guard's places and queue are taken, or the wait in the
-// queue was too long.
-func guardFull(g *concurrencyGuard, s *busy.Shed) envelope.Envelope {
-	counts := fmt.Sprintf("%s in progress and %d waiting", countOf(s.Active, g.methods), s.Queued)
-	message := fmt.Sprintf("Server busy: %s, the most it takes (%d in progress, %d waiting)", counts, g.limits.Max, g.limits.Queue)
-	if s.Reason == busy.WaitExceeded {
-		message = fmt.Sprintf("Server busy: %s; this call waited %s in the queue without a free place", counts, formatWindow(g.limits.QueueTimeout))
-	}
-	secs, in := inSeconds(s.RetryAfter)
-	return envelope.New(envelope.ServerBusy, message).
-		Suggest(reduceConcurrency("in "+in)).
-		Details(
-			envelope.Detail{Key: "guard", Value: g.name},
-			envelope.Detail{Key: "active", Value: strconv.Itoa(s.Active)},
-			envelope.Detail{Key: "queued", Value: strconv.Itoa(s.Queued)},
-		).
-		RetryAfter(float64(secs)).
-		Envelope()
-}
-
-// batchOverMax: a batch needs more places than the guard has, so it can
-// never be admitted.
-func batchOverMax(g *concurrencyGuard, needed int) envelope.Envelope {
-	most := countOf(g.limits.Max, g.methods)
-	return envelope.New(envelope.ServerBusy, fmt.Sprintf("Server busy: this batch needs %s at once, and at most %s run at once here, so it can never be admitted", countOf(needed, g.methods), most)).
-		Suggest(fmt.Sprintf("Send at most %s per batch, or send them one at a time.", most)).
-		Details(envelope.Detail{Key: "guard", Value: g.name}, envelope.Detail{Key: "max", Value: strconv.Itoa(g.limits.Max)}).
-		Envelope()
-}
-
-// reduceConcurrency is the recovery of every "busy" envelope; when is "in
-// 12 seconds" or "later".
-func reduceConcurrency(when string) string {
-	return "Reduce concurrent calls: send them one at a time, and retry this one " + when + "."
-}
 
 // The upstream.
 
@@ -88,9 +49,9 @@ func upstreamBusy(answered string, retry time.Duration, known bool) envelope.Env
 	b := envelope.New(envelope.ServerBusy, "The MCP server is busy: "+answered)
 	if known {
 		secs, in := inSeconds(retry)
-		b.Suggest(reduceConcurrency("in " + in)).RetryAfter(float64(secs))
+		b.Suggest(feature.ReduceConcurrency("in " + in)).RetryAfter(float64(secs))
 	} else {
-		b.Suggest(reduceConcurrency("later"))
+		b.Suggest(feature.ReduceConcurrency("later"))
 	}
 	return b.Details(envelope.Detail{Key: "upstream_status", Value: "503"}).Envelope()
 }

@@ -8,148 +8,110 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/caddymcp/caddy-mcp/busy"
 	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/feature/featuretest"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 	"github.com/caddymcp/caddy-mcp/keys"
 )
 
-func testGuard(methods ...string) *concurrencyGuard {
-	if len(methods) == 0 {
-		methods = []string{"tools/call"}
-	}
-	return &concurrencyGuard{name: "tools", methods: methods, limits: busy.Limits{Max: 4, Queue: 8, QueueTimeout: 30 * time.Second}}
-}
-
-// wordCase is one of the core's envelopes, as built, and as it must read.
-type wordCase struct {
-	name string
-	env  envelope.Envelope
-	want envelope.Envelope
-}
-
 // coreWords are the envelopes the core writes, built with an example's
 // values.
-func coreWords(t *testing.T) []wordCase {
+func coreWords(t *testing.T) []featuretest.WordCase {
 	syntax := func() *jsonrpc.SyntaxError {
 		_, _, err := jsonrpc.Parse([]byte(`{"id":1,`), nil, 1)
 		var s *jsonrpc.SyntaxError
 		require.ErrorAs(t, err, &s)
 		return s
 	}()
-	return []wordCase{
-		{"the guard's queue is full", guardFull(testGuard(), &busy.Shed{Reason: busy.QueueFull, Active: 4, Queued: 8, RetryAfter: 2500 * time.Millisecond}), envelope.Envelope{
-			Code: envelope.ServerBusy, Severity: envelope.SeverityError,
-			Message:  "Server busy: 4 calls in progress and 8 waiting, the most it takes (4 in progress, 8 waiting)",
-			Recovery: "Reduce concurrent calls: send them one at a time, and retry this one in 3 seconds.",
-			Details: []envelope.Detail{
-				{Key: "guard", Value: "tools"}, {Key: "active", Value: "4"}, {Key: "queued", Value: "8"},
-			},
-			RetryAfter: 3,
-		}},
-		{"the wait in the queue was too long", guardFull(testGuard("tools/call", "prompts/get"), &busy.Shed{Reason: busy.WaitExceeded, Active: 1, Queued: 0, RetryAfter: time.Second}), envelope.Envelope{
-			Code: envelope.ServerBusy, Severity: envelope.SeverityError,
-			Message:  "Server busy: 1 request in progress and 0 waiting; this call waited 30s in the queue without a free place",
-			Recovery: "Reduce concurrent calls: send them one at a time, and retry this one in 1 second.",
-			Details: []envelope.Detail{
-				{Key: "guard", Value: "tools"}, {Key: "active", Value: "1"}, {Key: "queued", Value: "0"},
-			},
-			RetryAfter: 1,
-		}},
-		{"a batch over the guard's max", batchOverMax(testGuard(), 5), envelope.Envelope{
-			Code: envelope.ServerBusy, Severity: envelope.SeverityError,
-			Message:  "Server busy: this batch needs 5 calls at once, and at most 4 calls run at once here, so it can never be admitted",
-			Recovery: "Send at most 4 calls per batch, or send them one at a time.",
-			Details:  []envelope.Detail{{Key: "guard", Value: "tools"}, {Key: "max", Value: "4"}},
-		}},
-		{"the upstream is unavailable", upstreamUnavailable("the connection was refused", 30*time.Second), envelope.Envelope{
+	return []featuretest.WordCase{
+		{Name: "the upstream is unavailable", Env: upstreamUnavailable("the connection was refused", 30*time.Second), Want: envelope.Envelope{
 			Code: envelope.HandoffUpstreamUnavailable, Severity: envelope.SeverityError,
 			Message:    "The MCP server behind this gateway is unavailable: the connection was refused",
 			Recovery:   "Tell the user the tool server is unavailable, and retry in 30 seconds.",
 			RetryAfter: 30,
 		}},
-		{"the upstream timed out", upstreamTimedOut(""), envelope.Envelope{
+		{Name: "the upstream timed out", Env: upstreamTimedOut(""), Want: envelope.Envelope{
 			Code: envelope.Timeout, Severity: envelope.SeverityError,
 			Message:  "The MCP server did not answer in time",
 			Recovery: "The call may still complete on the server: check its effect before retrying, so that it does not run twice.",
 		}},
-		{"the upstream is busy", upstreamBusy("it answered 503 Service Unavailable", 12*time.Second, true), envelope.Envelope{
+		{Name: "the upstream is busy", Env: upstreamBusy("it answered 503 Service Unavailable", 12*time.Second, true), Want: envelope.Envelope{
 			Code: envelope.ServerBusy, Severity: envelope.SeverityError,
 			Message:    "The MCP server is busy: it answered 503 Service Unavailable",
 			Recovery:   "Reduce concurrent calls: send them one at a time, and retry this one in 12 seconds.",
 			Details:    []envelope.Detail{{Key: "upstream_status", Value: "503"}},
 			RetryAfter: 12,
 		}},
-		{"the upstream rate-limited the call", upstreamRateLimited("it answered 429 Too Many Requests", 45*time.Second, true), envelope.Envelope{
+		{Name: "the upstream rate-limited the call", Env: upstreamRateLimited("it answered 429 Too Many Requests", 45*time.Second, true), Want: envelope.Envelope{
 			Code: envelope.RateLimited, Severity: envelope.SeverityError,
 			Message:    "The MCP server refused the call: too many requests (it answered 429 Too Many Requests)",
 			Recovery:   "Wait 45 seconds, then retry the same call.",
 			Details:    []envelope.Detail{{Key: "upstream_status", Value: "429"}},
 			RetryAfter: 45,
 		}},
-		{"the tool failed in the upstream", upstreamFailed(500, "it answered 500 Internal Server Error", "KeyError"), envelope.Envelope{
+		{Name: "the tool failed in the upstream", Env: upstreamFailed(500, "it answered 500 Internal Server Error", "KeyError"), Want: envelope.Envelope{
 			Code: envelope.InternalError, Severity: envelope.SeverityError,
 			Message:  "The tool failed inside the MCP server: it answered 500 Internal Server Error",
 			Recovery: "Do not blindly retry: the same call is likely to fail the same way. Tell the user what failed, or try another approach.",
 			Details:  []envelope.Detail{{Key: "upstream_status", Value: "500"}, {Key: "upstream_body", Value: "KeyError"}},
 		}},
-		{"a broken stream", streamBroken("the connection to the MCP server broke", 30*time.Second), envelope.Envelope{
+		{Name: "a broken stream", Env: streamBroken("the connection to the MCP server broke", 30*time.Second), Want: envelope.Envelope{
 			Code: envelope.HandoffUpstreamUnavailable, Severity: envelope.SeverityError,
 			Message:    "The MCP server did not finish answering: the connection to the MCP server broke before the response to this request",
 			Recovery:   "The call may have run: check its effect before retrying, so that it does not run twice.",
 			RetryAfter: 30,
 		}},
-		{"a foreign origin", originRefused("http://evil.example.com"), envelope.Envelope{
+		{Name: "a foreign origin", Env: originRefused("http://evil.example.com"), Want: envelope.Envelope{
 			Code: envelope.Forbidden, Severity: envelope.SeverityError,
 			Message:  `Requests from the web origin "http://evil.example.com" are not allowed by this MCP gateway`,
 			Recovery: "Call the MCP server from an MCP client, or ask its operator to add this origin to allowed_origins.",
 		}},
-		{"a body too large", bodyTooLarge(4 << 20), envelope.Envelope{
+		{Name: "a body too large", Env: bodyTooLarge(4 << 20), Want: envelope.Envelope{
 			Code: envelope.ValidationError, Severity: envelope.SeverityError,
 			Message:  "Request body is larger than the 4194304 bytes this server accepts",
 			Recovery: "Send a smaller request: split the work into several calls, or pass large data by reference.",
 		}},
-		{"a body too slow", bodyTooSlow(10 * time.Second), envelope.Envelope{
+		{Name: "a body too slow", Env: bodyTooSlow(10 * time.Second), Want: envelope.Envelope{
 			Code: envelope.ValidationError, Severity: envelope.SeverityError,
 			Message:  "Request body did not arrive within 10s",
 			Recovery: "Send the whole request at once, and retry it on a faster connection or with a smaller body.",
 		}},
-		{"an input given twice", inputRepeated(&keys.RepeatError{What: "the Mcp-Session-Id header", Count: 2}), envelope.Envelope{
+		{Name: "an input given twice", Env: inputRepeated(&keys.RepeatError{What: "the Mcp-Session-Id header", Count: 2}), Want: envelope.Envelope{
 			Code: envelope.ValidationError, Severity: envelope.SeverityError,
 			Message:  "Request is ambiguous: the Mcp-Session-Id header is given 2 times",
 			Recovery: "Send the Mcp-Session-Id header once.",
 		}},
-		{"a compressed body", bodyEncoded("gzip, br"), envelope.Envelope{
+		{Name: "a compressed body", Env: bodyEncoded("gzip, br"), Want: envelope.Envelope{
 			Code: envelope.ValidationError, Severity: envelope.SeverityError,
 			Message:  "Request body is sent with Content-Encoding gzip, br: this server reads every request before it runs, and takes them uncompressed only",
 			Recovery: "Send the request body uncompressed, without a Content-Encoding header.",
 		}},
-		{"a body claiming JSON that is not", bodyNotJSON(syntax, "application/json", true), envelope.Envelope{
+		{Name: "a body claiming JSON that is not", Env: bodyNotJSON(syntax, "application/json", true), Want: envelope.Envelope{
 			Code: envelope.ValidationError, Severity: envelope.SeverityError,
 			Message:  "Request body is not valid JSON: " + syntax.Error(),
 			Recovery: "Send one JSON-RPC 2.0 message, or a batch array of them, as the POST body, with Content-Type: application/json.",
 		}},
-		{"a body not claiming JSON", bodyNotJSON(syntax, "text/plain", false), envelope.Envelope{
+		{Name: "a body not claiming JSON", Env: bodyNotJSON(syntax, "text/plain", false), Want: envelope.Envelope{
 			Code: envelope.ValidationError, Severity: envelope.SeverityError,
 			Message:  "Request body is not JSON (Content-Type text/plain): this server reads every request before it runs, and could not read it: " + syntax.Error(),
 			Recovery: "Send one JSON-RPC 2.0 message, or a batch array of them, as the POST body, with Content-Type: application/json.",
 		}},
-		{"an ambiguous message", messageAmbiguous(), envelope.Envelope{
+		{Name: "an ambiguous message", Env: messageAmbiguous(), Want: envelope.Envelope{
 			Code: envelope.ValidationError, Severity: envelope.SeverityError,
 			Message:  "Request is ambiguous: a JSON-RPC member (jsonrpc, method, id, params, result, error, params.name, params.uri, params.taskId) appears twice or in another letter case",
 			Recovery: "Send each member once, spelled in lower case as JSON-RPC defines it.",
 		}},
-		{"headers that disagree with the body", headersDisagree(&mismatchError{msg: `the Mcp-Method header says "a" but the body's method is "b"`}), envelope.Envelope{
+		{Name: "headers that disagree with the body", Env: headersDisagree(&mismatchError{msg: `the Mcp-Method header says "a" but the body's method is "b"`}), Want: envelope.Envelope{
 			Code: envelope.ValidationError, Severity: envelope.SeverityError,
 			Message:  `Request headers disagree with its body: the Mcp-Method header says "a" but the body's method is "b"`,
 			Recovery: "Send the Mcp-Method header equal to the body's method, and Mcp-Name equal to its params.name (tools/call, prompts/get), params.uri (resources/read) or params.taskId (tasks/get, tasks/update, tasks/cancel); a value that is not plain ASCII goes as =?base64?...?=.",
 		}},
-		{"a batch too large", batchTooLarge(16), envelope.Envelope{
+		{Name: "a batch too large", Env: batchTooLarge(16), Want: envelope.Envelope{
 			Code: envelope.ValidationError, Severity: envelope.SeverityError,
 			Message:  "Request is a batch of more than 16 messages, the most this server takes in one request",
 			Recovery: "Send at most 16 messages per batch, or send them one at a time.",
 		}},
-		{"a message refused", messageRefused(&messageError{msg: "an id is 300 bytes long", recovery: "Use a short id."}), envelope.Envelope{
+		{Name: "a message refused", Env: messageRefused(&messageError{msg: "an id is 300 bytes long", recovery: "Use a short id."}), Want: envelope.Envelope{
 			Code: envelope.ValidationError, Severity: envelope.SeverityError,
 			Message:  "Request refused: an id is 300 bytes long",
 			Recovery: "Use a short id.",
@@ -158,15 +120,7 @@ func coreWords(t *testing.T) []wordCase {
 }
 
 func TestEveryEnvelopeSaysWhatHappenedAndWhatToDo(t *testing.T) {
-	tests := coreWords(t)
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, tt.env)
-			parsedEnv, err := envelope.Parse(tt.env.Text())
-			require.NoError(t, err, "every envelope reads back")
-			assert.Equal(t, tt.want.Message, parsedEnv.Message)
-		})
-	}
+	featuretest.Words(t, coreWords(t))
 }
 
 func TestUpstreamWordsWithoutAKnownDelay(t *testing.T) {

@@ -4,21 +4,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/feature/featuretest"
 )
 
 func TestEveryEnvelopeOfALimitSaysWhatHappenedAndWhatToDo(t *testing.T) {
 	perClient := example("words_per_client", Config{Rate: "3/1m"})
 	lists := example("words_lists", Config{Rate: "2/10s", Methods: []string{"tools/list", "tools/call"}})
-	tests := []struct {
-		name string
-		env  envelope.Envelope
-		want envelope.Envelope
-	}{
-		{"rate limited", rateLimited(perClient, 19200*time.Millisecond), envelope.Envelope{
+	featuretest.Words(t, []featuretest.WordCase{
+		{Name: "rate limited", Env: rateLimited(perClient, 19200*time.Millisecond), Want: envelope.Envelope{
 			Code: envelope.RateLimited, Severity: envelope.SeverityError,
 			Message:  "Rate limit exceeded: 3 calls per 1m for this client",
 			Recovery: "Wait 20 seconds, then retry the same call. Calls made sooner are refused too.",
@@ -27,14 +21,14 @@ func TestEveryEnvelopeOfALimitSaysWhatHappenedAndWhatToDo(t *testing.T) {
 			},
 			RetryAfter: 20,
 		}},
-		{"the shared store of the limits does not answer", unchecked(perClient, 2*time.Second), envelope.Envelope{
+		{Name: "the shared store of the limits does not answer", Env: unchecked(perClient, 2*time.Second), Want: envelope.Envelope{
 			Code: envelope.ServerBusy, Severity: envelope.SeverityError,
 			Message:    "Server busy: the rate limits cannot be checked right now (the store that keeps them does not answer), and this server runs no call it cannot count",
 			Recovery:   "Retry this call in 2 seconds. The limits were not reached: nothing else needs to change.",
 			Details:    []envelope.Detail{{Key: "limit", Value: "words_per_client"}},
 			RetryAfter: 2,
 		}},
-		{"a batch over the burst", batchOverBurst(lists, 5), envelope.Envelope{
+		{Name: "a batch over the burst", Env: batchOverBurst(lists, 5), Want: envelope.Envelope{
 			Code: envelope.RateLimited, Severity: envelope.SeverityError,
 			Message:  "Rate limit exceeded: this batch counts 5 requests against the limit words_lists, which allows at most 2 at once (2 requests per 10s), so it can never pass as one request",
 			Recovery: "Split the batch into requests of at most 2 requests each, or send them one at a time.",
@@ -42,13 +36,5 @@ func TestEveryEnvelopeOfALimitSaysWhatHappenedAndWhatToDo(t *testing.T) {
 				{Key: "limit", Value: "words_lists"}, {Key: "rate", Value: "2 requests per 10s"}, {Key: "burst", Value: "2"},
 			},
 		}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, tt.env)
-			parsed, err := envelope.Parse(tt.env.Text())
-			require.NoError(t, err, "every envelope reads back")
-			assert.Equal(t, tt.want.Message, parsed.Message)
-		})
-	}
+	})
 }

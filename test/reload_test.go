@@ -372,7 +372,7 @@ func TestReloadsUnderTrafficLeaveNothingOfTheGatewayBehind(t *testing.T) {
 	warm.CloseIdleConnections()
 	require.Eventually(t, func() bool { return requestGoroutines() == 0 }, 10*time.Second, time.Millisecond, "warm-up requests still in the handler")
 	before := gatewayGoroutines()
-	require.Contains(t, before, "github.com/caddymcp/caddy-mcp/handler.newLimit.func1", "the limits' sweepers are counted")
+	require.Contains(t, before, "github.com/caddymcp/caddy-mcp/limits.New.func1", "the limits' sweepers are counted")
 	require.Contains(t, before, "github.com/caddymcp/caddy-mcp/session.NewKeeper", "the session keys' keeper is counted")
 	require.Contains(t, redisConnections(t, redis), 0, "the store's client is connected to Redis, to database 0")
 

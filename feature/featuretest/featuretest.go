@@ -5,6 +5,7 @@ package featuretest
 import (
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 )
@@ -74,4 +76,30 @@ func Get(t testing.TB) *feature.Exchange {
 	t.Helper()
 	r := httptest.NewRequest(http.MethodGet, "/mcp", nil)
 	return &feature.Exchange{Request: r, Era: feature.EraOf(r), Start: time.Now(), Path: r.URL.Path, Replacer: Placeholders{}}
+}
+
+// WordCase is an envelope a feature writes, as built, and as it must read.
+type WordCase struct {
+	Name      string
+	Env, Want envelope.Envelope
+}
+
+// Words checks that each case's envelope is the one it must be, and reads
+// back from its text.
+func Words(t *testing.T, cases []WordCase) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.Name, func(t *testing.T) {
+			if !reflect.DeepEqual(c.Want, c.Env) {
+				t.Fatalf("the envelope is\n%#v\nwant\n%#v", c.Env, c.Want)
+			}
+			parsed, err := envelope.Parse(c.Env.Text())
+			if err != nil {
+				t.Fatalf("the envelope does not read back: %v", err)
+			}
+			if parsed.Message != c.Want.Message {
+				t.Fatalf("it reads back with the message %q, want %q", parsed.Message, c.Want.Message)
+			}
+		})
+	}
 }
