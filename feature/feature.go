@@ -48,7 +48,7 @@ type Exchange struct {
 	// Start is when the gateway received the request.
 	Start time.Time
 	// Replica is the upstream a session token pinned the request to, ""
-	// when none did.
+	// when none did: written by the admitter of the session phase.
 	Replica string
 	// Path is the request's path as the client sent it, before any
 	// handle_path stripped it.
@@ -204,6 +204,21 @@ type Refusal struct {
 	// request waited to be admitted (Cause says so). The core writes
 	// nothing.
 	Gone bool
+	// Plain, when set, is an answer that is no envelope, written as it
+	// is (Envelope is then not used).
+	Plain *Plain
+}
+
+// Plain is an answer that is no envelope: a JSON-RPC error the client's
+// SDK acts on by itself (HTTP 404 for a session not found, which tells it
+// to initialize a new session). The core writes it with Status, Header
+// and Body, and records Outcome as the request's outcome (the metrics,
+// {http.mcp.error_code}); the feature logs it, if it must.
+type Plain struct {
+	Status  int
+	Header  http.Header
+	Body    []byte
+	Outcome string
 }
 
 // Word is an envelope a feature writes, built with an example's values:

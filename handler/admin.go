@@ -133,8 +133,8 @@ func serveStatus(w http.ResponseWriter, r *http.Request) error {
 
 func (h *Handler) status() HandlerStatus {
 	var s HandlerStatus
-	if h.pins != nil {
-		s.Sessions = h.pins.status()
+	if h.sessions != nil {
+		s.Sessions = h.sessions.Status()
 	}
 	if h.shared != nil {
 		s.Store = h.shared.Status()

@@ -98,6 +98,21 @@ func (x *exchange) undo(now time.Time, ran bool) {
 	x.undos = x.undos[:0]
 }
 
+// release gives back at once what lingers (the guard's places), when a
+// deadline ended the call for the gateway; the rest comes back at the end.
+func (x *exchange) release(now time.Time) {
+	kept := x.undos[:0]
+	for _, u := range x.undos {
+		if _, ok := u.(feature.Lingering); ok {
+			u.Undo(now, true)
+		} else {
+			kept = append(kept, u)
+		}
+	}
+	clear(x.undos[len(kept):])
+	x.undos = kept
+}
+
 // linger is how long what the admitters took for x is kept after its
 // client left while the upstream may still run it (feature.Lingering): the
 // longest any of them asks, 0 when none does.

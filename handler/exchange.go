@@ -11,7 +11,6 @@ import (
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 	"github.com/caddymcp/caddy-mcp/keys"
-	"github.com/caddymcp/caddy-mcp/session"
 )
 
 // exchange is what the handler knows of one HTTP request, and what it did
@@ -38,12 +37,6 @@ type exchange struct {
 	undoBuf   [2]feature.Undo
 	refusedBy feature.Rule
 
-	// Written by openSession: the session the request's token opened to,
-	// and the principal a session it opens is bound to (sessions.go).
-	session    *openedSession
-	sessionBuf openedSession
-	principal  *session.Principal
-
 	// Written by forward: the request went to the upstream, and watch
 	// follows its answer.
 	forwarded bool
@@ -62,16 +55,14 @@ type exchange struct {
 }
 
 // view is the exchange as the features read it, as it stands now: the
-// steps before have written what it holds.
+// steps before have written what it holds (the session phase its
+// Replica).
 func (x *exchange) view() *feature.Exchange {
 	if x.Path == "" {
 		x.Path = x.Request.URL.Path
 		if orig, ok := x.Request.Context().Value(caddyhttp.OriginalRequestCtxKey).(http.Request); ok && orig.URL != nil {
 			x.Path = orig.URL.Path
 		}
-	}
-	if x.session != nil {
-		x.Replica = x.session.Upstream
 	}
 	return &x.Exchange
 }

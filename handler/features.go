@@ -2,6 +2,7 @@ package handler
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 
 	"github.com/caddymcp/caddy-mcp/contract"
@@ -65,16 +66,6 @@ func (h *Handler) plugFeatures() {
 	if h.validation != nil && len(h.annotators) > 0 {
 		h.validation.SetAnnotate(h.annotate)
 	}
-	for _, c := range h.checks {
-		g, ok := c.(feature.Governing)
-		h.governs = h.governs || (ok && g.Governs())
-		w, ok := c.(feature.WholeBody)
-		h.wholeBody = h.wholeBody || (ok && w.ReadsWholeBody())
-	}
-	for _, a := range h.entries {
-		w, ok := a.(feature.WholeBody)
-		h.wholeBody = h.wholeBody || (ok && w.ReadsWholeBody())
-	}
 	// On the way out: the contract reads a tool list as the upstream wrote
 	// it, the policy filters it, and validate learns what the client is
 	// given.
@@ -87,6 +78,25 @@ func (h *Handler) plugFeatures() {
 	if h.validation != nil {
 		h.responders = append(h.responders, h.validation)
 	}
+}
+
+// askFeatures asks the plugged features what the core must do for them:
+// whether one governs which calls run (a body the core cannot read is then
+// refused), and whether one reads a whole body (none then streams).
+func (h *Handler) askFeatures() {
+	for _, c := range h.checks {
+		g, ok := c.(feature.Governing)
+		h.governs = h.governs || (ok && g.Governs())
+		h.wholeBody = h.wholeBody || readsWholeBody(c)
+	}
+	for _, a := range h.entries {
+		h.wholeBody = h.wholeBody || readsWholeBody(a)
+	}
+}
+
+func readsWholeBody(f any) bool {
+	w, ok := f.(feature.WholeBody)
+	return ok && w.ReadsWholeBody()
 }
 
 // check runs the features' checks on x, in order, and returns the first
@@ -112,6 +122,14 @@ func (h *Handler) refuseWith(w http.ResponseWriter, x *exchange, ref *feature.Re
 		return caddyhttp.Error(statusClientClosed, ref.Cause)
 	}
 	x.cause = ref.Cause
+	if p := ref.Plain; p != nil {
+		x.errorCode = p.Outcome
+		hdr := w.Header()
+		maps.Copy(hdr, p.Header)
+		w.WriteHeader(p.Status)
+		_, err := w.Write(p.Body)
+		return err
+	}
 	if ref.Body == nil {
 		return h.answer(w, x, &ref.Envelope, ref.Status)
 	}

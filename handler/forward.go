@@ -5,8 +5,6 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-
-	"github.com/caddymcp/caddy-mcp/session"
 )
 
 // Forwarding: the request goes to the next handler (reverse_proxy), and its
@@ -27,8 +25,8 @@ const maxHeldBody = 64 << 10
 func (h *Handler) forward(w http.ResponseWriter, x *exchange, next caddyhttp.Handler) (err error) {
 	x.forwarded = true
 	u := &x.watch
-	*u = upstreamWatch{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, h: h, x: x, pins: h.pins, keepaliveEvery: time.Duration(h.SSEKeepalive)}
-	if u.openHooks(h.responders) {
+	*u = upstreamWatch{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, h: h, x: x, keepaliveEvery: time.Duration(h.SSEKeepalive)}
+	if u.openHooks(h.responders, x.undos) {
 		defer func() { u.hooks.end(&x.Exchange, u.ending(err)) }()
 	}
 	up := x.Request
@@ -68,7 +66,7 @@ func (h *Handler) forward(w http.ResponseWriter, x *exchange, next caddyhttp.Han
 		err = next.ServeHTTP(u, up)
 	}
 	u.stopKeepalive()
-	u.keepSealed()
+	u.trailer()
 	if u.seen != nil {
 		u.seen.finish(u)
 	}
@@ -109,7 +107,7 @@ func (h *Handler) settle(x *exchange, u *upstreamWatch, err error, broke bool, n
 			// The client left, and the call ran on (its places held) until
 			// its deadline cut it: the server is told to stop it all the
 			// same.
-			x.undo(time.Now(), true) // not held while the upstream takes it
+			x.release(time.Now()) // not held while the upstream takes it
 			h.cancelAtDeadline(x, u, next)
 		}
 		return err, false
@@ -134,13 +132,8 @@ func (h *Handler) settle(x *exchange, u *upstreamWatch, err error, broke bool, n
 			return h.repairStream(u, what), true
 		}
 	case u.status == 0:
-		switch pinnedMiss(x) {
-		case session.MissRemoved:
-			return h.sessionGone(u.ResponseWriterWrapper.ResponseWriter, x, errUpstreamRemoved), true
-		case session.MissUnavailable:
-			x.cause = err
-			env := upstreamUnavailable("the server that holds this session is not available now", time.Duration(h.UpstreamRetryAfter))
-			return h.answer(u.ResponseWriterWrapper.ResponseWriter, x, &env, http.StatusBadGateway), true
+		if ref := u.hooks.unreached(x.view(), err); ref != nil {
+			return h.refuseWith(u.ResponseWriterWrapper.ResponseWriter, x, ref), true
 		}
 		if env, status, ok := h.proxyFailure(err); ok {
 			x.cause = err

@@ -15,6 +15,7 @@ import (
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/guard"
 	"github.com/caddymcp/caddy-mcp/limits"
+	"github.com/caddymcp/caddy-mcp/session"
 	"github.com/caddymcp/caddy-mcp/toolpolicy"
 	"github.com/caddymcp/caddy-mcp/validate"
 )
@@ -50,7 +51,6 @@ func TestEveryWordOfTheGatewayInOnePlace(t *testing.T) {
 	core = append(core, []feature.Word{
 		{Name: "an origin not allowed", Envelope: originRefused("https://evil.example")},
 		{Name: "an HTTP method MCP does not use", Envelope: methodRefused("PUT")},
-		{Name: "an initialize that gives no principal to bind its session to", Envelope: noPrincipal()},
 		{Name: "an id too long", Envelope: messageRefused(idTooLong(300))},
 		{Name: "an id that is no string or number", Envelope: messageRefused(idNotScalar([]byte("{}")))},
 		{Name: "a method name too long", Envelope: messageRefused(methodTooLong(200))},
@@ -59,6 +59,7 @@ func TestEveryWordOfTheGatewayInOnePlace(t *testing.T) {
 		{Name: "a call past its tool's deadline", Envelope: toolTimedOut("search", 30*time.Second)},
 	}...)
 	section("The core", core)
+	section("Sessions (session)", session.Words())
 	section("Rate limits (limits)", limits.Words())
 	section("The concurrency guard (guard)", guard.Words())
 	section("The tool policy (toolpolicy)", toolpolicy.Words())

@@ -22,6 +22,7 @@ import (
 	"github.com/caddymcp/caddy-mcp/internal/logsample"
 	"github.com/caddymcp/caddy-mcp/keys"
 	"github.com/caddymcp/caddy-mcp/limits"
+	"github.com/caddymcp/caddy-mcp/session"
 	"github.com/caddymcp/caddy-mcp/toolpolicy"
 	"github.com/caddymcp/caddy-mcp/toolschema"
 	"github.com/caddymcp/caddy-mcp/validate"
@@ -155,16 +156,17 @@ type Handler struct {
 
 	origins     originPolicy
 	shared      SharedStore
-	pins        *pins
+	sessions    *session.Pins
 	catalog     *toolschema.Catalog
 	policy      *toolpolicy.Rules
 	locked      *lockedContract
 	contract    *contract.Live
 	limits      limits.Limits
 	concurrency *guard.Guard
-	// admitters take what a request needs before the checks (the rate
-	// limits), entries after them (the guard's places).
-	admitters, entries []feature.Admitter
+	// The admitters of each phase (feature.Admitter): openers open a
+	// request's session, admitters take what it needs before the checks
+	// (the rate limits), entries after them (the guard's places).
+	openers, admitters, entries []feature.Admitter
 	// validation learns tools and checks calls (nil when no tools are
 	// learned); checks are the features' checks of a request on its way
 	// in, and responders the features that read the upstream's answers,
@@ -227,13 +229,15 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return err
 	}
 	if h.Sessions != nil {
-		if h.pins, err = newPins(ctx, h.Sessions, h.logger); err != nil {
+		if h.sessions, err = session.New(ctx, h.Sessions, time.Duration(h.UpstreamRetryAfter), h.logger); err != nil {
 			return fmt.Errorf("sessions: %w", err)
 		}
+		h.openers = append(h.openers, h.sessions)
 	}
 	if err = h.provisionAdmission(ctx); err != nil {
 		return err
 	}
+	h.askFeatures()
 	addLive(h)
 	return nil
 }

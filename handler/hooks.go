@@ -2,6 +2,8 @@ package handler
 
 import (
 	"encoding/json"
+	"net/http"
+	"slices"
 
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/feature"
@@ -19,6 +21,8 @@ type answerHooks struct {
 	// the largest bound of a JSON answer one reads (0: none reads one).
 	edit, failClosed bool
 	max              int
+	// headers: a hook rewrites the answer's header (feature.HeaderHook).
+	headers bool
 	// id is the request's, when a hook edits (nil on a GET, or for a body
 	// that is not one request), for what is sent in place of an answer
 	// not read.
@@ -26,20 +30,18 @@ type answerHooks struct {
 	ended bool
 }
 
-// open opens the responders' hooks on the answer to x; it reports whether
-// any feature has a say in the answer.
-func (hs *answerHooks) open(responders []feature.Responder, x *feature.Exchange) bool {
+// open opens the responders' hooks on the answer to x, then those of the
+// admitters' state that is a Responder (feature.Undo); it reports whether
+// any has a say in the answer.
+func (hs *answerHooks) open(responders []feature.Responder, undos []feature.Undo, x *feature.Exchange) bool {
 	hs.list = hs.buf[:0]
 	for _, r := range responders {
-		hook := r.Open(x)
-		if hook == nil {
-			continue
+		hs.add(r.Open(x))
+	}
+	for _, u := range undos {
+		if r, ok := u.(feature.Responder); ok {
+			hs.add(r.Open(x))
 		}
-		n := hook.Needs()
-		hs.list = append(hs.list, hook)
-		hs.edit = hs.edit || n.Edit || n.FailClosed // what fails closed is held
-		hs.failClosed = hs.failClosed || n.FailClosed
-		hs.max = max(hs.max, n.Max)
 	}
 	if len(hs.list) == 0 {
 		return false
@@ -52,12 +54,27 @@ func (hs *answerHooks) open(responders []feature.Responder, x *feature.Exchange)
 	return true
 }
 
+// add adds an opened hook (nil: none was).
+func (hs *answerHooks) add(hook feature.Hook) {
+	if hook == nil {
+		return
+	}
+	n := hook.Needs()
+	hs.list = append(hs.list, hook)
+	hs.edit = hs.edit || n.Edit || n.FailClosed // what fails closed is held
+	hs.failClosed = hs.failClosed || n.FailClosed
+	hs.max = max(hs.max, n.Max)
+	if _, ok := hook.(feature.HeaderHook); ok {
+		hs.headers = true
+	}
+}
+
 // openHooks opens the features' hooks on the answer, and says how the core
 // reads it for them: held when one edits (and then not compressed); when
 // they only watch, a JSON answer is copied as it passes (WriteHeader). It
 // reports whether any was opened.
-func (u *upstreamWatch) openHooks(responders []feature.Responder) bool {
-	if len(responders) == 0 || !u.hooks.open(responders, u.x.view()) {
+func (u *upstreamWatch) openHooks(responders []feature.Responder, undos []feature.Undo) bool {
+	if (len(responders) == 0 && !slices.ContainsFunc(undos, responds)) || !u.hooks.open(responders, undos, u.x.view()) {
 		return false
 	}
 	if u.hooks.edit {
@@ -65,6 +82,13 @@ func (u *upstreamWatch) openHooks(responders []feature.Responder) bool {
 		delete(u.x.Request.Header, "Accept-Encoding")
 	}
 	return true
+}
+
+// responds reports whether what an admitter kept of a request opens hooks
+// on its answer.
+func responds(u feature.Undo) bool {
+	_, ok := u.(feature.Responder)
+	return ok
 }
 
 // active reports whether any hook reads the answer.
@@ -115,6 +139,45 @@ func (hs *answerHooks) end(x *feature.Exchange, e feature.Ending) {
 	for _, hook := range hs.list {
 		hook.End(x, e)
 	}
+}
+
+// header gives the header the upstream writes under status to the hooks
+// that rewrite it.
+func (hs *answerHooks) header(x *feature.Exchange, status int, h http.Header) {
+	if !hs.headers {
+		return
+	}
+	for _, hook := range hs.list {
+		if hh, ok := hook.(feature.HeaderHook); ok {
+			hh.Header(x, status, h)
+		}
+	}
+}
+
+// trailer gives the header, the upstream's trailers copied into it, to
+// the hooks that rewrite it.
+func (hs *answerHooks) trailer(x *feature.Exchange, h http.Header) {
+	if !hs.headers {
+		return
+	}
+	for _, hook := range hs.list {
+		if hh, ok := hook.(feature.HeaderHook); ok {
+			hh.Trailer(x, h)
+		}
+	}
+}
+
+// unreached is the first answer a hook gives for an upstream the proxy
+// could not reach (feature.Unreached), nil when none answers.
+func (hs *answerHooks) unreached(x *feature.Exchange, err error) *feature.Refusal {
+	for _, hook := range hs.list {
+		if u, ok := hook.(feature.Unreached); ok {
+			if ref := u.Unreached(x, err); ref != nil {
+				return ref
+			}
+		}
+	}
+	return nil
 }
 
 // unreadableMessage is the JSON-RPC error sent, for id, in place of what

@@ -12,6 +12,7 @@ import (
 	"github.com/caddymcp/caddy-mcp/internal/promreg"
 	"github.com/caddymcp/caddy-mcp/keys"
 	"github.com/caddymcp/caddy-mcp/limits"
+	"github.com/caddymcp/caddy-mcp/session"
 	"github.com/caddymcp/caddy-mcp/toolpolicy"
 	"github.com/caddymcp/caddy-mcp/validate"
 )
@@ -60,6 +61,9 @@ func registerMetrics(ctx caddy.Context) error {
 	if err := promreg.Register(ctx, limits.Collectors()...); err != nil {
 		return err
 	}
+	if err := promreg.Register(ctx, session.Collectors()...); err != nil {
+		return err
+	}
 	if err := promreg.Register(ctx, guard.Collectors()...); err != nil {
 		return err
 	}
@@ -69,7 +73,7 @@ func registerMetrics(ctx caddy.Context) error {
 	if err := promreg.Register(ctx, validate.Collectors(liveCatalog)...); err != nil {
 		return err
 	}
-	return promreg.Register(ctx, requestsTotal, envelopesTotal, requestDuration, sessionTokens, cancellations)
+	return promreg.Register(ctx, requestsTotal, envelopesTotal, requestDuration, cancellations)
 }
 
 // Outcomes of a request that was not answered with an envelope.

@@ -128,7 +128,7 @@ func (h *Handler) timeUp(x *exchange, u *upstreamWatch, next caddyhttp.Handler) 
 			err = http.NewResponseController(w).Flush()
 		}
 	}
-	x.undo(time.Now(), true) // the places are not held while the upstream is told to stop
+	x.release(time.Now()) // the places are not held while the upstream is told to stop
 	h.cancelAtDeadline(x, u, next)
 	return err
 }

@@ -13,11 +13,11 @@ import (
 )
 
 // ServeHTTP takes a request through the handler's steps: the origin check,
-// then, for a JSON-RPC POST, inspection (inspect.go), admission by the rate
-// limits and the guard (admit.go), and forwarding (forward.go). GET and
-// DELETE are only origin-checked and forwarded. With sessions, every
-// request's session token is opened before admission (sessions.go). Whatever happens, finish
-// releases the request's places and counts it.
+// then, for a JSON-RPC POST, inspection (inspect.go), the phases of
+// admission and the checks (admit.go, features.go), and forwarding
+// (forward.go). GET and DELETE are only origin-checked, their session
+// opened, and forwarded. Whatever happens, finish gives back what the
+// admitters took (the guard's places) and counts the request.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	repl := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	x := &exchange{Exchange: feature.Exchange{Request: r, Start: time.Now(), Era: eraOf(r), Replacer: repl}}
@@ -44,10 +44,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 				// does not claim to be: the upstream refuses it in its own
 				// words (415 from the SDK servers).
 				x.Messages = nil
-				if err := h.openSession(x); err != nil {
-					return h.sessionGone(w, x, err)
-				}
-				return h.forward(w, x, next)
+				return h.openAndForward(w, x, next)
 			}
 			return h.refuseBody(w, x, err)
 		}
@@ -56,17 +53,23 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		}
 		return h.admitAndForward(w, x, next)
 	}
-	if err := h.openSession(x); err != nil {
-		return h.sessionGone(w, x, err)
+	return h.openAndForward(w, x, next)
+}
+
+// openAndForward opens the session of a request nothing else admits (a
+// GET, a DELETE, a body passed uninspected) and forwards it.
+func (h *Handler) openAndForward(w http.ResponseWriter, x *exchange, next caddyhttp.Handler) error {
+	if ref := x.admit(h.openers); ref != nil {
+		return h.refuseWith(w, x, ref)
 	}
 	return h.forward(w, x, next)
 }
 
-// admitAndForward takes an inspected POST through admission and on to the
-// upstream.
+// admitAndForward takes an inspected POST through the phases of admission
+// (docs/architecture.md) and on to the upstream.
 func (h *Handler) admitAndForward(w http.ResponseWriter, x *exchange, next caddyhttp.Handler) error {
-	if err := h.openSession(x); err != nil {
-		return h.sessionGone(w, x, err)
+	if ref := x.admit(h.openers); ref != nil {
+		return h.refuseWith(w, x, ref)
 	}
 	if ref := x.admit(h.admitters); ref != nil {
 		return h.refuseWith(w, x, ref)

@@ -739,3 +739,28 @@ func TestMethodsAndNamesBeyondTheirBoundsAreRefusedWithTheirIDs(t *testing.T) {
 	assert.Zero(t, u.calls)
 	requireForwarded(t, u, 1, serve(t, h, post(`{"jsonrpc":"2.0","id":1,"method":"x/`+strings.Repeat("m", 126)+`"}`), u))
 }
+
+// A large body streams to the upstream as it arrives only while no
+// feature needs it whole first: validate reads a call's arguments, and a
+// guard's place taken on a body's head could be held by a client that
+// trickles the rest.
+func TestALargeBodyStreamsOnlyWhileNoFeatureNeedsItWhole(t *testing.T) {
+	tests := []struct {
+		name    string
+		h       *Handler
+		streams bool
+	}{
+		{"nothing configured", &Handler{}, true},
+		{"a rate limit", &Handler{RateLimits: map[string]*RateLimit{"streams_limited": {Rate: "1/s"}}}, true},
+		{"a concurrency guard", &Handler{Concurrency: &Concurrency{Max: 1}}, false},
+		{"validate", &Handler{ValidateCalls: true}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := provision(t, tt.h)
+			r := post(toolsCall(`1`, "search"))
+			r.ContentLength = streamFrom + 1
+			assert.Equal(t, tt.streams, h.streams(r))
+		})
+	}
+}

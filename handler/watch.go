@@ -32,10 +32,6 @@ type upstreamWatch struct {
 	seen  *seenAnswer
 	// broke: the upstream broke its answer before its end.
 	broke bool
-	// pins seals the session ids the upstream answers with (nil: off);
-	// sealed is the header the client was given.
-	pins   *pins
-	sealed []string
 	// status is the final status written, 0 until then.
 	status   int
 	held     bool
@@ -102,18 +98,15 @@ func (u *upstreamWatch) WriteHeader(status int) {
 		return
 	}
 	if status < 200 || u.status != 0 {
-		if u.pins != nil && status < 200 {
-			delete(u.Header(), "Mcp-Session-Id") // an upstream's own id, in a 1xx
+		if status < 200 {
+			u.hooks.header(&u.x.Exchange, status, u.Header())
 		}
 		u.ResponseWriterWrapper.WriteHeader(status)
 		return
 	}
 	u.status = status
 	hdr := u.Header()
-	if u.pins != nil {
-		u.pins.seal(hdr, u.x)
-		u.sealed = hdr["Mcp-Session-Id"]
-	}
+	u.hooks.header(&u.x.Exchange, status, hdr)
 	eventStream, readable := isEventStream(hdr), identityEncoded(hdr)
 	if (status >= 500 || status == http.StatusTooManyRequests) && !eventStream && readable {
 		u.held = true
@@ -235,20 +228,11 @@ func (u *upstreamWatch) Write(p []byte) (int, error) {
 	return u.toClient(p)
 }
 
-// keepSealed stops the upstream's own session id from leaving in a
-// trailer, once the proxy has copied the upstream's: a declared trailer is
-// sent from the header map as it is when the handler returns, and an
-// undeclared one from a key with http.TrailerPrefix.
-func (u *upstreamWatch) keepSealed() {
-	if u.pins == nil || u.status == 0 {
-		return
-	}
-	hdr := u.Header()
-	delete(hdr, http.TrailerPrefix+"Mcp-Session-Id")
-	if u.sealed != nil {
-		hdr["Mcp-Session-Id"] = u.sealed
-	} else {
-		delete(hdr, "Mcp-Session-Id")
+// trailer gives the hooks the header once the proxy has copied the
+// upstream's trailers into it, before they are sent.
+func (u *upstreamWatch) trailer() {
+	if u.status != 0 {
+		u.hooks.trailer(&u.x.Exchange, u.Header())
 	}
 }
 

@@ -108,14 +108,6 @@ func methodRefused(method string) envelope.Envelope {
 		Envelope()
 }
 
-// noPrincipal: sessions are bound to the caller's credentials, and the
-// initialize request carried none.
-func noPrincipal() envelope.Envelope {
-	return envelope.New(envelope.Forbidden, "This MCP gateway opens sessions only for authenticated clients, and the request carried no credentials").
-		Suggest("Tell the user to configure credentials for this tool server; do not retry without them.").
-		Envelope()
-}
-
 func bodyTooLarge(max int64) envelope.Envelope {
 	return envelope.New(envelope.ValidationError, fmt.Sprintf("Request body is larger than the %d bytes this server accepts", max)).
 		Suggest("Send a smaller request: split the work into several calls, or pass large data by reference.").
