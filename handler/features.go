@@ -82,12 +82,16 @@ func (h *Handler) plugFeatures() {
 
 // askFeatures asks the plugged features what the core must do for them:
 // whether one governs which calls run (a body the core cannot read is then
-// refused), and whether one reads a whole body (none then streams).
+// refused), whether one reads a whole body (none then streams), and which
+// bound how long a call runs.
 func (h *Handler) askFeatures() {
 	for _, c := range h.checks {
 		g, ok := c.(feature.Governing)
 		h.governs = h.governs || (ok && g.Governs())
 		h.wholeBody = h.wholeBody || readsWholeBody(c)
+		if d, ok := c.(feature.Deadline); ok {
+			h.deadlines = append(h.deadlines, d)
+		}
 	}
 	for _, a := range h.entries {
 		h.wholeBody = h.wholeBody || readsWholeBody(a)

@@ -41,7 +41,7 @@ func (h *Handler) forward(w http.ResponseWriter, x *exchange, next caddyhttp.Han
 		abandon, up = h.detach(x, u, next, grace)
 		u.drain = true
 	}
-	if abandon != nil || h.policy != nil {
+	if abandon != nil || len(h.deadlines) > 0 {
 		// What the transport did with the request: a call cut at its
 		// deadline is cancelled upstream only once it got there.
 		up = u.delivery.trace(up)

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -56,7 +55,6 @@ func TestEveryWordOfTheGatewayInOnePlace(t *testing.T) {
 		{Name: "a method name too long", Envelope: messageRefused(methodTooLong(200))},
 		{Name: "a tool name too long", Envelope: messageRefused(toolNameTooLong(200))},
 		{Name: "a name too long", Envelope: messageRefused(nameTooLong(200))},
-		{Name: "a call past its tool's deadline", Envelope: toolTimedOut("search", 30*time.Second)},
 	}...)
 	section("The core", core)
 	section("Sessions (session)", session.Words())

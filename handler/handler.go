@@ -176,6 +176,8 @@ type Handler struct {
 	// annotators tell the model about a tool beside the gateway's answers
 	// to a call to it.
 	annotators []feature.Annotator
+	// deadlines are the checks that bound how long a call runs.
+	deadlines []feature.Deadline
 	// governs: a check decides which calls run; wholeBody: one reads a
 	// call's whole body (see feature.Governing, feature.WholeBody).
 	governs, wholeBody bool

@@ -214,13 +214,3 @@ func quote(s string) string { return `"` + s + `"` }
 const maxEchoed = feature.MaxEchoed
 
 var clip = feature.Clip
-
-// The tool policy.
-
-// toolTimedOut: a call ran past the deadline the policy gives its tool.
-func toolTimedOut(tool string, after time.Duration) envelope.Envelope {
-	return envelope.New(envelope.Timeout, "The tool "+quote(clip(tool))+" did not answer within "+formatWindow(after)+", the longest this gateway lets it run; the gateway asked the MCP server to stop it").
-		Suggest("The call may still complete on the server: check its effect before retrying, so that it does not run twice.").
-		Details(envelope.Detail{Key: "timeout", Value: formatWindow(after)}).
-		Envelope()
-}

@@ -2,7 +2,9 @@ package toolpolicy
 
 import (
 	"net/http"
+	"time"
 
+	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 	"github.com/caddymcp/caddy-mcp/validate"
@@ -20,6 +22,22 @@ type Calls struct {
 // Governs: the policy decides which calls run by their tool's name
 // (feature.Governing).
 func (*Calls) Governs() bool { return true }
+
+// Deadline is how long a call may run: the timeout the policy gives its
+// tool (feature.Deadline). A batch's calls have none: a deadline cuts one
+// call's answer.
+func (c *Calls) Deadline(x *feature.Exchange) time.Duration {
+	m := x.Single()
+	if m == nil || !feature.IsCall(m) {
+		return 0
+	}
+	return c.Rules.Deadline(string(m.Name))
+}
+
+// TimedOut is what the model is told of a call its deadline cut.
+func (c *Calls) TimedOut(x *feature.Exchange, after time.Duration) envelope.Envelope {
+	return toolTimedOut(string(x.Single().Name), after)
+}
 
 // Tools is what the policy asks of the tools learned from the upstream's
 // lists.

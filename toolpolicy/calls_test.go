@@ -3,6 +3,7 @@ package toolpolicy
 import (
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -66,4 +67,30 @@ func TestThePolicyRefusesCallsToHiddenTools(t *testing.T) {
 			assert.NotContains(t, ref.Envelope.Text(), "hidden", "the words never say a tool is hidden")
 		})
 	}
+}
+
+func TestACallsDeadlineIsItsToolsTimeout(t *testing.T) {
+	rules, err := New(nil, nil, nil, []Deadline{{Tools: "slow_*", After: 30 * time.Second}})
+	require.NoError(t, err)
+	c := &Calls{Rules: rules}
+	tests := []struct {
+		name string
+		body string
+		want time.Duration
+	}{
+		{"a call to a tool with a timeout", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow_search"}}`, 30 * time.Second},
+		{"a call to another tool", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search"}}`, 0},
+		{"a batch: a deadline cuts one call's answer", `[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow_search"}}]`, 0},
+		{"a list", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, 0},
+		{"a notification", `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"slow_search"}}`, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			x := featuretest.Post(t, tt.body)
+			assert.Equal(t, tt.want, c.Deadline(x))
+		})
+	}
+	env := c.TimedOut(featuretest.Post(t, tests[0].body), 30*time.Second)
+	assert.Equal(t, envelope.Timeout, env.Code)
+	assert.Equal(t, `The tool "slow_search" did not answer within 30s, the longest this gateway lets it run; the gateway asked the MCP server to stop it`, env.Message)
 }

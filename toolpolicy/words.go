@@ -2,6 +2,7 @@ package toolpolicy
 
 import (
 	"strings"
+	"time"
 
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/feature"
@@ -19,6 +20,14 @@ func toolDeprecated(tool string, d *Deprecation) envelope.Envelope {
 			Envelope()
 	}
 	return b.Suggest("This call succeeded, and its result above is valid. Stop relying on this tool: it may be removed.").Envelope()
+}
+
+// toolTimedOut: a call ran past the deadline the policy gives its tool.
+func toolTimedOut(tool string, after time.Duration) envelope.Envelope {
+	return envelope.New(envelope.Timeout, `The tool "`+feature.Clip(tool)+`" did not answer within `+feature.Window(after)+", the longest this gateway lets it run; the gateway asked the MCP server to stop it").
+		Suggest("The call may still complete on the server: check its effect before retrying, so that it does not run twice.").
+		Details(envelope.Detail{Key: "timeout", Value: feature.Window(after)}).
+		Envelope()
 }
 
 // listUnreadable: a tools/list answer the gateway must filter and cannot
@@ -62,5 +71,6 @@ func Words() []feature.Word {
 		{Name: "a stream message that cannot be read", Envelope: streamUnreadable(ErrUnreadable)},
 		{Name: "a batch calling a hidden tool", Envelope: hiddenInBatch("admin_reset")},
 		{Name: "a batch holding a tools/list", Envelope: listInBatch()},
+		{Name: "a call past its tool's deadline", Envelope: toolTimedOut("search", 30*time.Second)},
 	}
 }
