@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"time"
 
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
@@ -128,7 +127,7 @@ const discardedEvent = "mcp-gateway-discarded"
 // repairStream ends a broken, non-resumable event stream with one message
 // event per request still owed a response, each carrying the envelope.
 func (h *Handler) repairStream(u *upstreamWatch, what string) error {
-	env := streamBroken(what, time.Duration(h.UpstreamRetryAfter))
+	env := h.failures.Broken(what)
 	h.answered(u.x, &env)
 	out := u.sse.appendRepair(nil, &env)
 	w := u.ResponseWriterWrapper.ResponseWriter

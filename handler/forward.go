@@ -117,7 +117,7 @@ func (h *Handler) settle(x *exchange, u *upstreamWatch, err error, broke bool, n
 		// The upstream broke its answer before its end, which the client
 		// has not seen any of.
 		clearEntityHeaders(u.Header())
-		env := streamBroken("the connection to the MCP server broke", time.Duration(h.UpstreamRetryAfter))
+		env := h.failures.Broken("the connection to the MCP server broke")
 		return h.answer(u.ResponseWriterWrapper.ResponseWriter, x, &env, http.StatusOK), true
 	case u.read != nil && u.read.holding:
 		return h.releaseRead(u), true
@@ -135,7 +135,7 @@ func (h *Handler) settle(x *exchange, u *upstreamWatch, err error, broke bool, n
 		if ref := u.hooks.unreached(x.view(), err); ref != nil {
 			return h.refuseWith(u.ResponseWriterWrapper.ResponseWriter, x, ref), true
 		}
-		if env, status, ok := h.proxyFailure(err); ok {
+		if env, status, ok := h.failures.Unreached(err); ok {
 			x.cause = err
 			return h.answer(u.ResponseWriterWrapper.ResponseWriter, x, &env, status), true
 		}

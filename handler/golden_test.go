@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/caddymcp/caddy-mcp/contract"
+	"github.com/caddymcp/caddy-mcp/failures"
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/guard"
 	"github.com/caddymcp/caddy-mcp/limits"
@@ -57,6 +58,7 @@ func TestEveryWordOfTheGatewayInOnePlace(t *testing.T) {
 		{Name: "a name too long", Envelope: messageRefused(nameTooLong(200))},
 	}...)
 	section("The core", core)
+	section("The upstream's failures (failures)", failures.Words())
 	section("Sessions (session)", session.Words())
 	section("Rate limits (limits)", limits.Words())
 	section("The concurrency guard (guard)", guard.Words())

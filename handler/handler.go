@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddymcp/caddy-mcp/contract"
+	"github.com/caddymcp/caddy-mcp/failures"
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/guard"
 	"github.com/caddymcp/caddy-mcp/internal/logsample"
@@ -154,9 +155,11 @@ type Handler struct {
 	// short SHA-256 digest of them.
 	LogKey bool `json:"log_key,omitempty"`
 
-	origins     originPolicy
-	shared      SharedStore
-	sessions    *session.Pins
+	origins  originPolicy
+	shared   SharedStore
+	sessions *session.Pins
+	// failures words the upstream's failures.
+	failures    feature.Failures
 	catalog     *toolschema.Catalog
 	policy      *toolpolicy.Rules
 	locked      *lockedContract
@@ -218,6 +221,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	h.ReadBodyTimeout = cmp.Or(h.ReadBodyTimeout, caddy.Duration(DefaultReadBodyTimeout))
 	h.SSEKeepalive = cmp.Or(h.SSEKeepalive, caddy.Duration(DefaultSSEKeepalive))
 	h.UpstreamRetryAfter = cmp.Or(h.UpstreamRetryAfter, caddy.Duration(DefaultUpstreamRetryAfter))
+	h.failures = &failures.Failures{RetryAfter: time.Duration(h.UpstreamRetryAfter)}
 	h.load = loadOf(ctx)
 	h.joined = joinLoad(h.load)
 	if err := h.joined.checkRoutes(ctx); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/failures"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 )
 
@@ -259,7 +260,7 @@ func TestTrackerKeepsAtMostMaxEventDataOfALine(t *testing.T) {
 func TestRepairEndsTheStreamWithOneMessagePerOwedRequest(t *testing.T) {
 	batch := `[` + callOne + `,{"jsonrpc":"2.0","id":"two","method":"tools/list"},` + progress +
 		`,{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"fetch"}}]`
-	env := streamBroken("the connection to the MCP server broke", DefaultUpstreamRetryAfter)
+	env := testFailures.Broken("the connection to the MCP server broke")
 	tests := []struct {
 		name     string
 		upstream string
@@ -337,7 +338,7 @@ func TestAppendDiscardNamesTheUnfinishedEventSoClientsDropIt(t *testing.T) {
 			tr.observe([]byte(tt.observed))
 			assert.Equal(t, tt.want, string(tr.appendDiscard(nil)))
 			if tt.observed != "" {
-				env := streamBroken("x", DefaultUpstreamRetryAfter)
+				env := testFailures.Broken("x")
 				assert.True(t, strings.HasPrefix(string(tr.appendRepair(nil, &env)), tt.want), "a repair ends the unfinished line first")
 			}
 		})
@@ -517,7 +518,7 @@ func TestRepairedBatchAnswersKeepTheirIDsByteForByte(t *testing.T) {
 		parts = append(parts, `{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{"name":"t"}}`)
 	}
 	tr := trackerFor(t, "["+strings.Join(parts, ",")+"]")
-	env := streamBroken("x", DefaultUpstreamRetryAfter)
+	env := testFailures.Broken("x")
 	events, _ := sseClient(tr.appendRepair(nil, &env))
 	got := messagesOf(events)
 	require.Len(t, got, len(ids))
@@ -527,3 +528,7 @@ func TestRepairedBatchAnswersKeepTheirIDsByteForByte(t *testing.T) {
 		assert.Equal(t, ids[i], string(m["id"]))
 	}
 }
+
+// testFailures words failures as a handler with the default
+// upstream_retry_after does.
+var testFailures = &failures.Failures{RetryAfter: DefaultUpstreamRetryAfter}

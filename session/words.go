@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/failures"
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 )
@@ -80,11 +81,7 @@ func noPrincipal() envelope.Envelope {
 // replicaUnavailable: the replica a session is pinned to is configured,
 // but not available now.
 func replicaUnavailable(retry time.Duration) envelope.Envelope {
-	secs, in := feature.InSeconds(retry)
-	return envelope.New(envelope.HandoffUpstreamUnavailable, "The MCP server behind this gateway is unavailable: the server that holds this session is not available now").
-		Suggest("Tell the user the tool server is unavailable, and retry in " + in + ".").
-		RetryAfter(float64(secs)).
-		Envelope()
+	return failures.Unavailable("the server that holds this session is not available now", retry)
 }
 
 // Words are the envelopes the sessions write, with an example's values,

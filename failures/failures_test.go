@@ -1,4 +1,4 @@
-package handler
+package failures
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
 	"github.com/stretchr/testify/assert"
@@ -118,12 +117,12 @@ func TestUpstreamErrorStatusBecomesTheEnvelopeForIt(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				h := &Handler{UpstreamRetryAfter: caddy.Duration(DefaultUpstreamRetryAfter)}
+				f := &Failures{RetryAfter: DefaultRetryAfter}
 				hdr := http.Header{}
 				if tt.retryAfter != "" {
 					hdr.Set("Retry-After", tt.retryAfter)
 				}
-				env, status := h.upstreamStatus(tt.status, hdr, []byte(tt.body))
+				env, status := f.ErrorPage(tt.status, hdr, []byte(tt.body))
 				assert.Equal(t, tt.want, env)
 				assert.Equal(t, tt.status, status, "the id-less answer carries the upstream's status")
 			})
@@ -132,8 +131,8 @@ func TestUpstreamErrorStatusBecomesTheEnvelopeForIt(t *testing.T) {
 }
 
 func TestUpstreamUnavailableTellsTheConfiguredRetryAfter(t *testing.T) {
-	h := &Handler{UpstreamRetryAfter: caddy.Duration(90 * time.Second)}
-	env, _ := h.upstreamStatus(http.StatusBadGateway, http.Header{}, nil)
+	f := &Failures{RetryAfter: 90 * time.Second}
+	env, _ := f.ErrorPage(http.StatusBadGateway, http.Header{}, nil)
 	assert.Equal(t, 90.0, env.RetryAfter)
 	assert.Equal(t, "Tell the user the tool server is unavailable, and retry in 90 seconds.", env.Recovery)
 }
@@ -180,10 +179,10 @@ func TestProxyErrorBecomesTheEnvelopeForIt(t *testing.T) {
 		{"any other 502", caddyhttp.Error(http.StatusBadGateway, errors.New("EOF")),
 			unavailable("The MCP server behind this gateway is unavailable"), http.StatusBadGateway},
 	}
-	h := &Handler{UpstreamRetryAfter: caddy.Duration(DefaultUpstreamRetryAfter)}
+	f := &Failures{RetryAfter: DefaultRetryAfter}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			env, status, ok := h.proxyFailure(tt.err)
+			env, status, ok := f.Unreached(tt.err)
 			require.True(t, ok)
 			assert.Equal(t, tt.want, env)
 			assert.Equal(t, tt.status, status)
@@ -192,18 +191,18 @@ func TestProxyErrorBecomesTheEnvelopeForIt(t *testing.T) {
 }
 
 func TestProxyErrorsThatAreNotTheUpstreamsFailurePassThrough(t *testing.T) {
-	h := &Handler{UpstreamRetryAfter: caddy.Duration(DefaultUpstreamRetryAfter)}
+	f := &Failures{RetryAfter: DefaultRetryAfter}
 	for name, err := range map[string]error{
 		"a 500 handler error":      caddyhttp.Error(http.StatusInternalServerError, errors.New("boom")),
 		"a 400 handler error":      caddyhttp.Error(http.StatusBadRequest, errors.New("bad")),
 		"not a handler error":      errors.New("something"),
 		"a bare dial error":        reverseproxy.NewDialError(errors.New("refused")),
 		"a bare timeout":           timeoutError{},
-		"a client that went away":  caddyhttp.Error(statusClientClosed, context.Canceled),
+		"a client that went away":  caddyhttp.Error(499, context.Canceled),
 		"a wrapped 200 is nothing": caddyhttp.Error(http.StatusOK, errors.New("odd")),
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, _, ok := h.proxyFailure(err)
+			_, _, ok := f.Unreached(err)
 			assert.False(t, ok)
 		})
 	}
