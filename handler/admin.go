@@ -13,6 +13,7 @@ import (
 	"github.com/caddymcp/caddy-mcp/guard"
 	"github.com/caddymcp/caddy-mcp/internal/version"
 	"github.com/caddymcp/caddy-mcp/limits"
+	"github.com/caddymcp/caddy-mcp/session"
 	"github.com/caddymcp/caddy-mcp/toolschema"
 )
 
@@ -87,6 +88,9 @@ type HandlerStatus struct {
 
 // RateLimitStatus is a limit's settings and its number of live buckets.
 type RateLimitStatus = limits.Status
+
+// SessionsStatus is the sessions in the status view.
+type SessionsStatus = session.Status
 
 // ConcurrencyStatus is a guard's settings and load.
 type ConcurrencyStatus = guard.Status

@@ -139,3 +139,12 @@ func (x *exchange) holdFor(d time.Duration) {
 		}
 	})
 }
+
+func sortedNames[V any](m map[string]V) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
