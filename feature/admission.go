@@ -33,7 +33,9 @@ type Admitter interface {
 //
 // An Undo that is also a Responder opens its hooks on the request's answer
 // (after the features' own): the state an admitter keeps for one request
-// reaches the hooks that read its answer.
+// reaches the hooks that read its answer. Unless it is Lingering, an Undo
+// is called on the request's goroutine, once the hooks on its answer have
+// ended: it may recycle that state.
 type Undo interface {
 	Undo(now time.Time, ran bool)
 }

@@ -113,6 +113,24 @@ func (x *exchange) release(now time.Time) {
 	x.undos = kept
 }
 
+// takeLingering takes from x what lingers of what the admitters took
+// (feature.Lingering). What does not linger stays, to be given back by
+// finish, on the request's goroutine, once the answer's hooks have ended.
+func (x *exchange) takeLingering() []feature.Undo {
+	var lingering []feature.Undo
+	kept := x.undos[:0]
+	for _, u := range x.undos {
+		if _, ok := u.(feature.Lingering); ok {
+			lingering = append(lingering, u)
+		} else {
+			kept = append(kept, u)
+		}
+	}
+	clear(x.undos[len(kept):])
+	x.undos = kept
+	return lingering
+}
+
 // linger is how long what the admitters took for x is kept after its
 // client left while the upstream may still run it (feature.Lingering): the
 // longest any of them asks, 0 when none does.
@@ -126,15 +144,13 @@ func (x *exchange) linger() time.Duration {
 	return d
 }
 
-// holdFor takes from x what the admitters took for it, and gives it back
-// d from now.
+// holdFor takes from x what lingers of what the admitters took, and
+// gives it back d from now.
 func (x *exchange) holdFor(d time.Duration) {
-	undos := slices.Clone(x.undos)
-	clear(x.undos)
-	x.undos = x.undos[:0]
+	lingering := x.takeLingering()
 	time.AfterFunc(d, func() {
 		now := time.Now()
-		for _, u := range undos {
+		for _, u := range lingering {
 			u.Undo(now, true)
 		}
 	})

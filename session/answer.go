@@ -1,7 +1,9 @@
 package session
 
 import (
+	"context"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -26,10 +28,27 @@ type opened struct {
 	principalBuf Principal
 	// sealed is the session header the client was given.
 	sealed []string
+	// ctx is the request's, whose variables point the selection policy at
+	// session.Upstream while the request is pinned.
+	ctx context.Context
 }
 
-// Undo: nothing was taken.
-func (*opened) Undo(time.Time, bool) {}
+// openings are recycled: opening a session allocates nothing.
+var openings = sync.Pool{New: func() any { return new(opened) }}
+
+// Undo lets the request's state go, once its answer is over: the pin
+// leaves the request's variables, and the state is recycled.
+func (o *opened) Undo(time.Time, bool) {
+	if o.ctx != nil {
+		caddyhttp.SetVar(o.ctx, PinVar, nil)
+	}
+	o.recycle()
+}
+
+func (o *opened) recycle() {
+	*o = opened{}
+	openings.Put(o)
+}
 
 // Open is the hook on the request's answer: the request's state itself.
 func (o *opened) Open(*feature.Exchange) feature.Hook { return o }

@@ -89,8 +89,10 @@ var errNoPrincipal = errors.New("no principal to bind a session to")
 // another spelling (Mcp_Session_Id, which a CGI-style server reads as the
 // same), is no token either.
 func (p *Pins) Admit(x *feature.Exchange) (feature.Undo, *feature.Refusal) {
-	o := &opened{p: p}
+	o := openings.Get().(*opened)
+	o.p = p
 	if err := o.open(x); err != nil {
+		o.recycle()
 		return nil, p.refusal(x, err)
 	}
 	return o, nil
@@ -137,7 +139,8 @@ func (o *opened) open(x *feature.Exchange) error {
 	o.session, o.token, o.pinned = s, token, true
 	values[0] = s.ID // the request's own slice: no other reads it
 	x.Replica = s.Upstream
-	caddyhttp.SetVar(x.Request.Context(), PinVar, &o.session.Upstream)
+	o.ctx = x.Request.Context()
+	caddyhttp.SetVar(o.ctx, PinVar, &o.session.Upstream)
 	return nil
 }
 

@@ -178,3 +178,18 @@ func TestAReplicaThatIsGoneIsAnsweredForTheUpstream(t *testing.T) {
 		})
 	}
 }
+
+// Admitting a request that names no session, and letting it go, allocates
+// nothing: the request's state is recycled.
+func TestAdmittingWithoutASessionAllocatesNothing(t *testing.T) {
+	p := testPins(t, "")
+	x := exchange(t, call, nil)
+	allocs := testing.AllocsPerRun(1000, func() {
+		u, ref := p.Admit(x)
+		if ref != nil {
+			t.Fatal(ref.Cause)
+		}
+		u.Undo(x.Start, true)
+	})
+	assert.Zero(t, allocs)
+}
