@@ -34,7 +34,7 @@ type exchange struct {
 	// buffer backs it without allocating), and the rule that refused the
 	// request.
 	undos     []feature.Undo
-	undoBuf   [2]feature.Undo
+	undoBuf   [4]feature.Undo
 	refusedBy feature.Rule
 
 	// Written by forward: the request went to the upstream, and watch
