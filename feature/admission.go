@@ -35,7 +35,8 @@ type Admitter interface {
 // (after the features' own): the state an admitter keeps for one request
 // reaches the hooks that read its answer. Unless it is Lingering, an Undo
 // is called on the request's goroutine, once the hooks on its answer have
-// ended: it may recycle that state.
+// ended: it may recycle that state. A Lingering Undo opens no hooks: it
+// may be given back before the answer ends.
 type Undo interface {
 	Undo(now time.Time, ran bool)
 }

@@ -87,6 +87,10 @@ type Needs struct {
 	// is compressed, not JSON-RPC, or an event stream under a status other
 	// than 200) is not sent: Unreadable's envelope takes its place.
 	FailClosed bool
+	// HeaderOnly: the hook reads no message at all, only the answer's
+	// header (a HeaderHook) and how it ended: the core reads nothing of
+	// the answer for it.
+	HeaderOnly bool
 }
 
 // Hook reads the upstream's answer to one request. A hook is opened per

@@ -21,7 +21,9 @@ type answerHooks struct {
 	// the largest bound of a JSON answer one reads (0: none reads one).
 	edit, failClosed bool
 	max              int
-	// headers: a hook rewrites the answer's header (feature.HeaderHook).
+	// readers is the number of hooks that read messages; headers: a hook
+	// rewrites the answer's header (feature.HeaderHook).
+	readers int
 	headers bool
 	// id is the request's, when a hook edits (nil on a GET, or for a body
 	// that is not one request), for what is sent in place of an answer
@@ -39,8 +41,8 @@ func (hs *answerHooks) open(responders []feature.Responder, undos []feature.Undo
 		hs.add(r.Open(x))
 	}
 	for _, u := range undos {
-		if r, ok := u.(feature.Responder); ok {
-			hs.add(r.Open(x))
+		if responds(u) {
+			hs.add(u.(feature.Responder).Open(x))
 		}
 	}
 	if len(hs.list) == 0 {
@@ -61,12 +63,16 @@ func (hs *answerHooks) add(hook feature.Hook) {
 	}
 	n := hook.Needs()
 	hs.list = append(hs.list, hook)
-	hs.edit = hs.edit || n.Edit || n.FailClosed // what fails closed is held
-	hs.failClosed = hs.failClosed || n.FailClosed
-	hs.max = max(hs.max, n.Max)
 	if _, ok := hook.(feature.HeaderHook); ok {
 		hs.headers = true
 	}
+	if n.HeaderOnly {
+		return
+	}
+	hs.readers++
+	hs.edit = hs.edit || n.Edit || n.FailClosed // what fails closed is held
+	hs.failClosed = hs.failClosed || n.FailClosed
+	hs.max = max(hs.max, n.Max)
 }
 
 // openHooks opens the features' hooks on the answer, and says how the core
@@ -85,14 +91,16 @@ func (u *upstreamWatch) openHooks(responders []feature.Responder, undos []featur
 }
 
 // responds reports whether what an admitter kept of a request opens hooks
-// on its answer.
+// on its answer: a Responder that does not linger (what lingers may be
+// given back before the answer ends).
 func responds(u feature.Undo) bool {
 	_, ok := u.(feature.Responder)
-	return ok
+	_, lingers := u.(feature.Lingering)
+	return ok && !lingers
 }
 
 // active reports whether any hook reads the answer.
-func (hs *answerHooks) active() bool { return len(hs.list) > 0 }
+func (hs *answerHooks) active() bool { return hs.readers > 0 }
 
 // message gives msg to the hooks in order, each seeing what the one before
 // it let through, and returns what to send instead (nil: msg as it is).
@@ -105,7 +113,7 @@ func (hs *answerHooks) message(x *feature.Exchange, msg []byte, whole, editable 
 	cur := msg
 	for _, hook := range hs.list {
 		n := hook.Needs()
-		if (whole && len(cur) > n.Max) || ((n.Edit || n.FailClosed) && !editable) {
+		if n.HeaderOnly || (whole && len(cur) > n.Max) || ((n.Edit || n.FailClosed) && !editable) {
 			continue
 		}
 		got, herr := hook.Message(x, cur)

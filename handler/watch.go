@@ -47,12 +47,15 @@ type upstreamWatch struct {
 	// drain: the answer is read to its end even when the client is gone;
 	// gone: it is, and what the upstream writes is dropped.
 	drain, gone bool
-	// read reads (and may edit) the answer for the tools policy (nil:
+	// read reads (and may edit) the answer for the hooks that edit (nil:
 	// none); deadline is the call's (nil: none), and cut says it passed
 	// before the upstream answered, whose request was then cancelled.
 	read     *answerRead
 	deadline *deadline
 	cut      bool
+	// cutHeader: the hooks were given the final header of an answer cut
+	// at its deadline.
+	cutHeader bool
 	// Read by the goroutine that acts for a client that left (abandon.go):
 	// delivery, what the transport told of the request; answered, the
 	// upstream has begun the answer that ends its work (an answer that is
@@ -93,8 +96,13 @@ func (u *upstreamWatch) nothingSent() bool {
 func (u *upstreamWatch) WriteHeader(status int) {
 	if u.cut || (u.status == 0 && u.deadline.passed()) {
 		// What the proxy says of a request the deadline cancelled (499):
-		// the gateway answers for it.
+		// the gateway answers for it, with what the hooks make of the
+		// header the proxy copied (the upstream's session id sealed).
 		u.cut = true
+		if status < 200 || !u.cutHeader {
+			u.cutHeader = status >= 200
+			u.hooks.header(&u.x.Exchange, status, u.Header())
+		}
 		return
 	}
 	if status < 200 || u.status != 0 {

@@ -54,7 +54,7 @@ func (o *opened) recycle() {
 func (o *opened) Open(*feature.Exchange) feature.Hook { return o }
 
 // Needs: no message of the answer, only its header.
-func (*opened) Needs() feature.Needs { return feature.Needs{} }
+func (*opened) Needs() feature.Needs { return feature.Needs{HeaderOnly: true} }
 
 func (*opened) Message(*feature.Exchange, []byte) ([]byte, error) { return nil, nil }
 
