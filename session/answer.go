@@ -1,7 +1,6 @@
 package session
 
 import (
-	"context"
 	"net/http"
 	"sync"
 	"time"
@@ -28,22 +27,17 @@ type opened struct {
 	principalBuf Principal
 	// sealed is the session header the client was given.
 	sealed []string
-	// ctx is the request's, whose variables point the selection policy at
-	// session.Upstream while the request is pinned.
-	ctx context.Context
 }
 
 // openings are recycled: opening a session allocates nothing.
 var openings = sync.Pool{New: func() any { return new(opened) }}
 
-// Undo lets the request's state go, once its answer is over: the pin
-// leaves the request's variables, and the state is recycled.
-func (o *opened) Undo(time.Time, bool) {
-	if o.ctx != nil {
-		caddyhttp.SetVar(o.ctx, PinVar, nil)
-	}
-	o.recycle()
-}
+// Undo recycles the request's state, once its answer is over. The pin
+// stays in the request's variables, pointing into the recycled state: they
+// are read after the request by goroutines of the proxy's transport (its
+// dials), so they must not be written then; nothing reads the pin after
+// the proxy is done with the request.
+func (o *opened) Undo(time.Time, bool) { o.recycle() }
 
 func (o *opened) recycle() {
 	*o = opened{}

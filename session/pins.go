@@ -139,8 +139,7 @@ func (o *opened) open(x *feature.Exchange) error {
 	o.session, o.token, o.pinned = s, token, true
 	values[0] = s.ID // the request's own slice: no other reads it
 	x.Replica = s.Upstream
-	o.ctx = x.Request.Context()
-	caddyhttp.SetVar(o.ctx, PinVar, &o.session.Upstream)
+	caddyhttp.SetVar(x.Request.Context(), PinVar, &o.session.Upstream)
 	return nil
 }
 
