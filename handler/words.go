@@ -125,12 +125,8 @@ func nameTooLong(n int) *messageError {
 		recovery: "Use a name exactly as the server lists it (tools/list, prompts/list)."}
 }
 
-// Writing numbers and values the way a person would (package feature).
-var (
-	inSeconds    = feature.InSeconds
-	countOf      = feature.CountOf
-	formatWindow = feature.Window
-)
+// formatWindow writes a duration the way a person would (feature.Window).
+var formatWindow = feature.Window
 
 func quote(s string) string { return `"` + s + `"` }
 
