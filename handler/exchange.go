@@ -15,8 +15,9 @@ import (
 
 // exchange is what the handler knows of one HTTP request, and what it did
 // with it. The features read the feature.Exchange it holds (ServeHTTP
-// writes the request, its start and its era; inspect its messages, body
-// and batch; openSession the replica), and nothing else of it.
+// writes the request, its start, its era and its replacer; inspect its
+// messages, body and batch; the session phase the replica), and nothing
+// else of it.
 type exchange struct {
 	feature.Exchange
 
