@@ -97,7 +97,9 @@ func TestEveryCaddyfileAdapts(t *testing.T) {
 		cfgSDKMCP:     {`"handler":"mcp"`},
 	}
 	for _, c := range allConfigs(1000) {
-		if c.Direct {
+		if c.Direct || c.Peer {
+			// The peer's rate_limit is registered only in the peer's own
+			// Caddy (bench/peer), which the bench builds when it runs one.
 			continue
 		}
 		t.Run(c.Name, func(t *testing.T) {
@@ -488,6 +490,16 @@ func TestClientReadsEachAnswerShape(t *testing.T) {
 	wrong := newClient(&target{addr: up.Responder, path: "/mcp", body: body(1024), keys: 1, expect: "RATE_LIMITED"}, 0, 1)
 	defer wrong.close()
 	assert.ErrorIs(t, wrong.do(), errBadAnswer)
+
+	// The peer refuses with an empty 429: good for peer-denied, and for
+	// nothing else.
+	refusal := "HTTP/1.1 429 Too Many Requests\r\nContent-Length: 0\r\nRetry-After: 3600\r\n\r\n"
+	peer := newClient(&target{addr: serveCanned(t, refusal), path: "/mcp", body: body(1024), status: http.StatusTooManyRequests}, 0, 1)
+	defer peer.close()
+	require.NoError(t, peer.do(), "the peer's refusal")
+	notPeer := newClient(&target{addr: serveCanned(t, refusal), path: "/mcp", body: body(1024), expect: upstreamText}, 0, 1)
+	defer notPeer.close()
+	assert.ErrorIs(t, notPeer.do(), errBadAnswer, "a 429 where a 200 is expected")
 }
 
 // serveCanned answers every connection with reply, then closes it.

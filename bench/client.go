@@ -3,10 +3,12 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -117,7 +119,7 @@ func (c *client) do() error {
 		c.close()
 	}
 	switch {
-	case status != 200:
+	case status != cmp.Or(c.t.status, http.StatusOK):
 		return fmt.Errorf("%w: status %d: %q", errBadAnswer, status, c.seen)
 	case !bytes.Contains(c.seen, []byte(c.t.expect)):
 		return fmt.Errorf("%w: no %q in %q", errBadAnswer, c.t.expect, c.seen)

@@ -51,6 +51,12 @@
 //	guard              a concurrency guard whose max is far above the clients
 //	denied             a limit of 1 call an hour: every call is answered by the
 //	                   gateway with a RATE_LIMITED envelope, never proxied
+//	peer               mholt/caddy-ratelimit, the Caddy plugin a user would pick
+//	                   instead, with a zone on the client's address that never
+//	                   triggers (10,000 events in 100 ms: the peer keeps a
+//	                   ring of a window's events per key)
+//	peer-denied        the peer with a zone of 1 event an hour on one key: every
+//	                   call is answered with its empty 429, never proxied
 //	sdk-*              direct, reverse_proxy and mcp in front of the official
 //	                   Go SDK server (the demo server, stateless, calling echo)
 //
@@ -59,6 +65,11 @@
 //	sse                the time from a request to the end of the first
 //	                   server-sent event of its answer, direct, through
 //	                   reverse_proxy and through mcp
+//
+// A run that measures the peer builds bench/peer, a module of its own
+// holding a Caddy with the mcp plugin and the peer (v0.1.0, the version the
+// Go module proxy serves), and runs every configuration on it, so that the
+// gateway and the peer are measured in one binary.
 //
 // Each *-redis configuration has exactly the limits and keys of the one
 // before it, plus a store block naming redis://127.0.0.1:PORT/0 and nothing

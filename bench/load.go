@@ -26,8 +26,9 @@ type target struct {
 	// starts, so that they cost nothing per request but their bytes.
 	headers string
 	// expect is held in the first checkBytes bytes of every good answer's
-	// body (after decoding a chunked one); the status must be 200.
+	// body (after decoding a chunked one), whose status is status (0: 200).
 	expect string
+	status int
 	// firstEvent makes the latency recorded the time from the request's
 	// first byte written to the end of the first server-sent event, instead
 	// of the time to the end of the response.

@@ -65,8 +65,10 @@ func main() {
 
 // bench is one run's servers and state.
 type bench struct {
-	o         options
-	sel       selection
+	o   options
+	sel selection
+	// build says what the Caddy binary holds, for the report.
+	build     string
 	sizes     []int
 	upstreams *upstreams
 	caddies   map[string]*caddyrun.Process
@@ -116,7 +118,7 @@ func run(o options, out io.Writer) error {
 	if err := b.start(tmp); err != nil {
 		return err
 	}
-	env.Caddy = caddyrun.Version(b.o.caddyBin)
+	env.Caddy, env.Build = caddyrun.Version(b.o.caddyBin), b.build
 	env.RedisNote = redisNote
 	if b.redis != nil {
 		env.Redis = b.redis.Version

@@ -34,6 +34,8 @@ type environment struct {
 	OS         string `json:"os"`
 	Go         string `json:"go"`
 	Caddy      string `json:"caddy"`
+	// Build is what the Caddy binary holds.
+	Build string `json:"build"`
 	// Redis is the version of the redis-server the benchmark ran, if it
 	// needed one; RedisNote says why configurations that need one were
 	// not measured.
@@ -81,7 +83,7 @@ func (r *report) writeHeader(w io.Writer) {
 	e, s := r.Env, r.Settings
 	fmt.Fprintf(w, "# caddy-mcp gateway benchmark\n\n")
 	fmt.Fprintf(w, "- machine: %d cores (GOMAXPROCS %d)%s, %s; load average before %s, after %s\n", e.Cores, e.GOMAXPROCS, prefixed(", ", e.CPU), e.OS, e.LoadBefore, e.LoadAfter)
-	fmt.Fprintf(w, "- software: Go %s, Caddy %s (cmd/caddy with the mcp plugin)%s\n", e.Go, e.Caddy,
+	fmt.Fprintf(w, "- software: Go %s, Caddy %s (%s)%s\n", e.Go, e.Caddy, e.Build,
 		redisSoftware(e.Redis))
 	if e.RedisNote != "" {
 		fmt.Fprintf(w, "- skipped: %s\n", e.RedisNote)

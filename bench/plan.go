@@ -49,6 +49,11 @@ type config struct {
 	// Policy configurations hide a tool: before the first round, a call
 	// to it must be answered UNKNOWN_ACTION by the gateway.
 	Policy bool
+	// Peer configurations run mholt/caddy-ratelimit, which only the
+	// peer's Caddy (bench/peer) has: a run that measures one runs every
+	// configuration on that binary. A denied one answers every call with
+	// the peer's own refusal, an empty 429.
+	Peer bool
 }
 
 const (
@@ -75,6 +80,8 @@ const (
 	cfgSDKDirect   = "sdk-direct"
 	cfgSDKProxy    = "sdk-reverse_proxy"
 	cfgSDKMCP      = "sdk-mcp"
+	cfgPeer        = "peer"
+	cfgPeerDenied  = "peer-denied"
 	sseMeasurement = "sse"
 )
 
@@ -140,6 +147,21 @@ const toolsHandler = `mcp {
 	}
 }`
 
+// peerZone is mholt/caddy-ratelimit with one zone, keyed as its users key
+// it (the client's address, or one key for all), inside a route: the
+// directive has no place of its own in the Caddyfile's order. The peer
+// keeps a ring of every event of a window per key (24 bytes an event, all
+// allocated when the key is first seen), so a zone that never triggers
+// allows 10,000 events in 100 ms (100,000 a second, far above any rate
+// here) rather than a billion an hour as limits-1key does: a ring of a
+// billion events is 24 GB, and even a million (24 MB) grows the process's
+// live heap enough that its garbage collector runs less often than the
+// other configurations', which makes it look cheaper than a bare
+// reverse_proxy.
+func peerZone(key string, events int, window string) string {
+	return fmt.Sprintf("route {\n\trate_limit {\n\t\tzone bench {\n\t\t\tkey %s\n\t\t\tevents %d\n\t\t\twindow %s\n\t\t}\n\t}\n}", key, events, window)
+}
+
 // sessionsHandler turns sessions on with a fixed secret (sessionSecret), and
 // sessionsProxy sends each request of a session to the upstream that holds
 // it, the others round robin.
@@ -170,6 +192,10 @@ func allConfigs(guardMax int) []config {
 		{Name: cfgRedis100k, Upstream: upstreamResponder, Handler: twoLimitsRedis, Keys: manyKeys, Baseline: cfgProxy, Redis: true, InProcess: cfgLimits100k},
 		{Name: cfgGuard, Upstream: upstreamResponder, Handler: fmt.Sprintf("mcp {\n\tconcurrency {\n\t\tmax %d\n\t}\n}", guardMax), Keys: 1, Baseline: cfgProxy},
 		{Name: cfgDenied, Upstream: upstreamResponder, Handler: "mcp {\n\trate_limit deny {\n\t\trate 1/1h\n\t\tburst 1\n\t}\n}", Keys: 1, Denied: true, Baseline: cfgProxy},
+		// The peer: a zone that never runs dry (as limits-1key's), and one
+		// that refuses every call after the first (as denied's).
+		{Name: cfgPeer, Upstream: upstreamResponder, Handler: peerZone("{remote_host}", 10_000, "100ms"), Keys: 1, Baseline: cfgProxy, Peer: true},
+		{Name: cfgPeerDenied, Upstream: upstreamResponder, Handler: peerZone("static", 1, "1h"), Keys: 1, Denied: true, Baseline: cfgProxy, Peer: true},
 		{Name: cfgSDKDirect, Upstream: upstreamSDK, Direct: true, Keys: 1, Baseline: cfgSDKProxy},
 		{Name: cfgSDKProxy, Upstream: upstreamSDK, Keys: 1, Baseline: cfgSDKProxy},
 		{Name: cfgSDKMCP, Upstream: upstreamSDK, Handler: "mcp", Keys: 1, Baseline: cfgSDKProxy},
@@ -191,6 +217,12 @@ type selection struct {
 	Running []config
 	// Named says whether -configs named configurations rather than all.
 	Named bool
+}
+
+// needsPeer says whether any configuration of the selection runs the
+// peer, which only the peer's Caddy has.
+func (s selection) needsPeer() bool {
+	return slices.ContainsFunc(s.Running, func(c config) bool { return c.Peer })
 }
 
 // needsRedis says whether any configuration of the selection keeps its

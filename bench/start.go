@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log"
+	"net/http"
 	"path/filepath"
 
 	"github.com/caddymcp/caddy-mcp/internal/caddyrun"
@@ -11,7 +12,19 @@ import (
 // start builds Caddy if needed, and starts the upstreams and every Caddy
 // the selection needs.
 func (b *bench) start(tmp string) error {
-	if b.o.caddyBin == "" {
+	switch {
+	case b.o.caddyBin != "":
+		b.build = "given with -caddy"
+	case b.sel.needsPeer():
+		b.build = "bench/peer: the mcp plugin and mholt/caddy-ratelimit v0.1.0"
+		log.Print("building bench/peer: the mcp plugin and mholt/caddy-ratelimit in one Caddy")
+		bin, err := caddyrun.BuildModule(tmp, "bench/peer")
+		if err != nil {
+			return err
+		}
+		b.o.caddyBin = bin
+	default:
+		b.build = "cmd/caddy with the mcp plugin"
 		log.Print("building cmd/caddy")
 		bin, err := caddyrun.Build(tmp)
 		if err != nil {
@@ -134,6 +147,9 @@ func (b *bench) target(c config, size int) *target {
 		t.addr = b.caddies[c.Name].Addr
 	}
 	switch {
+	case c.Denied && c.Peer:
+		// The peer refuses with an empty 429.
+		t.expect, t.status = "", http.StatusTooManyRequests
 	case c.Denied:
 		t.expect = "RATE_LIMITED"
 	case c.Upstream == upstreamSDK:

@@ -22,6 +22,26 @@ import (
 // directory, with go build's flags if any (e.g. -race), and returns the
 // binary's path.
 func Build(dir string, flags ...string) (string, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return "", err
+	}
+	return build(dir, root, "./cmd/caddy", flags)
+}
+
+// BuildModule builds the main package of the module at path (relative to
+// the caddy-mcp module holding the working directory: a Caddy with more
+// plugins, such as bench/peer) into dir, and returns the binary's path.
+func BuildModule(dir, path string) (string, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return "", err
+	}
+	return build(dir, filepath.Join(root, path), ".", nil)
+}
+
+// moduleRoot is the folder of the module holding the working directory.
+func moduleRoot() (string, error) {
 	out, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
 		return "", fmt.Errorf("go env GOMOD: %w", err)
@@ -30,13 +50,18 @@ func Build(dir string, flags ...string) (string, error) {
 	if gomod == "" || gomod == os.DevNull {
 		return "", errors.New("not inside the caddy-mcp module: run from the repository, or give -caddy")
 	}
+	return filepath.Dir(gomod), nil
+}
+
+// build builds pkg, in the module at moduleDir, into dir/caddy.
+func build(dir, moduleDir, pkg string, flags []string) (string, error) {
 	bin := filepath.Join(dir, "caddy")
-	args := append(append([]string{"build", "-o", bin}, flags...), "./cmd/caddy")
+	args := append(append([]string{"build", "-o", bin}, flags...), pkg)
 	cmd := exec.Command("go", args...)
-	cmd.Dir = filepath.Dir(gomod)
+	cmd.Dir = moduleDir
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/caddy: %w", err)
+		return "", fmt.Errorf("go build %s in %s: %w", pkg, moduleDir, err)
 	}
 	return bin, nil
 }
