@@ -28,8 +28,10 @@ type exchange struct {
 	reader bodyReader
 	one    [1]jsonrpc.Message
 	// stream is the body going to the upstream as it arrives, when it
-	// does (streaming.go).
-	stream *bodyStream
+	// does (streaming.go); outgrown is the streamed read of the body,
+	// whose outgrown buffers go back to the pool with pooled.
+	stream   *bodyStream
+	outgrown *bodyStream
 
 	// Written by admission: how to give back what the admitters took (the
 	// buffer backs it without allocating), and the rule that refused the
@@ -117,6 +119,9 @@ func (x *exchange) recycle() {
 	x.Messages = nil
 	putBuffer(x.pooled)
 	x.pooled = nil
+	if x.outgrown != nil {
+		x.outgrown.recycleRetired()
+	}
 }
 
 // bodyClosed reports whether the upstream's transport is done with the

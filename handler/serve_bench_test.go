@@ -67,6 +67,19 @@ func BenchmarkServeDenied(b *testing.B) {
 	benchServe(b, h, toolsCall1KiB())
 }
 
+// BenchmarkServeDeniedStreamed64KiB is a call refused by a limit on the
+// head of a 64 KiB body that streams: the refusal waits for the whole body
+// to be read, in buffers that grow as it arrives and go back to the pool
+// when the exchange is over.
+func BenchmarkServeDeniedStreamed64KiB(b *testing.B) {
+	h := provisionB(b, &Handler{RateLimits: map[string]*RateLimit{"none": {Rate: "1/1h", Burst: 1}}})
+	benchServe(b, h, toolsCall64KiB())
+}
+
+func toolsCall64KiB() string {
+	return `{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"search","arguments":{"query":"` + strings.Repeat("lorem ipsum dolor sit amet ", 64<<10/27) + `"}}}`
+}
+
 func toolsCall1KiB() string {
 	var arg bytes.Buffer
 	for arg.Len() < 900 {

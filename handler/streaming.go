@@ -86,6 +86,14 @@ type bodyStream struct {
 	// answering: the handler is answering the body's refusal, which
 	// every answer given before gives way to (of the handler's goroutine).
 	answering bool
+
+	// retired are the buffers the body outgrew (of the scan's goroutine
+	// until it ends): the messages parsed before a growth may point into
+	// them, so they go back to the pool only with the last one, when the
+	// exchange is recycled. Past len(retired), one is left to the
+	// collector.
+	retired  [8]*[]byte
+	nRetired int
 }
 
 // dropsAnswers reports whether an answer given now would be dropped: the
@@ -102,6 +110,7 @@ func (h *Handler) inspectStreaming(w http.ResponseWriter, x *exchange) error {
 	b := &bodyStream{client: r.Body, limit: int(r.ContentLength), head: make(chan jsonrpc.Message, 1), done: make(chan struct{})}
 	b.cond.L = &b.mu
 	b.buf = getBuffer(firstChunk)
+	x.outgrown = b
 	deadline := setReadDeadline(w, time.Now().Add(time.Duration(h.ReadBodyTimeout)))
 	go b.run(h.MaxBatch, func() {
 		if deadline {
@@ -221,8 +230,23 @@ func (b *bodyStream) grow() {
 	q := getBuffer(min(want, b.limit))
 	copy(*q, (*b.buf)[:b.n])
 	b.mu.Lock()
+	old := b.buf
 	b.buf = q
 	b.mu.Unlock()
+	if b.nRetired < len(b.retired) {
+		b.retired[b.nRetired] = old
+		b.nRetired++
+	}
+}
+
+// recycleRetired gives back the buffers the body outgrew, once the scan
+// is over and nothing reads the messages it parsed.
+func (b *bodyStream) recycleRetired() {
+	for i := range b.nRetired {
+		putBuffer(b.retired[i])
+		b.retired[i] = nil
+	}
+	b.nRetired = 0
 }
 
 // Read gives the upstream's transport what it may have of the body,
