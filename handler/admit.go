@@ -101,34 +101,28 @@ func (x *exchange) undo(now time.Time, ran bool) {
 // release gives back at once what lingers (the guard's places), when a
 // deadline ended the call for the gateway; the rest comes back at the end.
 func (x *exchange) release(now time.Time) {
-	kept := x.undos[:0]
-	for _, u := range x.undos {
-		if _, ok := u.(feature.Lingering); ok {
-			u.Undo(now, true)
-		} else {
-			kept = append(kept, u)
-		}
+	var buf [len(x.undoBuf)]feature.Undo
+	for _, u := range x.takeLingering(buf[:0]) {
+		u.Undo(now, true)
 	}
-	clear(x.undos[len(kept):])
-	x.undos = kept
 }
 
 // takeLingering takes from x what lingers of what the admitters took
-// (feature.Lingering). What does not linger stays, to be given back by
-// finish, on the request's goroutine, once the answer's hooks have ended.
-func (x *exchange) takeLingering() []feature.Undo {
-	var lingering []feature.Undo
+// (feature.Lingering), appended to dst. What does not linger stays, to be
+// given back by finish, on the request's goroutine, once the answer's
+// hooks have ended.
+func (x *exchange) takeLingering(dst []feature.Undo) []feature.Undo {
 	kept := x.undos[:0]
 	for _, u := range x.undos {
 		if _, ok := u.(feature.Lingering); ok {
-			lingering = append(lingering, u)
+			dst = append(dst, u)
 		} else {
 			kept = append(kept, u)
 		}
 	}
 	clear(x.undos[len(kept):])
 	x.undos = kept
-	return lingering
+	return dst
 }
 
 // linger is how long what the admitters took for x is kept after its
@@ -147,7 +141,7 @@ func (x *exchange) linger() time.Duration {
 // holdFor takes from x what lingers of what the admitters took, and
 // gives it back d from now.
 func (x *exchange) holdFor(d time.Duration) {
-	lingering := x.takeLingering()
+	lingering := x.takeLingering(nil)
 	time.AfterFunc(d, func() {
 		now := time.Now()
 		for _, u := range lingering {

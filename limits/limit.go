@@ -138,9 +138,6 @@ func configure(name string, cfg *Config, logger *zap.Logger) (*Limit, error) {
 	return l, nil
 }
 
-// Name is the limit's name.
-func (l *Limit) Name() string { return l.name }
-
 // Key is the limit's key template.
 func (l *Limit) Key() *keys.Key { return l.key }
 
