@@ -15,6 +15,7 @@
 //			max_keys <n>                      # live buckets, default 1000000
 //		}
 //		max_request_body <size>               # default 4MiB
+//		stream_above <size>                   # calls streamed upstream as they arrive, default 1MiB
 //		read_body_timeout <duration>          # default 10s
 //		max_batch <n>                         # messages per POST, default 16
 //		concurrency [<name>] {
@@ -145,7 +146,7 @@ var subdirectives = map[string][]string{
 	"": {
 		"rate_limit", "concurrency", "store", "sessions", "allowed_origins", "sse_keepalive", "log_key",
 		"validate", "contract", "tools", "upstream_cancels_on_close", "upstream_retry_after",
-		"max_request_body", "read_body_timeout", "max_batch",
+		"max_request_body", "stream_above", "read_body_timeout", "max_batch",
 	},
 	"rate_limit":  {"key", "rate", "burst", "max_keys", "methods", "tools"},
 	"concurrency": {"max", "queue", "queue_timeout", "cancel_grace", "key", "methods"},
@@ -186,6 +187,8 @@ func (a *adaptation) unmarshalOption(d *caddyfile.Dispenser, cfg *handler.Handle
 		cfg.UpstreamRetryAfter, err = positiveDuration(d)
 	case "max_request_body":
 		cfg.MaxRequestBody, err = oneSize(d)
+	case "stream_above":
+		cfg.StreamAbove, err = oneSize(d)
 	case "read_body_timeout":
 		cfg.ReadBodyTimeout, err = positiveDuration(d)
 	case "max_batch":

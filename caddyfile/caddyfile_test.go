@@ -89,10 +89,12 @@ func TestUnmarshalBuildsConfig(t *testing.T) {
 					max_keys 5000
 				}
 				max_request_body 4MiB
+				stream_above 256KiB
 				read_body_timeout 30s
 				max_batch 4
 			}`,
 			want: handler.Handler{
+				StreamAbove:     256 << 10,
 				ReadBodyTimeout: caddy.Duration(30 * time.Second),
 				MaxBatch:        4,
 				RateLimits: map[string]*handler.RateLimit{
@@ -415,6 +417,12 @@ func TestUnmarshalRejectsBadInputAtItsLine(t *testing.T) {
 			name:    "max_request_body not a size",
 			input:   "mcp {\n\tmax_request_body lots\n}",
 			wantErr: `max_request_body "lots": want a size`,
+			line:    2,
+		},
+		{
+			name:    "stream_above not a size",
+			input:   "mcp {\n\tstream_above never\n}",
+			wantErr: `stream_above "never": want a size`,
 			line:    2,
 		},
 		{

@@ -36,6 +36,10 @@ func init() {
 // DefaultMaxRequestBody is the default of Handler.MaxRequestBody: 4 MiB.
 const DefaultMaxRequestBody = 4 << 20
 
+// DefaultStreamAbove is the default of Handler.StreamAbove: 1 MiB
+// (docs/performance.md says why).
+const DefaultStreamAbove = 1 << 20
+
 // DefaultMaxBatch is the default of Handler.MaxBatch.
 const DefaultMaxBatch = 16
 
@@ -114,6 +118,13 @@ type Handler struct {
 	// slow clients cannot hold connections and buffers indefinitely.
 	// Default: 10s.
 	ReadBodyTimeout caddy.Duration `json:"read_body_timeout,omitempty"`
+
+	// StreamAbove is the declared body length, in bytes, above which a
+	// tools/call is admitted on its head and goes to the upstream as it
+	// arrives, rather than being read whole first (handler/streaming.go).
+	// Streaming gives the upstream the body sooner and costs CPU; set it
+	// to max_request_body or more to read every body whole. Default: 1 MiB.
+	StreamAbove int64 `json:"stream_above,omitempty"`
 
 	// MaxBatch is the most JSON-RPC messages one POST may carry (MCP
 	// 2025-03-26 allows batches, later versions forbid them). A larger
@@ -218,6 +229,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	}
 	h.MaxRequestBody = cmp.Or(h.MaxRequestBody, DefaultMaxRequestBody)
 	h.MaxBatch = cmp.Or(h.MaxBatch, DefaultMaxBatch)
+	h.StreamAbove = cmp.Or(h.StreamAbove, DefaultStreamAbove)
 	h.ReadBodyTimeout = cmp.Or(h.ReadBodyTimeout, caddy.Duration(DefaultReadBodyTimeout))
 	h.SSEKeepalive = cmp.Or(h.SSEKeepalive, caddy.Duration(DefaultSSEKeepalive))
 	h.UpstreamRetryAfter = cmp.Or(h.UpstreamRetryAfter, caddy.Duration(DefaultUpstreamRetryAfter))
@@ -254,6 +266,9 @@ func (h *Handler) Validate() error {
 	var errs []error
 	if h.MaxRequestBody < 0 {
 		errs = append(errs, fmt.Errorf("max_request_body: %d is negative", h.MaxRequestBody))
+	}
+	if h.StreamAbove < 0 {
+		errs = append(errs, fmt.Errorf("stream_above: %d is negative", h.StreamAbove))
 	}
 	if h.MaxBatch < 0 {
 		errs = append(errs, fmt.Errorf("max_batch: %d is negative", h.MaxBatch))

@@ -49,7 +49,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 			return h.refuseBody(w, x, err)
 		}
 		if x.stream != nil {
-			return h.serveStreamed(w, x, func(w http.ResponseWriter) error { return h.admitAndForward(w, x, next) })
+			return h.serveStreamed(w, x, next)
 		}
 		return h.admitAndForward(w, x, next)
 	}
@@ -68,22 +68,28 @@ func (h *Handler) openAndForward(w http.ResponseWriter, x *exchange, next caddyh
 // admitAndForward takes an inspected POST through the phases of admission
 // (docs/architecture.md) and on to the upstream.
 func (h *Handler) admitAndForward(w http.ResponseWriter, x *exchange, next caddyhttp.Handler) error {
-	if ref := x.admit(h.openers); ref != nil {
-		return h.refuseWith(w, x, ref)
-	}
-	if ref := x.admit(h.admitters); ref != nil {
-		return h.refuseWith(w, x, ref)
-	}
-	// After the limits: a refused call still cost its tokens.
-	if ref := h.check(x); ref != nil {
-		return h.refuseWith(w, x, ref)
-	}
-	if ref := x.admit(h.entries); ref != nil {
+	if ref := h.admitCall(x); ref != nil {
 		return h.refuseWith(w, x, ref)
 	}
 	// The places are held until the response is completely written:
 	// finish releases them.
 	return h.forward(w, x, next)
+}
+
+// admitCall takes x through the phases of admission and the checks, and
+// returns the first refusal.
+func (h *Handler) admitCall(x *exchange) *feature.Refusal {
+	if ref := x.admit(h.openers); ref != nil {
+		return ref
+	}
+	if ref := x.admit(h.admitters); ref != nil {
+		return ref
+	}
+	// After the limits: a refused call still cost its tokens.
+	if ref := h.check(x); ref != nil {
+		return ref
+	}
+	return x.admit(h.entries)
 }
 
 // passesUninspected reports whether a body the handler could not inspect may

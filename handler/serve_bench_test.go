@@ -2,6 +2,7 @@ package handler
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -23,11 +24,13 @@ func (w *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
 func (w *discardWriter) WriteHeader(int)             {}
 
 // benchServe measures ServeHTTP for one request shape, with a next handler
-// that reads the body and answers like an upstream. Building the request is
-// left out of the timing as far as possible.
+// that reads the body, closes it as Caddy's transport does, and answers
+// like an upstream. Building the request is left out of the timing as far
+// as possible.
 func benchServe(b *testing.B, h *Handler, body string) {
 	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
 		_, _ = io.Copy(io.Discard, r.Body)
+		_ = r.Body.Close()
 		w.Header().Set("Content-Type", "application/json")
 		_, err := io.WriteString(w, upstreamAnswer)
 		return err
@@ -67,13 +70,21 @@ func BenchmarkServeDenied(b *testing.B) {
 	benchServe(b, h, toolsCall1KiB())
 }
 
-// BenchmarkServeDeniedStreamed64KiB is a call refused by a limit on the
-// head of a 64 KiB body that streams: the refusal waits for the whole body
-// to be read, in buffers that grow as it arrives and go back to the pool
-// when the exchange is over.
-func BenchmarkServeDeniedStreamed64KiB(b *testing.B) {
-	h := provisionB(b, &Handler{RateLimits: map[string]*RateLimit{"none": {Rate: "1/1h", Burst: 1}}})
-	benchServe(b, h, toolsCall64KiB())
+// BenchmarkServeDenied64KiB is a call refused by a limit, read whole, and
+// streaming (over a stream_above of 16 KiB): refused on its head, it is
+// read whole on the request's goroutine, in buffers that grow as it
+// arrives and go back to the pool when the exchange is over, and the
+// upstream side never starts.
+func BenchmarkServeDenied64KiB(b *testing.B) {
+	for _, mode := range []string{"whole", "streamed"} {
+		b.Run(mode, func(b *testing.B) {
+			h := &Handler{RateLimits: map[string]*RateLimit{"none": {Rate: "1/1h", Burst: 1}}}
+			if mode == "streamed" {
+				h.StreamAbove = 16 << 10
+			}
+			benchServe(b, provisionB(b, h), toolsCall64KiB())
+		})
+	}
 }
 
 func toolsCall64KiB() string {
@@ -130,4 +141,27 @@ func echoCall1KiB() string {
 	}
 	s.WriteString(tail)
 	return s.String()
+}
+
+// BenchmarkServeForwardedLarge is an admitted call of each size, read whole
+// before it goes on, and streamed to the upstream as it arrives: what
+// streaming costs in CPU where the body is all there at once (loopback).
+func BenchmarkServeForwardedLarge(b *testing.B) {
+	for _, size := range []int{64 << 10, 256 << 10, 1 << 20, 4 << 20} {
+		body := toolsCallOf(size)
+		for _, mode := range []string{"whole", "streamed"} {
+			b.Run(fmt.Sprintf("%dKiB/%s", size>>10, mode), func(b *testing.B) {
+				h := &Handler{StreamAbove: 16 << 10}
+				if mode == "whole" {
+					h.StreamAbove = 64 << 20
+				}
+				benchServe(b, provisionB(b, h), body)
+			})
+		}
+	}
+}
+
+func toolsCallOf(size int) string {
+	const head, tail = `{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"search","arguments":{"query":"`, `"}}}`
+	return head + strings.Repeat("lorem ipsum dolor sit amet ", (size-len(head)-len(tail))/27) + tail
 }

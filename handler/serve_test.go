@@ -759,7 +759,9 @@ func TestALargeBodyStreamsOnlyWhileNoFeatureNeedsItWhole(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			h := provision(t, tt.h)
 			r := post(toolsCall(`1`, "search"))
-			r.ContentLength = streamFrom + 1
+			r.ContentLength = DefaultStreamAbove
+			assert.False(t, h.streams(r), "a body of stream_above is read whole")
+			r.ContentLength = DefaultStreamAbove + 1
 			assert.Equal(t, tt.streams, h.streams(r))
 		})
 	}

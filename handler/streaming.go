@@ -1,38 +1,47 @@
 package handler
 
 import (
-	"bytes"
 	"errors"
 	"io"
 	"net/http"
 	"sync"
 	"time"
 
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 )
 
 // Streaming a large call: a tools/call whose body is declared longer than
-// streamFrom is admitted on its head (method, id and params.name, which the
-// Go and Python SDKs write before the arguments) and goes to the upstream as
-// it arrives, while the rest is read and validated as any body is. The
-// upstream is given only bytes that lie inside the message's top-level
-// object, which has not ended: it cannot run an incomplete message. When
-// the whole body is in and valid, it gets the last bytes; when the rest is
-// malformed, ambiguous, too slow or cut, its request is aborted before the
-// body completes, the tokens and places are given back, and the client is
-// answered as if the whole body had been read first. Until the verdict, the
-// client is given nothing: an upstream that answers early is held.
+// the handler's StreamAbove is decided on its head (method, id and
+// params.name, which the Go and Python SDKs write before the arguments),
+// read on the request's goroutine. A call refused on its head is read and
+// validated whole right there, and answered: the upstream side never
+// starts. An admitted one goes to the upstream as it arrives, while a
+// goroutine reads and validates the rest as any body is. The upstream is
+// given only bytes that lie inside the message's top-level object, which
+// has not ended: it cannot run an incomplete message. When the whole body
+// is in and valid, it gets the last bytes; when the rest is malformed,
+// ambiguous, too slow or cut, its request is aborted before the body
+// completes, the tokens and places are given back, and the client is
+// answered as if the whole body had been read first. Until the verdict,
+// the client is given nothing: an upstream that answers early is held.
 //
 // A body whose head does not decide (a batch, an id or a name after the
 // arguments, as the TypeScript SDK writes them, any other method) is read
-// whole, as a small one is; so is every body when validate is on, whose
+// whole, as a smaller one is; so is every body when validate is on, whose
 // schemas read the arguments, and under a concurrency guard (see streams).
+//
+// Streaming costs CPU: where the whole body is there at once (loopback, a
+// fast link), an admitted call that streams costs about 1.6 times the CPU
+// of one read whole, at every size (BenchmarkServeForwardedLarge). What it
+// buys is time: the upstream has the body as soon as the client has sent
+// it, rather than after the gateway has read and then forwarded it all.
+// That is worth the most for the largest bodies, hence a threshold
+// (DefaultStreamAbove, docs/performance.md).
 
-// streamFrom is the declared length above which a body may be streamed: a
-// shorter one is read in one chunk anyway.
-const streamFrom = firstChunk
+// headStep is the first slice of the body the head pass parses; each next
+// is twice as long, so that a head found early costs the parse of little
+// more than itself, and a body without one is parsed once.
+const headStep = 512
 
 // errStreamRefused aborts the upstream's request for a body the handler
 // refused once it had started to stream it.
@@ -46,28 +55,38 @@ var errStreamRefused = errors.New("the request body was refused")
 // such clients would keep every call out. (A rate limit's tokens are the
 // caller's own to spend.)
 func (h *Handler) streams(r *http.Request) bool {
-	return r.ContentLength > streamFrom && r.ContentLength <= h.MaxRequestBody &&
+	return r.ContentLength > int64(h.StreamAbove) && r.ContentLength <= h.MaxRequestBody &&
 		!h.wholeBody && claimsJSON(r) && identityEncoded(r.Header)
 }
 
-// bodyStream is a body read and validated by a goroutine of its own while
-// the upstream's transport reads what it may of it.
+// bodyStream is a body read and validated, past its head, by a goroutine
+// of its own while the upstream's transport reads what it may of it.
 type bodyStream struct {
-	// Of the scan's goroutine: the client's body, its declared length, and
-	// the bytes received.
+	// Of the reading goroutine (the request's until the head decides, then
+	// the scan's): the client's body, its declared length, the bytes
+	// received, and how many of them the scan was given.
 	client io.Reader
 	limit  int
 	n      int
+	given  int
 	// readErr is why reading the client's body ended early.
 	readErr error
 	// toldOpen is the most bytes the scan has said lie inside the open
 	// top-level value.
 	toldOpen int
 	one      [1]jsonrpc.Message
+	maxBatch int
+	// lift takes the read deadline off once the body is in, if one was
+	// set.
+	lift func()
 
-	// head gets the message's head, if it decides; done is closed when
-	// the scan is over, and msgs, batch and err are then its result.
-	head  chan jsonrpc.Message
+	// head is the message's head, when the head pass found one that
+	// decides.
+	head     jsonrpc.Message
+	headSeen bool
+
+	// done is closed when the scan of the whole body is over, and msgs,
+	// batch and err are then its result.
 	done  chan struct{}
 	msgs  []jsonrpc.Message
 	batch bool
@@ -103,24 +122,25 @@ func (b *bodyStream) dropsAnswers() bool {
 	return b != nil && !b.answering && b.wait() != nil
 }
 
-// inspectStreaming starts reading x's body as it arrives and waits until its
-// head decides, or the body is in.
+// toolsCallMethod is the method of every head that decides.
+var toolsCallMethod = []byte("tools/call")
+
+// inspectStreaming reads x's body until its head decides, or the body is
+// in, on the request's goroutine.
 func (h *Handler) inspectStreaming(w http.ResponseWriter, x *exchange) error {
 	r := x.Request
-	b := &bodyStream{client: r.Body, limit: int(r.ContentLength), head: make(chan jsonrpc.Message, 1), done: make(chan struct{})}
+	b := &bodyStream{client: r.Body, limit: int(r.ContentLength), maxBatch: h.MaxBatch}
 	b.cond.L = &b.mu
 	b.buf = getBuffer(firstChunk)
 	x.outgrown = b
-	deadline := setReadDeadline(w, time.Now().Add(time.Duration(h.ReadBodyTimeout)))
-	go b.run(h.MaxBatch, func() {
-		if deadline {
-			setReadDeadline(w, time.Time{})
-		}
-	}, deadline)
-	select {
-	case m := <-b.head:
+	if setReadDeadline(w, time.Now().Add(time.Duration(h.ReadBodyTimeout))) {
+		b.lift = func() { setReadDeadline(w, time.Time{}) }
+	}
+	hs := headScan{b: b}
+	msgs, batch, err := jsonrpc.ParseStream(&hs, b.one[:0], h.MaxBatch, hs.sawHead)
+	if b.headSeen {
 		x.stream = b
-		x.Messages, x.Batch = append(x.one[:0], m), false
+		x.Messages, x.Batch = append(x.one[:0], b.head), false
 		r.Body = b
 		r.TransferEncoding = nil
 		err := checkMessages(x.Messages)
@@ -130,40 +150,83 @@ func (h *Handler) inspectStreaming(w http.ResponseWriter, x *exchange) error {
 		if err != nil {
 			// As without streaming: a body that is not JSON is refused as
 			// such first.
-			if verdict := b.wait(); verdict != nil {
+			if verdict := b.rest(); verdict != nil {
 				err = verdict
 			}
 			b.answering = true
 			return err
 		}
 		return nil
-	case <-b.done:
 	}
 	// Read whole: inspected as any body.
 	x.pooled = b.buf
-	if b.err != nil {
-		return b.err
+	if err = b.verdict(err); err != nil {
+		return err
 	}
 	x.Body = (*b.buf)[:b.n]
 	x.reader.Reset(x.Body)
 	r.Body = &x.reader
 	r.ContentLength = int64(b.n)
 	r.TransferEncoding = nil
-	x.Messages, x.Batch = b.msgs, b.batch
+	x.Messages, x.Batch = msgs, batch
 	if err := checkMessages(x.Messages); err != nil {
 		return err
 	}
 	return checkMirrorHeaders(r.Header, x)
 }
 
-// run reads and validates the body, then gives the verdict.
-func (b *bodyStream) run(maxBatch int, lift func(), deadline bool) {
-	defer close(b.done)
-	msgs, batch, err := jsonrpc.ParseStream(b, b.one[:0], maxBatch, b.sawHead)
-	lift()
-	if b.readErr != nil {
-		err = readError(b.readErr, deadline)
+// headScan is the body as the head pass sees it: the bytes received, in
+// slices that double, until the head decides.
+type headScan struct {
+	b     *bodyStream
+	given int
+}
+
+func (s *headScan) More(int, bool) ([]byte, bool) {
+	b := s.b
+	if b.headSeen || (s.given == b.n && !b.receive()) {
+		return nil, false
 	}
+	s.given = min(b.n, max(2*s.given, headStep))
+	return (*b.buf)[:s.given], true
+}
+
+// sawHead takes a tools/call's head once its name is read, if its method
+// and id came before; a name without them decides nothing, and the body is
+// read whole. The head points into the buffers, which outlive it.
+func (s *headScan) sawHead(m jsonrpc.Message) bool {
+	if m.Name == nil {
+		return false
+	}
+	if m.ID != nil && string(m.Method) == "tools/call" {
+		s.b.head = jsonrpc.Message{Kind: jsonrpc.Request, Method: toolsCallMethod, ID: m.ID, Name: m.Name}
+		s.b.headSeen = true
+	}
+	return true
+}
+
+// start reads and validates the rest of an admitted body on a goroutine
+// of its own, while the upstream's transport reads it.
+func (b *bodyStream) start() {
+	b.done = make(chan struct{})
+	go b.run()
+}
+
+// rest reads and validates the rest of a body refused on its head, on the
+// request's goroutine, and returns the verdict: the upstream never has any
+// of it.
+func (b *bodyStream) rest() error {
+	b.done = make(chan struct{})
+	b.run()
+	return b.err
+}
+
+// run reads and validates the whole body, from its first byte, then gives
+// the verdict.
+func (b *bodyStream) run() {
+	defer close(b.done)
+	msgs, batch, err := jsonrpc.ParseStream(b, b.one[:0], b.maxBatch, nil)
+	err = b.verdict(err)
 	b.msgs, b.batch = msgs, batch
 	b.mu.Lock()
 	b.ended, b.err = true, err
@@ -174,17 +237,17 @@ func (b *bodyStream) run(maxBatch int, lift func(), deadline bool) {
 	b.mu.Unlock()
 }
 
-// sawHead takes a tools/call's head once its name is read, if its method
-// and id came before; a name without them decides nothing, and the body is
-// read whole.
-func (b *bodyStream) sawHead(m jsonrpc.Message) bool {
-	if m.Name == nil {
-		return false
+// verdict is the verdict on the body once it is read (or its reading
+// failed), the scan's err unless the reading failed: the read deadline is
+// lifted.
+func (b *bodyStream) verdict(err error) error {
+	if b.lift != nil {
+		b.lift()
 	}
-	if m.ID != nil && string(m.Method) == "tools/call" {
-		b.head <- jsonrpc.Message{Kind: jsonrpc.Request, Method: []byte("tools/call"), ID: bytes.Clone(m.ID), Name: bytes.Clone(m.Name)}
+	if b.readErr != nil {
+		return readError(b.readErr, b.lift != nil)
 	}
-	return true
+	return err
 }
 
 // More gives the scan the bytes that arrived, first letting the upstream
@@ -197,6 +260,16 @@ func (b *bodyStream) More(read int, open bool) ([]byte, bool) {
 		b.cond.Broadcast()
 		b.mu.Unlock()
 	}
+	if b.given == b.n && !b.receive() {
+		return nil, false
+	}
+	b.given = b.n
+	return (*b.buf)[:b.n], true
+}
+
+// receive reads what the client sent next, and reports whether there was
+// any: false once the body is in, or its reading failed.
+func (b *bodyStream) receive() bool {
 	for b.readErr == nil && b.n < b.limit {
 		if b.n == cap(*b.buf) {
 			b.grow()
@@ -210,18 +283,18 @@ func (b *bodyStream) More(read int, open bool) ([]byte, bool) {
 			b.readErr = err
 		}
 		if m > 0 {
-			return (*b.buf)[:b.n], true
+			return true
 		}
 		if err == io.EOF {
 			break
 		}
 	}
-	return nil, false
+	return false
 }
 
 // grow moves the bytes received to a larger buffer, as readBody grows its
-// own. The buffer left behind is not recycled: what the scan learned (a
-// method, an id) may point into it.
+// own. The buffer left behind is retired: what the scan learned (a method,
+// an id, the head) may point into it.
 func (b *bodyStream) grow() {
 	want := 2 * cap(*b.buf)
 	if cap(*b.buf) < 64<<10 {
@@ -289,88 +362,4 @@ func (b *bodyStream) isClosed() bool {
 func (b *bodyStream) wait() error {
 	<-b.done
 	return b.err
-}
-
-// streamGate stands between a streamed request's answer and the client:
-// the first thing written waits for the verdict on the body, and once the
-// body is refused everything written is dropped, so that the handler can
-// answer as if it had read the whole body first.
-type streamGate struct {
-	caddyhttp.ResponseWriterWrapper
-	b *bodyStream
-	// passed: the body was found valid, and writes go through; dropped: it
-	// was refused, and writes go nowhere.
-	passed, dropped bool
-	discarded       http.Header
-}
-
-func (g *streamGate) decide() bool {
-	if !g.passed && !g.dropped {
-		if g.b.wait() == nil {
-			g.passed = true
-		} else {
-			g.dropped = true
-		}
-	}
-	return g.passed
-}
-
-func (g *streamGate) Header() http.Header {
-	if g.decide() {
-		return g.ResponseWriter.Header()
-	}
-	if g.discarded == nil {
-		g.discarded = make(http.Header)
-	}
-	return g.discarded
-}
-
-func (g *streamGate) WriteHeader(status int) {
-	if g.decide() {
-		g.ResponseWriter.WriteHeader(status)
-	}
-}
-
-func (g *streamGate) Write(p []byte) (int, error) {
-	if g.decide() {
-		return g.ResponseWriter.Write(p)
-	}
-	return len(p), nil
-}
-
-func (g *streamGate) Flush() {
-	if g.decide() {
-		if f, ok := g.ResponseWriter.(http.Flusher); ok {
-			f.Flush()
-		}
-	}
-}
-
-// ReadFrom keeps io.Copy from reaching around the gate.
-func (g *streamGate) ReadFrom(r io.Reader) (int64, error) {
-	if g.decide() {
-		return io.Copy(g.ResponseWriter, r)
-	}
-	return io.Copy(io.Discard, r)
-}
-
-// serveStreamed admits and forwards a request whose body streams, through
-// the gate; a body refused once it was streaming is answered as if it had
-// been read whole first, with the tokens and places its head took given
-// back.
-func (h *Handler) serveStreamed(w http.ResponseWriter, x *exchange, serve func(http.ResponseWriter) error) error {
-	b := x.stream
-	g := &streamGate{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, b: b}
-	err := func() error {
-		defer b.wait() // however serve ends, the body is not read past it
-		return serve(g)
-	}()
-	x.pooled = b.buf
-	if b.err == nil {
-		return err
-	}
-	now := time.Now()
-	x.undo(now, false)
-	b.answering = true
-	return h.refuseBody(w, x, b.err)
 }

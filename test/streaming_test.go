@@ -18,10 +18,10 @@ import (
 	"github.com/caddymcp/caddy-mcp/test/mcptest"
 )
 
-// A large tools/call goes to the upstream as it arrives, admitted on its
-// head; a body refused once it streams never reaches the upstream whole,
-// and its client is answered as a client sending the same body in one
-// piece is.
+// A large tools/call (over stream_above, 16 KiB here) goes to the upstream
+// as it arrives, admitted on its head; a body refused once it streams never
+// reaches the upstream whole, and its client is answered as a client
+// sending the same body in one piece is.
 
 // bodyWatch is an upstream that tells when more than streamedEnough bytes
 // of a request's body have reached it, and records how much of each body
@@ -136,7 +136,7 @@ var thirtyKiB = strings.Repeat("The gateway reads every call before the server d
 
 func TestALargeCallStreamsToTheUpstream(t *testing.T) {
 	u, upstream := startBodyWatch(t)
-	g := mcptest.StartGateway(t, "mcp\nreverse_proxy "+strings.TrimPrefix(upstream, "http://"))
+	g := mcptest.StartGateway(t, "mcp {\n\tstream_above 16KiB\n}\nreverse_proxy "+strings.TrimPrefix(upstream, "http://"))
 	first := streamedHead + thirtyKiB
 	rest := thirtyKiB + streamedTail
 	resp, body := sendInTwo(t, g.URL, first, rest, func() { u.waitStreamed(t) })
@@ -161,7 +161,7 @@ func TestAStreamingBodyRefusedInItsRestNeverReachesTheUpstreamWhole(t *testing.T
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			u, upstream := startBodyWatch(t)
-			g := mcptest.StartGateway(t, "mcp {\n\trate_limit calls {\n\t\trate 100/1m\n\t}\n}\nreverse_proxy "+strings.TrimPrefix(upstream, "http://"))
+			g := mcptest.StartGateway(t, "mcp {\n\tstream_above 16KiB\n\trate_limit calls {\n\t\trate 100/1m\n\t}\n}\nreverse_proxy "+strings.TrimPrefix(upstream, "http://"))
 			first := streamedHead + thirtyKiB
 			resp, body := sendInTwo(t, g.URL, first, tc.rest, func() { u.waitStreamed(t) })
 			assert.Equal(t, tc.status, resp.StatusCode, body)
@@ -183,7 +183,7 @@ func TestAStreamingBodyRefusedInItsRestNeverReachesTheUpstreamWhole(t *testing.T
 // request, which it does not run.
 func TestAClientLeavingHalfwayLeavesTheUpstreamAnIncompleteBody(t *testing.T) {
 	u, upstream := startBodyWatch(t)
-	g := mcptest.StartGateway(t, "mcp\nreverse_proxy "+strings.TrimPrefix(upstream, "http://"))
+	g := mcptest.StartGateway(t, "mcp {\n\tstream_above 16KiB\n}\nreverse_proxy "+strings.TrimPrefix(upstream, "http://"))
 	addr := strings.TrimPrefix(g.URL, "http://")
 	conn, err := net.Dial("tcp", addr)
 	require.NoError(t, err)
@@ -198,7 +198,7 @@ func TestAClientLeavingHalfwayLeavesTheUpstreamAnIncompleteBody(t *testing.T) {
 // upstream, which had its start, never gets all of it.
 func TestAStreamingBodyTooSlowIsCut(t *testing.T) {
 	u, upstream := startBodyWatch(t)
-	g := mcptest.StartGateway(t, "mcp {\n\tread_body_timeout 500ms\n}\nreverse_proxy "+strings.TrimPrefix(upstream, "http://"))
+	g := mcptest.StartGateway(t, "mcp {\n\tstream_above 16KiB\n\tread_body_timeout 500ms\n}\nreverse_proxy "+strings.TrimPrefix(upstream, "http://"))
 	addr := strings.TrimPrefix(g.URL, "http://")
 	conn, err := net.Dial("tcp", addr)
 	require.NoError(t, err)
@@ -219,7 +219,7 @@ func TestAStreamingBodyTooSlowIsCut(t *testing.T) {
 // tool.
 func TestALargeCallIsLimitedByItsToolWhereverItsNameIs(t *testing.T) {
 	_, upstream := startBodyWatch(t)
-	g := mcptest.StartGateway(t, "mcp {\n\trate_limit per_tool {\n\t\trate 1/1h\n\t\tkey {http.mcp.tool}\n\t}\n}\nreverse_proxy "+strings.TrimPrefix(upstream, "http://"))
+	g := mcptest.StartGateway(t, "mcp {\n\tstream_above 16KiB\n\trate_limit per_tool {\n\t\trate 1/1h\n\t\tkey {http.mcp.tool}\n\t}\n}\nreverse_proxy "+strings.TrimPrefix(upstream, "http://"))
 	args := `{"text":"` + strings.Repeat("a", 60<<10) + `"}`
 	nameLast := func(id int, tool string) string {
 		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"arguments":%s,"name":%q}}`, id, args, tool)
@@ -252,7 +252,7 @@ func TestALargeCallIsLimitedByItsToolWhereverItsNameIs(t *testing.T) {
 // limited, with its id.
 func TestAStreamingBodyRefusedOnItsHeadIsAnsweredOnTheWholeBody(t *testing.T) {
 	u, upstream := startBodyWatch(t)
-	g := mcptest.StartGateway(t, "mcp {\n\trate_limit calls {\n\t\trate 1/1h\n\t}\n}\nreverse_proxy "+strings.TrimPrefix(upstream, "http://"))
+	g := mcptest.StartGateway(t, "mcp {\n\tstream_above 16KiB\n\trate_limit calls {\n\t\trate 1/1h\n\t}\n}\nreverse_proxy "+strings.TrimPrefix(upstream, "http://"))
 	valid := streamedHead + thirtyKiB + thirtyKiB + streamedTail
 	resp, _ := post(t, g.URL+"/mcp", valid)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -276,7 +276,7 @@ func TestAStreamingBodyRefusedIsLoggedOnceAsTheClientWasAnswered(t *testing.T) {
 	logFile := tempLog(t, "caddy.log")
 	g := mcptest.StartGatewayWith(t, mcptest.GatewayConfig{
 		Log:  "output file " + logFile + "\nformat json\nlevel DEBUG",
-		Site: "mcp {\n\trate_limit one {\n\t\trate 1/1h\n\t}\n}\nreverse_proxy " + strings.TrimPrefix(upstream, "http://"),
+		Site: "mcp {\n\tstream_above 16KiB\n\trate_limit one {\n\t\trate 1/1h\n\t}\n}\nreverse_proxy " + strings.TrimPrefix(upstream, "http://"),
 	})
 	first := streamedHead + thirtyKiB
 	resp, _ := sendInTwo(t, g.URL, first, thirtyKiB+`\x`+streamedTail, func() { u.waitStreamed(t) })
@@ -296,4 +296,19 @@ func TestAStreamingBodyRefusedIsLoggedOnceAsTheClientWasAnswered(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []string{"VALIDATION_ERROR", "VALIDATION_ERROR"}, codes, "one line per answer, with the code the client got")
+}
+
+// Under stream_above (1 MiB by default) a call is read whole before it goes
+// on: one whose end is malformed never reaches the upstream at all, where
+// the same call streamed would have (TestAStreamingBodyRefusedInItsRest...).
+func TestACallUnderStreamAboveIsReadWholeFirst(t *testing.T) {
+	u, upstream := startBodyWatch(t)
+	g := mcptest.StartGateway(t, "mcp\nreverse_proxy "+strings.TrimPrefix(upstream, "http://"))
+	resp, body := post(t, g.URL+"/mcp", streamedHead+thirtyKiB+thirtyKiB+`\x`+streamedTail)
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode, body)
+	resp, body = post(t, g.URL+"/mcp", streamedHead+thirtyKiB+thirtyKiB+streamedTail)
+	assert.Equal(t, http.StatusOK, resp.StatusCode, body)
+	bodies := u.seen()
+	require.Len(t, bodies, 1, "only the valid call reached the upstream")
+	assert.True(t, bodies[0].complete)
 }
