@@ -539,3 +539,21 @@ func TestMeasureCountsOnlyTheWindow(t *testing.T) {
 	assert.Equal(t, s.Requests, s.hist.n)
 	assert.LessOrEqual(t, s.hist.max, window)
 }
+
+// The interval of a median is that of benchstat: order statistics of a
+// binomial, widest with few rounds.
+func TestMedianIntervalTakesTheOrderStatisticsOfABinomial(t *testing.T) {
+	ten := []float64{10, 1, 9, 2, 8, 3, 7, 4, 6, 5}
+	iv := medianInterval(ten)
+	assert.Equal(t, 5.5, iv.Median)
+	assert.Equal(t, 2.0, iv.Low, "the 2nd smallest of 10")
+	assert.Equal(t, 9.0, iv.High, "the 2nd largest of 10")
+	assert.InDelta(t, 1-2*11.0/1024, iv.Confidence, 1e-9)
+
+	five := medianInterval([]float64{3, 1, 2, 5, 4})
+	assert.Equal(t, 3.0, five.Median)
+	assert.Equal(t, [2]float64{1, 5}, [2]float64{five.Low, five.High}, "too few rounds for 95 %: the extremes")
+	assert.InDelta(t, 1-2.0/32, five.Confidence, 1e-9)
+
+	assert.Nil(t, medianInterval(nil))
+}

@@ -22,8 +22,11 @@ import (
 // options are the command line.
 type options struct {
 	duration, warmup, firstWarmup, sseDuration time.Duration
+	pacedDuration                              time.Duration
 	rounds, clients, sseClients                int
+	pacedRate                                  float64
 	configs, sizes, format, caddyBin, profile  string
+	pacedSizes                                 string
 	redisBin                                   string
 	upstreamProcess, quick                     bool
 }
@@ -38,7 +41,10 @@ func main() {
 	flag.IntVar(&o.clients, "c", 8, "concurrent clients (keep-alive connections)")
 	flag.IntVar(&o.sseClients, "sse-clients", 1, "concurrent clients for the time to first event")
 	flag.DurationVar(&o.sseDuration, "sse-duration", time.Second, "measured time to first event per configuration and round")
-	flag.StringVar(&o.configs, "configs", "all", "configurations, separated by commas: "+configNames(allConfigs(0))+", "+sseMeasurement+"; or all")
+	flag.Float64Var(&o.pacedRate, "paced-rate", 100, "the paced client's sending rate, in Mbit/s")
+	flag.StringVar(&o.pacedSizes, "paced-sizes", "64k,2m", "the paced client's tools/call body sizes, separated by commas (bytes, or with k for KiB, m for MiB)")
+	flag.DurationVar(&o.pacedDuration, "paced-duration", 2*time.Second, "measured time of the paced client per configuration, body size and round")
+	flag.StringVar(&o.configs, "configs", "all", "configurations, separated by commas: "+configNames(allConfigs(0))+", "+sseMeasurement+", "+pacedMeasurement+"; or all")
 	flag.StringVar(&o.sizes, "sizes", "1k,64k", "tools/call body sizes, separated by commas (bytes, or with k for KiB)")
 	flag.StringVar(&o.format, "format", "markdown", "output: markdown or json")
 	flag.StringVar(&o.caddyBin, "caddy", "", "a Caddy binary with the mcp plugin to use instead of building cmd/caddy")
@@ -57,6 +63,7 @@ func main() {
 	}
 	if o.quick {
 		o.rounds, o.duration, o.warmup, o.firstWarmup, o.sseDuration = 2, 400*time.Millisecond, 150*time.Millisecond, 250*time.Millisecond, 250*time.Millisecond
+		o.pacedDuration = 500 * time.Millisecond
 	}
 	if err := run(o, os.Stdout); err != nil {
 		log.Fatal(err)
@@ -68,10 +75,14 @@ type bench struct {
 	o   options
 	sel selection
 	// build says what the Caddy binary holds, for the report.
-	build     string
-	sizes     []int
-	upstreams *upstreams
-	caddies   map[string]*caddyrun.Process
+	build string
+	sizes []int
+	// pacedSizes are the paced client's body sizes, and paced its
+	// measurements, by configuration and size, one per round.
+	pacedSizes []int
+	paced      map[pacedKey][]*pacedSample
+	upstreams  *upstreams
+	caddies    map[string]*caddyrun.Process
 	// sessionHeaders are, per Sessions configuration, the header lines
 	// naming the session its load generator opened (openSession).
 	sessionHeaders map[string]string
@@ -89,6 +100,9 @@ func run(o options, out io.Writer) error {
 	if o.rounds < 1 || o.clients < 1 || o.sseClients < 1 {
 		return errors.New("-rounds, -c and -sse-clients must be at least 1")
 	}
+	if !(o.pacedRate > 0) {
+		return errors.New("-paced-rate must be above 0")
+	}
 	guardMax := max(1000, 100*o.clients)
 	sel, err := selectConfigs(o.configs, allConfigs(guardMax))
 	if err != nil {
@@ -98,13 +112,17 @@ func run(o options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	pacedSizes, err := parseSizes(o.pacedSizes)
+	if err != nil {
+		return fmt.Errorf("-paced-sizes: %w", err)
+	}
 	var redisNote string
 	if sel.needsRedis() {
 		if sel, redisNote, err = findRedis(&o, sel); err != nil {
 			return err
 		}
 	}
-	b := &bench{o: o, sel: sel, sizes: sizes, caddies: map[string]*caddyrun.Process{}, sessionHeaders: map[string]string{}}
+	b := &bench{o: o, sel: sel, sizes: sizes, pacedSizes: pacedSizes, caddies: map[string]*caddyrun.Process{}, sessionHeaders: map[string]string{}}
 	defer b.stopOnInterrupt()()
 
 	tmp, err := os.MkdirTemp("", "caddy-mcp-bench-")
@@ -186,6 +204,8 @@ func (b *bench) measure(env environment, guardMax int) (*report, error) {
 		Rows: summarise(all),
 		SSE:  fe,
 	}
+	rep.Peer = versusPeer(all, b.sizes)
+	rep.Paced = summarisePaced(b.paced, b.pacedSizes, o.pacedRate)
 	rep.Goals = goals(rep.Rows, rep.SSE, b.sizes)
 	if o.profile != "" {
 		if rep.Profiles, err = b.profiles(); err != nil {
@@ -204,6 +224,8 @@ func parseSizes(list string) ([]int, error) {
 		mult := 1
 		if n, ok := strings.CutSuffix(s, "k"); ok {
 			s, mult = n, 1<<10
+		} else if n, ok := strings.CutSuffix(s, "m"); ok {
+			s, mult = n, 1<<20
 		}
 		n, err := strconv.Atoi(s)
 		if err != nil || n*mult < len(body(0)) {

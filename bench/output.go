@@ -21,6 +21,8 @@ type report struct {
 	Settings settings     `json:"settings"`
 	Rows     []row        `json:"rows"`
 	SSE      *firstEvents `json:"sse,omitempty"`
+	Peer     []peerPair   `json:"against_peer,omitempty"`
+	Paced    *pacedRun    `json:"paced,omitempty"`
 	Goals    []goal       `json:"targets"`
 	Elapsed  string       `json:"elapsed"`
 	Profiles []string     `json:"profiles,omitempty"`
@@ -68,6 +70,8 @@ func (r *report) writeMarkdown(w io.Writer) {
 	r.writeRows(w)
 	r.writeRedis(w)
 	r.writeFirstEvents(w)
+	r.writePeer(w)
+	r.writePaced(w)
 	r.writeGoals(w)
 	if len(r.Profiles) > 0 {
 		fmt.Fprintln(w, "\nCPU profiles of Caddy under each configuration's load (go tool pprof -top FILE):")
@@ -99,10 +103,10 @@ func (r *report) writeHeader(w io.Writer) {
 // writeRows is the throughput and latency table, then the first error of
 // each row that had any.
 func (r *report) writeRows(w io.Writer) {
-	fmt.Fprintln(w, "Figures are the median over the rounds [smallest–largest]. Ratios and added latencies are taken round by round against the baseline (reverse_proxy to the same upstream, same body, unless the row names another) measured in the same round, then summarised. Caddy CPU is the CPU time the configuration's Caddy process used per answer, warm-up included (Linux only).")
+	fmt.Fprintln(w, "Figures are the median over the rounds [smallest–largest]. Ratios and added latencies are taken round by round against the baseline (reverse_proxy to the same upstream, same body, unless the row names another) measured in the same round, then summarised. Caddy CPU is the CPU time the configuration's Caddy process used per answer, warm-up included (Linux only). CPU over control, the headline: that CPU per answer minus control's (a middleware that does nothing) of the same round, with the interval of its median (benchstat's: order statistics of a binomial) and the interval's confidence.")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| config | body | req/s | × reverse_proxy | p50 | p99 | p50 added | p99 added | Caddy CPU | errors |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| config | body | CPU over control | × reverse_proxy | req/s | p50 | p99 | p50 added | p99 added | Caddy CPU | errors |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, row := range r.Rows {
 		name := row.Config
 		if row.Upstream == upstreamSDK {
@@ -111,10 +115,10 @@ func (r *report) writeRows(w io.Writer) {
 		if row.Baseline != cfgProxy && row.Baseline != cfgSDKProxy {
 			name += " (against " + baselineLabel(row.Baseline) + ")"
 		}
-		fmt.Fprintf(w, "| %s | %s | %s [%s–%s] | %.2f [%.2f–%.2f] | %s ms | %s ms | %s | %s | %s | %d |\n",
-			name, sizeLabel(row.Size),
-			thousands(row.RPS.Median), thousands(row.RPS.Min), thousands(row.RPS.Max),
+		fmt.Fprintf(w, "| %s | %s | %s | %.2f [%.2f–%.2f] | %s [%s–%s] | %s ms | %s ms | %s | %s | %s | %d |\n",
+			name, sizeLabel(row.Size), cpuInterval(row.CPUOverControl),
 			row.Ratio.Median, row.Ratio.Min, row.Ratio.Max,
+			thousands(row.RPS.Median), thousands(row.RPS.Min), thousands(row.RPS.Max),
 			millis(row.P50.Median), millis(row.P99.Median),
 			percent(row.AddedP50.Median), percent(row.AddedP99.Median),
 			cpuPerRequest(row.CPU), row.Errors)

@@ -67,6 +67,8 @@ const (
 	cfgProxy       = "reverse_proxy"
 	cfgControl     = "control"
 	cfgMCP         = "mcp"
+	cfgMCPStreamed = "mcp-streamed"
+	cfgMCPWhole    = "mcp-whole"
 	cfgValidate    = "validate"
 	cfgTools       = "tools"
 	cfgMCPSession  = "mcp-session"
@@ -182,6 +184,10 @@ func allConfigs(guardMax int) []config {
 		{Name: cfgProxy, Upstream: upstreamResponder, Keys: 1, Baseline: cfgProxy},
 		{Name: cfgControl, Upstream: upstreamResponder, Handler: controlHandler, Keys: 1, Baseline: cfgProxy},
 		{Name: cfgMCP, Upstream: upstreamResponder, Handler: "mcp", Keys: 1, Baseline: cfgProxy},
+		// Every call over 16 KiB streamed, and every body read whole:
+		// what streaming costs, and (paced) what it buys.
+		{Name: cfgMCPStreamed, Upstream: upstreamResponder, Handler: "mcp {\n\tstream_above 16KiB\n}", Keys: 1, Baseline: cfgProxy},
+		{Name: cfgMCPWhole, Upstream: upstreamResponder, Handler: "mcp {\n\tstream_above 64MiB\n}", Keys: 1, Baseline: cfgProxy},
 		{Name: cfgTools, Upstream: upstreamResponder, Handler: toolsHandler, Keys: 1, Baseline: cfgMCP, Policy: true},
 		{Name: cfgMCPSession, Upstream: upstreamResponder, Handler: "mcp", Keys: 1, Baseline: cfgProxy, Sessions: true},
 		{Name: cfgSessions, Upstream: upstreamResponder, Handler: sessionsHandler, Proxy: sessionsProxy, Keys: 1, Baseline: cfgMCPSession, Sessions: true, Sealed: true},
@@ -210,8 +216,9 @@ var sseConfigs = []string{cfgDirect, cfgProxy, cfgMCP}
 type selection struct {
 	// Throughput are the configurations measured for throughput, in order.
 	Throughput []config
-	// SSE says whether the time to first event is measured.
-	SSE bool
+	// SSE says whether the time to first event is measured, Paced the
+	// paced client.
+	SSE, Paced bool
 	// Running are the configurations that need a server: the ones measured,
 	// their baselines, and those the SSE measurement goes through.
 	Running []config
@@ -257,7 +264,7 @@ func selectConfigs(list string, all []config) (selection, error) {
 	names := strings.Split(list, ",")
 	sel.Named = strings.TrimSpace(list) != "all"
 	if !sel.Named {
-		names = []string{sseMeasurement}
+		names = []string{sseMeasurement, pacedMeasurement}
 		for _, c := range all {
 			names = append(names, c.Name)
 		}
@@ -269,8 +276,12 @@ func selectConfigs(list string, all []config) (selection, error) {
 			sel.SSE = true
 			continue
 		}
+		if n == pacedMeasurement {
+			sel.Paced = true
+			continue
+		}
 		if !slices.ContainsFunc(all, func(c config) bool { return c.Name == n }) {
-			return selection{}, fmt.Errorf("-configs: unknown configuration %q (known: %s, %s)", n, configNames(all), sseMeasurement)
+			return selection{}, fmt.Errorf("-configs: unknown configuration %q (known: %s, %s, %s)", n, configNames(all), sseMeasurement, pacedMeasurement)
 		}
 		want[n] = true
 	}
@@ -283,6 +294,11 @@ func selectConfigs(list string, all []config) (selection, error) {
 	}
 	if sel.SSE {
 		for _, n := range sseConfigs {
+			running[n] = true
+		}
+	}
+	if sel.Paced {
+		for _, n := range pacedConfigs {
 			running[n] = true
 		}
 	}

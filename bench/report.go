@@ -76,9 +76,14 @@ type row struct {
 	// CPU is the CPU time the Caddy process used per good answer, and
 	// RedisCPU redis-server's, in microseconds (absent where the system
 	// does not tell).
-	CPU      *spread    `json:"caddy_cpu_us_per_request,omitempty"`
-	RedisCPU *spread    `json:"redis_cpu_us_per_request,omitempty"`
-	Rounds   []roundFig `json:"rounds"`
+	CPU      *spread `json:"caddy_cpu_us_per_request,omitempty"`
+	RedisCPU *spread `json:"redis_cpu_us_per_request,omitempty"`
+	// CPUOverControl is the Caddy CPU per answer over control's, round by
+	// round, in microseconds: what the configuration costs over a
+	// middleware that does nothing, the figure least moved by a noisy
+	// machine (absent for control, and where CPU is not measured).
+	CPUOverControl *interval  `json:"caddy_cpu_over_control_us,omitempty"`
+	Rounds         []roundFig `json:"rounds"`
 }
 
 // roundFig is one round's measurement.
@@ -114,10 +119,17 @@ func summarise(all []*series) []row {
 		if s.Config.InProcess != "" {
 			inProcess = findSeries(all, s.Config.InProcess, s.Size)
 		}
-		var overInProcess, redisCmds, redisScripts, redisTrips, cpu, redisCPU []float64
+		var overInProcess, redisCmds, redisScripts, redisTrips, cpu, redisCPU, overControl []float64
+		control := findSeries(all, cfgControl, s.Size)
+		if s.Config.Name == cfgControl {
+			control = nil
+		}
 		for i, smp := range s.Samples {
 			if smp.CPU > 0 && smp.Answered > 0 {
 				cpu = append(cpu, us(smp.CPU)/float64(smp.Answered))
+				if c, ok := cpuPerAnswer(control, i); ok {
+					overControl = append(overControl, cpu[len(cpu)-1]-c)
+				}
 			}
 			if smp.Redis != nil && smp.Redis.CPU > 0 && smp.Answered > 0 {
 				redisCPU = append(redisCPU, us(smp.Redis.CPU)/float64(smp.Answered))
@@ -158,9 +170,19 @@ func summarise(all []*series) []row {
 		r.AddedP50InProcess, r.RedisCommands, r.RedisScripts = spreadOrNil(overInProcess), spreadOrNil(redisCmds), spreadOrNil(redisScripts)
 		r.RedisRoundTrips = spreadOrNil(redisTrips)
 		r.CPU, r.RedisCPU = spreadOrNil(cpu), spreadOrNil(redisCPU)
+		r.CPUOverControl = medianInterval(overControl)
 		rows = append(rows, r)
 	}
 	return rows
+}
+
+// cpuPerAnswer is the Caddy CPU per answer of s's measurement in round i,
+// in microseconds, if it was measured.
+func cpuPerAnswer(s *series, i int) (float64, bool) {
+	if s == nil || i >= len(s.Samples) || s.Samples[i].CPU <= 0 || s.Samples[i].Answered == 0 {
+		return 0, false
+	}
+	return us(s.Samples[i].CPU) / float64(s.Samples[i].Answered), true
 }
 
 func findSeries(all []*series, name string, size int) *series {

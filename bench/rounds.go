@@ -58,6 +58,13 @@ func (b *bench) warmUp(all []*series) error {
 			measure(b.sseTarget(b.config(n)), o.sseClients, 0, o.firstWarmup, &b.stop)
 		}
 	}
+	if b.sel.Paced {
+		for _, size := range b.pacedSizes {
+			for _, n := range pacedConfigs {
+				measurePaced(b.caddies[n].Addr, body(size), o.pacedRate, o.firstWarmup, &b.stop)
+			}
+		}
+	}
 	return nil
 }
 
@@ -79,6 +86,9 @@ func (b *bench) round(round int, all []*series, sse map[string][]*sample) error 
 		if err := b.alive(s.Config); err != nil {
 			return err
 		}
+	}
+	if err := b.pacedRound(round); err != nil {
+		return err
 	}
 	if !b.sel.SSE {
 		return nil
@@ -186,4 +196,36 @@ func errorNote(s *sample) string {
 		return ""
 	}
 	return fmt.Sprintf("  %d errors, first: %s", s.Errors, s.FirstError)
+}
+
+// pacedRound measures the paced client through each of pacedConfigs, at
+// each of its sizes, when it is selected.
+func (b *bench) pacedRound(round int) error {
+	if !b.sel.Paced {
+		return nil
+	}
+	if b.paced == nil {
+		b.paced = map[pacedKey][]*pacedSample{}
+	}
+	o := b.o
+	for _, size := range b.pacedSizes {
+		for _, n := range pacedConfigs {
+			if b.stop.Load() {
+				return errInterrupted
+			}
+			s := measurePaced(b.caddies[n].Addr, body(size), o.pacedRate, o.pacedDuration, &b.stop)
+			k := pacedKey{n, size}
+			b.paced[k] = append(b.paced[k], s)
+			log.Printf("round %d/%d %-17s %6s paced at %g Mbit/s: first byte p50 %s ms, end to end p50 %s ms, %d calls%s", round, o.rounds, n, sizeLabel(size), o.pacedRate,
+				millis(ms(s.firstByte.percentile(0.5))), millis(ms(s.endToEnd.percentile(0.5))), s.calls, pacedErrors(s))
+		}
+	}
+	return nil
+}
+
+func pacedErrors(s *pacedSample) string {
+	if s.errors == 0 {
+		return ""
+	}
+	return fmt.Sprintf("  %d errors, first: %s", s.errors, s.firstError)
 }

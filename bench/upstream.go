@@ -69,6 +69,11 @@ func (s *responder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		bp = new([]byte)
 	}
 	defer s.bufs.Put(bp)
+	var paced *firstByteBody
+	if _, ok := r.Header[pacedHeader]; ok {
+		paced = &firstByteBody{ReadCloser: r.Body}
+		r.Body = paced
+	}
 	body, err := readInto((*bp)[:0], r.Body)
 	*bp = body
 	if err != nil {
@@ -81,6 +86,9 @@ func (s *responder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h["Mcp-Session-Id"] = sessionHeader
+	if paced != nil {
+		h.Set(firstByteHeader, strconv.FormatInt(paced.at.UnixNano(), 10))
+	}
 	id := jsonrpcID(body)
 	if bytes.Contains(body, toolsListMethod) {
 		out := appendToolsList(make([]byte, 0, 512), id)
