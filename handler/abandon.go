@@ -3,7 +3,6 @@ package handler
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"net/http/httptrace"
 	"sync"
 	"sync/atomic"
@@ -63,10 +62,10 @@ type abandonment struct {
 	// writes to them while it serves the request, so the cancellation,
 	// sent meanwhile, has a copy of its own.
 	vars map[string]any
-	// stop stops watching the client; handled is closed once its leaving
-	// has been dealt with.
+	// stop stops watching the client; handled is done once its leaving
+	// has been dealt with, or will never be.
 	stop    func() bool
-	handled chan struct{}
+	handled sync.WaitGroup
 	// Written by clientLeft: the grace's timer, and hold: the places are
 	// kept for the grace after the request ends (the upstream request was
 	// cut as the cancellation).
@@ -74,22 +73,24 @@ type abandonment struct {
 	hold  bool
 }
 
-// detach makes the upstream request of x, which holds places, one its
-// client leaving does not cut. watch must then be called, once the
-// request's deadline (if any) is set, and done once the upstream request
-// is over.
-func (h *Handler) detach(x *exchange, u *upstreamWatch, next caddyhttp.Handler, grace time.Duration) (*abandonment, *http.Request) {
+// detach returns the context of the upstream request of x, which holds
+// places: one its client leaving does not cancel. watch must then be
+// called, once the request's deadline (if any) is set, and done once the
+// upstream request is over.
+func (h *Handler) detach(x *exchange, u *upstreamWatch, next caddyhttp.Handler, grace time.Duration) (*abandonment, context.Context) {
 	ctx, cut := context.WithCancelCause(context.WithoutCancel(x.Request.Context()))
-	a := &abandonment{h: h, x: x, u: u, next: next, cut: cut, vars: requestVars(x), handled: make(chan struct{}), cancelGrace: grace}
-	return a, x.Request.WithContext(ctx)
+	return &abandonment{h: h, x: x, u: u, next: next, cut: cut, vars: requestVars(x), cancelGrace: grace}, ctx
 }
 
 // watch starts watching the client.
-func (a *abandonment) watch() { a.stop = context.AfterFunc(a.x.Request.Context(), a.clientLeft) }
+func (a *abandonment) watch() {
+	a.handled.Add(1)
+	a.stop = context.AfterFunc(a.x.Request.Context(), a.clientLeft)
+}
 
 // clientLeft acts for a client that left while its request was upstream.
 func (a *abandonment) clientLeft() {
-	defer close(a.handled)
+	defer a.handled.Done()
 	u := a.u
 	switch {
 	case u.deadline.passed():
@@ -118,10 +119,11 @@ func (a *abandonment) clientLeft() {
 // still hold are handed to a timer that frees them.
 func (a *abandonment) done() {
 	if a.stop() {
+		a.handled.Done() // clientLeft never runs
 		a.cut(nil)
 		return
 	}
-	<-a.handled
+	a.handled.Wait()
 	if a.grace != nil {
 		a.grace.Stop()
 	}
@@ -135,23 +137,28 @@ func (a *abandonment) done() {
 // failed; written is closed once the write ended, either way. Only a
 // request that reached the upstream is cancelled there.
 type delivery struct {
-	sending, reached atomic.Bool
-	once             sync.Once
-	written          chan struct{}
+	sending, reached, ended atomic.Bool
+	written                 chan struct{}
 }
 
-// trace has the upstream request r tell d of its delivery.
-func (d *delivery) trace(r *http.Request) *http.Request {
+// trace has the upstream request whose context is ctx tell d of its
+// delivery.
+func (d *delivery) trace(ctx context.Context) context.Context {
 	d.written = make(chan struct{})
-	return r.WithContext(httptrace.WithClientTrace(r.Context(), &httptrace.ClientTrace{
-		WroteHeaders: func() { d.sending.Store(true) },
-		WroteRequest: func(info httptrace.WroteRequestInfo) {
-			if info.Err == nil {
-				d.reached.Store(true)
-			}
-			d.once.Do(func() { close(d.written) })
-		},
-	}))
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteHeaders: d.wroteHeaders, WroteRequest: d.wroteRequest})
+}
+
+func (d *delivery) wroteHeaders() { d.sending.Store(true) }
+
+// wroteRequest is told of each attempt to write the request; the first
+// ends the wait.
+func (d *delivery) wroteRequest(info httptrace.WroteRequestInfo) {
+	if info.Err == nil {
+		d.reached.Store(true)
+	}
+	if d.ended.CompareAndSwap(false, true) {
+		close(d.written)
+	}
 }
 
 // settled reports whether the request reached the upstream, waiting at

@@ -31,6 +31,7 @@ func (h *Handler) forward(w http.ResponseWriter, x *exchange, next caddyhttp.Han
 	}
 	up := x.Request
 	var abandon *abandonment
+	ctx := up.Context()
 	if grace := x.linger(); grace > 0 && !(h.UpstreamCancelsOnClose && x.Era.ClosingCancels()) {
 		// The request holds places in the guard, and its upstream may go
 		// on running it when the client leaves (before MCP 2026-07-28
@@ -38,13 +39,16 @@ func (h *Handler) forward(w http.ResponseWriter, x *exchange, next caddyhttp.Han
 		// servers do not all stop). The upstream request is cut loose from
 		// the client's, and its answer read to its end, into nothing once
 		// the client is gone, for as long as abandon.go says.
-		abandon, up = h.detach(x, u, next, grace)
+		abandon, ctx = h.detach(x, u, next, grace)
 		u.drain = true
 	}
 	if abandon != nil || len(h.deadlines) > 0 {
 		// What the transport did with the request: a call cut at its
 		// deadline is cancelled upstream only once it got there.
-		up = u.delivery.trace(up)
+		ctx = u.delivery.trace(ctx)
+	}
+	if ctx != up.Context() {
+		up = up.WithContext(ctx)
 	}
 	if d, cut, cancel := h.startDeadline(x, up); d != nil {
 		u.deadline, up = d, cut
