@@ -15,7 +15,7 @@
 //			max_keys <n>                      # live buckets, default 1000000
 //		}
 //		max_request_body <size>               # default 4MiB
-//		stream_above <size>                   # calls streamed upstream as they arrive, default 1MiB
+//		stream_above <size>                   # calls streamed upstream as they arrive, default 256KiB
 //		read_body_timeout <duration>          # default 10s
 //		max_batch <n>                         # messages per POST, default 16
 //		concurrency [<name>] {

@@ -31,12 +31,12 @@ import (
 // schemas read the arguments, and under a concurrency guard (see streams).
 //
 // Streaming costs CPU: where the whole body is there at once (loopback, a
-// fast link), an admitted call that streams costs about 1.6 times the CPU
+// fast link), an admitted call that streams costs 1.2 to 1.8 times the CPU
 // of one read whole, at every size (BenchmarkServeForwardedLarge). What it
 // buys is time: the upstream has the body as soon as the client has sent
 // it, rather than after the gateway has read and then forwarded it all.
 // That is worth the most for the largest bodies, hence a threshold
-// (DefaultStreamAbove, docs/performance.md).
+// (DefaultStreamAbove).
 
 // headStep is the first slice of the body the head pass parses; each next
 // is twice as long, so that a head found early costs the parse of little

@@ -298,7 +298,7 @@ func TestAStreamingBodyRefusedIsLoggedOnceAsTheClientWasAnswered(t *testing.T) {
 	assert.Equal(t, []string{"VALIDATION_ERROR", "VALIDATION_ERROR"}, codes, "one line per answer, with the code the client got")
 }
 
-// Under stream_above (1 MiB by default) a call is read whole before it goes
+// Under stream_above (256 KiB by default) a call is read whole before it goes
 // on: one whose end is malformed never reaches the upstream at all, where
 // the same call streamed would have (TestAStreamingBodyRefusedInItsRest...).
 func TestACallUnderStreamAboveIsReadWholeFirst(t *testing.T) {
