@@ -27,6 +27,11 @@
 //	                   nothing, so that its row shows what a comparison with
 //	                   the baseline reads for no cost at all, noise included
 //	mcp                mcp {} before the reverse_proxy: inspection only
+//	mcp-streamed       mcp { stream_above 16KiB }: every call over 16 KiB
+//	                   streams to the upstream as it arrives (by default,
+//	                   only those over 256 KiB do)
+//	mcp-whole          mcp { stream_above 64MiB }: every body read whole
+//	                   before it goes on (the paced client's)
 //	validate           mcp { validate }: before the first round the
 //	                   benchmark lists the responder's tools through it (one
 //	                   tool, echo, whose schema asks for a string), and then
@@ -65,6 +70,15 @@
 //	sse                the time from a request to the end of the first
 //	                   server-sent event of its answer, direct, through
 //	                   reverse_proxy and through mcp
+//	paced              one client sending each call's body at a set rate
+//	                   (-paced-rate, 100 Mbit/s; -paced-sizes 64k,2m), one
+//	                   call after another, through reverse_proxy, mcp-whole
+//	                   and mcp-streamed: the time from the client's first
+//	                   byte to the upstream's first byte of body read (the
+//	                   request asks the responder for it, in a header of its
+//	                   answer), and to the answer's last byte. It shows what
+//	                   streaming a large call buys, and what reading it
+//	                   whole costs in time
 //
 // A run that measures the peer builds bench/peer, a module of its own
 // holding a Caddy with the mcp plugin and the peer (v0.1.0, the version the
@@ -153,6 +167,19 @@
 // gateway costs the machine, whether or not the closed loop kept the cores
 // busy. Its resolution is a clock tick (10 ms) per measurement, about 1 %
 // of one.
+//
+// The first figure of each row, CPU over control, is the headline: that
+// CPU per answer minus control's in the same round, summarised as the
+// median with a confidence interval that assumes nothing of the figures'
+// distribution (order statistics of a binomial, as benchstat computes the
+// interval of a median; 10 rounds give a 98 % interval between the 2nd
+// smallest and the 2nd largest). It is the figure a noisy machine moves
+// least: a neighbour that slows every process slows the throughput of a
+// closed loop far more than it changes the CPU a request costs. Run
+// enough rounds for the interval (-rounds 10). The peer, when measured,
+// has a table of its own: each of mcp, limits-1key and guard against peer,
+// and denied against peer-denied, round by round, as a throughput ratio and
+// a CPU difference with its interval.
 //
 // After the table, each *-redis configuration and body size has a line:
 // its throughput against reverse_proxy; its p50 minus that of the same

@@ -119,18 +119,8 @@ func summarise(all []*series) []row {
 		if s.Config.InProcess != "" {
 			inProcess = findSeries(all, s.Config.InProcess, s.Size)
 		}
-		var overInProcess, redisCmds, redisScripts, redisTrips, cpu, redisCPU, overControl []float64
-		control := findSeries(all, cfgControl, s.Size)
-		if s.Config.Name == cfgControl {
-			control = nil
-		}
+		var overInProcess, redisCmds, redisScripts, redisTrips, redisCPU []float64
 		for i, smp := range s.Samples {
-			if smp.CPU > 0 && smp.Answered > 0 {
-				cpu = append(cpu, us(smp.CPU)/float64(smp.Answered))
-				if c, ok := cpuPerAnswer(control, i); ok {
-					overControl = append(overControl, cpu[len(cpu)-1]-c)
-				}
-			}
 			if smp.Redis != nil && smp.Redis.CPU > 0 && smp.Answered > 0 {
 				redisCPU = append(redisCPU, us(smp.Redis.CPU)/float64(smp.Answered))
 			}
@@ -169,11 +159,31 @@ func summarise(all []*series) []row {
 		r.AddedP50, r.AddedP99 = spreadOf(add50), spreadOf(add99)
 		r.AddedP50InProcess, r.RedisCommands, r.RedisScripts = spreadOrNil(overInProcess), spreadOrNil(redisCmds), spreadOrNil(redisScripts)
 		r.RedisRoundTrips = spreadOrNil(redisTrips)
+		cpu, overControl := cpuFigures(s, findSeries(all, cfgControl, s.Size))
 		r.CPU, r.RedisCPU = spreadOrNil(cpu), spreadOrNil(redisCPU)
 		r.CPUOverControl = medianInterval(overControl)
 		rows = append(rows, r)
 	}
 	return rows
+}
+
+// cpuFigures are s's Caddy CPU per answer, round by round, and the same
+// over control's of the round (none for control itself).
+func cpuFigures(s, control *series) (cpu, overControl []float64) {
+	if control == s {
+		control = nil
+	}
+	for i := range s.Samples {
+		c, ok := cpuPerAnswer(s, i)
+		if !ok {
+			continue
+		}
+		cpu = append(cpu, c)
+		if base, ok := cpuPerAnswer(control, i); ok {
+			overControl = append(overControl, c-base)
+		}
+	}
+	return cpu, overControl
 }
 
 // cpuPerAnswer is the Caddy CPU per answer of s's measurement in round i,
