@@ -557,3 +557,64 @@ func TestMedianIntervalTakesTheOrderStatisticsOfABinomial(t *testing.T) {
 
 	assert.Nil(t, medianInterval(nil))
 }
+
+// CPU over control and against the peer are differences taken round by
+// round: a machine twice as slow in round 2 moves neither.
+func TestCPUIsComparedRoundByRound(t *testing.T) {
+	smp := func(cpu time.Duration) *sample {
+		return &sample{Requests: 1000, Answered: 1000, Window: time.Second, CPU: cpu}
+	}
+	measured := func(name string, cpus ...time.Duration) *series {
+		s := &series{Config: config{Name: name, Baseline: cfgProxy}, Size: 1024}
+		for _, c := range cpus {
+			s.Samples = append(s.Samples, smp(c))
+		}
+		return s
+	}
+	// Per answer: control 200 then 400 µs; mcp 15 µs more each round; the
+	// peer 5 µs more.
+	all := []*series{
+		measured(cfgProxy, 190*time.Millisecond, 380*time.Millisecond),
+		measured(cfgControl, 200*time.Millisecond, 400*time.Millisecond),
+		measured(cfgMCP, 215*time.Millisecond, 415*time.Millisecond),
+		measured(cfgPeer, 205*time.Millisecond, 405*time.Millisecond),
+	}
+	rows := summarise(all)
+	mcp := findRow(rows, cfgMCP, 1024)
+	require.NotNil(t, mcp.CPUOverControl)
+	assert.InDelta(t, 15, mcp.CPUOverControl.Median, 1e-9)
+	assert.InDelta(t, 15, mcp.CPUOverControl.Low, 1e-9)
+	assert.Nil(t, findRow(rows, cfgControl, 1024).CPUOverControl, "control is not compared with itself")
+
+	pairs := versusPeer(all, []int{1024})
+	require.Len(t, pairs, 1, "only mcp against peer was measured")
+	assert.InDelta(t, 10, pairs[0].CPU.Median, 1e-9)
+	g := peerGoals(pairs)
+	require.Len(t, g, 1)
+	assert.False(t, g[0].Met, "10 µs more than the peer is not at or under it")
+}
+
+// The paced client's end to end is compared with reverse_proxy's round by
+// round, and the time to the upstream's first byte is kept apart.
+func TestPacedIsComparedWithReverseProxyRoundByRound(t *testing.T) {
+	smp := func(first, e2e time.Duration) *pacedSample {
+		s := &pacedSample{calls: 1}
+		s.firstByte.record(first)
+		s.endToEnd.record(e2e)
+		return s
+	}
+	samples := map[pacedKey][]*pacedSample{
+		{cfgProxy, 1 << 20}:       {smp(time.Millisecond, 100*time.Millisecond), smp(time.Millisecond, 200*time.Millisecond)},
+		{cfgMCPWhole, 1 << 20}:    {smp(100*time.Millisecond, 110*time.Millisecond), smp(200*time.Millisecond, 210*time.Millisecond)},
+		{cfgMCPStreamed, 1 << 20}: {smp(time.Millisecond, 100*time.Millisecond), smp(time.Millisecond, 200*time.Millisecond)},
+	}
+	run := summarisePaced(samples, []int{1 << 20}, 100)
+	require.Len(t, run.Rows, 3)
+	whole := run.Rows[1]
+	require.Equal(t, cfgMCPWhole, whole.Config)
+	require.NotNil(t, whole.OverProxy)
+	assert.InDelta(t, 10, whole.OverProxy.Median, 0.5, "10 ms over reverse_proxy in both rounds")
+	assert.InDelta(t, 10, whole.OverProxy.Max, 0.5)
+	assert.Nil(t, run.Rows[0].OverProxy, "reverse_proxy is the reference")
+	assert.Nil(t, summarisePaced(nil, []int{1 << 20}, 100), "not measured")
+}

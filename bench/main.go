@@ -206,7 +206,7 @@ func (b *bench) measure(env environment, guardMax int) (*report, error) {
 	}
 	rep.Peer = versusPeer(all, b.sizes)
 	rep.Paced = summarisePaced(b.paced, b.pacedSizes, o.pacedRate)
-	rep.Goals = goals(rep.Rows, rep.SSE, b.sizes)
+	rep.Goals = append(goals(rep.Rows, rep.SSE, b.sizes), peerGoals(rep.Peer)...)
 	if o.profile != "" {
 		if rep.Profiles, err = b.profiles(); err != nil {
 			return nil, err

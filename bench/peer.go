@@ -57,6 +57,20 @@ func versusPeer(all []*series, sizes []int) []peerPair {
 	return pairs
 }
 
+// peerGoals are the targets against the peer: each configuration's Caddy
+// CPU per answer at most the peer's, the median of the round-by-round
+// differences (the measured range shown is its interval).
+func peerGoals(pairs []peerPair) []goal {
+	var gs goalList
+	for _, p := range pairs {
+		if p.CPU == nil {
+			continue
+		}
+		gs.atMost(fmt.Sprintf("Caddy CPU per request, %s minus %s, %s (bracket: the interval)", p.Config, p.Peer, sizeLabel(p.Size)), spread{Median: p.CPU.Median, Min: p.CPU.Low, Max: p.CPU.High}, 0, "µs")
+	}
+	return gs
+}
+
 // writePeer is the comparison with the peer, when it was measured.
 func (r *report) writePeer(w io.Writer) {
 	if len(r.Peer) == 0 {
