@@ -2,6 +2,7 @@ package handler
 
 import (
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -88,16 +89,29 @@ const (
 var (
 	forwardedCounters = promreg.ByLabel[prometheus.Counter](requestsTotal.MustCurryWith(prometheus.Labels{"outcome": outcomeForwarded}))
 	durationObservers = promreg.ByLabel[prometheus.Observer](requestDuration)
+	envelopeCounters  = promreg.ByLabel[prometheus.Counter](envelopesTotal)
+	// outcomeCounters are, by outcome (canceled, or an envelope code: the
+	// gateway's own, a bounded set), requestsTotal's series by method.
+	outcomeCounters sync.Map // of *promreg.LabelCache[prometheus.Counter]
 )
+
+// outcomeCounter is requestsTotal's series of method and outcome.
+func outcomeCounter(method, outcome string) prometheus.Counter {
+	c, ok := outcomeCounters.Load(outcome)
+	if !ok {
+		c, _ = outcomeCounters.LoadOrStore(outcome, promreg.ByLabel[prometheus.Counter](requestsTotal.MustCurryWith(prometheus.Labels{"outcome": outcome})))
+	}
+	return c.(*promreg.LabelCache[prometheus.Counter]).Get(method)
+}
 
 // observe counts the exchange and its duration, once it is over.
 func (h *Handler) observe(x *exchange, now time.Time) {
 	method := x.MethodLabel()
 	switch {
 	case x.errorCode != "":
-		requestsTotal.WithLabelValues(method, x.errorCode).Inc()
+		outcomeCounter(method, x.errorCode).Inc()
 	case x.canceled:
-		requestsTotal.WithLabelValues(method, outcomeCanceled).Inc()
+		outcomeCounter(method, outcomeCanceled).Inc()
 	default:
 		forwardedCounters.Get(method).Inc()
 	}
