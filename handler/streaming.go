@@ -55,7 +55,7 @@ var errStreamRefused = errors.New("the request body was refused")
 // such clients would keep every call out. (A rate limit's tokens are the
 // caller's own to spend.)
 func (h *Handler) streams(r *http.Request) bool {
-	return r.ContentLength > int64(h.StreamAbove) && r.ContentLength <= h.MaxRequestBody &&
+	return r.ContentLength > h.StreamAbove && r.ContentLength <= h.MaxRequestBody &&
 		!h.wholeBody && claimsJSON(r) && identityEncoded(r.Header)
 }
 
