@@ -82,13 +82,9 @@ func BenchmarkServeDenied64KiB(b *testing.B) {
 			if mode == "streamed" {
 				h.StreamAbove = 16 << 10
 			}
-			benchServe(b, provisionB(b, h), toolsCall64KiB())
+			benchServe(b, provisionB(b, h), toolsCallOf(64<<10))
 		})
 	}
-}
-
-func toolsCall64KiB() string {
-	return `{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"search","arguments":{"query":"` + strings.Repeat("lorem ipsum dolor sit amet ", 64<<10/27) + `"}}}`
 }
 
 func toolsCall1KiB() string {
@@ -161,6 +157,7 @@ func BenchmarkServeForwardedLarge(b *testing.B) {
 	}
 }
 
+// toolsCallOf is a tools/call of prose, size bytes long.
 func toolsCallOf(size int) string {
 	const head, tail = `{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"search","arguments":{"query":"`, `"}}}`
 	return head + strings.Repeat("lorem ipsum dolor sit amet ", (size-len(head)-len(tail))/27) + tail
