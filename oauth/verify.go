@@ -1,0 +1,186 @@
+// Package oauth makes the gateway the OAuth 2.1 resource server of the MCP
+// servers behind it, as the MCP authorization specification asks of a
+// server (2025-06-18 onward): it verifies the bearer tokens of the
+// requests, so that what the gateway does per caller rests on a principal
+// it checked rather than on a header nobody checked.
+//
+// This file verifies a JWT access token (RFC 9068): signed with an
+// asymmetric key the issuer publishes, by a configured issuer, for this
+// resource (RFC 8707: a token for another resource is refused), within its
+// lifetime give or take a leeway.
+package oauth
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+)
+
+// MaxTokenSize is the longest token read; a longer one is refused unread.
+const MaxTokenSize = 16 << 10
+
+// Algorithms are the signature algorithms a token may be signed with:
+// asymmetric ones only. "none" and the HMAC algorithms are refused before
+// any key is looked at, so that a token cannot pick how it is checked
+// (algorithm confusion: an HMAC keyed with the issuer's public key).
+var Algorithms = []jose.SignatureAlgorithm{
+	jose.RS256, jose.RS384, jose.RS512,
+	jose.PS256, jose.PS384, jose.PS512,
+	jose.ES256, jose.ES384, jose.ES512,
+	jose.EdDSA,
+}
+
+// Reason is why a token was refused; each is counted (never with the
+// token or its subject).
+type Reason string
+
+const (
+	Malformed         Reason = "malformed"          // not a signed JWT in an accepted algorithm, too long, or without exp
+	WrongIssuer       Reason = "wrong_issuer"       // by no configured issuer
+	UnknownKey        Reason = "unknown_key"        // names a key the issuer does not publish
+	BadSignature      Reason = "bad_signature"      // its signature does not verify
+	Expired           Reason = "expired"            // past exp (with the leeway)
+	NotYetValid       Reason = "not_yet_valid"      // before nbf, or issued in the future (with the leeway)
+	WrongAudience     Reason = "wrong_audience"     // for another resource
+	IssuerUnavailable Reason = "issuer_unavailable" // the issuer's keys could not be fetched
+)
+
+// Error is a refused token.
+type Error struct {
+	Reason Reason
+	Err    error
+}
+
+func (e *Error) Error() string { return string(e.Reason) + ": " + e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+// Principal is who a verified token speaks for.
+type Principal struct {
+	Issuer   string
+	Subject  string
+	ClientID string
+	Scopes   []string
+	Expiry   time.Time
+	// Claims are the token's claims, as they were signed.
+	Claims map[string]json.RawMessage
+}
+
+// Verifier verifies tokens from a set of issuers.
+type Verifier struct {
+	issuers map[string]*keySet
+	leeway  time.Duration
+	now     func() time.Time
+}
+
+// Issuer is a trusted issuer: its identifier (the "iss" its tokens carry,
+// and where its metadata is discovered) and, optionally, its key set's
+// address, which discovery is then skipped for.
+type Issuer struct {
+	URL  string
+	JWKS string
+}
+
+// NewVerifier returns a verifier trusting issuers, fetching their keys
+// with client. now is the clock (time.Now when nil).
+func NewVerifier(issuers []Issuer, leeway time.Duration, client *http.Client, now func() time.Time) *Verifier {
+	if now == nil {
+		now = time.Now
+	}
+	v := &Verifier{issuers: make(map[string]*keySet, len(issuers)), leeway: leeway, now: now}
+	for _, is := range issuers {
+		v.issuers[is.URL] = &keySet{issuer: is.URL, jwksURL: is.JWKS, client: client, now: now}
+	}
+	return v
+}
+
+// Verify verifies token as an access token for resource.
+func (v *Verifier) Verify(ctx context.Context, token, resource string) (*Principal, error) {
+	if len(token) > MaxTokenSize {
+		return nil, &Error{Reason: Malformed, Err: fmt.Errorf("the token is over %d bytes", MaxTokenSize)}
+	}
+	tok, err := jwt.ParseSigned(token, Algorithms)
+	if err != nil {
+		return nil, &Error{Reason: Malformed, Err: err}
+	}
+	if len(tok.Headers) != 1 {
+		return nil, &Error{Reason: Malformed, Err: errors.New("the token has several signatures")}
+	}
+	var unverified jwt.Claims
+	if err := tok.UnsafeClaimsWithoutVerification(&unverified); err != nil {
+		return nil, &Error{Reason: Malformed, Err: err}
+	}
+	keys, ok := v.issuers[unverified.Issuer]
+	if !ok {
+		return nil, &Error{Reason: WrongIssuer, Err: fmt.Errorf("issuer %q is not trusted", unverified.Issuer)}
+	}
+	candidates, err := keys.lookup(ctx, tok.Headers[0].KeyID)
+	if err != nil {
+		return nil, err
+	}
+	var claims jwt.Claims
+	var all map[string]json.RawMessage
+	verified := false
+	for i := range candidates {
+		if tok.Claims(candidates[i].Key, &claims, &all) == nil {
+			verified = true
+			break
+		}
+	}
+	if !verified {
+		return nil, &Error{Reason: BadSignature, Err: errors.New("the signature does not verify with the issuer's keys")}
+	}
+	if claims.Expiry == nil {
+		return nil, &Error{Reason: Malformed, Err: errors.New("the token has no exp")}
+	}
+	switch err := claims.ValidateWithLeeway(jwt.Expected{Issuer: keys.issuer, Time: v.now()}, v.leeway); {
+	case errors.Is(err, jwt.ErrExpired):
+		return nil, &Error{Reason: Expired, Err: err}
+	case errors.Is(err, jwt.ErrNotValidYet), errors.Is(err, jwt.ErrIssuedInTheFuture):
+		return nil, &Error{Reason: NotYetValid, Err: err}
+	case err != nil:
+		return nil, &Error{Reason: WrongIssuer, Err: err}
+	}
+	if !oauthex.MatchesResource(claims.Audience, resource) {
+		return nil, &Error{Reason: WrongAudience, Err: fmt.Errorf("the token is not for %s", resource)}
+	}
+	return &Principal{
+		Issuer:   claims.Issuer,
+		Subject:  claims.Subject,
+		ClientID: firstString(all, "client_id", "azp", "cid"),
+		Scopes:   scopes(all),
+		Expiry:   claims.Expiry.Time(),
+		Claims:   all,
+	}, nil
+}
+
+// firstString is the first of names that is a string claim.
+func firstString(claims map[string]json.RawMessage, names ...string) string {
+	for _, n := range names {
+		var s string
+		if json.Unmarshal(claims[n], &s) == nil && s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// scopes are the token's scopes: "scope", a space-separated string (RFC
+// 9068, RFC 8693), or "scp", a list or a string, as some issuers write it.
+func scopes(claims map[string]json.RawMessage) []string {
+	if s := firstString(claims, "scope", "scp"); s != "" {
+		return strings.Fields(s)
+	}
+	var list []string
+	if json.Unmarshal(claims["scp"], &list) == nil {
+		return list
+	}
+	return nil
+}
