@@ -9,6 +9,7 @@ test: test-deps
 	go test -race -count=1 ./...
 
 # What the tests need: the locked npm dependencies (the TypeScript client,
+# the authorization server of the authorization tests,
 # the conformance suite), and Redis for the tests of limits shared on Redis
 # (with apt-get, where it is missing).
 test-deps:
@@ -16,6 +17,7 @@ test-deps:
 	npm ci --prefix test/tsclient --no-audit --no-fund --loglevel=error
 	npm ci --prefix test/conformance --no-audit --no-fund --loglevel=error
 	npm ci --prefix test/conformance/latest --no-audit --no-fund --loglevel=error
+	npm ci --prefix test/authserver --no-audit --no-fund --loglevel=error
 
 # The integration tests COUNT times each (default 5) with every core kept
 # busy, to find a flaky test before it lands (not run by CI; see

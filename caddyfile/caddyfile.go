@@ -146,14 +146,15 @@ var subdirectives = map[string][]string{
 	"": {
 		"rate_limit", "concurrency", "store", "sessions", "allowed_origins", "sse_keepalive", "log_key",
 		"validate", "contract", "tools", "upstream_cancels_on_close", "upstream_retry_after",
-		"max_request_body", "stream_above", "read_body_timeout", "max_batch",
+		"max_request_body", "stream_above", "read_body_timeout", "max_batch", "authorization",
 	},
-	"rate_limit":  {"key", "rate", "burst", "max_keys", "methods", "tools"},
-	"concurrency": {"max", "queue", "queue_timeout", "cancel_grace", "key", "methods"},
-	"sessions":    {"secret", "ttl", "bind"},
-	"tools":       {"allow", "deny", "deprecate", "timeout"},
-	"validate":    {"max_catalog_size"},
-	"contract":    {"on_breaking"},
+	"authorization": {"issuer", "resource", "scopes", "leeway", "strip_token"},
+	"rate_limit":    {"key", "rate", "burst", "max_keys", "methods", "tools"},
+	"concurrency":   {"max", "queue", "queue_timeout", "cancel_grace", "key", "methods"},
+	"sessions":      {"secret", "ttl", "bind"},
+	"tools":         {"allow", "deny", "deprecate", "timeout"},
+	"validate":      {"max_catalog_size"},
+	"contract":      {"on_breaking"},
 }
 
 // unmarshalOption reads one subdirective of the mcp block into cfg.
@@ -168,6 +169,8 @@ func (a *adaptation) unmarshalOption(d *caddyfile.Dispenser, cfg *handler.Handle
 		cfg.StoreRaw, err = unmarshalStore(d)
 	case "sessions":
 		cfg.Sessions, err = unmarshalSessions(d, a.warn)
+	case "authorization":
+		cfg.Authorization, err = unmarshalAuthorization(d)
 	case "allowed_origins":
 		cfg.AllowedOrigins, err = origins(d)
 	case "sse_keepalive":

@@ -53,6 +53,9 @@ type Exchange struct {
 	// Path is the request's path as the client sent it, before any
 	// handle_path stripped it.
 	Path string
+	// Principal is who the request's verified credential speaks for:
+	// written by the identity phase (nil when none is configured).
+	Principal *Principal
 	// Replacer expands the request's placeholders.
 	Replacer Replacer
 }
@@ -193,8 +196,12 @@ type Refusal struct {
 	// a JSON-RPC error otherwise), unless Body is set.
 	Envelope envelope.Envelope
 	// Status is the HTTP status of an answer that carries no request's
-	// id (a notification's); a request's answer is a 200.
+	// id (a notification's, or one refused before its body was read); a
+	// request's answer is a 200.
 	Status int
+	// Header is set on the answer, whatever its form (the challenge of a
+	// 401: WWW-Authenticate).
+	Header http.Header
 	// Body, when set, is the whole answer, sent with status 200: a
 	// CallToolResult saying more than the envelope (the envelope is what
 	// the log and the metrics record).

@@ -48,7 +48,7 @@ func (x *Exchange) Value(name string, m *jsonrpc.Message) (v string, ok bool) {
 	case Authorization:
 		return NormalizedAuthorization(x.Request.Header.Get("Authorization")), true
 	}
-	return "", false
+	return x.principalValue(name)
 }
 
 // IDText is an id as a log reads it: a string id without its quotes, a

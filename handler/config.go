@@ -3,6 +3,7 @@ package handler
 import (
 	"github.com/caddymcp/caddy-mcp/guard"
 	"github.com/caddymcp/caddy-mcp/limits"
+	"github.com/caddymcp/caddy-mcp/oauth"
 	"github.com/caddymcp/caddy-mcp/session"
 )
 
@@ -28,3 +29,10 @@ type Sessions = session.Config
 
 // DefaultSessionTTL is the default of Sessions.TTL.
 const DefaultSessionTTL = session.DefaultTTL
+
+// Authorization makes the gateway the servers' OAuth 2.1 resource server
+// (package oauth).
+type Authorization = oauth.Config
+
+// AuthorizationIssuer is one issuer whose tokens Authorization accepts.
+type AuthorizationIssuer = oauth.IssuerConfig

@@ -126,6 +126,7 @@ func (h *Handler) refuseWith(w http.ResponseWriter, x *exchange, ref *feature.Re
 		return caddyhttp.Error(statusClientClosed, ref.Cause)
 	}
 	x.cause = ref.Cause
+	maps.Copy(w.Header(), ref.Header)
 	if p := ref.Plain; p != nil {
 		x.errorCode = p.Outcome
 		hdr := w.Header()

@@ -15,6 +15,7 @@ import (
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/guard"
 	"github.com/caddymcp/caddy-mcp/limits"
+	"github.com/caddymcp/caddy-mcp/oauth"
 	"github.com/caddymcp/caddy-mcp/session"
 	"github.com/caddymcp/caddy-mcp/toolpolicy"
 	"github.com/caddymcp/caddy-mcp/validate"
@@ -58,6 +59,7 @@ func TestEveryWordOfTheGatewayInOnePlace(t *testing.T) {
 		{Name: "a name too long", Envelope: messageRefused(nameTooLong(200))},
 	}...)
 	section("The core", core)
+	section("Authorization (oauth)", oauth.Words())
 	section("The upstream's failures (failures)", failures.Words())
 	section("Sessions (session)", session.Words())
 	section("Rate limits (limits)", limits.Words())

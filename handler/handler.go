@@ -23,6 +23,7 @@ import (
 	"github.com/caddymcp/caddy-mcp/internal/logsample"
 	"github.com/caddymcp/caddy-mcp/keys"
 	"github.com/caddymcp/caddy-mcp/limits"
+	"github.com/caddymcp/caddy-mcp/oauth"
 	"github.com/caddymcp/caddy-mcp/session"
 	"github.com/caddymcp/caddy-mcp/toolpolicy"
 	"github.com/caddymcp/caddy-mcp/toolschema"
@@ -72,6 +73,13 @@ type Handler struct {
 	// reverse_proxy), behind a session id the gateway seals. Default: off;
 	// session ids pass as the upstream wrote them.
 	Sessions *Sessions `json:"sessions,omitempty"`
+
+	// Authorization makes the gateway the OAuth 2.1 resource server of
+	// the MCP servers behind it: every request must carry a valid access
+	// token for this resource, and the Protected Resource Metadata that
+	// clients discover the authorization server from is served here.
+	// Default: off; tokens pass unchecked.
+	Authorization *Authorization `json:"authorization,omitempty"`
 
 	// ValidateCalls checks each tools/call's arguments against the inputSchema
 	// the upstream gave the tool in its last tools/list answer (learned as
@@ -179,10 +187,14 @@ type Handler struct {
 	contract    *contract.Live
 	limits      limits.Limits
 	concurrency *guard.Guard
-	// The admitters of each phase (feature.Admitter): openers open a
-	// request's session, admitters take what it needs before the checks
-	// (the rate limits), entries after them (the guard's places).
-	openers, admitters, entries []feature.Admitter
+	// gate is the identity phase (nil when no authorization is
+	// configured): it admits a request before its body is read.
+	gate *oauth.Gate
+	// The admitters of each phase (feature.Admitter): identity verifies
+	// a request's credentials (the gate), openers open its session,
+	// admitters take what it needs before the checks (the rate limits),
+	// entries after them (the guard's places).
+	identity, openers, admitters, entries []feature.Admitter
 	// validation learns tools and checks calls (nil when no tools are
 	// learned); checks are the features' checks of a request on its way
 	// in, and responders the features that read the upstream's answers,
@@ -248,6 +260,10 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err = h.provisionTools(); err != nil {
 		return err
 	}
+	if h.Authorization != nil {
+		h.gate = oauth.New(h.Authorization, h.logger, nil)
+		h.identity = append(h.identity, h.gate)
+	}
 	if h.Sessions != nil {
 		if h.sessions, err = session.New(ctx, h.Sessions, time.Duration(h.UpstreamRetryAfter), h.logger); err != nil {
 			return fmt.Errorf("sessions: %w", err)
@@ -309,6 +325,11 @@ func (h *Handler) Validate() error {
 	if h.Concurrency != nil {
 		if err := h.Concurrency.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("concurrency: %w", err))
+		}
+	}
+	if h.Authorization != nil {
+		if err := h.Authorization.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("authorization: %w", err))
 		}
 	}
 	return errors.Join(errs...)

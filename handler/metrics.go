@@ -13,6 +13,7 @@ import (
 	"github.com/caddymcp/caddy-mcp/internal/promreg"
 	"github.com/caddymcp/caddy-mcp/keys"
 	"github.com/caddymcp/caddy-mcp/limits"
+	"github.com/caddymcp/caddy-mcp/oauth"
 	"github.com/caddymcp/caddy-mcp/session"
 	"github.com/caddymcp/caddy-mcp/toolpolicy"
 	"github.com/caddymcp/caddy-mcp/validate"
@@ -66,6 +67,9 @@ func registerMetrics(ctx caddy.Context) error {
 		return err
 	}
 	if err := promreg.Register(ctx, guard.Collectors()...); err != nil {
+		return err
+	}
+	if err := promreg.Register(ctx, oauth.Collectors()...); err != nil {
 		return err
 	}
 	if err := promreg.Register(ctx, keys.Collectors()...); err != nil {

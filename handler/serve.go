@@ -13,7 +13,8 @@ import (
 )
 
 // ServeHTTP takes a request through the handler's steps: the origin check,
-// then, for a JSON-RPC POST, inspection (inspect.go), the phases of
+// the identity phase (authorization, before any body is read), then, for
+// a JSON-RPC POST, inspection (inspect.go), the phases of
 // admission and the checks (admit.go, features.go), and forwarding
 // (forward.go). GET and DELETE are only origin-checked, their session
 // opened, and forwarded. Whatever happens, finish gives back what the
@@ -23,6 +24,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	x := &exchange{Exchange: feature.Exchange{Request: r, Start: time.Now(), Era: eraOf(r), Replacer: repl}}
 	repl.Map(x.placeholder)
 	defer h.finish(x)
+	if h.gate != nil && h.gate.ServeMetadata(w, r) {
+		// Public, and read by clients of any origin before they have a
+		// token.
+		return nil
+	}
 	if !h.origins.allows(r) {
 		env := originRefused(r.Header.Get("Origin"))
 		closeAfterAnswer(w, r)
@@ -36,6 +42,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		w.Header().Set("Allow", "GET, POST, DELETE")
 		closeAfterAnswer(w, r)
 		return h.answer(w, x, &env, http.StatusMethodNotAllowed)
+	}
+	if r.Method != http.MethodOptions {
+		// Credentials first, before the body is read: a caller that is
+		// nobody costs no more than its headers.
+		if ref := x.admit(h.identity); ref != nil {
+			if r.Method == http.MethodPost {
+				closeAfterAnswer(w, r) // its body is left unread
+			}
+			return h.refuseWith(w, x, ref)
+		}
 	}
 	if r.Method == http.MethodPost {
 		if err := h.inspect(w, x); err != nil {

@@ -25,6 +25,9 @@ func check(text string) error {
 		case namespace != "http":
 			return fmt.Errorf("unknown placeholder {%s}: placeholders are {http.*}, {env.*}, {system.*}, {time.*} or a shorthand such as {client_ip}", p)
 		case strings.HasPrefix(rest, "mcp."):
+			if claim, ok := strings.CutPrefix(p, Prefix+feature.AuthClaimPrefix); ok && claim != "" {
+				break
+			}
 			if !slices.Contains(mcpPlaceholders, p) {
 				return unknownPlaceholder(p, mcpPlaceholders)
 			}
@@ -61,6 +64,7 @@ var mcpPlaceholders = []string{
 	"http.mcp.method", "http.mcp.tool", "http.mcp.id", "http.mcp.session_id",
 	"http.mcp.protocol_version", "http.mcp.batch_size", "http.mcp.error_code",
 	Prefix + feature.Authorization,
+	Prefix + feature.AuthSubject, Prefix + feature.AuthClientID, Prefix + feature.AuthScopes,
 }
 
 // shorthandNames are the Caddyfile shorthands most used in keys, for

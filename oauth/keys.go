@@ -27,7 +27,7 @@ import (
 const (
 	// RefetchAfter is the least time between two fetches of an issuer's
 	// keys.
-	RefetchAfter = 10 * time.Second
+	RefetchAfter = 2 * time.Second
 	// KeysMaxAge is how long fetched keys are used before they are
 	// fetched again (a fetch that fails keeps them in use).
 	KeysMaxAge = time.Hour

@@ -78,6 +78,9 @@ type Verifier struct {
 	issuers map[string]*keySet
 	leeway  time.Duration
 	now     func() time.Time
+	// verified remembers the tokens found valid, so that a client's
+	// token costs one signature check a while rather than one a request.
+	verified verifiedCache
 }
 
 // Issuer is a trusted issuer: its identifier (the "iss" its tokens carry,
@@ -101,11 +104,29 @@ func NewVerifier(issuers []Issuer, leeway time.Duration, client *http.Client, no
 	return v
 }
 
-// Verify verifies token as an access token for resource.
+// Verify verifies token as an access token for resource. The principal
+// returned is shared: it may not be changed.
 func (v *Verifier) Verify(ctx context.Context, token, resource string) (*Principal, error) {
 	if len(token) > MaxTokenSize {
 		return nil, &Error{Reason: Malformed, Err: fmt.Errorf("the token is over %d bytes", MaxTokenSize)}
 	}
+	key := cacheKey(token, resource)
+	now := v.now()
+	if p := v.verified.get(key, now); p != nil {
+		return p, nil
+	}
+	p, err := v.verify(ctx, token, resource, now)
+	if err == nil {
+		until := p.Expiry.Add(v.leeway)
+		if limit := now.Add(CacheFor); limit.Before(until) {
+			until = limit
+		}
+		v.verified.put(key, p, now, until)
+	}
+	return p, err
+}
+
+func (v *Verifier) verify(ctx context.Context, token, resource string, now time.Time) (*Principal, error) {
 	tok, err := jwt.ParseSigned(token, Algorithms)
 	if err != nil {
 		return nil, &Error{Reason: Malformed, Err: err}
@@ -140,7 +161,7 @@ func (v *Verifier) Verify(ctx context.Context, token, resource string) (*Princip
 	if claims.Expiry == nil {
 		return nil, &Error{Reason: Malformed, Err: errors.New("the token has no exp")}
 	}
-	switch err := claims.ValidateWithLeeway(jwt.Expected{Issuer: keys.issuer, Time: v.now()}, v.leeway); {
+	switch err := claims.ValidateWithLeeway(jwt.Expected{Issuer: keys.issuer, Time: now}, v.leeway); {
 	case errors.Is(err, jwt.ErrExpired):
 		return nil, &Error{Reason: Expired, Err: err}
 	case errors.Is(err, jwt.ErrNotValidYet), errors.Is(err, jwt.ErrIssuedInTheFuture):

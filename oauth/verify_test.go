@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -36,7 +37,7 @@ type testIssuer struct {
 	fetches atomic.Int32
 }
 
-func newTestIssuer(t *testing.T) *testIssuer {
+func newTestIssuer(t testing.TB) *testIssuer {
 	is := &testIssuer{keys: map[string]*ecdsa.PrivateKey{}}
 	is.rotate(t, "k1")
 	mux := http.NewServeMux()
@@ -76,7 +77,7 @@ func newTestIssuer(t *testing.T) *testIssuer {
 }
 
 // rotate publishes a new key, kid, in place of the others.
-func (is *testIssuer) rotate(t *testing.T, kid string) {
+func (is *testIssuer) rotate(t testing.TB, kid string) {
 	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	require.NoError(t, err)
 	is.mu.Lock()
@@ -92,7 +93,7 @@ func (is *testIssuer) set(f func()) {
 }
 
 // sign signs claims with key kid (which need not be published).
-func (is *testIssuer) sign(t *testing.T, kid string, claims map[string]any) string {
+func (is *testIssuer) sign(t testing.TB, kid string, claims map[string]any) string {
 	is.mu.Lock()
 	k := is.keys[kid]
 	is.mu.Unlock()
@@ -118,7 +119,7 @@ type clock struct {
 func (c *clock) Now() time.Time          { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
 func (c *clock) advance(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.now = c.now.Add(d) }
 
-func setup(t *testing.T) (*testIssuer, *Verifier, *clock, map[string]any) {
+func setup(t testing.TB) (*testIssuer, *Verifier, *clock, map[string]any) {
 	is := newTestIssuer(t)
 	c := &clock{now: time.Unix(1_800_000_000, 0)}
 	v := NewVerifier([]Issuer{{URL: is.srv.URL}}, 30*time.Second, is.srv.Client(), c.Now)
@@ -319,4 +320,42 @@ func TestAPublishedSymmetricKeyIsNeverHeld(t *testing.T) {
 	defer held.mu.Unlock()
 	require.Len(t, held.keys, 1, "the symmetric key is dropped")
 	assert.Equal(t, "k1", held.keys[0].KeyID)
+}
+
+func TestAVerifiedTokenIsRememberedForCacheForAtMost(t *testing.T) {
+	is, v, c, claims := setup(t)
+	ctx := context.Background()
+	tok := is.sign(t, "k1", claims)
+	first, err := v.Verify(ctx, tok, resource)
+	require.NoError(t, err)
+	again, err := v.Verify(ctx, tok, resource)
+	require.NoError(t, err)
+	assert.Same(t, first, again, "not checked again")
+	_, err = v.Verify(ctx, tok, "https://mcp.example.com/other")
+	assert.Equal(t, WrongAudience, reason(t, err), "remembered for its resource only")
+
+	c.advance(CacheFor)
+	later, err := v.Verify(ctx, tok, resource)
+	require.NoError(t, err)
+	assert.NotSame(t, first, later, "checked again after CacheFor")
+
+	// A token that expires sooner is remembered until then only.
+	claims["exp"] = c.Now().Add(time.Minute).Unix()
+	short := is.sign(t, "k1", claims)
+	_, err = v.Verify(ctx, short, resource)
+	require.NoError(t, err)
+	c.advance(time.Minute + 31*time.Second)
+	_, err = v.Verify(ctx, short, resource)
+	assert.Equal(t, Expired, reason(t, err))
+}
+
+func TestTheCacheHoldsMaxCachedTokensAtMost(t *testing.T) {
+	var c verifiedCache
+	now := time.Unix(0, 0)
+	p := &Principal{}
+	for i := range MaxCached + 100 {
+		c.put(cacheKey(fmt.Sprint(i), resource), p, now, now.Add(time.Minute))
+	}
+	assert.Len(t, c.m, MaxCached)
+	assert.Same(t, p, c.get(cacheKey(fmt.Sprint(MaxCached+99), resource), now), "the newest is kept")
 }

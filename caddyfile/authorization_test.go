@@ -1,0 +1,57 @@
+package caddyfile
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/caddymcp/caddy-mcp/handler"
+)
+
+func TestUnmarshalReadsTheAuthorizationBlock(t *testing.T) {
+	input := `mcp {
+	authorization {
+		issuer https://auth.example.com
+		issuer https://login.example.org/tenant jwks https://login.example.org/tenant/keys
+		resource https://mcp.example.com/mcp
+		scopes mcp:tools mcp:read
+		leeway 1m
+		strip_token
+	}
+}`
+	var h handler.Handler
+	require.NoError(t, Unmarshal(caddyfile.NewTestDispenser(input), &h))
+	assert.Equal(t, &handler.Authorization{
+		Issuers: []handler.AuthorizationIssuer{
+			{URL: "https://auth.example.com"},
+			{URL: "https://login.example.org/tenant", JWKS: "https://login.example.org/tenant/keys"},
+		},
+		Resource:   "https://mcp.example.com/mcp",
+		Scopes:     []string{"mcp:tools", "mcp:read"},
+		Leeway:     caddy.Duration(time.Minute),
+		StripToken: true,
+	}, h.Authorization)
+}
+
+func TestUnmarshalRefusesABadAuthorizationBlockAtItsLine(t *testing.T) {
+	for input, want := range map[string]string{
+		"mcp {\n\tauthorization {\n\t\tscopes a\n\t}\n}":                                    "authorization: at least one issuer is required, at Testfile:2",
+		"mcp {\n\tauthorization {\n\t\tissuer http://auth.example.com\n\t}\n}":              `authorization: issuer "http://auth.example.com": https is required (http only to a loopback address), at Testfile:2`,
+		"mcp {\n\tauthorization {\n\t\tissuer https://a.example jwks\n\t}\n}":               `issuer takes <url> [jwks <url>], got ["https://a.example" "jwks"], at Testfile:3`,
+		"mcp {\n\tauthorization {\n\t\tissuer https://a.example\n\t\tscope a\n\t}\n}":       `unrecognized authorization subdirective "scope": did you mean "scopes"?, at Testfile:4`,
+		"mcp {\n\tauthorization {\n\t\tissuer https://a.example\n\t\tleeway 1h\n\t}\n}":     "authorization: leeway 1h0m0s: between 0 and 5m0s, at Testfile:2",
+		"mcp {\n\tauthorization {\n\t\tissuer https://a.example\n\t\tscopes a\"b\n\t}\n}":   `authorization: scope "a\"b": a scope is printable ASCII`,
+		"mcp {\n\tauthorization {\n\t\tissuer https://a.example\n\t\tresource /mcp\n\t}\n}": `authorization: resource "/mcp": an absolute URL without query or fragment is required, at Testfile:2`,
+	} {
+		err := Unmarshal(caddyfile.NewTestDispenser(input), &handler.Handler{})
+		require.Error(t, err, input)
+		assert.Contains(t, err.Error(), want, input)
+		assert.True(t, strings.Contains(err.Error(), "Testfile:"), fmt.Sprint(err))
+	}
+}

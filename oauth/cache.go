@@ -1,0 +1,90 @@
+package oauth
+
+import (
+	"crypto/sha256"
+	"sync"
+	"time"
+)
+
+// The tokens found valid, remembered so that a client sending the same
+// token request after request costs one signature check (about 100 µs)
+// per CacheFor rather than one per request. Only valid tokens are kept,
+// never beyond their exp (with the leeway), nor beyond CacheFor, so that
+// keys withdrawn at the issuer stop counting soon; and at most
+// MaxCached of them, so that memory stays bounded whoever sends tokens.
+// Tokens are kept by digest, never as they are.
+
+const (
+	// CacheFor is the longest a verified token is taken as valid without
+	// being checked again.
+	CacheFor = 5 * time.Minute
+	// MaxCached bounds the tokens remembered.
+	MaxCached = 10_000
+)
+
+type digest [sha256.Size]byte
+
+// cacheKey is the digest of token for resource: a token is valid for one
+// resource (its audience).
+func cacheKey(token, resource string) digest {
+	var buf [2048]byte // most tokens: no allocation
+	b := append(append(append(buf[:0], resource...), 0), token...)
+	return sha256.Sum256(b)
+}
+
+type verifiedCache struct {
+	mu sync.Mutex
+	m  map[digest]cached
+}
+
+type cached struct {
+	p     *Principal
+	until time.Time
+}
+
+// get is the principal of the token of key, nil unless it was found valid
+// and still is at now.
+func (c *verifiedCache) get(key digest, now time.Time) *Principal {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[key]
+	if !ok {
+		return nil
+	}
+	if !now.Before(e.until) {
+		delete(c.m, key)
+		return nil
+	}
+	return e.p
+}
+
+// put remembers p, valid until until. When full, it first drops the
+// entries that expired, and if none did, one entry at random.
+func (c *verifiedCache) put(key digest, p *Principal, now, until time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = make(map[digest]cached)
+	}
+	if len(c.m) >= MaxCached {
+		for k, e := range c.m {
+			if !now.Before(e.until) {
+				delete(c.m, k)
+			}
+		}
+		for k := range c.m {
+			if len(c.m) < MaxCached {
+				break
+			}
+			delete(c.m, k)
+		}
+	}
+	c.m[key] = cached{p: p, until: until}
+}
+
+// forget drops every token remembered.
+func (c *verifiedCache) forget() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.m)
+}

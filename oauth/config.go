@@ -1,0 +1,137 @@
+package oauth
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+)
+
+// Config is the handler's authorization: the gateway as the OAuth 2.1
+// resource server of the MCP servers behind it.
+type Config struct {
+	// Issuers are the authorization servers whose access tokens are
+	// accepted. Required.
+	Issuers []IssuerConfig `json:"issuers"`
+
+	// Resource is this server's resource identifier (RFC 8707): the
+	// audience a token must be issued for, and the "resource" of the
+	// Protected Resource Metadata. Default: the URL the request was sent
+	// to, without its query ("https://mcp.example.com/mcp"), which
+	// follows the Host header: configure it where a site answers for
+	// hosts whose issuer also serves other resources.
+	Resource string `json:"resource,omitempty"`
+
+	// Scopes are the scopes every request's token must grant. A token
+	// without one of them is answered 403 insufficient_scope, naming
+	// them, so that a client can ask for them (step-up authorization).
+	Scopes []string `json:"scopes,omitempty"`
+
+	// Leeway is the clock skew allowed on a token's exp, nbf and iat.
+	// Default: DefaultLeeway; at most MaxLeeway.
+	Leeway caddy.Duration `json:"leeway,omitempty"`
+
+	// StripToken removes the Authorization header from requests before
+	// they go upstream. By default the token goes on: the servers behind
+	// the gateway are the resource the token is for, and one that checks
+	// tokens itself needs it. Strip it when they do not, so that no token
+	// reaches a part of the system that has no use for it.
+	StripToken bool `json:"strip_token,omitempty"`
+}
+
+// IssuerConfig is one trusted authorization server.
+type IssuerConfig struct {
+	// URL is the issuer identifier, as its tokens' "iss" carries it and
+	// as its metadata (RFC 8414, or OpenID discovery) is found from.
+	URL string `json:"url"`
+	// JWKS is the address of its key set, when its metadata does not say
+	// or is not published.
+	JWKS string `json:"jwks,omitempty"`
+}
+
+const (
+	// DefaultLeeway is the clock skew allowed by default.
+	DefaultLeeway = 30 * time.Second
+	// MaxLeeway bounds the leeway: past it, an expired token would live on.
+	MaxLeeway = 5 * time.Minute
+)
+
+// Validate checks the configuration.
+func (c *Config) Validate() error {
+	if len(c.Issuers) == 0 {
+		return errors.New("at least one issuer is required")
+	}
+	seen := make(map[string]bool)
+	for _, is := range c.Issuers {
+		if err := checkFetchable(is.URL); err != nil {
+			return fmt.Errorf("issuer %q: %w", is.URL, err)
+		}
+		if seen[is.URL] {
+			return fmt.Errorf("issuer %q given twice", is.URL)
+		}
+		seen[is.URL] = true
+		if is.JWKS != "" {
+			if err := checkFetchable(is.JWKS); err != nil {
+				return fmt.Errorf("issuer %q: jwks %q: %w", is.URL, is.JWKS, err)
+			}
+		}
+	}
+	if c.Resource != "" {
+		u, err := url.Parse(c.Resource)
+		if err != nil || !u.IsAbs() || u.Host == "" || u.Fragment != "" || u.RawQuery != "" {
+			return fmt.Errorf("resource %q: an absolute URL without query or fragment is required", c.Resource)
+		}
+	}
+	for _, s := range c.Scopes {
+		if !isScopeToken(s) {
+			return fmt.Errorf("scope %q: a scope is printable ASCII without spaces, quotes or backslashes", s)
+		}
+	}
+	if c.Leeway < 0 || time.Duration(c.Leeway) > MaxLeeway {
+		return fmt.Errorf("leeway %s: between 0 and %s", time.Duration(c.Leeway), MaxLeeway)
+	}
+	return nil
+}
+
+func (c *Config) leeway() time.Duration {
+	if c.Leeway == 0 {
+		return DefaultLeeway
+	}
+	return time.Duration(c.Leeway)
+}
+
+// checkFetchable refuses an address keys or metadata could be fetched
+// from in the clear, or spoofed: https, or http to a loopback address.
+func checkFetchable(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || !u.IsAbs() || u.Host == "" {
+		return errors.New("an absolute URL is required")
+	}
+	switch {
+	case u.Scheme == "https":
+		return nil
+	case u.Scheme == "http" && isLoopback(u.Hostname()):
+		return nil
+	}
+	return errors.New("https is required (http only to a loopback address)")
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// isScopeToken reports whether s is a scope as RFC 6749 writes it, and so
+// may stand in a challenge's quoted scope without escaping.
+func isScopeToken(s string) bool {
+	return s != "" && !strings.ContainsFunc(s, func(r rune) bool {
+		return r < 0x21 || r > 0x7e || r == '"' || r == '\\'
+	})
+}

@@ -1,0 +1,49 @@
+package oauth
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// What a token costs the gateway to check, with the issuer's keys held:
+//
+//	go test -run '^$' -bench Verify -benchmem ./oauth
+//
+// A token found valid within CacheFor costs a digest and a lookup; past
+// it, a valid token and a forged one cost one ES256 verification each; a
+// token refused on its form (alg none, HMAC, not a JWT) costs its parse
+// only; an untrusted issuer costs its parse only.
+func BenchmarkVerify(b *testing.B) {
+	is, v, _, claims := setup(b)
+	ctx := context.Background()
+	valid := is.sign(b, "k1", claims)
+	if _, err := v.Verify(ctx, valid, resource); err != nil {
+		b.Fatal(err)
+	}
+	parts := strings.Split(valid, ".")
+	other := is.sign(b, "k1", map[string]any{"iss": is.srv.URL, "sub": "x", "aud": resource, "exp": 1 << 40})
+	forged := parts[0] + "." + parts[1] + "." + strings.Split(other, ".")[2]
+	claims["iss"] = "https://untrusted.example"
+	untrusted := is.sign(b, "k1", claims)
+	b.Run("valid_remembered", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_, _ = v.Verify(ctx, valid, resource)
+		}
+	})
+	for _, tc := range []struct{ name, token string }{
+		{"valid_checked", valid},
+		{"bad_signature", forged},
+		{"alg_none", "eyJhbGciOiJub25lIn0." + parts[1] + "."},
+		{"untrusted_issuer", untrusted},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				v.verified.forget() // the signature is checked each time
+				_, _ = v.Verify(ctx, tc.token, resource)
+			}
+		})
+	}
+}

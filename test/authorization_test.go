@@ -1,0 +1,263 @@
+package test
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth/extauth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/examples/demo/demoserver"
+	"github.com/caddymcp/caddy-mcp/test/mcptest"
+)
+
+// The gateway as the MCP server's OAuth 2.1 resource server, in front of a
+// server that has no authorization of its own, against a real
+// authorization server (panva/oidc-provider, test/authserver).
+
+var (
+	agent = mcptest.AuthClient{ID: "agent", Secret: "agent-secret-agent-secret", Scope: "tools:read tools:call"}
+	other = mcptest.AuthClient{ID: "other-agent", Secret: "other-secret-other-secret", Scope: "tools:read tools:call"}
+)
+
+// authorized is a gateway requiring tokens from its authorization server,
+// in front of the demo server, whose requests it records.
+type authorized struct {
+	gw       *mcptest.Gateway
+	as       *mcptest.AuthServer
+	endpoint string
+	mu       sync.Mutex
+	seen     []string // the Authorization header of each request upstream
+}
+
+func (a *authorized) upstreamSaw() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.seen...)
+}
+
+// startAuthorized starts the authorization server, and a gateway whose
+// authorization block holds extra beside the issuer, with rest after the
+// authorization block in its mcp block.
+func startAuthorized(t *testing.T, extra, rest string) *authorized {
+	t.Helper()
+	return startAuthorizedFor(t, extra, rest, 0)
+}
+
+// startAuthorizedFor is startAuthorized with tokens that live ttl seconds
+// (0: an hour).
+func startAuthorizedFor(t *testing.T, extra, rest string, ttl int) *authorized {
+	t.Helper()
+	a := &authorized{as: mcptest.NewAuthServer(t)}
+	demo := demoserver.Handler()
+	upstream := mcptest.ServeMCP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a.mu.Lock()
+		a.seen = append(a.seen, r.Header.Get("Authorization"))
+		a.mu.Unlock()
+		demo.ServeHTTP(w, r)
+	}))
+	a.gw = mcptest.StartGateway(t, fmt.Sprintf("mcp {\n\tauthorization {\n\t\tissuer %s\n%s\n\t}\n%s\n}\n%s", a.as.Issuer, extra, rest, mcptest.ProxyTo(upstream)))
+	a.endpoint = a.gw.URL + mcptest.MCPPath
+	a.as.Start(t, mcptest.AuthServerConfig{
+		Clients: []mcptest.AuthClient{agent, other},
+		Resources: map[string]mcptest.AuthResource{
+			a.endpoint:                   {Scope: "tools:read tools:call", TTL: ttl},
+			"https://elsewhere.test/mcp": {Scope: "tools:read tools:call"},
+		},
+		DefaultResource: a.endpoint,
+	}, "k1")
+	return a
+}
+
+const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`
+
+func bearerOf(token string) sendOption { return withHeader("Authorization", "Bearer "+token) }
+
+// challengeOf is the parameters of a Bearer challenge.
+func challengeOf(t *testing.T, resp *http.Response) map[string]string {
+	t.Helper()
+	cs, err := oauthex.ParseWWWAuthenticate(resp.Header.Values("Www-Authenticate"))
+	require.NoError(t, err)
+	require.Len(t, cs, 1)
+	assert.Equal(t, "bearer", strings.ToLower(cs[0].Scheme))
+	return cs[0].Params
+}
+
+func envelopeOf(t *testing.T, body []byte) envelope.Parsed {
+	t.Helper()
+	var rpc struct {
+		ID    json.RawMessage `json:"id"`
+		Error struct {
+			Data struct {
+				Envelope string `json:"envelope"`
+			} `json:"data"`
+		} `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal(body, &rpc), "%s", body)
+	assert.Empty(t, rpc.ID, "refused before its body was read: no id is known")
+	env, err := envelope.Parse(rpc.Error.Data.Envelope)
+	require.NoError(t, err, "%s", body)
+	return env
+}
+
+func TestARequestWithoutATokenIsChallengedAndTheMetadataLeadsToTheIssuer(t *testing.T) {
+	a := startAuthorized(t, "", "")
+	resp, body := post(t, a.endpoint, initialize)
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	ch := challengeOf(t, resp)
+	metadata := a.gw.URL + "/.well-known/oauth-protected-resource/mcp"
+	assert.Equal(t, map[string]string{"resource_metadata": metadata}, ch, "no error: the request carried no token")
+	assert.Equal(t, envelope.AuthRequired, envelopeOf(t, body).Code)
+	assert.Empty(t, a.upstreamSaw(), "nothing reaches the server")
+
+	// The metadata answers without a token, and names the issuer.
+	for _, path := range []string{"/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"} {
+		meta, err := oauthex.GetProtectedResourceMetadata(t.Context(), a.gw.URL+path, a.gw.URL+strings.TrimPrefix(path, "/.well-known/oauth-protected-resource"), http.DefaultClient)
+		require.NoError(t, err, path)
+		assert.Equal(t, []string{a.as.Issuer}, meta.AuthorizationServers)
+		assert.Equal(t, []string{"header"}, meta.BearerMethodsSupported)
+	}
+	resp, _ = post(t, a.gw.URL+"/.well-known/oauth-protected-resource/mcp", "", withMethod(http.MethodGet))
+	assert.Equal(t, "public, max-age=3600", resp.Header.Get("Cache-Control"))
+
+	// A GET (the server's stream) and a DELETE are held to it too.
+	for _, method := range []string{http.MethodGet, http.MethodDelete} {
+		resp, _ := post(t, a.endpoint, "", withMethod(method))
+		assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, method)
+	}
+	assert.Empty(t, a.upstreamSaw())
+}
+
+func TestTheGoSDKClientSignsInWithClientCredentialsAndCallsTools(t *testing.T) {
+	a := startAuthorized(t, "", "")
+	handler, err := extauth.NewClientCredentialsHandler(&extauth.ClientCredentialsHandlerConfig{
+		Credentials: &oauthex.ClientCredentials{ClientID: agent.ID, ClientSecretAuth: &oauthex.ClientSecretAuth{ClientSecret: agent.Secret}},
+	})
+	require.NoError(t, err)
+	c := mcp.NewClient(&mcp.Implementation{Name: "caddy-mcp-test", Version: "0"}, nil)
+	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: a.endpoint, OAuthHandler: handler}, nil)
+	require.NoError(t, err, "discovered from the 401, signed in, and retried")
+	t.Cleanup(func() { _ = cs.Close() })
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "signed in"}})
+	require.NoError(t, err)
+	assert.Equal(t, "signed in", mcptest.TextOf(t, res))
+	seen := a.upstreamSaw()
+	require.NotEmpty(t, seen)
+	assert.True(t, strings.HasPrefix(seen[0], "Bearer "), "the token goes on to the server it is for, unless strip_token")
+}
+
+func TestStripTokenKeepsTheTokenFromTheServer(t *testing.T) {
+	a := startAuthorized(t, "\t\tstrip_token", "")
+	resp, _ := post(t, a.endpoint, initialize, bearerOf(a.as.Token(t, agent, "", "")))
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, []string{""}, a.upstreamSaw())
+}
+
+// TestTokensTheServerMustNotAcceptAreRefused sends tokens a resource
+// server must refuse, each obtained from a real authorization server or
+// made from one of its tokens.
+func TestTokensTheServerMustNotAcceptAreRefused(t *testing.T) {
+	a := startAuthorized(t, "", "")
+	good := a.as.Token(t, agent, "", "")
+	parts := strings.Split(good, ".")
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	require.NoError(t, err)
+	forged := strings.Replace(string(payload), `"sub":"agent"`, `"sub":"admin"`, 1)
+	require.NotEqual(t, string(payload), forged)
+
+	stranger := mcptest.NewAuthServer(t)
+	stranger.Start(t, mcptest.AuthServerConfig{Clients: []mcptest.AuthClient{agent}, Resources: map[string]mcptest.AuthResource{a.endpoint: {Scope: agent.Scope}}, DefaultResource: a.endpoint}, "k1")
+
+	cases := []struct {
+		name, token, reason string
+	}{
+		{"for another resource", a.as.Token(t, agent, "https://elsewhere.test/mcp", ""), "wrong_audience"},
+		{"from an issuer not trusted", stranger.Token(t, agent, "", ""), "wrong_issuer"},
+		{"tampered", parts[0] + "." + base64.RawURLEncoding.EncodeToString([]byte(forged)) + "." + parts[2], "bad_signature"},
+		{"alg none", base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"none","typ":"at+jwt"}`)) + "." + parts[1] + ".", "malformed"},
+		{"unknown kid", base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"ES256","typ":"at+jwt","kid":"k9"}`)) + "." + parts[1] + "." + parts[2], "unknown_key"},
+		{"not a JWT", "opaque-looking-token", "malformed"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			resp, body := post(t, a.endpoint, initialize, bearerOf(c.token))
+			assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+			ch := challengeOf(t, resp)
+			assert.Equal(t, "invalid_token", ch["error"])
+			env := envelopeOf(t, body)
+			assert.Equal(t, envelope.Unauthorized, env.Code)
+			assert.Equal(t, []envelope.Detail{{Key: "reason", Value: c.reason}}, env.Details)
+			assert.NotContains(t, string(body), c.token[:min(len(c.token), 20)], "a token is never echoed")
+		})
+	}
+	assert.Empty(t, a.upstreamSaw())
+
+	resp, _ := post(t, a.endpoint, initialize, bearerOf(good))
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "the token they were made from passes")
+}
+
+func TestAnExpiredTokenIsRefused(t *testing.T) {
+	a := startAuthorizedFor(t, "\t\tleeway 1s", "", 1)
+	token := a.as.Token(t, agent, "", "")
+	resp, _ := post(t, a.endpoint, initialize, bearerOf(token))
+	require.Equal(t, http.StatusOK, resp.StatusCode, "valid while its second lasts")
+	// Its exp passes: wait for the gateway to say so (the event, not a
+	// time).
+	require.Eventually(t, func() bool {
+		resp, body := post(t, a.endpoint, initialize, bearerOf(token))
+		return resp.StatusCode == http.StatusUnauthorized && strings.Contains(string(body), `reason\">expired`)
+	}, 15*time.Second, 100*time.Millisecond)
+}
+
+func TestKeysRotatedAtTheIssuerArePickedUpWithoutARestart(t *testing.T) {
+	a := startAuthorized(t, "", "")
+	resp, _ := post(t, a.endpoint, initialize, bearerOf(a.as.Token(t, agent, "", "")))
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	old := a.as.Token(t, agent, "", "")
+
+	a.as.Rotate(t, "k2")
+	fresh := a.as.Token(t, agent, "", "")
+	require.Eventually(t, func() bool {
+		resp, _ := post(t, a.endpoint, initialize, bearerOf(fresh))
+		return resp.StatusCode == http.StatusOK
+	}, 15*time.Second, 100*time.Millisecond, "the new key is fetched once RefetchAfter has passed since the last fetch")
+	resp, _ = post(t, a.endpoint, initialize, bearerOf(old))
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, "the old key is gone from the issuer's set")
+}
+
+func TestARequiredScopeIsAskedForBeforeAnythingRuns(t *testing.T) {
+	a := startAuthorized(t, "\t\tscopes tools:call", "")
+	resp, body := post(t, a.endpoint, initialize, bearerOf(a.as.Token(t, agent, "", "tools:read")))
+	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
+	ch := challengeOf(t, resp)
+	assert.Equal(t, "insufficient_scope", ch["error"])
+	assert.Equal(t, "tools:call", ch["scope"], "the scope to ask for (step-up)")
+	assert.Equal(t, envelope.Forbidden, envelopeOf(t, body).Code)
+
+	resp, _ = post(t, a.endpoint, initialize, bearerOf(a.as.Token(t, agent, "", "tools:call")))
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Len(t, a.upstreamSaw(), 1)
+}
+
+func TestARateLimitKeyedBySubjectCountsEachPrincipalApart(t *testing.T) {
+	a := startAuthorized(t, "", "\trate_limit per_subject {\n\t\tkey {http.mcp.auth.subject}\n\t\trate 1/1h\n\t}")
+	call := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`
+	for _, client := range []mcptest.AuthClient{agent, other} {
+		token := a.as.Token(t, client, "", "")
+		_, body := post(t, a.endpoint, call, bearerOf(token), withHeader("Mcp-Protocol-Version", "2025-06-18"))
+		assert.NotContains(t, string(body), "RATE_LIMITED", client.ID)
+		// Another token of the same client is the same subject.
+		_, body = post(t, a.endpoint, call, bearerOf(a.as.Token(t, client, "", "")), withHeader("Mcp-Protocol-Version", "2025-06-18"))
+		assert.Contains(t, string(body), "RATE_LIMITED", "%s: a fresh token is no fresh bucket", client.ID)
+	}
+}
