@@ -43,9 +43,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		closeAfterAnswer(w, r)
 		return h.answer(w, x, &env, http.StatusMethodNotAllowed)
 	}
-	if r.Method != http.MethodOptions {
+	if !isPreflight(r) {
 		// Credentials first, before the body is read: a caller that is
-		// nobody costs no more than its headers.
+		// nobody costs no more than its headers. (A browser's CORS
+		// preflight carries none, and runs nothing.)
 		if ref := x.admit(h.identity); ref != nil {
 			if r.Method == http.MethodPost {
 				closeAfterAnswer(w, r) // its body is left unread
@@ -152,4 +153,9 @@ func (h *Handler) finish(x *exchange) {
 	x.undo(now, true)
 	h.observe(x, now)
 	x.recycle()
+}
+
+// isPreflight reports whether r is a browser's CORS preflight.
+func isPreflight(r *http.Request) bool {
+	return r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != ""
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"go.uber.org/zap"
@@ -164,7 +165,14 @@ func origin(r *http.Request) string {
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	return scheme + "://" + strings.ToLower(r.Host)
+	// The host goes into a quoted challenge and a JSON document: nothing
+	// in it may end the quotes.
+	return scheme + "://" + strings.Map(func(c rune) rune {
+		if c <= ' ' || c == '"' || c == '\\' || c > '~' {
+			return -1
+		}
+		return unicode.ToLower(c)
+	}, r.Host)
 }
 
 // metadataURL is where the metadata of resource is served: the well-known

@@ -130,12 +130,17 @@ func TestARequestWithoutATokenIsChallengedAndTheMetadataLeadsToTheIssuer(t *test
 	resp, _ = post(t, a.gw.URL+"/.well-known/oauth-protected-resource/mcp", "", withMethod(http.MethodGet))
 	assert.Equal(t, "public, max-age=3600", resp.Header.Get("Cache-Control"))
 
-	// A GET (the server's stream) and a DELETE are held to it too.
-	for _, method := range []string{http.MethodGet, http.MethodDelete} {
+	// A GET (the server's stream), a DELETE, and any other method are held
+	// to it too; only a browser's CORS preflight, which carries no
+	// credentials, goes on without.
+	for _, method := range []string{http.MethodGet, http.MethodDelete, http.MethodOptions, http.MethodPut} {
 		resp, _ := post(t, a.endpoint, "", withMethod(method))
 		assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, method)
 	}
 	assert.Empty(t, a.upstreamSaw())
+	resp, _ = post(t, a.endpoint, "", withMethod(http.MethodOptions), withHeader("Access-Control-Request-Method", "POST", "Origin", "http://localhost:6274"))
+	assert.NotEqual(t, http.StatusUnauthorized, resp.StatusCode)
+	assert.Len(t, a.upstreamSaw(), 1, "the preflight reached the server")
 }
 
 func TestTheGoSDKClientSignsInWithClientCredentialsAndCallsTools(t *testing.T) {

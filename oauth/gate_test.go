@@ -1,0 +1,116 @@
+package oauth
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+
+	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/feature"
+)
+
+func gateFor(t *testing.T, cfg *Config) (*Gate, *testIssuer, map[string]any) {
+	is, _, c, claims := setup(t)
+	cfg.Issuers = []IssuerConfig{{URL: is.srv.URL}}
+	require.NoError(t, cfg.Validate())
+	g := New(cfg, zap.NewNop(), c.Now)
+	g.verifier = NewVerifier([]Issuer{{URL: is.srv.URL}}, cfg.leeway(), is.srv.Client(), c.Now)
+	return g, is, claims
+}
+
+func exchange(authorization ...string) *feature.Exchange {
+	r := httptest.NewRequest(http.MethodPost, "https://mcp.example.com/mcp", nil)
+	for _, a := range authorization {
+		r.Header.Add("Authorization", a)
+	}
+	return &feature.Exchange{Request: r, Path: "/mcp"}
+}
+
+func TestTheGateAnswersEachKindOfCredentialAsRFC6750Says(t *testing.T) {
+	g, is, claims := gateFor(t, &Config{Scopes: []string{"tools:call"}})
+	claims["scope"] = "tools:read"
+	token := is.sign(t, "k1", claims)
+	const meta = `Bearer resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp", scope="tools:call"`
+	for _, c := range []struct {
+		name      string
+		headers   []string
+		status    int
+		challenge string
+		code      envelope.Code
+	}{
+		{"none", nil, 401, meta, envelope.AuthRequired},
+		{"another scheme", []string{"Basic YTpi"}, 401, meta, envelope.AuthRequired},
+		{"twice", []string{"Bearer " + token, "Bearer " + token}, 400, meta + `, error="invalid_request", error_description="several Authorization headers"`, envelope.Unauthorized},
+		{"empty", []string{"Bearer "}, 401, meta + `, error="invalid_token", error_description="the token is not a signed JWT access token this resource accepts"`, envelope.Unauthorized},
+		{"not a JWT", []string{"Bearer abc"}, 401, meta + `, error="invalid_token", error_description="the token is not a signed JWT access token this resource accepts"`, envelope.Unauthorized},
+		{"lacking the scope", []string{"bearer  " + token}, 403, meta + `, error="insufficient_scope", error_description="the token lacks a required scope"`, envelope.Forbidden},
+	} {
+		x := exchange(c.headers...)
+		u, ref := g.Admit(x)
+		assert.Nil(t, u, c.name)
+		require.NotNil(t, ref, c.name)
+		assert.Equal(t, c.status, ref.Status, c.name)
+		assert.Equal(t, c.challenge, ref.Header.Get("WWW-Authenticate"), c.name)
+		assert.Equal(t, c.code, ref.Envelope.Code, c.name)
+		assert.Nil(t, x.Principal, c.name)
+	}
+
+	claims["scope"] = "tools:read tools:call"
+	x := exchange("Bearer " + is.sign(t, "k1", claims))
+	_, ref := g.Admit(x)
+	require.Nil(t, ref)
+	require.NotNil(t, x.Principal)
+	v, ok := x.Value("auth.subject", nil)
+	assert.True(t, ok)
+	assert.Equal(t, "user-1", v)
+	v, _ = x.Value("auth.claim.client_id", nil)
+	assert.Equal(t, "agent-7", v)
+	v, _ = x.Value("auth.claim.aud", nil)
+	assert.Equal(t, resource, v)
+	v, ok = x.Value("auth.claim.absent", nil)
+	assert.True(t, ok)
+	assert.Empty(t, v)
+	assert.NotEmpty(t, x.Request.Header.Get("Authorization"), "the token goes on unless strip_token")
+}
+
+func TestStripTokenTakesTheTokenOffTheRequest(t *testing.T) {
+	g, is, claims := gateFor(t, &Config{StripToken: true})
+	x := exchange("Bearer " + is.sign(t, "k1", claims))
+	_, ref := g.Admit(x)
+	require.Nil(t, ref)
+	assert.Empty(t, x.Request.Header.Values("Authorization"))
+}
+
+func TestTheMetadataIsServedAtItsWellKnownPathsOnly(t *testing.T) {
+	g, is, _ := gateFor(t, &Config{Scopes: []string{"a", "b"}})
+	for path, resource := range map[string]string{
+		"/.well-known/oauth-protected-resource/mcp": "https://mcp.example.com/mcp",
+		"/.well-known/oauth-protected-resource":     "https://mcp.example.com",
+	} {
+		w := httptest.NewRecorder()
+		require.True(t, g.ServeMetadata(w, httptest.NewRequest(http.MethodGet, "https://MCP.example.com"+path, nil)), path)
+		assert.JSONEq(t, `{"resource":"`+resource+`","authorization_servers":["`+is.srv.URL+`"],"scopes_supported":["a","b"],"bearer_methods_supported":["header"]}`, w.Body.String())
+		assert.Equal(t, "application/json", w.Header().Get("Content-Type"))
+	}
+	for _, r := range []*http.Request{
+		httptest.NewRequest(http.MethodPost, "/.well-known/oauth-protected-resource", strings.NewReader("{}")),
+		httptest.NewRequest(http.MethodGet, "/.well-known/oauth-protected-resourcex", nil),
+		httptest.NewRequest(http.MethodGet, "/mcp", nil),
+	} {
+		assert.False(t, g.ServeMetadata(httptest.NewRecorder(), r), "%s %s", r.Method, r.URL.Path)
+	}
+}
+
+func TestAHostThatWouldEndTheChallengesQuotesIsCleaned(t *testing.T) {
+	g, _, _ := gateFor(t, &Config{})
+	x := exchange()
+	x.Request.Host = `evil.example", error="x`
+	_, ref := g.Admit(x)
+	require.NotNil(t, ref)
+	assert.Equal(t, `Bearer resource_metadata="https://evil.example,error=x/.well-known/oauth-protected-resource/mcp"`, ref.Header.Get("WWW-Authenticate"))
+}
