@@ -11,8 +11,9 @@ import (
 // rather than on a header nobody checked. Nil when the gateway verifies no
 // credential.
 type Principal struct {
-	// Subject is the token's "sub"; ClientID the client it was issued to.
-	Subject, ClientID string
+	// Issuer is who issued the token; Subject is its "sub"; ClientID the
+	// client it was issued to.
+	Issuer, Subject, ClientID string
 	// Scopes are the scopes the token grants.
 	Scopes []string
 	// Claim returns one of the token's claims as text: a string as it is,
@@ -30,9 +31,10 @@ func (p *Principal) HasScopes(want []string) bool {
 	return true
 }
 
-// The {http.mcp.auth.*} placeholders: the verified principal's subject,
-// client, scopes (separated by spaces), and any claim.
+// The {http.mcp.auth.*} placeholders: the verified principal's issuer,
+// subject, client, scopes (separated by spaces), and any claim.
 const (
+	AuthIssuer      = "auth.issuer"
 	AuthSubject     = "auth.subject"
 	AuthClientID    = "auth.client_id"
 	AuthScopes      = "auth.scopes"
@@ -43,13 +45,15 @@ const (
 // all when no principal was verified.
 func (x *Exchange) principalValue(name string) (v string, ok bool) {
 	claim, isClaim := strings.CutPrefix(name, AuthClaimPrefix)
-	if name != AuthSubject && name != AuthClientID && name != AuthScopes && (!isClaim || claim == "") {
+	if name != AuthIssuer && name != AuthSubject && name != AuthClientID && name != AuthScopes && (!isClaim || claim == "") {
 		return "", false
 	}
 	p := x.Principal
 	switch {
 	case p == nil:
 		return "", true
+	case name == AuthIssuer:
+		return p.Issuer, true
 	case name == AuthSubject:
 		return p.Subject, true
 	case name == AuthClientID:
@@ -60,3 +64,7 @@ func (x *Exchange) principalValue(name string) (v string, ok bool) {
 	v, _ = p.Claim(claim)
 	return Clip(v), true
 }
+
+// PrincipalTemplate is the verified principal as a key template: its
+// issuer and subject (two issuers may name different people alike).
+const PrincipalTemplate = "{http.mcp." + AuthIssuer + "} {http.mcp." + AuthSubject + "}"

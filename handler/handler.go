@@ -265,7 +265,14 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		h.identity = append(h.identity, h.gate)
 	}
 	if h.Sessions != nil {
-		if h.sessions, err = session.New(ctx, h.Sessions, time.Duration(h.UpstreamRetryAfter), h.logger); err != nil {
+		sessions := h.Sessions
+		if h.Authorization != nil && sessions.Bind == "" {
+			// A session works only for the principal that opened it.
+			bound := *sessions
+			bound.Bind = feature.PrincipalTemplate
+			sessions = &bound
+		}
+		if h.sessions, err = session.New(ctx, sessions, time.Duration(h.UpstreamRetryAfter), h.logger); err != nil {
 			return fmt.Errorf("sessions: %w", err)
 		}
 		h.openers = append(h.openers, h.sessions)

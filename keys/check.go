@@ -64,7 +64,7 @@ var mcpPlaceholders = []string{
 	"http.mcp.method", "http.mcp.tool", "http.mcp.id", "http.mcp.session_id",
 	"http.mcp.protocol_version", "http.mcp.batch_size", "http.mcp.error_code",
 	Prefix + feature.Authorization,
-	Prefix + feature.AuthSubject, Prefix + feature.AuthClientID, Prefix + feature.AuthScopes,
+	Prefix + feature.AuthIssuer, Prefix + feature.AuthSubject, Prefix + feature.AuthClientID, Prefix + feature.AuthScopes,
 }
 
 // shorthandNames are the Caddyfile shorthands most used in keys, for

@@ -233,6 +233,7 @@ func absent(granted, want []string) []string {
 // principal is p as the other features read it.
 func principal(p *Principal) *feature.Principal {
 	return &feature.Principal{
+		Issuer:   p.Issuer,
 		Subject:  p.Subject,
 		ClientID: p.ClientID,
 		Scopes:   p.Scopes,

@@ -41,8 +41,10 @@ type Config struct {
 	// session, such as {http.request.header.Authorization}: the session
 	// then works only for requests whose template gives the same value (a
 	// digest of it is sealed in the token). It is read as rate-limit keys
-	// are: the Authorization header as servers read it. Default: any
-	// holder of the token.
+	// are: the Authorization header as servers read it. Default: the
+	// verified principal ({http.mcp.auth.issuer} {http.mcp.auth.subject})
+	// when the handler has authorization; otherwise any holder of the
+	// token.
 	Bind string `json:"bind,omitempty"`
 }
 

@@ -266,3 +266,24 @@ func TestARateLimitKeyedBySubjectCountsEachPrincipalApart(t *testing.T) {
 		assert.Contains(t, string(body), "RATE_LIMITED", "%s: a fresh token is no fresh bucket", client.ID)
 	}
 }
+
+func TestASessionWorksOnlyForThePrincipalThatOpenedIt(t *testing.T) {
+	a := startAuthorized(t, "", "\tsessions {\n\t\tsecret "+poolSecret+"\n\t}")
+	resp, body := post(t, a.endpoint, initialize, bearerOf(a.as.Token(t, agent, "", "")))
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+	session := resp.Header.Get("Mcp-Session-Id")
+	require.NotEmpty(t, session)
+	inSession := func(token, body string) (*http.Response, []byte) {
+		return post(t, a.endpoint, body, bearerOf(token), withHeader("Mcp-Session-Id", session, "Mcp-Protocol-Version", "2025-06-18"))
+	}
+	resp, body = inSession(a.as.Token(t, agent, "", ""), `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	require.Equal(t, http.StatusAccepted, resp.StatusCode, "%s", body)
+
+	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+	resp, body = inSession(a.as.Token(t, agent, "", ""), list)
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "a renewed token of the same principal: %s", body)
+	assert.Contains(t, string(body), `"echo"`)
+
+	resp, body = inSession(a.as.Token(t, other, "", ""), list)
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "another principal holding the session id: %s", body)
+}

@@ -18,7 +18,7 @@ import (
 // credentials' digest, or "anonymous" (never the public scope, which only
 // a server's cacheScope public opens).
 func (f *Feature) KeyOf(x *feature.Exchange) toolschema.ListKey {
-	return toolschema.ListKey{Endpoint: f.endpointOf(x), Scope: credentialsScope(x.Request)}
+	return toolschema.ListKey{Endpoint: f.endpointOf(x), Scope: credentialsScope(x)}
 }
 
 // endpointOf is the endpoint part of a request's list key.
@@ -61,9 +61,21 @@ func (f *Feature) endpointOf(x *feature.Exchange) string {
 }
 
 // credentialsScope is the scope part of a request's list key: 16 bytes of
-// digest, as bytes (the catalog keeps one per caller).
-func credentialsScope(r *http.Request) string {
-	auth := r.Header.Get("Authorization")
+// digest, as bytes (the catalog keeps one per caller). With authorization
+// it is the verified principal's (its issuer, subject, client and scopes):
+// a client that renews its token keeps its list, and one whose token the
+// gateway strips is still nobody else.
+func credentialsScope(x *feature.Exchange) string {
+	if p := x.Principal; p != nil {
+		h := sha256.New()
+		for _, s := range []string{"principal", p.Issuer, p.Subject, p.ClientID} {
+			h.Write([]byte(s))
+			h.Write([]byte{0})
+		}
+		h.Write([]byte(strings.Join(p.Scopes, " ")))
+		return string(h.Sum(nil)[:16])
+	}
+	auth := x.Request.Header.Get("Authorization")
 	if auth == "" {
 		return "anonymous"
 	}
