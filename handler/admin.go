@@ -13,6 +13,7 @@ import (
 	"github.com/caddymcp/caddy-mcp/guard"
 	"github.com/caddymcp/caddy-mcp/internal/version"
 	"github.com/caddymcp/caddy-mcp/limits"
+	"github.com/caddymcp/caddy-mcp/oauth"
 	"github.com/caddymcp/caddy-mcp/session"
 	"github.com/caddymcp/caddy-mcp/toolschema"
 )
@@ -84,7 +85,14 @@ type HandlerStatus struct {
 	Tools       *ToolsStatus       `json:"tools,omitempty"`
 	RateLimits  []RateLimitStatus  `json:"rate_limits"`
 	Concurrency *ConcurrencyStatus `json:"concurrency,omitempty"`
+	// Authorization is the resource, the scopes required and each
+	// issuer's keys (how many, fetched how long ago, the last fetch's
+	// error); absent without authorization.
+	Authorization *AuthorizationStatus `json:"authorization,omitempty"`
 }
+
+// AuthorizationStatus is authorization in the status view.
+type AuthorizationStatus = oauth.Status
 
 // RateLimitStatus is a limit's settings and its number of live buckets.
 type RateLimitStatus = limits.Status
@@ -139,6 +147,9 @@ func (h *Handler) status() HandlerStatus {
 	var s HandlerStatus
 	if h.sessions != nil {
 		s.Sessions = h.sessions.Status()
+	}
+	if h.gate != nil {
+		s.Authorization = h.gate.Status()
 	}
 	if h.shared != nil {
 		s.Store = h.shared.Status()

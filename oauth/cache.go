@@ -88,3 +88,10 @@ func (c *verifiedCache) forget() {
 	defer c.mu.Unlock()
 	clear(c.m)
 }
+
+// len is the number of tokens remembered.
+func (c *verifiedCache) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.m)
+}

@@ -15,12 +15,17 @@ import (
 )
 
 func gateFor(t *testing.T, cfg *Config) (*Gate, *testIssuer, map[string]any) {
+	g, is, claims, _ := gateWithClock(t, cfg)
+	return g, is, claims
+}
+
+func gateWithClock(t *testing.T, cfg *Config) (*Gate, *testIssuer, map[string]any, *clock) {
 	is, _, c, claims := setup(t)
 	cfg.Issuers = []IssuerConfig{{URL: is.srv.URL}}
 	require.NoError(t, cfg.Validate())
 	g := New(cfg, zap.NewNop(), c.Now)
 	g.verifier = NewVerifier([]Issuer{{URL: is.srv.URL}}, cfg.leeway(), is.srv.Client(), c.Now)
-	return g, is, claims
+	return g, is, claims, c
 }
 
 func exchange(authorization ...string) *feature.Exchange {
@@ -113,4 +118,26 @@ func TestAHostThatWouldEndTheChallengesQuotesIsCleaned(t *testing.T) {
 	_, ref := g.Admit(x)
 	require.NotNil(t, ref)
 	assert.Equal(t, `Bearer resource_metadata="https://evil.example,error=x/.well-known/oauth-protected-resource/mcp"`, ref.Header.Get("WWW-Authenticate"))
+}
+
+func TestTheStatusShowsEachIssuersKeysAndTheLastFetchsError(t *testing.T) {
+	g, is, claims, c := gateWithClock(t, &Config{Scopes: []string{"a"}})
+	s := g.Status()
+	assert.Equal(t, []IssuerStatus{{URL: is.srv.URL}}, s.Issuers, "nothing fetched before a token needs it")
+
+	claims["scope"] = "a"
+	_, ref := g.Admit(exchange("Bearer " + is.sign(t, "k1", claims)))
+	require.Nil(t, ref)
+	s = g.Status()
+	assert.Equal(t, []IssuerStatus{{URL: is.srv.URL, JWKS: is.srv.URL + "/jwks", Keys: 1, FetchedAgo: "0s"}}, s.Issuers)
+	assert.Equal(t, 1, s.Remembered)
+	assert.Equal(t, []string{"a"}, s.Scopes)
+
+	is.set(func() { is.down = true })
+	c.advance(RefetchAfter)
+	_, ref = g.Admit(exchange("Bearer " + is.sign(t, "k-new", claims)))
+	require.NotNil(t, ref)
+	s = g.Status()
+	assert.Equal(t, 1, s.Issuers[0].Keys, "the keys held stay")
+	assert.Contains(t, s.Issuers[0].Error, "503")
 }

@@ -52,6 +52,7 @@ type keySet struct {
 	fetching sync.Mutex
 
 	mu      sync.Mutex
+	jwks    string // jwksURL, as the status shows it
 	keys    []jose.JSONWebKey
 	fetched time.Time // of the keys held
 	tried   time.Time // the last fetch, successful or not
@@ -128,6 +129,7 @@ func (s *keySet) fetch(ctx context.Context) {
 	keys, err := s.get(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.jwks = s.jwksURL
 	s.tried, s.err = s.now(), err
 	if err == nil {
 		s.keys, s.fetched = keys, s.tried
