@@ -103,7 +103,7 @@ func TestEveryCaddyfileAdapts(t *testing.T) {
 			continue
 		}
 		t.Run(c.Name, func(t *testing.T) {
-			text := caddyfile(c, 8080, 2019, t.TempDir(), "127.0.0.1:9000", "127.0.0.1:6379")
+			text := caddyfile(c, 8080, 2019, t.TempDir(), "127.0.0.1:9000", "127.0.0.1:6379", "http://127.0.0.1:9999")
 			adapted, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(text), nil)
 			require.NoError(t, err, text)
 			for _, w := range warnings {

@@ -53,6 +53,9 @@
 //	                   in the benchmark's redis-server
 //	limits-100k        the same limits, calls spread over 100,000 keys
 //	limits-100k-redis  the same, with the buckets in Redis
+//	authorization      mcp { authorization { … } }: every request carries a
+//	                   valid JWT (EdDSA) from an issuer the benchmark serves;
+//	                   checked once, then remembered; its baseline is mcp
 //	guard              a concurrency guard whose max is far above the clients
 //	denied             a limit of 1 call an hour: every call is answered by the
 //	                   gateway with a RATE_LIMITED envelope, never proxied

@@ -88,6 +88,8 @@ type bench struct {
 	sessionHeaders map[string]string
 	// redis is the redis-server of the configurations that need one.
 	redis *redisServer
+	// issuer signs the token of the configurations that require one.
+	issuer *issuer
 	// stop is set by an interrupt; measurements end at once.
 	stop atomic.Bool
 }

@@ -49,6 +49,9 @@ type config struct {
 	// Policy configurations hide a tool: before the first round, a call
 	// to it must be answered UNKNOWN_ACTION by the gateway.
 	Policy bool
+	// Bearer configurations require a token (authorization): every
+	// request carries one the benchmark's issuer signed (issuer.go).
+	Bearer bool
 	// Peer configurations run mholt/caddy-ratelimit, which only the
 	// peer's Caddy (bench/peer) has: a run that measures one runs every
 	// configuration on that binary. A denied one answers every call with
@@ -84,6 +87,7 @@ const (
 	cfgSDKMCP      = "sdk-mcp"
 	cfgPeer        = "peer"
 	cfgPeerDenied  = "peer-denied"
+	cfgAuthz       = "authorization"
 	sseMeasurement = "sse"
 )
 
@@ -196,6 +200,9 @@ func allConfigs(guardMax int) []config {
 		{Name: cfgRedis1, Upstream: upstreamResponder, Handler: twoLimitsRedis, Keys: 1, Baseline: cfgProxy, Redis: true, InProcess: cfgLimits1},
 		{Name: cfgLimits100k, Upstream: upstreamResponder, Handler: twoLimits, Keys: manyKeys, Baseline: cfgProxy},
 		{Name: cfgRedis100k, Upstream: upstreamResponder, Handler: twoLimitsRedis, Keys: manyKeys, Baseline: cfgProxy, Redis: true, InProcess: cfgLimits100k},
+		// A valid token on every request, remembered after its first
+		// check: what authorization adds to mcp.
+		{Name: cfgAuthz, Upstream: upstreamResponder, Handler: authorizationHandler, Keys: 1, Baseline: cfgMCP, Bearer: true},
 		{Name: cfgGuard, Upstream: upstreamResponder, Handler: fmt.Sprintf("mcp {\n\tconcurrency {\n\t\tmax %d\n\t}\n}", guardMax), Keys: 1, Baseline: cfgProxy},
 		{Name: cfgDenied, Upstream: upstreamResponder, Handler: "mcp {\n\trate_limit deny {\n\t\trate 1/1h\n\t\tburst 1\n\t}\n}", Keys: 1, Denied: true, Baseline: cfgProxy},
 		// The peer: a zone that never runs dry (as limits-1key's), and one
@@ -230,6 +237,12 @@ type selection struct {
 // peer, which only the peer's Caddy has.
 func (s selection) needsPeer() bool {
 	return slices.ContainsFunc(s.Running, func(c config) bool { return c.Peer })
+}
+
+// needsIssuer says whether any configuration of the selection requires
+// tokens.
+func (s selection) needsIssuer() bool {
+	return slices.ContainsFunc(s.Running, func(c config) bool { return c.Bearer })
 }
 
 // needsRedis says whether any configuration of the selection keeps its
@@ -324,11 +337,11 @@ func configNames(all []config) string {
 // configuration, with or without mcp, proxies with the same reverse_proxy
 // settings, followed by its own Proxy lines if it has any. redis is the
 // benchmark's redis-server, host:port, for the configurations that keep
-// their buckets there.
-func caddyfile(c config, port, adminPort int, storage, upstream, redis string) string {
+// their buckets there; issuerURL the issuer of those that require tokens.
+func caddyfile(c config, port, adminPort int, storage, upstream, redis, issuerURL string) string {
 	var site strings.Builder
 	if c.Handler != "" {
-		site.WriteString(strings.ReplaceAll(c.Handler, redisAddrMark, redis))
+		site.WriteString(strings.NewReplacer(redisAddrMark, redis, issuerMark, issuerURL).Replace(c.Handler))
 		site.WriteString("\n")
 	}
 	fmt.Fprintf(&site, "reverse_proxy %s {\n\theader_up Host {upstream_hostport}\n", upstream)

@@ -49,8 +49,20 @@ func (b *bench) start(tmp string) error {
 		redisAddr = b.redis.Addr
 		log.Printf("started redis-server %s on %s", b.redis.Version, redisAddr)
 	}
-	if err := b.startCaddies(tmp, redisAddr); err != nil {
+	issuerURL := ""
+	if b.sel.needsIssuer() {
+		if b.issuer, err = startIssuer(); err != nil {
+			return err
+		}
+		issuerURL = b.issuer.URL
+	}
+	if err := b.startCaddies(tmp, redisAddr, issuerURL); err != nil {
 		return err
+	}
+	for _, c := range b.sel.Running {
+		if c.Bearer {
+			b.sessionHeaders[c.Name] = "Authorization: Bearer " + b.issuer.Token + "\r\n"
+		}
 	}
 	if err := b.prepare(); err != nil {
 		return err
@@ -63,13 +75,13 @@ func (b *bench) start(tmp string) error {
 }
 
 // startCaddies starts a Caddy for each configuration that is not direct.
-func (b *bench) startCaddies(tmp, redisAddr string) error {
+func (b *bench) startCaddies(tmp, redisAddr, issuerURL string) error {
 	for _, c := range b.sel.Running {
 		if c.Direct {
 			continue
 		}
 		p, err := caddyrun.Start(b.o.caddyBin, filepath.Join(tmp, c.Name), c.Name, func(port, adminPort int, storage string) string {
-			return caddyfile(c, port, adminPort, storage, b.upstreamOf(c), redisAddr)
+			return caddyfile(c, port, adminPort, storage, b.upstreamOf(c), redisAddr, issuerURL)
 		})
 		if err != nil {
 			return err
@@ -125,6 +137,9 @@ func (b *bench) shutdown() {
 	}
 	if b.redis != nil {
 		b.redis.Stop()
+	}
+	if b.issuer != nil {
+		b.issuer.Close()
 	}
 	if b.upstreams != nil {
 		b.upstreams.stop()
