@@ -16,6 +16,9 @@ import (
 //		scopes <scope...>
 //		leeway <duration>
 //		strip_token
+//		tool <glob> <scope...>      # one line per rule; the first that matches
+//		prompt <glob> <scope...>
+//		uri <glob> <scope...>
 //	}
 func unmarshalAuthorization(d *caddyfile.Dispenser) (*handler.Authorization, error) {
 	block := at(d)
@@ -26,7 +29,7 @@ func unmarshalAuthorization(d *caddyfile.Dispenser) (*handler.Authorization, err
 	seen := make(map[string]bool)
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		sub := d.Val()
-		if seen[sub] && sub != "issuer" {
+		if seen[sub] && sub != "issuer" && sub != "tool" && sub != "prompt" && sub != "uri" {
 			return nil, d.Errf("authorization: %s given twice", sub)
 		}
 		seen[sub] = true
@@ -42,6 +45,12 @@ func unmarshalAuthorization(d *caddyfile.Dispenser) (*handler.Authorization, err
 			a.Leeway, err = positiveDuration(d)
 		case "strip_token":
 			a.StripToken, err = true, noArgs(d)
+		case "tool":
+			a.ToolScopes, err = scopeRule(d, a.ToolScopes)
+		case "prompt":
+			a.PromptScopes, err = scopeRule(d, a.PromptScopes)
+		case "uri":
+			a.ResourceScopes, err = scopeRule(d, a.ResourceScopes)
 		default:
 			return nil, unrecognized(d, "authorization", sub)
 		}
@@ -67,4 +76,14 @@ func issuer(d *caddyfile.Dispenser, a *handler.Authorization) error {
 		return d.Errf("issuer takes <url> [jwks <url>], got %q", args)
 	}
 	return nil
+}
+
+// scopeRule reads <glob> <scope...> after rules.
+func scopeRule(d *caddyfile.Dispenser, rules []handler.AuthorizationScopeRule) ([]handler.AuthorizationScopeRule, error) {
+	sub := d.Val()
+	args := d.RemainingArgs()
+	if len(args) < 2 {
+		return nil, d.Errf("%s takes <glob> <scope...>", sub)
+	}
+	return append(rules, handler.AuthorizationScopeRule{Match: args[0], Scopes: args[1:]}), nil
 }

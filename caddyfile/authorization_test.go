@@ -23,6 +23,10 @@ func TestUnmarshalReadsTheAuthorizationBlock(t *testing.T) {
 		scopes mcp:tools mcp:read
 		leeway 1m
 		strip_token
+		tool delete_* repo:admin
+		tool * repo:read
+		prompt review repo:read
+		uri file:///secret/* files:secret
 	}
 }`
 	var h handler.Handler
@@ -36,6 +40,12 @@ func TestUnmarshalReadsTheAuthorizationBlock(t *testing.T) {
 		Scopes:     []string{"mcp:tools", "mcp:read"},
 		Leeway:     caddy.Duration(time.Minute),
 		StripToken: true,
+		ToolScopes: []handler.AuthorizationScopeRule{
+			{Match: "delete_*", Scopes: []string{"repo:admin"}},
+			{Match: "*", Scopes: []string{"repo:read"}},
+		},
+		PromptScopes:   []handler.AuthorizationScopeRule{{Match: "review", Scopes: []string{"repo:read"}}},
+		ResourceScopes: []handler.AuthorizationScopeRule{{Match: "file:///secret/*", Scopes: []string{"files:secret"}}},
 	}, h.Authorization)
 }
 

@@ -36,3 +36,6 @@ type Authorization = oauth.Config
 
 // AuthorizationIssuer is one issuer whose tokens Authorization accepts.
 type AuthorizationIssuer = oauth.IssuerConfig
+
+// AuthorizationScopeRule gives the scopes a tool, prompt or resource needs.
+type AuthorizationScopeRule = oauth.ScopeRule

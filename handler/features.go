@@ -51,9 +51,12 @@ func (h *Handler) plugFeatures() {
 		h.contract = contract.NewLive(h.locked.file, h.Contract.OnBreaking == "refuse", h.locked.lists, h.validation, h.logger)
 		h.annotators = append(h.annotators, h.contract)
 	}
-	// On the way in: a hidden tool is refused first, then a broken
-	// contract, then a tool the list lacks and arguments that break its
-	// schema.
+	// On the way in: a scope the token lacks is refused first, then a
+	// hidden tool, then a broken contract, then a tool the list lacks and
+	// arguments that break its schema.
+	if h.gate != nil && h.gate.Governs() {
+		h.checks = append(h.checks, h.gate)
+	}
 	if h.policy != nil {
 		h.checks = append(h.checks, &toolpolicy.Calls{Rules: h.policy, Tools: h.validation})
 	}

@@ -257,12 +257,12 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.origins, err = newOriginPolicy(h.AllowedOrigins); err != nil {
 		return err
 	}
-	if err = h.provisionTools(); err != nil {
-		return err
-	}
 	if h.Authorization != nil {
 		h.gate = oauth.New(h.Authorization, h.logger, nil)
 		h.identity = append(h.identity, h.gate)
+	}
+	if err = h.provisionTools(); err != nil {
+		return err
 	}
 	if h.Sessions != nil {
 		sessions := h.Sessions

@@ -31,6 +31,16 @@ type Config struct {
 	// them, so that a client can ask for them (step-up authorization).
 	Scopes []string `json:"scopes,omitempty"`
 
+	// ToolScopes, PromptScopes and ResourceScopes give the scopes a
+	// tools/call, a prompts/get, and a resources/read or
+	// resources/subscribe needs, by the tool's or prompt's name or the
+	// resource's URI: the first rule whose glob matches is its own. A
+	// request whose token lacks one is refused before it runs (scopes.go
+	// says how each client is told).
+	ToolScopes     []ScopeRule `json:"tool_scopes,omitempty"`
+	PromptScopes   []ScopeRule `json:"prompt_scopes,omitempty"`
+	ResourceScopes []ScopeRule `json:"resource_scopes,omitempty"`
+
 	// Leeway is the clock skew allowed on a token's exp, nbf and iat.
 	// Default: DefaultLeeway; at most MaxLeeway.
 	Leeway caddy.Duration `json:"leeway,omitempty"`
@@ -89,6 +99,21 @@ func (c *Config) Validate() error {
 	for _, s := range c.Scopes {
 		if !isScopeToken(s) {
 			return fmt.Errorf("scope %q: a scope is printable ASCII without spaces, quotes or backslashes", s)
+		}
+	}
+	for _, kind := range []struct {
+		name  string
+		rules []ScopeRule
+	}{{"tool_scopes", c.ToolScopes}, {"prompt_scopes", c.PromptScopes}, {"resource_scopes", c.ResourceScopes}} {
+		for _, r := range kind.rules {
+			if r.Match == "" || len(r.Scopes) == 0 {
+				return fmt.Errorf("%s: a rule needs a glob and at least one scope", kind.name)
+			}
+			for _, s := range r.Scopes {
+				if !isScopeToken(s) {
+					return fmt.Errorf("%s %q: scope %q: a scope is printable ASCII without spaces, quotes or backslashes", kind.name, r.Match, s)
+				}
+			}
 		}
 	}
 	if c.Leeway < 0 || time.Duration(c.Leeway) > MaxLeeway {

@@ -29,6 +29,10 @@ type Gate struct {
 	verifier *Verifier
 	issuers  []string
 	logger   *zap.Logger
+	// The scopes per tool, prompt and resource (scopes.go); perName: any
+	// is configured.
+	tools, prompts, uris nameRules
+	perName              bool
 }
 
 // MetadataPath is where the Protected Resource Metadata (RFC 9728) is
@@ -54,7 +58,11 @@ func New(cfg *Config, logger *zap.Logger, now func() time.Time) *Gate {
 	for i, is := range cfg.Issuers {
 		issuers[i], urls[i] = Issuer(is), is.URL
 	}
-	return &Gate{cfg: cfg, verifier: NewVerifier(issuers, cfg.leeway(), fetchClient(), now), issuers: urls, logger: logger}
+	return &Gate{
+		cfg: cfg, verifier: NewVerifier(issuers, cfg.leeway(), fetchClient(), now), issuers: urls, logger: logger,
+		tools: compileRules(cfg.ToolScopes), prompts: compileRules(cfg.PromptScopes), uris: compileRules(cfg.ResourceScopes),
+		perName: len(cfg.ToolScopes)+len(cfg.PromptScopes)+len(cfg.ResourceScopes) > 0,
+	}
 }
 
 // Admit verifies the token of x's request.
@@ -97,6 +105,8 @@ type refused struct {
 	description string
 	status      int // 401 unless set
 	words       func() envelope.Envelope
+	// scopes are those the challenge names; the required ones when nil.
+	scopes []string
 }
 
 func (e *refused) Error() string { return e.outcome }
@@ -129,8 +139,12 @@ func (g *Gate) challenge(r *http.Request, resource string, why *refused, env env
 	b.WriteString(`Bearer resource_metadata="`)
 	b.WriteString(metadataURL(r, resource))
 	b.WriteByte('"')
-	if len(g.cfg.Scopes) > 0 {
-		b.WriteString(`, scope="` + strings.Join(g.cfg.Scopes, " ") + `"`)
+	scopes := why.scopes
+	if scopes == nil {
+		scopes = g.cfg.Scopes
+	}
+	if len(scopes) > 0 {
+		b.WriteString(`, scope="` + strings.Join(scopes, " ") + `"`)
 	}
 	if why.code != "" {
 		b.WriteString(`, error="` + why.code + `", error_description="` + why.description + `"`)
@@ -203,7 +217,7 @@ func (g *Gate) ServeMetadata(w http.ResponseWriter, r *http.Request) (served boo
 	meta := oauthex.ProtectedResourceMetadata{
 		Resource:               resource,
 		AuthorizationServers:   g.issuers,
-		ScopesSupported:        g.cfg.Scopes,
+		ScopesSupported:        g.scopesSupported(),
 		BearerMethodsSupported: []string{"header"},
 	}
 	body, _ := json.Marshal(&meta)
@@ -249,4 +263,20 @@ func principal(p *Principal) *feature.Principal {
 			return string(raw), true
 		},
 	}
+}
+
+// scopesSupported are every scope a request may need: the endpoint's, then
+// those of the rules per tool, prompt and resource, each once.
+func (g *Gate) scopesSupported() []string {
+	all := slices.Clone(g.cfg.Scopes)
+	for _, rules := range [][]ScopeRule{g.cfg.ToolScopes, g.cfg.PromptScopes, g.cfg.ResourceScopes} {
+		for _, r := range rules {
+			for _, s := range r.Scopes {
+				if !slices.Contains(all, s) {
+					all = append(all, s)
+				}
+			}
+		}
+	}
+	return all
 }

@@ -95,6 +95,7 @@ func Words() []feature.Word {
 		{Name: "an access token whose signature does not verify", Envelope: invalid(&Error{Reason: BadSignature}, "https://mcp.example.com/mcp")},
 		{Name: "an access token without a required scope", Envelope: insufficientScope([]string{"tools:call"}, []string{"mcp", "tools:call"})},
 		{Name: "the authorization server's keys cannot be fetched", Envelope: unavailable(nil).Envelope},
+		{Name: "a tool whose scope the access token lacks", Envelope: scopeLacking("tool", "delete_repository", []string{"repo:admin"})},
 	}
 }
 

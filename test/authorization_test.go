@@ -287,3 +287,53 @@ func TestASessionWorksOnlyForThePrincipalThatOpenedIt(t *testing.T) {
 	resp, body = inSession(a.as.Token(t, other, "", ""), list)
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "another principal holding the session id: %s", body)
 }
+
+// A tool whose scope the token lacks: a client that re-authorizes on 403
+// (2025-11-25 on) is asked for the scope; an earlier one gets a result the
+// model reads.
+func TestAToolsScopeIsAskedForByEachClientAsItCanAct(t *testing.T) {
+	a := startAuthorized(t, "\t\ttool echo tools:call", "")
+	call := `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`
+	readOnly := a.as.Token(t, agent, "", "tools:read")
+
+	resp, body := post(t, a.endpoint, call, bearerOf(readOnly), withHeader("Mcp-Protocol-Version", "2025-11-25"))
+	assert.Equal(t, http.StatusForbidden, resp.StatusCode, "%s", body)
+	ch := challengeOf(t, resp)
+	assert.Equal(t, "insufficient_scope", ch["error"])
+	assert.Equal(t, "tools:call", ch["scope"])
+	assert.Contains(t, string(body), `"id":5`)
+
+	resp, body = post(t, a.endpoint, call, bearerOf(readOnly), withHeader("Mcp-Protocol-Version", "2025-06-18"))
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, string(body), `"isError":true`)
+	assert.Contains(t, string(body), `FORBIDDEN`)
+	assert.Contains(t, string(body), `needs the scope tools:call`)
+	assert.Empty(t, a.upstreamSaw(), "neither reached the server")
+
+	resp, _ = post(t, a.endpoint, call, bearerOf(a.as.Token(t, agent, "", "tools:read tools:call")), withHeader("Mcp-Protocol-Version", "2025-11-25"))
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "with the scope, the call runs")
+
+	meta, err := oauthex.GetProtectedResourceMetadata(t.Context(), a.gw.URL+"/.well-known/oauth-protected-resource/mcp", a.endpoint, http.DefaultClient)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"tools:call"}, meta.ScopesSupported, "every scope a request may need")
+}
+
+// The Go SDK's client signs in with the endpoint's scope, is refused the
+// tool's on a call, asks for it (step-up) and the call runs: the model
+// never sees the refusal.
+func TestTheGoSDKClientStepsUpToAToolsScope(t *testing.T) {
+	a := startAuthorized(t, "\t\tscopes tools:read\n\t\ttool echo tools:call", "")
+	handler, err := extauth.NewClientCredentialsHandler(&extauth.ClientCredentialsHandlerConfig{
+		Credentials: &oauthex.ClientCredentials{ClientID: agent.ID, ClientSecretAuth: &oauthex.ClientSecretAuth{ClientSecret: agent.Secret}},
+	})
+	require.NoError(t, err)
+	c := mcp.NewClient(&mcp.Implementation{Name: "caddy-mcp-test", Version: "0"}, nil)
+	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: a.endpoint, OAuthHandler: handler}, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
+	t.Logf("protocol %s", cs.InitializeResult().ProtocolVersion)
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "stepped up"}})
+	require.NoError(t, err)
+	assert.False(t, res.IsError, "%s", mcptest.TextOf(t, res))
+	assert.Equal(t, "stepped up", mcptest.TextOf(t, res))
+}
