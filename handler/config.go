@@ -1,6 +1,9 @@
 package handler
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/caddymcp/caddy-mcp/guard"
 	"github.com/caddymcp/caddy-mcp/limits"
 	"github.com/caddymcp/caddy-mcp/oauth"
@@ -39,3 +42,30 @@ type AuthorizationIssuer = oauth.IssuerConfig
 
 // AuthorizationScopeRule gives the scopes a tool, prompt or resource needs.
 type AuthorizationScopeRule = oauth.ScopeRule
+
+// principalWithoutAuthorization refuses a key or bind that reads the
+// verified principal ({http.mcp.auth.*}) when no authorization verifies
+// one: every request would have the same empty value, one bucket for all.
+func (h *Handler) principalWithoutAuthorization() []error {
+	if h.Authorization != nil {
+		return nil
+	}
+	var errs []error
+	check := func(where, template string) {
+		if strings.Contains(template, "{http.mcp.auth.") {
+			errs = append(errs, fmt.Errorf("%s %q reads the verified principal, and no authorization verifies one: configure authorization", where, template))
+		}
+	}
+	for _, name := range sortedNames(h.RateLimits) {
+		if rl := h.RateLimits[name]; rl != nil {
+			check(fmt.Sprintf("rate_limit %q: key", name), rl.Key)
+		}
+	}
+	if h.Concurrency != nil {
+		check("concurrency: key", h.Concurrency.Key)
+	}
+	if h.Sessions != nil {
+		check("sessions: bind", h.Sessions.Bind)
+	}
+	return errs
+}

@@ -182,3 +182,12 @@ func TestTwoMCPHandlersOnOneRequestPathAreFound(t *testing.T) {
 		}
 	}
 }
+
+func TestAKeyReadingThePrincipalNeedsAuthorization(t *testing.T) {
+	h := &Handler{RateLimits: map[string]*RateLimit{"per_subject": {Rate: "1/s", Key: "{http.mcp.auth.subject}"}}}
+	err := h.Validate()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `rate_limit "per_subject": key "{http.mcp.auth.subject}" reads the verified principal, and no authorization verifies one`)
+	h.Authorization = &Authorization{Issuers: []AuthorizationIssuer{{URL: "https://auth.example.com"}}}
+	assert.NoError(t, h.Validate())
+}

@@ -339,6 +339,7 @@ func (h *Handler) Validate() error {
 			errs = append(errs, fmt.Errorf("authorization: %w", err))
 		}
 	}
+	errs = append(errs, h.principalWithoutAuthorization()...)
 	return errors.Join(errs...)
 }
 

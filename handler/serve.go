@@ -43,16 +43,22 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		closeAfterAnswer(w, r)
 		return h.answer(w, x, &env, http.StatusMethodNotAllowed)
 	}
-	if !isPreflight(r) {
-		// Credentials first, before the body is read: a caller that is
-		// nobody costs no more than its headers. (A browser's CORS
-		// preflight carries none, and runs nothing.)
-		if ref := x.admit(h.identity); ref != nil {
-			if r.Method == http.MethodPost {
-				closeAfterAnswer(w, r) // its body is left unread
-			}
-			return h.refuseWith(w, x, ref)
+	if h.gate != nil && isPreflight(r) {
+		// A browser's CORS preflight carries no credentials: it goes on
+		// as what it is, and nothing more (no body, no session).
+		r.Body, r.ContentLength = http.NoBody, 0
+		for _, k := range []string{"Authorization", "Mcp-Session-Id", "Content-Length", "Transfer-Encoding"} {
+			r.Header.Del(k)
 		}
+		return h.forward(w, x, next)
+	}
+	// Credentials first, before the body is read: a caller that is
+	// nobody costs no more than its headers.
+	if ref := x.admit(h.identity); ref != nil {
+		if r.Method == http.MethodPost {
+			closeAfterAnswer(w, r) // its body is left unread
+		}
+		return h.refuseWith(w, x, ref)
 	}
 	if r.Method == http.MethodPost {
 		if err := h.inspect(w, x); err != nil {
@@ -157,5 +163,5 @@ func (h *Handler) finish(x *exchange) {
 
 // isPreflight reports whether r is a browser's CORS preflight.
 func isPreflight(r *http.Request) bool {
-	return r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != ""
+	return r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" && r.Header.Get("Origin") != ""
 }

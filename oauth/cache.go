@@ -11,15 +11,18 @@ import (
 // per CacheFor rather than one per request. Only valid tokens are kept,
 // never beyond their exp (with the leeway), nor beyond CacheFor, so that
 // keys withdrawn at the issuer stop counting soon; and at most
-// MaxCached of them, so that memory stays bounded whoever sends tokens.
+// MaxCached of them, none longer than MaxCachedToken, so that memory
+// stays bounded whoever sends tokens.
 // Tokens are kept by digest, never as they are.
 
 const (
 	// CacheFor is the longest a verified token is taken as valid without
 	// being checked again.
 	CacheFor = 5 * time.Minute
-	// MaxCached bounds the tokens remembered.
-	MaxCached = 10_000
+	// MaxCached bounds the tokens remembered, and MaxCachedToken the
+	// length of one: with its claims, at most some 20 MB in all.
+	MaxCached      = 4096
+	MaxCachedToken = 4 << 10
 )
 
 type digest [sha256.Size]byte
@@ -67,16 +70,18 @@ func (c *verifiedCache) put(key digest, p *Principal, now, until time.Time) {
 		c.m = make(map[digest]cached)
 	}
 	if len(c.m) >= MaxCached {
+		// A few entries from a random place of the map: the expired ones
+		// go, and one at least. Never a scan of the whole map under the
+		// lock every request takes.
+		seen := 0
 		for k, e := range c.m {
-			if !now.Before(e.until) {
+			seen++
+			if !now.Before(e.until) || len(c.m) >= MaxCached {
 				delete(c.m, k)
 			}
-		}
-		for k := range c.m {
-			if len(c.m) < MaxCached {
+			if seen == 16 {
 				break
 			}
-			delete(c.m, k)
 		}
 	}
 	c.m[key] = cached{p: p, until: until}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -53,6 +54,9 @@ func fetchClient() *http.Client {
 // New returns the gate of cfg, which must be valid. now is the clock
 // (time.Now when nil).
 func New(cfg *Config, logger *zap.Logger, now func() time.Time) *Gate {
+	if cfg.Resource == "" {
+		logger.Info("authorization: no resource configured; a token's audience is held to the URL each request was sent to, Host header included: configure resource where the site answers for several hosts")
+	}
 	issuers := make([]Issuer, len(cfg.Issuers))
 	urls := make([]string, len(cfg.Issuers))
 	for i, is := range cfg.Issuers {
@@ -171,7 +175,9 @@ func (g *Gate) resource(r *http.Request, path string) string {
 	if path == "" {
 		path = r.URL.Path
 	}
-	return origin(r) + path
+	// Escaped as a URL writes it: a path is the client's to choose, and
+	// nothing in it may end the challenge's quotes.
+	return origin(r) + (&url.URL{Path: path}).EscapedPath()
 }
 
 func origin(r *http.Request) string {
@@ -212,7 +218,7 @@ func (g *Gate) ServeMetadata(w http.ResponseWriter, r *http.Request) (served boo
 	}
 	resource := g.cfg.Resource
 	if resource == "" {
-		resource = origin(r) + rest
+		resource = origin(r) + (&url.URL{Path: rest}).EscapedPath()
 	}
 	meta := oauthex.ProtectedResourceMetadata{
 		Resource:               resource,

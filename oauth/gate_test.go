@@ -141,3 +141,14 @@ func TestTheStatusShowsEachIssuersKeysAndTheLastFetchsError(t *testing.T) {
 	assert.Equal(t, 1, s.Issuers[0].Keys, "the keys held stay")
 	assert.Contains(t, s.Issuers[0].Error, "503")
 }
+
+func TestAPathCannotEndTheChallengesQuotes(t *testing.T) {
+	g, _, _ := gateFor(t, &Config{})
+	x := exchange()
+	x.Path = `/mcp", resource_metadata="https://evil.example/x`
+	_, ref := g.Admit(x)
+	require.NotNil(t, ref)
+	ch := ref.Header.Get("WWW-Authenticate")
+	assert.Equal(t, 2, strings.Count(ch, `"`), ch)
+	assert.Contains(t, ch, "/mcp%22,%20resource_metadata=%22https://evil.example/x")
+}

@@ -8,11 +8,12 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
-	"github.com/modelcontextprotocol/go-sdk/auth"
 )
 
 // An issuer's signing keys. They are fetched when first needed, not at
@@ -69,6 +70,18 @@ func (s *keySet) lookup(ctx context.Context, kid string) ([]jose.JSONWebKey, err
 	if found, ok := s.held(kid); ok {
 		return found, nil
 	}
+	if found := s.stale(kid); found != nil {
+		// Keys that aged past KeysMaxAge serve at once while a fetch
+		// refreshes them: a request never waits on an issuer for a key
+		// it holds.
+		if s.fetching.TryLock() {
+			go func() {
+				defer s.fetching.Unlock()
+				s.fetch(ctx)
+			}()
+		}
+		return found, nil
+	}
 	s.fetching.Lock()
 	defer s.fetching.Unlock()
 	// Another request may have fetched while this one waited.
@@ -106,10 +119,23 @@ func (s *keySet) held(kid string) (found []jose.JSONWebKey, ok bool) {
 	return found, now.Sub(s.fetched) < KeysMaxAge || now.Sub(s.tried) < RefetchAfter
 }
 
-// match returns the keys of set a token naming kid may be signed with.
+// stale returns the keys held for kid whatever their age (held says
+// whether they are fresh), nil when none is held.
+func (s *keySet) stale(kid string) []jose.JSONWebKey {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return match(s.keys, kid)
+}
+
+// match returns the keys of set a token naming kid may be signed with. A
+// token naming none is checked against a set of one key only: against a
+// set of many, a forged token would cost a check per key.
 func match(set []jose.JSONWebKey, kid string) []jose.JSONWebKey {
 	if kid == "" {
-		return set
+		if len(set) == 1 {
+			return set
+		}
+		return nil
 	}
 	for i := range set {
 		if set[i].KeyID == kid {
@@ -138,16 +164,11 @@ func (s *keySet) fetch(ctx context.Context) {
 
 func (s *keySet) get(ctx context.Context) ([]jose.JSONWebKey, error) {
 	if s.jwksURL == "" {
-		meta, err := auth.GetAuthServerMetadata(ctx, s.issuer, s.client)
-		switch {
-		case err != nil:
-			return nil, fmt.Errorf("discovering the issuer's metadata: %w", err)
-		case meta == nil:
-			return nil, errors.New("the issuer publishes no metadata (RFC 8414 or OpenID discovery); configure its jwks")
-		case meta.JWKSURI == "":
-			return nil, errors.New("the issuer's metadata names no jwks_uri; configure its jwks")
+		jwks, err := s.discover(ctx)
+		if err != nil {
+			return nil, err
 		}
-		s.jwksURL = meta.JWKSURI
+		s.jwksURL = jwks
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.jwksURL, nil)
 	if err != nil {
@@ -202,4 +223,82 @@ func signs(k jose.JSONWebKey) bool {
 		}
 	}
 	return false
+}
+
+// discover finds the address of the issuer's key set in its metadata: RFC
+// 8414's, then OpenID discovery's, at the addresses the MCP specification
+// lists (path insertion first for an issuer with a path). The issuer it
+// names must be this one, and the address https (or http to loopback).
+// Unlike a client's discovery, it asks nothing of the issuer's flows (PKCE
+// support): a resource server only needs the keys.
+func (s *keySet) discover(ctx context.Context) (string, error) {
+	for _, u := range metadataURLs(s.issuer) {
+		var meta struct {
+			Issuer  string `json:"issuer"`
+			JWKSURI string `json:"jwks_uri"`
+		}
+		found, err := s.getJSON(ctx, u, &meta)
+		switch {
+		case err != nil:
+			return "", fmt.Errorf("discovering the issuer's metadata at %s: %w", u, err)
+		case !found:
+			continue
+		case strings.TrimSuffix(meta.Issuer, "/") != strings.TrimSuffix(s.issuer, "/"):
+			return "", fmt.Errorf("the metadata at %s is issuer %q's, not this one's", u, meta.Issuer)
+		case meta.JWKSURI == "":
+			return "", errors.New("the issuer's metadata names no jwks_uri; configure its jwks")
+		}
+		if err := checkFetchable(meta.JWKSURI); err != nil {
+			return "", fmt.Errorf("the issuer's jwks_uri %q: %w", meta.JWKSURI, err)
+		}
+		return meta.JWKSURI, nil
+	}
+	return "", errors.New("the issuer publishes no metadata (RFC 8414 or OpenID discovery); configure its jwks")
+}
+
+// metadataURLs are where an issuer's metadata may be.
+func metadataURLs(issuer string) []string {
+	u, err := url.Parse(issuer)
+	if err != nil {
+		return nil
+	}
+	path := strings.Trim(u.Path, "/")
+	at := func(p string) string { c := *u; c.Path = p; return c.String() }
+	if path == "" {
+		return []string{at("/.well-known/oauth-authorization-server"), at("/.well-known/openid-configuration")}
+	}
+	return []string{
+		at("/.well-known/oauth-authorization-server/" + path),
+		at("/.well-known/openid-configuration/" + path),
+		at("/" + path + "/.well-known/openid-configuration"),
+	}
+}
+
+// getJSON reads the JSON document at u into v, within MaxKeySet bytes;
+// found is false when u answers 404 (or another 4xx).
+func (s *keySet) getJSON(ctx context.Context, u string, v any) (found bool, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return false, err
+	}
+	req.Header.Set("Accept", "application/json")
+	res, err := s.client.Do(req)
+	if err != nil {
+		return false, err
+	}
+	defer res.Body.Close()
+	if res.StatusCode >= 400 && res.StatusCode < 500 {
+		return false, nil
+	}
+	if res.StatusCode != http.StatusOK {
+		return false, fmt.Errorf("%s answered %d", u, res.StatusCode)
+	}
+	body, err := io.ReadAll(io.LimitReader(res.Body, MaxKeySet+1))
+	if err != nil {
+		return false, err
+	}
+	if len(body) > MaxKeySet {
+		return false, fmt.Errorf("%s answered over %d bytes", u, MaxKeySet)
+	}
+	return true, json.Unmarshal(body, v)
 }

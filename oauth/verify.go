@@ -12,6 +12,7 @@ package oauth
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -116,7 +117,7 @@ func (v *Verifier) Verify(ctx context.Context, token, resource string) (*Princip
 		return p, nil
 	}
 	p, err := v.verify(ctx, token, resource, now)
-	if err == nil {
+	if err == nil && len(token) <= MaxCachedToken {
 		until := p.Expiry.Add(v.leeway)
 		if limit := now.Add(CacheFor); limit.Before(until) {
 			until = limit
@@ -127,19 +128,16 @@ func (v *Verifier) Verify(ctx context.Context, token, resource string) (*Princip
 }
 
 func (v *Verifier) verify(ctx context.Context, token, resource string, now time.Time) (*Principal, error) {
-	tok, err := jwt.ParseSigned(token, Algorithms)
+	tok, err := parse(token)
 	if err != nil {
-		return nil, &Error{Reason: Malformed, Err: err}
-	}
-	if len(tok.Headers) != 1 {
-		return nil, &Error{Reason: Malformed, Err: errors.New("the token has several signatures")}
+		return nil, err
 	}
 	var unverified jwt.Claims
 	if err := tok.UnsafeClaimsWithoutVerification(&unverified); err != nil {
 		return nil, &Error{Reason: Malformed, Err: err}
 	}
-	keys, ok := v.issuers[unverified.Issuer]
-	if !ok {
+	keys := v.issuerOf(unverified.Issuer)
+	if keys == nil {
 		return nil, &Error{Reason: WrongIssuer, Err: fmt.Errorf("issuer %q is not trusted", unverified.Issuer)}
 	}
 	candidates, err := keys.lookup(ctx, tok.Headers[0].KeyID)
@@ -158,10 +156,10 @@ func (v *Verifier) verify(ctx context.Context, token, resource string, now time.
 	if !verified {
 		return nil, &Error{Reason: BadSignature, Err: errors.New("the signature does not verify with the issuer's keys")}
 	}
-	if claims.Expiry == nil {
-		return nil, &Error{Reason: Malformed, Err: errors.New("the token has no exp")}
+	if claims.Expiry == nil || claims.Subject == "" {
+		return nil, &Error{Reason: Malformed, Err: errors.New("the token has no exp or no sub (RFC 9068 requires both)")}
 	}
-	switch err := claims.ValidateWithLeeway(jwt.Expected{Issuer: keys.issuer, Time: now}, v.leeway); {
+	switch err := claims.ValidateWithLeeway(jwt.Expected{Time: now}, v.leeway); {
 	case errors.Is(err, jwt.ErrExpired):
 		return nil, &Error{Reason: Expired, Err: err}
 	case errors.Is(err, jwt.ErrNotValidYet), errors.Is(err, jwt.ErrIssuedInTheFuture):
@@ -204,4 +202,60 @@ func scopes(claims map[string]json.RawMessage) []string {
 		return list
 	}
 	return nil
+}
+
+// accessTokenType reports whether a JWT's typ may be an access token's: at+jwt
+// (RFC 9068), or none or plain JWT, as many issuers still write theirs.
+// Other types (logout+jwt, secevent+jwt, dpop+jwt...) are other tokens
+// signed with the same keys.
+func accessTokenType(typ string) bool {
+	switch strings.ToLower(typ) {
+	case "", "jwt", "at+jwt", "application/at+jwt":
+		return true
+	}
+	return false
+}
+
+// canonical reports whether each part of a compact token is base64url
+// without padding and without bits set past its end.
+func canonical(token string) bool {
+	for part := range strings.SplitSeq(token, ".") {
+		if _, err := base64.RawURLEncoding.Strict().DecodeString(part); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// parse reads token as a signed JWT access token, its signature not yet
+// checked.
+func parse(token string) (*jwt.JSONWebToken, error) {
+	tok, err := jwt.ParseSigned(token, Algorithms)
+	if err != nil {
+		return nil, &Error{Reason: Malformed, Err: err}
+	}
+	if len(tok.Headers) != 1 {
+		return nil, &Error{Reason: Malformed, Err: errors.New("the token has several signatures")}
+	}
+	if typ, _ := tok.Headers[0].ExtraHeaders[jose.HeaderType].(string); !accessTokenType(typ) {
+		return nil, &Error{Reason: Malformed, Err: fmt.Errorf("a token of type %q is no access token", typ)}
+	}
+	if !canonical(token) {
+		// One token, one spelling: base64 with bits set past its end is
+		// the same token to the decoder, and would be remembered twice.
+		return nil, &Error{Reason: Malformed, Err: errors.New("the token is not in canonical base64url")}
+	}
+	return tok, nil
+}
+
+// issuerOf is the keys of the trusted issuer iss, configured with or
+// without a trailing slash; nil when it is not trusted.
+func (v *Verifier) issuerOf(iss string) *keySet {
+	if keys, ok := v.issuers[iss]; ok {
+		return keys
+	}
+	if trimmed, ok := strings.CutSuffix(iss, "/"); ok {
+		return v.issuers[trimmed]
+	}
+	return v.issuers[iss+"/"]
 }

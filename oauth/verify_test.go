@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -294,7 +295,20 @@ func TestAnIssuerThatCannotBeReachedIsSaidSoAndHeldKeysServeMeanwhile(t *testing
 	claims["iat"], claims["exp"] = c.Now().Unix(), c.Now().Add(time.Hour).Unix()
 	_, err = v.Verify(ctx, is.sign(t, "k1", claims), resource)
 	require.NoError(t, err)
-	assert.EqualValues(t, 3, is.fetches.Load(), "tried once, and failed")
+	// They serve at once, and a fetch refreshes them meanwhile: tried
+	// once, and failed.
+	require.Eventually(t, func() bool { return is.fetches.Load() == 3 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { // the fetch is over
+		held := v.issuers[is.srv.URL]
+		if !held.fetching.TryLock() {
+			return false
+		}
+		held.fetching.Unlock()
+		return true
+	}, 10*time.Second, time.Millisecond)
+	_, err = v.Verify(ctx, is.sign(t, "k1", claims), resource)
+	require.NoError(t, err)
+	assert.EqualValues(t, 3, is.fetches.Load(), "not again within RefetchAfter")
 
 	is.set(func() { is.down, is.huge = false, true })
 	v2 := NewVerifier([]Issuer{{URL: is.srv.URL, JWKS: is.srv.URL + "/jwks"}}, 0, is.srv.Client(), c.Now)
@@ -358,4 +372,101 @@ func TestTheCacheHoldsMaxCachedTokensAtMost(t *testing.T) {
 	}
 	assert.Len(t, c.m, MaxCached)
 	assert.Same(t, p, c.get(cacheKey(fmt.Sprint(MaxCached+99), resource), now), "the newest is kept")
+}
+
+func TestDiscoveryAsksNothingOfTheIssuersFlowsButRefusesAKeySetInTheClear(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		meta map[string]any
+		ok   bool
+	}{
+		{"no PKCE advertised", map[string]any{"jwks_uri": "/jwks"}, true},
+		{"a jwks_uri in the clear", map[string]any{"jwks_uri": "http://keys.example/jwks"}, false},
+		{"another issuer's metadata", map[string]any{"jwks_uri": "/jwks", "issuer": "https://other.example"}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			is := newTestIssuer(t)
+			mux := http.NewServeMux()
+			mux.HandleFunc("/.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
+				meta := map[string]any{"issuer": is.srv.URL}
+				for k, v := range c.meta {
+					meta[k] = v
+				}
+				if j, _ := meta["jwks_uri"].(string); strings.HasPrefix(j, "/") {
+					meta["jwks_uri"] = is.srv.URL + j
+				}
+				w.Header().Set("Content-Type", "application/json")
+				_ = json.NewEncoder(w).Encode(meta)
+			})
+			mux.Handle("/jwks", is.srv.Config.Handler)
+			is.srv.Config.Handler = mux
+			c2 := &clock{now: time.Unix(1_800_000_000, 0)}
+			v := NewVerifier([]Issuer{{URL: is.srv.URL}}, 0, is.srv.Client(), c2.Now)
+			_, err := v.Verify(context.Background(), is.sign(t, "k1", map[string]any{"iss": is.srv.URL, "sub": "s", "aud": resource, "exp": c2.now.Add(time.Hour).Unix()}), resource)
+			if c.ok {
+				assert.NoError(t, err)
+			} else {
+				assert.Equal(t, IssuerUnavailable, reason(t, err))
+			}
+		})
+	}
+}
+
+func TestTokensOfAnotherKindOrSpellingAreRefused(t *testing.T) {
+	is, v, _, claims := setup(t)
+	ctx := context.Background()
+	signWith := func(header map[jose.HeaderKey]any, claims map[string]any) string {
+		is.mu.Lock()
+		k := is.keys["k1"]
+		is.mu.Unlock()
+		opts := (&jose.SignerOptions{}).WithHeader("kid", "k1")
+		for h, val := range header {
+			opts = opts.WithHeader(h, val)
+		}
+		signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: k}, opts)
+		require.NoError(t, err)
+		tok, err := jwt.Signed(signer).Claims(claims).Serialize()
+		require.NoError(t, err)
+		return tok
+	}
+	for _, typ := range []string{"JWT", "at+jwt", "application/at+JWT"} {
+		_, err := v.Verify(ctx, signWith(map[jose.HeaderKey]any{jose.HeaderType: typ}, claims), resource)
+		assert.NoError(t, err, typ)
+	}
+	_, err := v.Verify(ctx, signWith(map[jose.HeaderKey]any{jose.HeaderType: "logout+jwt"}, claims), resource)
+	assert.Equal(t, Malformed, reason(t, err), "another kind of token signed with the same keys")
+
+	noSub := maps.Clone(claims)
+	delete(noSub, "sub")
+	_, err = v.Verify(ctx, is.sign(t, "k1", noSub), resource)
+	assert.Equal(t, Malformed, reason(t, err), "RFC 9068 requires sub")
+
+	// The same token with bits set past the end of its signature's base64.
+	tok := is.sign(t, "k1", claims)
+	last := tok[len(tok)-1]
+	alphabet := "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	i := strings.IndexByte(alphabet, last)
+	variant := tok[:len(tok)-1] + string(alphabet[i^1])
+	_, err = v.Verify(ctx, variant, resource)
+	assert.Equal(t, Malformed, reason(t, err))
+	_, err = v.Verify(ctx, tok, resource)
+	assert.NoError(t, err)
+}
+
+func TestATokenNamingNoKeyIsCheckedAgainstASetOfOneOnly(t *testing.T) {
+	is, v, _, claims := setup(t)
+	tok := is.sign(t, "", claims)
+	_, err := v.Verify(context.Background(), tok, resource)
+	assert.Equal(t, BadSignature, reason(t, err), "no kid, a set of one: checked against that key, which did not sign it")
+
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: k}, nil)
+	require.NoError(t, err)
+	noKid, err := jwt.Signed(signer).Claims(claims).Serialize()
+	require.NoError(t, err)
+	is.set(func() { is.keys["k2"] = k })
+	v2 := NewVerifier([]Issuer{{URL: is.srv.URL + "/"}}, 0, is.srv.Client(), nil)
+	_, err = v2.Verify(context.Background(), noKid, resource)
+	assert.Equal(t, UnknownKey, reason(t, err), "two keys published: a token must name its own; and the issuer matched with its trailing slash")
 }
