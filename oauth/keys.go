@@ -170,32 +170,13 @@ func (s *keySet) get(ctx context.Context) ([]jose.JSONWebKey, error) {
 		}
 		s.jwksURL = jwks
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.jwksURL, nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Accept", "application/json")
-	res, err := s.client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("fetching the issuer's keys: %w", err)
-	}
-	defer res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("fetching the issuer's keys: %s answered %d", s.jwksURL, res.StatusCode)
-	}
-	if mt, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type")); mt != "application/json" && mt != "application/jwk-set+json" {
-		return nil, fmt.Errorf("fetching the issuer's keys: %s answered %q, not JSON", s.jwksURL, mt)
-	}
-	body, err := io.ReadAll(io.LimitReader(res.Body, MaxKeySet+1))
-	if err != nil {
-		return nil, fmt.Errorf("fetching the issuer's keys: %w", err)
-	}
-	if len(body) > MaxKeySet {
-		return nil, fmt.Errorf("the issuer's key set is over %d bytes", MaxKeySet)
-	}
 	var set jose.JSONWebKeySet
-	if err := json.Unmarshal(body, &set); err != nil {
-		return nil, fmt.Errorf("the issuer's key set: %w", err)
+	found, err := s.getJSON(ctx, s.jwksURL, &set)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("fetching the issuer's keys: %w", err)
+	case !found:
+		return nil, fmt.Errorf("fetching the issuer's keys: %s has none", s.jwksURL)
 	}
 	keys := set.Keys[:0]
 	for _, k := range set.Keys {
@@ -292,6 +273,9 @@ func (s *keySet) getJSON(ctx context.Context, u string, v any) (found bool, err 
 	}
 	if res.StatusCode != http.StatusOK {
 		return false, fmt.Errorf("%s answered %d", u, res.StatusCode)
+	}
+	if mt, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type")); mt != "application/json" && mt != "application/jwk-set+json" {
+		return false, fmt.Errorf("%s answered %q, not JSON", u, mt)
 	}
 	body, err := io.ReadAll(io.LimitReader(res.Body, MaxKeySet+1))
 	if err != nil {

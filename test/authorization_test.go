@@ -147,14 +147,7 @@ func TestARequestWithoutATokenIsChallengedAndTheMetadataLeadsToTheIssuer(t *test
 
 func TestTheGoSDKClientSignsInWithClientCredentialsAndCallsTools(t *testing.T) {
 	a := startAuthorized(t, "", "")
-	handler, err := extauth.NewClientCredentialsHandler(&extauth.ClientCredentialsHandlerConfig{
-		Credentials: &oauthex.ClientCredentials{ClientID: agent.ID, ClientSecretAuth: &oauthex.ClientSecretAuth{ClientSecret: agent.Secret}},
-	})
-	require.NoError(t, err)
-	c := mcp.NewClient(&mcp.Implementation{Name: "caddy-mcp-test", Version: "0"}, nil)
-	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: a.endpoint, OAuthHandler: handler}, nil)
-	require.NoError(t, err, "discovered from the 401, signed in, and retried")
-	t.Cleanup(func() { _ = cs.Close() })
+	cs := signIn(t, a.endpoint, agent)
 	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "signed in"}})
 	require.NoError(t, err)
 	assert.Equal(t, "signed in", mcptest.TextOf(t, res))
@@ -325,17 +318,26 @@ func TestAToolsScopeIsAskedForByEachClientAsItCanAct(t *testing.T) {
 // never sees the refusal.
 func TestTheGoSDKClientStepsUpToAToolsScope(t *testing.T) {
 	a := startAuthorized(t, "\t\tscopes tools:read\n\t\ttool echo tools:call", "")
-	handler, err := extauth.NewClientCredentialsHandler(&extauth.ClientCredentialsHandlerConfig{
-		Credentials: &oauthex.ClientCredentials{ClientID: agent.ID, ClientSecretAuth: &oauthex.ClientSecretAuth{ClientSecret: agent.Secret}},
-	})
-	require.NoError(t, err)
-	c := mcp.NewClient(&mcp.Implementation{Name: "caddy-mcp-test", Version: "0"}, nil)
-	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: a.endpoint, OAuthHandler: handler}, nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = cs.Close() })
+	cs := signIn(t, a.endpoint, agent)
 	t.Logf("protocol %s", cs.InitializeResult().ProtocolVersion)
 	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "stepped up"}})
 	require.NoError(t, err)
 	assert.False(t, res.IsError, "%s", mcptest.TextOf(t, res))
 	assert.Equal(t, "stepped up", mcptest.TextOf(t, res))
+}
+
+// signIn connects the Go SDK's client to endpoint with its own client
+// credentials flow: it discovers the authorization server from the 401,
+// obtains a token as client, and sends the request again.
+func signIn(t *testing.T, endpoint string, client mcptest.AuthClient) *mcp.ClientSession {
+	t.Helper()
+	handler, err := extauth.NewClientCredentialsHandler(&extauth.ClientCredentialsHandlerConfig{
+		Credentials: &oauthex.ClientCredentials{ClientID: client.ID, ClientSecretAuth: &oauthex.ClientSecretAuth{ClientSecret: client.Secret}},
+	})
+	require.NoError(t, err)
+	c := mcp.NewClient(&mcp.Implementation{Name: "caddy-mcp-test", Version: "0"}, nil)
+	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: endpoint, OAuthHandler: handler}, nil)
+	require.NoError(t, err, "discovered from the 401, signed in, and sent again")
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
 }
