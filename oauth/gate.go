@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode"
 
@@ -34,6 +35,8 @@ type Gate struct {
 	// is configured.
 	tools, prompts, uris nameRules
 	perName              bool
+	// warned is when an unreachable issuer was last logged (UnixNano).
+	warned atomic.Int64
 }
 
 // MetadataPath is where the Protected Resource Metadata (RFC 9728) is
@@ -84,7 +87,11 @@ func (g *Gate) Admit(x *feature.Exchange) (feature.Undo, *feature.Refusal) {
 		errors.As(verr, &e)
 		outcomes.WithLabelValues(string(e.Reason)).Inc()
 		if e.Reason == IssuerUnavailable {
-			g.logger.Warn("access tokens cannot be checked: an issuer's keys cannot be fetched", zap.Error(verr))
+			// Once per RefetchAfter, not once per request refused.
+			if now := time.Now().UnixNano(); now-g.warned.Load() >= int64(RefetchAfter) {
+				g.warned.Store(now)
+				g.logger.Warn("access tokens cannot be checked: an issuer's keys cannot be fetched", zap.Error(verr))
+			}
 			return nil, unavailable(verr)
 		}
 		return nil, g.challenge(r, resource, &refused{outcome: string(e.Reason), code: "invalid_token", description: describe(e.Reason)}, invalid(e, resource))
