@@ -101,7 +101,7 @@ func (g *Gate) Admit(x *feature.Exchange) (feature.Undo, *feature.Refusal) {
 		return nil, g.challenge(r, resource, &refused{outcome: "insufficient_scope", code: "insufficient_scope", status: http.StatusForbidden, description: "the token lacks a required scope"}, insufficientScope(missing, g.cfg.Scopes))
 	}
 	outcomes.WithLabelValues("valid").Inc()
-	x.Principal = principal(p)
+	x.Principal = p.view
 	if g.cfg.StripToken {
 		r.Header.Del("Authorization")
 	}
@@ -255,27 +255,6 @@ func absent(granted, want []string) []string {
 		}
 	}
 	return missing
-}
-
-// principal is p as the other features read it.
-func principal(p *Principal) *feature.Principal {
-	return &feature.Principal{
-		Issuer:   p.Issuer,
-		Subject:  p.Subject,
-		ClientID: p.ClientID,
-		Scopes:   p.Scopes,
-		Claim: func(name string) (string, bool) {
-			raw, ok := p.Claims[name]
-			if !ok {
-				return "", false
-			}
-			var s string
-			if json.Unmarshal(raw, &s) == nil {
-				return s, true
-			}
-			return string(raw), true
-		},
-	}
 }
 
 // scopesSupported are every scope a request may need: the endpoint's, then

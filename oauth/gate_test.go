@@ -152,3 +152,18 @@ func TestAPathCannotEndTheChallengesQuotes(t *testing.T) {
 	assert.Equal(t, 2, strings.Count(ch, `"`), ch)
 	assert.Contains(t, ch, "/mcp%22,%20resource_metadata=%22https://evil.example/x")
 }
+
+func TestARememberedTokenIsAdmittedWithoutAllocating(t *testing.T) {
+	g, is, claims := gateFor(t, &Config{Resource: resource})
+	x := exchange("Bearer " + is.sign(t, "k1", claims))
+	_, ref := g.Admit(x)
+	require.Nil(t, ref)
+	first := x.Principal
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, ref := g.Admit(x); ref != nil {
+			t.Fatal(ref.Envelope.Message)
+		}
+	})
+	assert.Zero(t, allocs)
+	assert.Same(t, first, x.Principal, "the principal made once, when the token was checked")
+}

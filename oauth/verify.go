@@ -23,6 +23,8 @@ import (
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
+	"github.com/caddymcp/caddy-mcp/feature"
 )
 
 // MaxTokenSize is the longest token read; a longer one is refused unread.
@@ -72,6 +74,30 @@ type Principal struct {
 	Expiry   time.Time
 	// Claims are the token's claims, as they were signed.
 	Claims map[string]json.RawMessage
+	// view is the principal as the other features read it, made once:
+	// a remembered token costs no allocation per request.
+	view *feature.Principal
+}
+
+// viewOf is p as the other features read it.
+func viewOf(p *Principal) *feature.Principal {
+	return &feature.Principal{
+		Issuer:   p.Issuer,
+		Subject:  p.Subject,
+		ClientID: p.ClientID,
+		Scopes:   p.Scopes,
+		Claim: func(name string) (string, bool) {
+			raw, ok := p.Claims[name]
+			if !ok {
+				return "", false
+			}
+			var s string
+			if json.Unmarshal(raw, &s) == nil {
+				return s, true
+			}
+			return string(raw), true
+		},
+	}
 }
 
 // Verifier verifies tokens from a set of issuers.
@@ -170,14 +196,16 @@ func (v *Verifier) verify(ctx context.Context, token, resource string, now time.
 	if !oauthex.MatchesResource(claims.Audience, resource) {
 		return nil, &Error{Reason: WrongAudience, Err: fmt.Errorf("the token is not for %s", resource)}
 	}
-	return &Principal{
+	p := &Principal{
 		Issuer:   claims.Issuer,
 		Subject:  claims.Subject,
 		ClientID: firstString(all, "client_id", "azp", "cid"),
 		Scopes:   scopes(all),
 		Expiry:   claims.Expiry.Time(),
 		Claims:   all,
-	}, nil
+	}
+	p.view = viewOf(p)
+	return p, nil
 }
 
 // firstString is the first of names that is a string claim.
