@@ -70,13 +70,16 @@ func (h *Handler) plugFeatures() {
 		h.validation.SetAnnotate(h.annotate)
 	}
 	// On the way out: the contract reads a tool list as the upstream wrote
-	// it, the policy filters it, and validate learns what the client is
-	// given.
+	// it, the policy filters it, the scopes leave out what the caller's
+	// token lacks, and validate learns what the client is given.
 	if h.contract != nil {
 		h.responders = append(h.responders, h.contract)
 	}
 	if h.policy != nil {
 		h.responders = append(h.responders, &toolpolicy.Answers{Rules: h.policy, Logger: h.logger})
+	}
+	if h.gate != nil && h.gate.Governs() {
+		h.responders = append(h.responders, h.gate)
 	}
 	if h.validation != nil {
 		h.responders = append(h.responders, h.validation)

@@ -109,5 +109,5 @@ var outcomes = prometheus.NewCounterVec(prometheus.CounterOpts{
 
 // Collectors are the metrics of authorization, for a config's registry.
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{outcomes}
+	return []prometheus.Collector{outcomes, hidden}
 }

@@ -326,6 +326,29 @@ func TestTheGoSDKClientStepsUpToAToolsScope(t *testing.T) {
 	assert.Equal(t, "stepped up", mcptest.TextOf(t, res))
 }
 
+// A tool whose scope the token lacks is not offered to the model: the
+// list the client is given follows its token, and grows when the client
+// steps up to the scope.
+func TestToolsListOffersOnlyWhatTheTokenMayCall(t *testing.T) {
+	a := startAuthorized(t, "\t\tscopes tools:read\n\t\ttool slow tools:call\n\t\ttool c* tools:call", "")
+	cs := signIn(t, a.endpoint, agent)
+	names := func() []string {
+		res, err := cs.ListTools(t.Context(), nil)
+		require.NoError(t, err)
+		var names []string
+		for _, tool := range res.Tools {
+			names = append(names, tool.Name)
+		}
+		return names
+	}
+	assert.Equal(t, []string{"add", "echo"}, names(), "signed in with tools:read only")
+
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{"ms": 0}})
+	require.NoError(t, err, "the client steps up to tools:call")
+	assert.False(t, res.IsError, "%s", mcptest.TextOf(t, res))
+	assert.Equal(t, []string{"add", "count", "echo", "slow"}, names(), "the token now grants tools:call")
+}
+
 // signIn connects the Go SDK's client to endpoint with its own client
 // credentials flow: it discovers the authorization server from the 401,
 // obtains a token as client, and sends the request again.

@@ -22,30 +22,53 @@ var ErrUnreadable = jsonrpc.ErrUncertain
 // It returns result itself when nothing changes, and how many tools it
 // removed.
 func (r *Rules) FilterList(result []byte) (out []byte, removed int, err error) {
+	return FilterEntries(result, "tools", "name", func(tool []byte, name string, ok bool) ([]byte, bool) {
+		if (!ok && r.Hides()) || (ok && !r.Allowed(name)) {
+			return nil, false
+		}
+		if d := r.Deprecated(name); ok && d != nil {
+			return describe(tool, d.Notice()), true
+		}
+		return tool, true
+	})
+}
+
+// An Edit decides about one entry of a listed result: it keeps it, as
+// written (entry itself) or rewritten, or removes it. name is the entry's
+// member that names it, ok false when that cannot be read with certainty
+// (absent, not a string, given twice or under another letter case).
+type Edit func(entry []byte, name string, ok bool) (out []byte, keep bool)
+
+// FilterEntries applies edit to each entry of the array member list of a
+// list result (tools/list's "tools", resources/list's "resources"), each
+// named by its member key ("name", "uri"). Everything else is kept as
+// written. It returns result itself when nothing changes, and how many
+// entries edit removed; ErrUnreadable when the result cannot be read with
+// certainty.
+func FilterEntries(result []byte, list, key string, edit Edit) (out []byte, removed int, err error) {
 	var (
-		tools     jsonrpc.Member
+		entries   jsonrpc.Member
 		ambiguous bool
 		kept      [][]byte
 		changed   bool
 		walk      = jsonrpc.NewWalker(result)
-		toolsKey  = []byte("tools")
 	)
-	err = walk.Object(func(key []byte) error {
-		if !bytes.EqualFold(key, toolsKey) {
+	err = walk.Object(func(k []byte) error {
+		if len(k) != len(list) || !bytes.EqualFold(k, []byte(list)) {
 			return walk.Skip()
 		}
-		if string(key) != "tools" || tools.Start != 0 {
+		if string(k) != list || entries.Start != 0 {
 			ambiguous = true
 			return walk.Skip()
 		}
-		tools.Start = walk.Pos()
+		entries.Start = walk.Pos()
 		var err error
 		if walk.Peek() == '[' {
-			kept, removed, changed, err = r.filterTools(walk, result)
+			kept, removed, changed, err = filterArray(walk, result, key, edit)
 		} else {
 			err = walk.Skip() // not a list: clients refuse it as it is
 		}
-		tools.End = walk.Offset()
+		entries.End = walk.Offset()
 		return err
 	})
 	if err == nil {
@@ -59,44 +82,45 @@ func (r *Rules) FilterList(result []byte) (out []byte, removed int, err error) {
 	case !changed:
 		return result, 0, nil
 	}
-	return withTools(result, tools, kept), removed, nil
+	return withEntries(result, entries, kept), removed, nil
 }
 
-// filterTools reads the list of tools that comes next in the walk over
-// result, and returns the tools kept (each as written, or with its
-// notice), how many it removed, and whether it changed or removed any.
-func (r *Rules) filterTools(walk *jsonrpc.Walker, result []byte) (kept [][]byte, removed int, changed bool, err error) {
+// filterArray reads the array that comes next in the walk over result,
+// and returns the entries edit kept, how many it removed, and whether it
+// changed or removed any.
+func filterArray(walk *jsonrpc.Walker, result []byte, key string, edit Edit) (kept [][]byte, removed int, changed bool, err error) {
 	err = walk.Array(func() error {
 		start := walk.Pos()
-		name, ok, err := toolNameOf(walk, result)
+		name, ok, err := nameOf(walk, result, key)
 		if err != nil {
 			return err
 		}
-		tool := result[start:walk.Offset()]
-		if (!ok && r.Hides()) || (ok && !r.Allowed(name)) {
+		entry := result[start:walk.Offset()]
+		out, keep := edit(entry, name, ok)
+		switch {
+		case !keep:
 			removed++
 			changed = true
-			return nil
-		}
-		if d := r.Deprecated(name); ok && d != nil {
-			tool = describe(tool, d.Notice())
+		case len(out) != len(entry) || &out[0] != &entry[0]:
 			changed = true
+			fallthrough
+		default:
+			kept = append(kept, out)
 		}
-		kept = append(kept, tool)
 		return nil
 	})
 	return kept, removed, changed, err
 }
 
-// withTools is a copy of result whose list of tools, at tools, holds the
-// kept tools instead.
-func withTools(result []byte, tools jsonrpc.Member, kept [][]byte) []byte {
-	size := len(result) - (tools.End - tools.Start) + 2
+// withEntries is a copy of result whose list, at entries, holds the kept
+// entries instead.
+func withEntries(result []byte, entries jsonrpc.Member, kept [][]byte) []byte {
+	size := len(result) - (entries.End - entries.Start) + 2
 	for _, t := range kept {
 		size += len(t) + 1
 	}
 	out := make([]byte, 0, size)
-	out = append(out, result[:tools.Start]...)
+	out = append(out, result[:entries.Start]...)
 	out = append(out, '[')
 	for i, t := range kept {
 		if i > 0 {
@@ -105,24 +129,24 @@ func withTools(result []byte, tools jsonrpc.Member, kept [][]byte) []byte {
 		out = append(out, t...)
 	}
 	out = append(out, ']')
-	return append(out, result[tools.End:]...)
+	return append(out, result[entries.End:]...)
 }
 
-// toolNameOf reads the listed tool that comes next in the walk over doc,
-// and returns its name, if it can be read with certainty: the member
-// "name", a string, given once and in no other letter case.
-func toolNameOf(walk *jsonrpc.Walker, doc []byte) (name string, ok bool, err error) {
+// nameOf reads the entry that comes next in the walk over doc, and returns
+// its member key, if it can be read with certainty: a string, given once
+// and in no other letter case.
+func nameOf(walk *jsonrpc.Walker, doc []byte, key string) (name string, ok bool, err error) {
 	if walk.Peek() != '{' {
 		return "", false, walk.Skip()
 	}
 	var raw []byte
 	seen, sure := false, true
-	err = walk.Object(func(key []byte) error {
-		if len(key) != len("name") || !bytes.EqualFold(key, []byte("name")) {
+	err = walk.Object(func(k []byte) error {
+		if len(k) != len(key) || !bytes.EqualFold(k, []byte(key)) {
 			return walk.Skip()
 		}
 		isString := walk.Peek() == '"'
-		sure = sure && !seen && string(key) == "name" && isString
+		sure = sure && !seen && string(k) == key && isString
 		seen = true
 		start := walk.Pos()
 		err := walk.Skip()
@@ -194,4 +218,15 @@ func describe(tool []byte, notice string) []byte {
 	out = append(out, tool[:m.Start]...)
 	out = envelope.AppendJSONString(out, string(text))
 	return append(out, tool[m.End:]...)
+}
+
+// Private is result with its cacheScope made "private" (a list edited for
+// one caller must not be shared with another by a cache that reads it);
+// result itself when it has none or it is private already.
+func Private(result []byte) ([]byte, error) {
+	m, err := member(result, "cacheScope")
+	if err != nil || m.Start == 0 || string(result[m.Start:m.End]) == `"private"` {
+		return result, err
+	}
+	return jsonrpc.Splice(result, m, []byte(`"private"`)), nil
 }
