@@ -11,7 +11,10 @@ import (
 // unmarshalAuthorization reads
 //
 //	authorization {
-//		issuer <url> [jwks <url>]   # one line per trusted issuer
+//		issuer <url> [jwks <url>] [{  # one per trusted issuer
+//			jwks <url>
+//			introspect <client_id> <client_secret> [<endpoint>]
+//		}]
 //		resource <url>
 //		scopes <scope...>
 //		leeway <duration>
@@ -64,18 +67,49 @@ func unmarshalAuthorization(d *caddyfile.Dispenser) (*handler.Authorization, err
 	return a, nil
 }
 
-// issuer reads issuer <url> [jwks <url>].
+// issuer reads issuer <url> [jwks <url>], and its block, if it has one.
 func issuer(d *caddyfile.Dispenser, a *handler.Authorization) error {
 	args := d.RemainingArgs()
+	var is handler.AuthorizationIssuer
 	switch {
 	case len(args) == 1:
-		a.Issuers = append(a.Issuers, handler.AuthorizationIssuer{URL: args[0]})
+		is.URL = args[0]
 	case len(args) == 3 && args[1] == "jwks":
-		a.Issuers = append(a.Issuers, handler.AuthorizationIssuer{URL: args[0], JWKS: args[2]})
+		is.URL, is.JWKS = args[0], args[2]
 	default:
 		return d.Errf("issuer takes <url> [jwks <url>], got %q", args)
 	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		var err error
+		switch sub := d.Val(); {
+		case sub == "jwks" && is.JWKS == "":
+			is.JWKS, err = oneArg(d)
+		case sub == "introspect" && is.Introspection == nil:
+			is.Introspection, err = introspect(d)
+		case sub == "jwks" || sub == "introspect":
+			return d.Errf("issuer: %s given twice", sub)
+		default:
+			return unrecognized(d, "issuer", sub)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	a.Issuers = append(a.Issuers, is)
 	return nil
+}
+
+// introspect reads introspect <client_id> <client_secret> [<endpoint>].
+func introspect(d *caddyfile.Dispenser) (*handler.AuthorizationIntrospection, error) {
+	args := d.RemainingArgs()
+	if len(args) < 2 || len(args) > 3 {
+		return nil, d.Errf("introspect takes <client_id> <client_secret> [<endpoint>], got %d values", len(args))
+	}
+	in := &handler.AuthorizationIntrospection{ClientID: args[0], ClientSecret: args[1]}
+	if len(args) == 3 {
+		in.Endpoint = args[2]
+	}
+	return in, nil
 }
 
 // scopeRule reads <glob> <scope...> after rules.

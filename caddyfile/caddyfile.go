@@ -149,6 +149,7 @@ var subdirectives = map[string][]string{
 		"max_request_body", "stream_above", "read_body_timeout", "max_batch", "authorization",
 	},
 	"authorization": {"issuer", "resource", "scopes", "leeway", "strip_token", "tool", "prompt", "uri"},
+	"issuer":        {"jwks", "introspect"},
 	"rate_limit":    {"key", "rate", "burst", "max_keys", "methods", "tools"},
 	"concurrency":   {"max", "queue", "queue_timeout", "cancel_grace", "key", "methods"},
 	"sessions":      {"secret", "ttl", "bind"},

@@ -592,6 +592,8 @@ func blockOf(block, line string) string {
 		return "mcp {\n\tconcurrency {\n\t\t" + line + "\n\t\tmax 1\n\t}\n}"
 	case "contract":
 		return "mcp {\n\tcontract tools.lock.json {\n\t\t" + line + "\n\t}\n}"
+	case "issuer":
+		return "mcp {\n\tauthorization {\n\t\tissuer https://a.example {\n\t\t\t" + line + "\n\t\t}\n\t}\n}"
 	}
 	return "mcp {\n\t" + block + " {\n\t\t" + line + "\n\t}\n}"
 }

@@ -40,6 +40,9 @@ type Authorization = oauth.Config
 // AuthorizationIssuer is one issuer whose tokens Authorization accepts.
 type AuthorizationIssuer = oauth.IssuerConfig
 
+// AuthorizationIntrospection is how an issuer's opaque tokens are checked.
+type AuthorizationIntrospection = oauth.IntrospectionConfig
+
 // AuthorizationScopeRule gives the scopes a tool, prompt or resource needs.
 type AuthorizationScopeRule = oauth.ScopeRule
 

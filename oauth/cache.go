@@ -35,35 +35,35 @@ func cacheKey(token, resource string) digest {
 	return sha256.Sum256(b)
 }
 
-type verifiedCache struct {
+// tokenCache remembers what was decided of tokens, by digest: the
+// principal of a valid one, or why one was refused.
+type tokenCache struct {
 	mu sync.Mutex
 	m  map[digest]cached
 }
 
 type cached struct {
-	p     *Principal
+	p     *Principal // valid: who it speaks for
+	err   *Error     // refused: why
 	until time.Time
 }
 
-// get is the principal of the token of key, nil unless it was found valid
-// and still is at now.
-func (c *verifiedCache) get(key digest, now time.Time) *Principal {
+// get is what was decided of the token of key, ok when it still holds at
+// now.
+func (c *tokenCache) get(key digest, now time.Time) (e cached, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, ok := c.m[key]
-	if !ok {
-		return nil
-	}
-	if !now.Before(e.until) {
+	e, ok = c.m[key]
+	if ok && !now.Before(e.until) {
 		delete(c.m, key)
-		return nil
+		return cached{}, false
 	}
-	return e.p
+	return e, ok
 }
 
-// put remembers p, valid until until. When full, it first drops the
-// entries that expired, and if none did, one entry at random.
-func (c *verifiedCache) put(key digest, p *Principal, now, until time.Time) {
+// put remembers e. When full, it first drops the entries that expired,
+// and if none did, one entry at random.
+func (c *tokenCache) put(key digest, e cached, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
@@ -84,18 +84,18 @@ func (c *verifiedCache) put(key digest, p *Principal, now, until time.Time) {
 			}
 		}
 	}
-	c.m[key] = cached{p: p, until: until}
+	c.m[key] = e
 }
 
 // forget drops every token remembered.
-func (c *verifiedCache) forget() {
+func (c *tokenCache) forget() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	clear(c.m)
 }
 
 // len is the number of tokens remembered.
-func (c *verifiedCache) len() int {
+func (c *tokenCache) len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.m)

@@ -61,6 +61,24 @@ type IssuerConfig struct {
 	// JWKS is the address of its key set, when its metadata does not say
 	// or is not published.
 	JWKS string `json:"jwks,omitempty"`
+	// Introspection, when set, checks the issuer's opaque access tokens
+	// (those that are not JWTs) at its introspection endpoint (RFC 7662).
+	// One issuer at most: an opaque token does not say whose it is.
+	Introspection *IntrospectionConfig `json:"introspection,omitempty"`
+}
+
+// IntrospectionConfig is how the gateway asks an issuer about its opaque
+// tokens.
+type IntrospectionConfig struct {
+	// Endpoint is the introspection endpoint. Default: the
+	// introspection_endpoint of the issuer's metadata.
+	Endpoint string `json:"endpoint,omitempty"`
+	// ClientID and ClientSecret are the gateway's credentials at the
+	// issuer (a client registered for it, allowed to introspect), sent
+	// with HTTP Basic. Placeholders known at start ({env.*}, {file.*})
+	// are replaced: keep the secret out of the config.
+	ClientID     string `json:"client_id"`
+	ClientSecret string `json:"client_secret"`
 }
 
 const (
@@ -76,9 +94,19 @@ func (c *Config) Validate() error {
 		return errors.New("at least one issuer is required")
 	}
 	seen := make(map[string]bool)
+	introspected := ""
 	for _, is := range c.Issuers {
 		if err := checkFetchable(is.URL); err != nil {
 			return fmt.Errorf("issuer %q: %w", is.URL, err)
+		}
+		if in := is.Introspection; in != nil {
+			if introspected != "" {
+				return fmt.Errorf("issuer %q: introspection is configured for issuer %q already: one issuer at most introspects opaque tokens", is.URL, introspected)
+			}
+			introspected = is.URL
+			if err := in.validate(); err != nil {
+				return fmt.Errorf("issuer %q: introspection: %w", is.URL, err)
+			}
 		}
 		if seen[is.URL] {
 			return fmt.Errorf("issuer %q given twice", is.URL)
@@ -118,6 +146,18 @@ func (c *Config) Validate() error {
 	}
 	if c.Leeway < 0 || time.Duration(c.Leeway) > MaxLeeway {
 		return fmt.Errorf("leeway %s: between 0 and %s", time.Duration(c.Leeway), MaxLeeway)
+	}
+	return nil
+}
+
+func (in *IntrospectionConfig) validate() error {
+	if in.ClientID == "" || in.ClientSecret == "" {
+		return errors.New("the gateway's client_id and client_secret at the issuer are required")
+	}
+	if in.Endpoint != "" {
+		if err := checkFetchable(in.Endpoint); err != nil {
+			return fmt.Errorf("endpoint %q: %w", in.Endpoint, err)
+		}
 	}
 	return nil
 }

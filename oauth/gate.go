@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/caddyserver/caddy/v2"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"go.uber.org/zap"
 
@@ -62,8 +63,12 @@ func New(cfg *Config, logger *zap.Logger, now func() time.Time) *Gate {
 	}
 	issuers := make([]Issuer, len(cfg.Issuers))
 	urls := make([]string, len(cfg.Issuers))
+	repl := caddy.NewReplacer()
 	for i, is := range cfg.Issuers {
-		issuers[i], urls[i] = Issuer(is), is.URL
+		issuers[i], urls[i] = Issuer{URL: is.URL, JWKS: is.JWKS}, is.URL
+		if in := is.Introspection; in != nil {
+			issuers[i].Introspection = &Introspection{Endpoint: in.Endpoint, ClientID: repl.ReplaceKnown(in.ClientID, ""), ClientSecret: repl.ReplaceKnown(in.ClientSecret, "")}
+		}
 	}
 	return &Gate{
 		cfg: cfg, verifier: NewVerifier(issuers, cfg.leeway(), fetchClient(), now), issuers: urls, logger: logger,
@@ -86,11 +91,11 @@ func (g *Gate) Admit(x *feature.Exchange) (feature.Undo, *feature.Refusal) {
 		var e *Error
 		errors.As(verr, &e)
 		outcomes.WithLabelValues(string(e.Reason)).Inc()
-		if e.Reason == IssuerUnavailable {
+		if e.Reason == IssuerUnavailable || e.Reason == IntrospectionLimited {
 			// Once per RefetchAfter, not once per request refused.
 			if now := time.Now().UnixNano(); now-g.warned.Load() >= int64(RefetchAfter) {
 				g.warned.Store(now)
-				g.logger.Warn("access tokens cannot be checked: an issuer's keys cannot be fetched", zap.Error(verr))
+				g.logger.Warn("access tokens cannot be checked: an issuer cannot be reached, or is asked too often", zap.Error(verr))
 			}
 			return nil, unavailable(verr)
 		}

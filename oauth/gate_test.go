@@ -51,8 +51,8 @@ func TestTheGateAnswersEachKindOfCredentialAsRFC6750Says(t *testing.T) {
 		{"none", nil, 401, meta, envelope.AuthRequired},
 		{"another scheme", []string{"Basic YTpi"}, 401, meta, envelope.AuthRequired},
 		{"twice", []string{"Bearer " + token, "Bearer " + token}, 400, meta + `, error="invalid_request", error_description="several Authorization headers"`, envelope.Unauthorized},
-		{"empty", []string{"Bearer "}, 401, meta + `, error="invalid_token", error_description="the token is not a signed JWT access token this resource accepts"`, envelope.Unauthorized},
-		{"not a JWT", []string{"Bearer abc"}, 401, meta + `, error="invalid_token", error_description="the token is not a signed JWT access token this resource accepts"`, envelope.Unauthorized},
+		{"empty", []string{"Bearer "}, 401, meta + `, error="invalid_token", error_description="the token is not an access token this resource accepts"`, envelope.Unauthorized},
+		{"not a JWT", []string{"Bearer abc"}, 401, meta + `, error="invalid_token", error_description="the token is not an access token this resource accepts"`, envelope.Unauthorized},
 		{"lacking the scope", []string{"bearer  " + token}, 403, meta + `, error="insufficient_scope", error_description="the token lacks a required scope"`, envelope.Forbidden},
 	} {
 		x := exchange(c.headers...)

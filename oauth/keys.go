@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -206,35 +207,48 @@ func signs(k jose.JSONWebKey) bool {
 	return false
 }
 
-// discover finds the address of the issuer's key set in its metadata: RFC
-// 8414's, then OpenID discovery's, at the addresses the MCP specification
-// lists (path insertion first for an issuer with a path). The issuer it
-// names must be this one, and the address https (or http to loopback).
-// Unlike a client's discovery, it asks nothing of the issuer's flows (PKCE
-// support): a resource server only needs the keys.
+// discover finds the address of the issuer's key set in its metadata.
 func (s *keySet) discover(ctx context.Context) (string, error) {
+	meta, err := s.metadata(ctx)
+	if err != nil {
+		return "", err
+	}
+	if meta.JWKSURI == "" {
+		return "", errors.New("the issuer's metadata names no jwks_uri; configure its jwks")
+	}
+	if err := checkFetchable(meta.JWKSURI); err != nil {
+		return "", fmt.Errorf("the issuer's jwks_uri %q: %w", meta.JWKSURI, err)
+	}
+	return meta.JWKSURI, nil
+}
+
+// serverMetadata is what the gateway reads of an issuer's metadata.
+type serverMetadata struct {
+	Issuer                string `json:"issuer"`
+	JWKSURI               string `json:"jwks_uri"`
+	IntrospectionEndpoint string `json:"introspection_endpoint"`
+}
+
+// metadata is the issuer's metadata: RFC 8414's, then OpenID discovery's,
+// at the addresses the MCP specification lists (path insertion first for
+// an issuer with a path). The issuer it names must be this one. Unlike a
+// client's discovery, it asks nothing of the issuer's flows (PKCE
+// support): a resource server only needs its keys and introspection.
+func (s *keySet) metadata(ctx context.Context) (*serverMetadata, error) {
 	for _, u := range metadataURLs(s.issuer) {
-		var meta struct {
-			Issuer  string `json:"issuer"`
-			JWKSURI string `json:"jwks_uri"`
-		}
+		var meta serverMetadata
 		found, err := s.getJSON(ctx, u, &meta)
 		switch {
 		case err != nil:
-			return "", fmt.Errorf("discovering the issuer's metadata at %s: %w", u, err)
+			return nil, fmt.Errorf("discovering the issuer's metadata at %s: %w", u, err)
 		case !found:
 			continue
 		case strings.TrimSuffix(meta.Issuer, "/") != strings.TrimSuffix(s.issuer, "/"):
-			return "", fmt.Errorf("the metadata at %s is issuer %q's, not this one's", u, meta.Issuer)
-		case meta.JWKSURI == "":
-			return "", errors.New("the issuer's metadata names no jwks_uri; configure its jwks")
+			return nil, fmt.Errorf("the metadata at %s is issuer %q's, not this one's", u, meta.Issuer)
 		}
-		if err := checkFetchable(meta.JWKSURI); err != nil {
-			return "", fmt.Errorf("the issuer's jwks_uri %q: %w", meta.JWKSURI, err)
-		}
-		return meta.JWKSURI, nil
+		return &meta, nil
 	}
-	return "", errors.New("the issuer publishes no metadata (RFC 8414 or OpenID discovery); configure its jwks")
+	return nil, errors.New("the issuer publishes no metadata (RFC 8414 or OpenID discovery); configure its jwks")
 }
 
 // metadataURLs are where an issuer's metadata may be.
@@ -262,8 +276,16 @@ func (s *keySet) getJSON(ctx context.Context, u string, v any) (found bool, err 
 	if err != nil {
 		return false, err
 	}
+	return readJSON(s.client, req, MaxKeySet, v, "application/jwk-set+json")
+}
+
+// readJSON sends req and reads the JSON document it is answered with into
+// v, within max bytes, in application/json or another of types; found is
+// false when it is answered 4xx.
+func readJSON(client *http.Client, req *http.Request, max int, v any, types ...string) (found bool, err error) {
+	u := req.URL.Redacted()
 	req.Header.Set("Accept", "application/json")
-	res, err := s.client.Do(req)
+	res, err := client.Do(req)
 	if err != nil {
 		return false, err
 	}
@@ -274,15 +296,15 @@ func (s *keySet) getJSON(ctx context.Context, u string, v any) (found bool, err 
 	if res.StatusCode != http.StatusOK {
 		return false, fmt.Errorf("%s answered %d", u, res.StatusCode)
 	}
-	if mt, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type")); mt != "application/json" && mt != "application/jwk-set+json" {
+	if mt, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type")); mt != "application/json" && !slices.Contains(types, mt) {
 		return false, fmt.Errorf("%s answered %q, not JSON", u, mt)
 	}
-	body, err := io.ReadAll(io.LimitReader(res.Body, MaxKeySet+1))
+	body, err := io.ReadAll(io.LimitReader(res.Body, int64(max)+1))
 	if err != nil {
 		return false, err
 	}
-	if len(body) > MaxKeySet {
-		return false, fmt.Errorf("%s answered over %d bytes", u, MaxKeySet)
+	if len(body) > max {
+		return false, fmt.Errorf("%s answered over %d bytes", u, max)
 	}
 	return true, json.Unmarshal(body, v)
 }

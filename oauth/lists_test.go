@@ -65,10 +65,10 @@ func TestListsPassAsWrittenWhatTheScopesDoNotGovern(t *testing.T) {
 	g := listGate(t)
 	post := featuretest.Post(t, `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`)
 	for _, msg := range []string{
-		`{"jsonrpc":"2.0","id":7,"result":{"tools":[{"name":"read"}],"cacheScope":"public"}}`,            // no rule names a scope for it
-		`{"jsonrpc":"2.0","id":8,"result":{"tools":[{"name":"admin_drop"}]}}`,                            // not the answer owed
-		`{"jsonrpc":"2.0","id":7,"error":{"code":-32603,"message":"admin_drop"}}`,                        // an error
-		`{"jsonrpc":"2.0","id":7,"result":{"tools":[{"name":"admin_drop"}],"Tools":[]}}`,                 // unreadable with certainty
+		`{"jsonrpc":"2.0","id":7,"result":{"tools":[{"name":"read"}],"cacheScope":"public"}}`,             // no rule names a scope for it
+		`{"jsonrpc":"2.0","id":8,"result":{"tools":[{"name":"admin_drop"}]}}`,                             // not the answer owed
+		`{"jsonrpc":"2.0","id":7,"error":{"code":-32603,"message":"admin_drop"}}`,                         // an error
+		`{"jsonrpc":"2.0","id":7,"result":{"tools":[{"name":"admin_drop"}],"Tools":[]}}`,                  // unreadable with certainty
 		`{"jsonrpc":"2.0","id":7,"result":{"tools":[{"name":"admin_drop","Name":"x"},{"name":1},"str"]}}`, // names unreadable: nothing to judge
 	} {
 		assert.Equal(t, msg, answer(t, g, post, nil, msg))

@@ -27,6 +27,21 @@ type IssuerStatus struct {
 	FetchedAgo string `json:"fetched_ago,omitempty"`
 	// Error is why the last fetch failed; absent when it did not.
 	Error string `json:"error,omitempty"`
+	// Introspection is how its opaque tokens are checked, when they are.
+	Introspection *IntrospectionStatus `json:"introspection,omitempty"`
+}
+
+// IntrospectionStatus is an issuer's introspection endpoint: where it is,
+// when it was last asked about a token, and why that failed, if it did.
+type IntrospectionStatus struct {
+	Endpoint string `json:"endpoint,omitempty"`
+	// AskedAgo is how long ago it was last asked about a token, as a Go
+	// duration; absent before the first opaque token.
+	AskedAgo string `json:"asked_ago,omitempty"`
+	Error    string `json:"error,omitempty"`
+	// Refused is the number of opaque tokens remembered as refused (at
+	// most MaxCached).
+	Refused int `json:"refused_tokens"`
 }
 
 // Status is the gate's status now.
@@ -34,9 +49,26 @@ func (g *Gate) Status() *Status {
 	s := &Status{Resource: g.cfg.Resource, Scopes: g.cfg.Scopes, Remembered: g.verifier.verified.len()}
 	now := g.verifier.now()
 	for _, url := range g.issuers {
-		s.Issuers = append(s.Issuers, g.verifier.issuers[url].status(now))
+		is := g.verifier.issuers[url].status(now)
+		if in := g.verifier.opaque; in != nil && in.keys.issuer == url {
+			is.Introspection = in.status(now)
+		}
+		s.Issuers = append(s.Issuers, is)
 	}
 	return s
+}
+
+func (in *introspector) status(now time.Time) *IntrospectionStatus {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	st := &IntrospectionStatus{Endpoint: in.endpoint, Refused: in.refused.len()}
+	if !in.tried.IsZero() {
+		st.AskedAgo = now.Sub(in.tried).Round(time.Second).String()
+	}
+	if in.err != nil {
+		st.Error = in.err.Error()
+	}
+	return st
 }
 
 func (s *keySet) status(now time.Time) IssuerStatus {

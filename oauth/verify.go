@@ -46,14 +46,19 @@ var Algorithms = []jose.SignatureAlgorithm{
 type Reason string
 
 const (
-	Malformed         Reason = "malformed"          // not a signed JWT in an accepted algorithm, too long, or without exp
+	Malformed         Reason = "malformed"          // not a signed JWT in an accepted algorithm (nor, with introspection, an opaque token), too long, without exp, or bound to a key
 	WrongIssuer       Reason = "wrong_issuer"       // by no configured issuer
 	UnknownKey        Reason = "unknown_key"        // names a key the issuer does not publish
 	BadSignature      Reason = "bad_signature"      // its signature does not verify
 	Expired           Reason = "expired"            // past exp (with the leeway)
 	NotYetValid       Reason = "not_yet_valid"      // before nbf, or issued in the future (with the leeway)
 	WrongAudience     Reason = "wrong_audience"     // for another resource
-	IssuerUnavailable Reason = "issuer_unavailable" // the issuer's keys could not be fetched
+	Inactive          Reason = "inactive"           // an opaque token its issuer says is not active
+	IssuerUnavailable Reason = "issuer_unavailable" // the issuer's keys could not be fetched, or it could not be asked about a token
+
+	// IntrospectionLimited: more tokens never seen before than may be
+	// introspected (IntrospectionRate); the token was not looked at.
+	IntrospectionLimited Reason = "introspection_limited"
 )
 
 // Error is a refused token.
@@ -107,15 +112,20 @@ type Verifier struct {
 	now     func() time.Time
 	// verified remembers the tokens found valid, so that a client's
 	// token costs one signature check a while rather than one a request.
-	verified verifiedCache
+	verified tokenCache
+	// opaque checks the tokens that are not JWTs: nil unless an issuer
+	// introspects them.
+	opaque *introspector
 }
 
 // Issuer is a trusted issuer: its identifier (the "iss" its tokens carry,
-// and where its metadata is discovered) and, optionally, its key set's
-// address, which discovery is then skipped for.
+// and where its metadata is discovered), optionally its key set's
+// address, which discovery is then skipped for, and how its opaque tokens
+// are introspected, if they are (one issuer at most).
 type Issuer struct {
-	URL  string
-	JWKS string
+	URL           string
+	JWKS          string
+	Introspection *Introspection
 }
 
 // NewVerifier returns a verifier trusting issuers, fetching their keys
@@ -126,7 +136,11 @@ func NewVerifier(issuers []Issuer, leeway time.Duration, client *http.Client, no
 	}
 	v := &Verifier{issuers: make(map[string]*keySet, len(issuers)), leeway: leeway, now: now}
 	for _, is := range issuers {
-		v.issuers[is.URL] = &keySet{issuer: is.URL, jwksURL: is.JWKS, client: client, now: now}
+		keys := &keySet{issuer: is.URL, jwksURL: is.JWKS, client: client, now: now}
+		v.issuers[is.URL] = keys
+		if is.Introspection != nil {
+			v.opaque = newIntrospector(keys, *is.Introspection, leeway)
+		}
 	}
 	return v
 }
@@ -139,16 +153,22 @@ func (v *Verifier) Verify(ctx context.Context, token, resource string) (*Princip
 	}
 	key := cacheKey(token, resource)
 	now := v.now()
-	if p := v.verified.get(key, now); p != nil {
-		return p, nil
+	if e, ok := v.verified.get(key, now); ok {
+		return e.p, nil
 	}
-	p, err := v.verify(ctx, token, resource, now)
+	var p *Principal
+	var err error
+	if v.opaque != nil && strings.Count(token, ".") != 2 {
+		p, err = v.opaque.check(ctx, token, resource, key, now)
+	} else {
+		p, err = v.verify(ctx, token, resource, now)
+	}
 	if err == nil && len(token) <= MaxCachedToken {
 		until := p.Expiry.Add(v.leeway)
 		if limit := now.Add(CacheFor); limit.Before(until) {
 			until = limit
 		}
-		v.verified.put(key, p, now, until)
+		v.verified.put(key, cached{p: p, until: until}, now)
 	}
 	return p, err
 }
@@ -184,6 +204,11 @@ func (v *Verifier) verify(ctx context.Context, token, resource string, now time.
 	}
 	if claims.Expiry == nil || claims.Subject == "" {
 		return nil, &Error{Reason: Malformed, Err: errors.New("the token has no exp or no sub (RFC 9068 requires both)")}
+	}
+	if all["cnf"] != nil {
+		// Sender-constrained (DPoP, mTLS): only its holder may present
+		// it, which a bearer token's check cannot tell.
+		return nil, &Error{Reason: Malformed, Err: errors.New("the token is bound to a key (cnf): not a bearer token")}
 	}
 	switch err := claims.ValidateWithLeeway(jwt.Expected{Time: now}, v.leeway); {
 	case errors.Is(err, jwt.ErrExpired):

@@ -36,6 +36,8 @@ type testIssuer struct {
 	down    bool
 	huge    bool
 	fetches atomic.Int32
+	// introspection: introspect.go's tests
+	introspection
 }
 
 func newTestIssuer(t testing.TB) *testIssuer {
@@ -49,6 +51,7 @@ func newTestIssuer(t testing.TB) *testIssuer {
 			"authorization_endpoint":           is.srv.URL + "/authorize",
 			"token_endpoint":                   is.srv.URL + "/token",
 			"jwks_uri":                         is.srv.URL + "/jwks",
+			"introspection_endpoint":           is.srv.URL + "/introspect",
 			"response_types_supported":         []string{"code"},
 			"code_challenge_methods_supported": []string{"S256"},
 		})
@@ -72,6 +75,7 @@ func newTestIssuer(t testing.TB) *testIssuer {
 		}
 		_ = json.NewEncoder(w).Encode(set)
 	})
+	mux.HandleFunc("POST /introspect", is.introspect)
 	is.srv = httptest.NewServer(mux)
 	t.Cleanup(is.srv.Close)
 	return is
@@ -364,14 +368,16 @@ func TestAVerifiedTokenIsRememberedForCacheForAtMost(t *testing.T) {
 }
 
 func TestTheCacheHoldsMaxCachedTokensAtMost(t *testing.T) {
-	var c verifiedCache
+	var c tokenCache
 	now := time.Unix(0, 0)
 	p := &Principal{}
 	for i := range MaxCached + 100 {
-		c.put(cacheKey(fmt.Sprint(i), resource), p, now, now.Add(time.Minute))
+		c.put(cacheKey(fmt.Sprint(i), resource), cached{p: p, until: now.Add(time.Minute)}, now)
 	}
 	assert.Len(t, c.m, MaxCached)
-	assert.Same(t, p, c.get(cacheKey(fmt.Sprint(MaxCached+99), resource), now), "the newest is kept")
+	e, ok := c.get(cacheKey(fmt.Sprint(MaxCached+99), resource), now)
+	assert.True(t, ok, "the newest is kept")
+	assert.Same(t, p, e.p)
 }
 
 func TestDiscoveryAsksNothingOfTheIssuersFlowsButRefusesAKeySetInTheClear(t *testing.T) {

@@ -57,8 +57,10 @@ func describe(r Reason) string {
 		return "the token was issued by an authorization server this resource does not trust"
 	case UnknownKey, BadSignature:
 		return "the token's signature does not verify"
+	case Inactive:
+		return "the authorization server says the token is not active (revoked, expired or unknown)"
 	}
-	return "the token is not a signed JWT access token this resource accepts"
+	return "the token is not an access token this resource accepts"
 }
 
 // insufficientScope: the token lacks scopes every request needs.
@@ -69,12 +71,12 @@ func insufficientScope(missing, required []string) envelope.Envelope {
 		Envelope()
 }
 
-// unavailable: no issuer's keys could be fetched, so no token can be
-// checked.
+// unavailable: the issuer's keys could not be fetched, or it could not be
+// asked about the token, so the token cannot be checked.
 func unavailable(cause error) *feature.Refusal {
 	secs, words := feature.InSeconds(RefetchAfter)
 	return &feature.Refusal{
-		Envelope: envelope.New(envelope.ServerBusy, "Server busy: access tokens cannot be checked right now (the authorization server's keys cannot be fetched), and this server runs nothing it cannot authorize").
+		Envelope: envelope.New(envelope.ServerBusy, "Server busy: access tokens cannot be checked right now (the authorization server cannot be reached, or is asked about too many tokens), and this server runs nothing it cannot authorize").
 			Suggest("Retry in " + words + ". Nothing is known to be wrong with the access token: keep it.").
 			RetryAfter(float64(secs)).
 			Envelope(),
@@ -94,7 +96,8 @@ func Words() []feature.Word {
 		{Name: "an access token for another resource", Envelope: invalid(&Error{Reason: WrongAudience}, "https://mcp.example.com/mcp")},
 		{Name: "an access token whose signature does not verify", Envelope: invalid(&Error{Reason: BadSignature}, "https://mcp.example.com/mcp")},
 		{Name: "an access token without a required scope", Envelope: insufficientScope([]string{"tools:call"}, []string{"mcp", "tools:call"})},
-		{Name: "the authorization server's keys cannot be fetched", Envelope: unavailable(nil).Envelope},
+		{Name: "the authorization server cannot be reached", Envelope: unavailable(nil).Envelope},
+		{Name: "an opaque access token that is not active", Envelope: invalid(&Error{Reason: Inactive}, "https://mcp.example.com/mcp")},
 		{Name: "a tool whose scope the access token lacks", Envelope: scopeLacking("tool", "delete_repository", []string{"repo:admin"})},
 	}
 }

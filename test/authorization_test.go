@@ -28,6 +28,9 @@ import (
 var (
 	agent = mcptest.AuthClient{ID: "agent", Secret: "agent-secret-agent-secret", Scope: "tools:read tools:call"}
 	other = mcptest.AuthClient{ID: "other-agent", Secret: "other-secret-other-secret", Scope: "tools:read tools:call"}
+	// gateway is the gateway's own client, which introspects opaque
+	// tokens.
+	gateway = mcptest.AuthClient{ID: "mcp-gateway", Secret: "gateway-secret-gateway-secret"}
 )
 
 // authorized is a gateway requiring tokens from its authorization server,
@@ -51,12 +54,13 @@ func (a *authorized) upstreamSaw() []string {
 // authorization block in its mcp block.
 func startAuthorized(t *testing.T, extra, rest string) *authorized {
 	t.Helper()
-	return startAuthorizedFor(t, extra, rest, 0)
+	return startAuthorizedFor(t, extra, rest, mcptest.AuthResource{})
 }
 
-// startAuthorizedFor is startAuthorized with tokens that live ttl seconds
-// (0: an hour).
-func startAuthorizedFor(t *testing.T, extra, rest string, ttl int) *authorized {
+// startAuthorizedFor is startAuthorized with tokens for the gateway (and
+// for another resource) written as rs says: their lifetime, and opaque
+// ones, which the gateway then introspects.
+func startAuthorizedFor(t *testing.T, extra, rest string, rs mcptest.AuthResource) *authorized {
 	t.Helper()
 	a := &authorized{as: mcptest.NewAuthServer(t)}
 	demo := demoserver.Handler()
@@ -66,13 +70,19 @@ func startAuthorizedFor(t *testing.T, extra, rest string, ttl int) *authorized {
 		a.mu.Unlock()
 		demo.ServeHTTP(w, r)
 	}))
-	a.gw = mcptest.StartGateway(t, fmt.Sprintf("mcp {\n\tauthorization {\n\t\tissuer %s\n%s\n\t}\n%s\n}\n%s", a.as.Issuer, extra, rest, mcptest.ProxyTo(upstream)))
+	issuer := a.as.Issuer
+	if rs.Opaque {
+		issuer += fmt.Sprintf(" {\n\t\t\tintrospect %s {env.CADDY_MCP_TEST_INTROSPECTION_SECRET}\n\t\t}", gateway.ID)
+		t.Setenv("CADDY_MCP_TEST_INTROSPECTION_SECRET", gateway.Secret)
+	}
+	a.gw = mcptest.StartGateway(t, fmt.Sprintf("mcp {\n\tauthorization {\n\t\tissuer %s\n%s\n\t}\n%s\n}\n%s", issuer, extra, rest, mcptest.ProxyTo(upstream)))
 	a.endpoint = a.gw.URL + mcptest.MCPPath
+	rs.Scope = "tools:read tools:call"
 	a.as.Start(t, mcptest.AuthServerConfig{
-		Clients: []mcptest.AuthClient{agent, other},
+		Clients: []mcptest.AuthClient{agent, other, gateway},
 		Resources: map[string]mcptest.AuthResource{
-			a.endpoint:                   {Scope: "tools:read tools:call", TTL: ttl},
-			"https://elsewhere.test/mcp": {Scope: "tools:read tools:call"},
+			a.endpoint:                   rs,
+			"https://elsewhere.test/mcp": {Scope: rs.Scope, Opaque: rs.Opaque},
 		},
 		DefaultResource: a.endpoint,
 	}, "k1")
@@ -207,7 +217,7 @@ func TestTokensTheServerMustNotAcceptAreRefused(t *testing.T) {
 }
 
 func TestAnExpiredTokenIsRefused(t *testing.T) {
-	a := startAuthorizedFor(t, "\t\tleeway 1s", "", 1)
+	a := startAuthorizedFor(t, "\t\tleeway 1s", "", mcptest.AuthResource{TTL: 1})
 	token := a.as.Token(t, agent, "", "")
 	resp, _ := post(t, a.endpoint, initialize, bearerOf(token))
 	require.Equal(t, http.StatusOK, resp.StatusCode, "valid while its second lasts")

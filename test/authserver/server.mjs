@@ -31,7 +31,7 @@ const provider = new Provider(issuer, {
   clients: cfg.clients.map((c) => ({
     client_id: c.client_id,
     client_secret: c.client_secret,
-    scope: c.scope,
+    ...(c.scope ? { scope: c.scope } : {}), // a client without: one that only introspects
     grant_types: ['client_credentials'],
     redirect_uris: [],
     response_types: [],
