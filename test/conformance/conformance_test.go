@@ -1,8 +1,9 @@
 // Package conformance runs the official MCP conformance suite
 // (@modelcontextprotocol/conformance) against the Go SDK's conformance server
-// (everything-server) four ways: directly, through a plain Caddy
-// reverse_proxy, through the caddy-mcp gateway, and through the gateway in
-// front of three stateful replicas with sessions. It shows that the gateway
+// (everything-server) five ways: directly, through a plain Caddy
+// reverse_proxy, through the caddy-mcp gateway, through the gateway with
+// authorization on, and through the gateway in front of three stateful
+// replicas with sessions. It shows that the gateway
 // is transparent to every server check, with one server or a pool of them,
 // and why it is needed in front of a local server: a plain reverse_proxy
 // rewrites Host, which defeats the server's DNS rebinding protection, which
@@ -110,7 +111,7 @@ var suites = []suiteSpec{
 func TestMain(m *testing.M) { mcptest.Main(m) }
 
 // TestConformance runs the whole active server suite of each pinned version
-// four times (testSuite). The subtests must not run in parallel (one Caddy per process).
+// five times (testSuite). The subtests must not run in parallel (one Caddy per process).
 func TestConformance(t *testing.T) {
 	server := mcptest.BuildEverythingServer(t)
 	for _, spec := range suites {
@@ -169,6 +170,38 @@ func testSuite(t *testing.T, s suite, server string) {
 		res.logOnFailure(t)
 	})
 
+	t.Run("gateway, authorization on", func(t *testing.T) {
+		// The suite's client sends no token (it has no way to), so the
+		// site gives every request a token the real authorization server
+		// issued for the gateway's resource, which the gateway verifies as
+		// it verifies any. The suite's own authorization scenarios (auth/*)
+		// are client scenarios: they test a client against the suite's own
+		// authorization and resource servers, and have no server to put
+		// the gateway in front of.
+		upstream := mcptest.StartEverythingServer(t, server)
+		issuer, token := conformanceToken(t)
+		site := fmt.Sprintf("@anonymous not header Authorization *\nrequest_header @anonymous Authorization \"Bearer %s\"\nmcp {\n\tauthorization {\n\t\tissuer %s\n\t\tresource %s\n\t\tscopes %s\n\t}\n}\n%s",
+			token, issuer, conformanceResource, conformanceScope, mcptest.ProxyTo(upstream))
+		gateway := mcptest.StartCatchAllGateway(t, site)
+		// Tokens are checked: one the authorization server did not issue
+		// is refused.
+		req, err := http.NewRequest(http.MethodPost, gateway+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+forged(token))
+		if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("a forged token: %v %v, want 401", resp, err)
+		} else {
+			resp.Body.Close()
+		}
+		res := runSuite(t, s, gateway+"/mcp")
+		res.requireShape(t, spec)
+		res.requireFailed(t, "gateway, authorization on", spec.directFailures)
+		res.requirePassed(t, "gateway, authorization on", directPassed)
+		res.logOnFailure(t)
+	})
+
 	t.Run("gateway, three replicas", func(t *testing.T) {
 		replicas := make([]string, poolSize)
 		for i := range replicas {
@@ -193,6 +226,39 @@ const (
 	// poolSecret seals the pool run's session tokens.
 	poolSecret = "conformance-session-secret-0123456789abcdef"
 )
+
+const (
+	// conformanceResource is the gateway's resource identifier in the
+	// run with authorization on, and conformanceScope the scope it
+	// requires.
+	conformanceResource = "https://mcp.conformance.test/mcp"
+	conformanceScope    = "mcp:tools"
+)
+
+// conformanceToken starts a real authorization server and returns its
+// issuer and an access token it issued for conformanceResource.
+func conformanceToken(t *testing.T) (issuer, token string) {
+	as := mcptest.NewAuthServer(t)
+	client := mcptest.AuthClient{ID: "conformance", Secret: "conformance-secret-conformance", Scope: conformanceScope}
+	as.Start(t, mcptest.AuthServerConfig{
+		Clients:         []mcptest.AuthClient{client},
+		Resources:       map[string]mcptest.AuthResource{conformanceResource: {Scope: conformanceScope}},
+		DefaultResource: conformanceResource,
+	}, "k1")
+	return as.Issuer, as.Token(t, client, conformanceResource, conformanceScope)
+}
+
+// forged is token with one character of its signature changed (one of
+// the middle, whose six bits are all the signature's: the last one's are
+// partly padding).
+func forged(token string) string {
+	i := len(token) - 10
+	c := byte('A')
+	if token[i] == c {
+		c = 'B'
+	}
+	return token[:i] + string(c) + token[i+1:]
+}
 
 // poolSite is the body of the pool run's site: the gateway with sessions,
 // in front of replicas (host:port, each a "localhost:PORT" whose Host the
