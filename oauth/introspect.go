@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/go-jose/go-jose/v4/jwt"
-	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/sync/singleflight"
 	"golang.org/x/time/rate"
 )
@@ -193,14 +192,8 @@ func (in *introspector) principal(raw json.RawMessage, resource string, now time
 	if typ := firstString(answer, "token_type"); (typ != "" && !strings.EqualFold(typ, "bearer")) || answer["cnf"] != nil {
 		return nil, &Error{Reason: Malformed, Err: fmt.Errorf("the token is bound to a key (token_type %q): not a bearer token", typ)}
 	}
-	switch err := claims.ValidateWithLeeway(jwt.Expected{Time: now}, in.leeway); {
-	case errors.Is(err, jwt.ErrExpired):
-		return nil, &Error{Reason: Expired, Err: err}
-	case err != nil:
-		return nil, &Error{Reason: NotYetValid, Err: err}
-	}
-	if !oauthex.MatchesResource(claims.Audience, resource) {
-		return nil, &Error{Reason: WrongAudience, Err: fmt.Errorf("the token is not for %s", resource)}
+	if err := current(&claims, resource, now, in.leeway); err != nil {
+		return nil, err
 	}
 	p := &Principal{
 		Issuer: in.keys.issuer, Subject: claims.Subject, ClientID: firstString(answer, "client_id"),
