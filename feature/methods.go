@@ -89,7 +89,13 @@ func (x *Exchange) MethodLabel() string {
 	case x.Messages[0].Kind == jsonrpc.Response:
 		return methodResponse
 	}
-	if name, ok := methodNames[string(x.Messages[0].Method)]; ok {
+	return MethodName(x.Messages[0].Method)
+}
+
+// MethodName is method as a metric's label may hold it: one of the MCP
+// specification's methods, or "other" for anything a client invents.
+func MethodName(method []byte) string {
+	if name, ok := methodNames[string(method)]; ok {
 		return name
 	}
 	return methodOther

@@ -11,6 +11,7 @@ import (
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 	"github.com/caddymcp/caddy-mcp/keys"
+	"github.com/caddymcp/caddy-mcp/tracing"
 )
 
 // exchange is what the handler knows of one HTTP request, and what it did
@@ -55,6 +56,10 @@ type exchange struct {
 	// frozen holds the messages' placeholder values once the body's buffer
 	// has been recycled.
 	frozen *snapshot
+
+	// spans are the messages' spans, nil when Caddy does not trace the
+	// request (package tracing).
+	spans *tracing.Spans
 }
 
 // view is the exchange as the features read it, as it stands now: the

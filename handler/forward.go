@@ -50,6 +50,7 @@ func (h *Handler) forward(w http.ResponseWriter, x *exchange, next caddyhttp.Han
 	if ctx != up.Context() {
 		up = up.WithContext(ctx)
 	}
+	x.traceUpstream(up)
 	if d, cut, cancel := h.startDeadline(x, up); d != nil {
 		u.deadline, up = d, cut
 		defer cancel(nil)
@@ -145,4 +146,17 @@ func (h *Handler) settle(x *exchange, u *upstreamWatch, err error, broke bool, n
 		}
 	}
 	return err, false
+}
+
+// traceUpstream gives up, the request going upstream, each message's span
+// context in its params._meta, for a server that continues the trace,
+// when the request is traced and its body was read.
+func (x *exchange) traceUpstream(up *http.Request) {
+	if x.spans == nil || x.Body == nil {
+		return
+	}
+	if body := x.spans.Body(x.Body); len(body) > 0 && &body[0] != &x.Body[0] {
+		x.reader.Reset(body)
+		up.ContentLength = int64(len(body))
+	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/feature"
+	"github.com/caddymcp/caddy-mcp/tracing"
 )
 
 // answerHooks are the hooks the features opened on one answer, in the
@@ -33,9 +34,10 @@ type answerHooks struct {
 }
 
 // open opens the responders' hooks on the answer to x, then those of the
-// admitters' state that is a Responder (feature.Undo); it reports whether
-// any has a say in the answer.
-func (hs *answerHooks) open(responders []feature.Responder, undos []feature.Undo, x *feature.Exchange) bool {
+// admitters' state that is a Responder (feature.Undo), then the spans'
+// (which see what the client is sent), when the request is traced; it
+// reports whether any has a say in the answer.
+func (hs *answerHooks) open(responders []feature.Responder, undos []feature.Undo, x *feature.Exchange, spans *tracing.Spans) bool {
 	hs.list = hs.buf[:0]
 	for _, r := range responders {
 		hs.add(r.Open(x))
@@ -44,6 +46,9 @@ func (hs *answerHooks) open(responders []feature.Responder, undos []feature.Undo
 		if responds(u) {
 			hs.add(u.(feature.Responder).Open(x))
 		}
+	}
+	if spans != nil {
+		hs.add(spans)
 	}
 	if len(hs.list) == 0 {
 		return false
@@ -80,7 +85,7 @@ func (hs *answerHooks) add(hook feature.Hook) {
 // they only watch, a JSON answer is copied as it passes (WriteHeader). It
 // reports whether any was opened.
 func (u *upstreamWatch) openHooks(responders []feature.Responder, undos []feature.Undo) bool {
-	if (len(responders) == 0 && !slices.ContainsFunc(undos, responds)) || !u.hooks.open(responders, undos, u.x.view()) {
+	if (len(responders) == 0 && !slices.ContainsFunc(undos, responds) && u.x.spans == nil) || !u.hooks.open(responders, undos, u.x.view(), u.x.spans) {
 		return false
 	}
 	if u.hooks.edit {

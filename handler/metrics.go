@@ -16,6 +16,7 @@ import (
 	"github.com/caddymcp/caddy-mcp/oauth"
 	"github.com/caddymcp/caddy-mcp/session"
 	"github.com/caddymcp/caddy-mcp/toolpolicy"
+	"github.com/caddymcp/caddy-mcp/tracing"
 	"github.com/caddymcp/caddy-mcp/validate"
 )
 
@@ -54,6 +55,9 @@ var (
 // registerMetrics registers the handler's collectors with the registry of
 // the config being loaded.
 func registerMetrics(ctx caddy.Context) error {
+	if err := promreg.Register(ctx, tracing.Collectors()...); err != nil {
+		return err
+	}
 	if err := promreg.Register(ctx, toolpolicy.Collectors()...); err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+	"github.com/caddymcp/caddy-mcp/tracing"
 )
 
 // ServeHTTP takes a request through the handler's steps: the origin check,
@@ -71,6 +72,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 			}
 			return h.refuseBody(w, x, err)
 		}
+		x.spans = tracing.Start(&x.Exchange)
 		if x.stream != nil {
 			return h.serveStreamed(w, x, next)
 		}
@@ -112,7 +114,13 @@ func (h *Handler) admitCall(x *exchange) *feature.Refusal {
 	if ref := h.check(x); ref != nil {
 		return ref
 	}
-	return x.admit(h.entries)
+	if x.spans == nil {
+		return x.admit(h.entries)
+	}
+	start := time.Now()
+	ref := x.admit(h.entries)
+	x.spans.Waited(time.Since(start))
+	return ref
 }
 
 // passesUninspected reports whether a body the handler could not inspect may
@@ -157,6 +165,7 @@ func mcpMethod(method string) bool {
 func (h *Handler) finish(x *exchange) {
 	now := time.Now()
 	x.undo(now, true)
+	x.spans.Finish(now)
 	h.observe(x, now)
 	x.recycle()
 }

@@ -1,0 +1,73 @@
+package tracing
+
+import (
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// duration is the conventions' mcp.server.operation.duration, by method,
+// tool and error type, in seconds: the time from the request's arrival to
+// its response written (a notification's: to the answer's end). Tool
+// names are the client's to choose: the first MaxTools seen are labels of
+// their own, every other one "_OTHER", so that the series stay bounded.
+var duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+	Namespace: "caddy", Subsystem: "mcp", Name: "server_operation_duration_seconds",
+	Help:    "Time from an MCP message's arrival to its response written (mcp.server.operation.duration), for messages Caddy's tracing traces, by method, tool and error type.",
+	Buckets: []float64{0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300},
+}, []string{"mcp_method_name", "gen_ai_tool_name", "error_type"})
+
+// MaxTools bounds the tool names the duration is labelled with.
+const MaxTools = 100
+
+var tools struct {
+	sync.Mutex
+	seen map[string]bool
+}
+
+// toolLabel is tool as a label: itself among the first MaxTools, else
+// "_OTHER".
+func toolLabel(tool string) string {
+	if tool == "" {
+		return ""
+	}
+	tools.Lock()
+	defer tools.Unlock()
+	if tools.seen[tool] {
+		return tool
+	}
+	if len(tools.seen) >= MaxTools {
+		return "_OTHER"
+	}
+	if tools.seen == nil {
+		tools.seen = make(map[string]bool)
+	}
+	tools.seen[tool] = true
+	return tool
+}
+
+// errorLabel is an error type as a label: the envelope codes, the JSON-RPC
+// codes and the endings are few; a JSON-RPC code is the upstream's to
+// choose, and past the specification's range it is "_OTHER".
+func errorLabel(t string) string {
+	if len(t) > 0 && (t[0] == '-' || (t[0] >= '0' && t[0] <= '9')) && (len(t) > 6 || !inRPCRange(t)) {
+		return "_OTHER"
+	}
+	return t
+}
+
+// inRPCRange reports whether the code t is the JSON-RPC specification's
+// or MCP's: -32768 to -32000.
+func inRPCRange(t string) bool {
+	return len(t) == 6 && t >= "-32000" && t <= "-32768"
+}
+
+func observe(m *message, errorType string, now time.Time) {
+	duration.WithLabelValues(m.method, toolLabel(m.tool), errorLabel(errorType)).Observe(now.Sub(m.start).Seconds())
+}
+
+// Collectors are the metrics of tracing, for a config's registry.
+func Collectors() []prometheus.Collector {
+	return []prometheus.Collector{duration}
+}

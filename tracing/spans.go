@@ -1,0 +1,284 @@
+// Package tracing gives each MCP message the gateway reads a span of its
+// own, by the OpenTelemetry semantic conventions for MCP
+// (open-telemetry/semantic-conventions, docs/gen-ai/mcp.md at 04f1672,
+// status Development): where Caddy's tracing directive traces a request,
+// each JSON-RPC request and notification of its body gets a span of kind
+// SERVER, a child of the trace context the message carries in
+// params._meta, or else of Caddy's HTTP span (linked when it is not the
+// parent). The span ends when the message's response has been written,
+// or the gateway's envelope for it, or the answer ended without it; its
+// status and error.type say how it ended. The upstream is sent each
+// span's context in params._meta, so that an MCP server that reads it
+// continues the trace.
+//
+// Where Caddy does not trace the request (no tracing directive, or a
+// trace not sampled), nothing is done: one context lookup.
+package tracing
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/feature"
+	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+	"github.com/caddymcp/caddy-mcp/keys"
+)
+
+// Instrumentation is the name of the gateway's tracer.
+const Instrumentation = "github.com/caddymcp/caddy-mcp"
+
+// Spans are the spans of one request's messages. The zero of a pointer
+// (nil) is a request not traced: every method does nothing.
+type Spans struct {
+	// mu: the answer's goroutine reads the answer while the request's
+	// may finish (a client that left).
+	mu   sync.Mutex
+	msgs []message
+	// carriers is where each message holds trace context in the body.
+	carriers []carrier
+	// outcome is the gateway's envelope for the messages not answered
+	// otherwise, once it wrote one; ending how the answer ended.
+	envelope *envelope.Envelope
+	rule     feature.Rule
+	ending   feature.Ending
+	ended    bool
+}
+
+// message is one message's span.
+type message struct {
+	span   trace.Span
+	id     string // the request's id as sent; "" for a notification
+	method string // as a metric's label
+	tool   string // the tool a tools/call names
+	start  time.Time
+	done   bool
+}
+
+var propagator = propagation.TraceContext{}
+
+// Start opens the spans of x's messages, nil when Caddy does not trace
+// x's request.
+func Start(x *feature.Exchange) *Spans {
+	ctx := x.Request.Context()
+	http := trace.SpanFromContext(ctx)
+	if !http.IsRecording() || len(x.Messages) == 0 {
+		return nil
+	}
+	tracer := http.TracerProvider().Tracer(Instrumentation)
+	s := &Spans{msgs: make([]message, 0, len(x.Messages))}
+	if x.Body != nil {
+		s.carriers = carriers(x.Body)
+	}
+	common := commonAttributes(x.Request)
+	for i := range x.Messages {
+		m := &x.Messages[i]
+		if m.Kind != jsonrpc.Request && m.Kind != jsonrpc.Notification {
+			continue
+		}
+		parent, opts := ctx, []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer), trace.WithTimestamp(x.Start)}
+		if i < len(s.carriers) && s.carriers[i].ok && s.carriers[i].traceparent != "" {
+			// The conventions: the context the message carries is the
+			// parent; the HTTP request's, a link.
+			c := s.carriers[i]
+			remote := propagator.Extract(context.Background(), propagation.MapCarrier{"traceparent": c.traceparent, "tracestate": c.tracestate})
+			if trace.SpanContextFromContext(remote).IsValid() {
+				parent = trace.ContextWithSpanContext(ctx, trace.SpanContextFromContext(remote))
+				opts = append(opts, trace.WithLinks(trace.Link{SpanContext: http.SpanContext()}))
+			}
+		}
+		name, attrs := describe(m)
+		opts = append(opts, trace.WithAttributes(append(attrs, common...)...))
+		_, sp := tracer.Start(parent, name, opts...)
+		msg := message{span: sp, method: feature.MethodName(m.Method), start: x.Start}
+		if m.Kind == jsonrpc.Request {
+			msg.id = string(m.ID)
+		}
+		if feature.IsCall(m) {
+			msg.tool = string(m.Name)
+		}
+		s.msgs = append(s.msgs, msg)
+	}
+	return s
+}
+
+// describe is the span name and attributes of m.
+func describe(m *jsonrpc.Message) (string, []attribute.KeyValue) {
+	method := feature.Clip(string(m.Method))
+	attrs := []attribute.KeyValue{attribute.String("mcp.method.name", method)}
+	if m.Kind == jsonrpc.Request {
+		attrs = append(attrs, attribute.String("jsonrpc.request.id", idString(m.ID)))
+	}
+	name := method
+	switch string(m.Method) {
+	case "tools/call":
+		tool := feature.Clip(string(m.Name))
+		name += " " + tool
+		attrs = append(attrs, attribute.String("gen_ai.tool.name", tool), attribute.String("gen_ai.operation.name", "execute_tool"))
+	case "prompts/get":
+		prompt := feature.Clip(string(m.Name))
+		name += " " + prompt
+		attrs = append(attrs, attribute.String("gen_ai.prompt.name", prompt))
+	}
+	return name, attrs
+}
+
+// idString is a request id as the conventions write it: a string's
+// content, a number as written.
+func idString(id []byte) string {
+	if len(id) >= 2 && id[0] == '"' {
+		return string(jsonrpc.AppendUnquoted(nil, id[1:len(id)-1]))
+	}
+	return string(id)
+}
+
+// commonAttributes are the attributes every message of r shares: its
+// protocol version and session (as a digest: the id is a credential), and
+// its transport.
+func commonAttributes(r *http.Request) []attribute.KeyValue {
+	attrs := []attribute.KeyValue{
+		attribute.String("network.transport", "tcp"),
+		attribute.String("network.protocol.name", "http"),
+		attribute.String("network.protocol.version", protocolVersion(r)),
+	}
+	if r.ProtoMajor == 3 {
+		attrs[0] = attribute.String("network.transport", "quic")
+	}
+	if v := strings.TrimSpace(r.Header.Get("Mcp-Protocol-Version")); v != "" {
+		attrs = append(attrs, attribute.String("mcp.protocol.version", feature.Clip(v)))
+	}
+	if id := r.Header.Get("Mcp-Session-Id"); id != "" {
+		attrs = append(attrs, attribute.String("mcp.session.id", keys.Shown(id)))
+	}
+	return attrs
+}
+
+func protocolVersion(r *http.Request) string {
+	switch r.ProtoMajor {
+	case 2:
+		return "2"
+	case 3:
+		return "3"
+	}
+	return "1.1"
+}
+
+// meta is the trace context the upstream is sent for each message of a
+// body of requests and notifications only (one span each, in order):
+// traceparent and tracestate.
+func (s *Spans) meta() [][2]string {
+	values := make([][2]string, len(s.msgs))
+	for i := range s.msgs {
+		c := propagation.MapCarrier{}
+		propagator.Inject(trace.ContextWithSpan(context.Background(), s.msgs[i].span), c)
+		values[i] = [2]string{c["traceparent"], c["tracestate"]}
+	}
+	return values
+}
+
+// Body is body (the request's, as the client sent it) with each message's
+// span context in its params._meta, for the upstream; body itself when
+// there is nothing to add or the request is not traced.
+func (s *Spans) Body(body []byte) []byte {
+	if s == nil || len(s.carriers) == 0 || len(s.carriers) != len(s.msgs) {
+		// A body holding responses as well: which span is whose is not
+		// sure; its messages keep what the client sent.
+		return body
+	}
+	return inject(body, s.carriers, s.meta())
+}
+
+// Event records an event that took time on every span still open: a wait
+// in a queue, the upstream's first byte.
+func (s *Spans) Event(name string, attrs ...attribute.KeyValue) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.event(name, attrs...)
+}
+
+func (s *Spans) event(name string, attrs ...attribute.KeyValue) {
+	for i := range s.msgs {
+		if !s.msgs[i].done {
+			s.msgs[i].span.AddEvent(name, trace.WithAttributes(attrs...))
+		}
+	}
+}
+
+// Waited records the time the messages waited for a place in the
+// concurrency guard's queue, when they waited.
+func (s *Spans) Waited(d time.Duration) {
+	if d >= time.Millisecond {
+		s.Event("caddy.mcp.guard.waited", attribute.Float64("caddy.mcp.wait_seconds", d.Seconds()))
+	}
+}
+
+// Answered records the gateway's envelope, written for the messages not
+// answered otherwise, and the rule that refused them, if one did.
+func (s *Spans) Answered(env *envelope.Envelope, by feature.Rule) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.envelope, s.rule = env, by
+	attrs := []attribute.KeyValue{attribute.String("caddy.mcp.envelope.code", string(env.Code))}
+	if by.Kind != "" {
+		attrs = append(attrs, attribute.String("caddy.mcp.rule.kind", by.Kind), attribute.String("caddy.mcp.rule.name", by.Name))
+	}
+	if d := env.RetryAfterSeconds(); d > 0 {
+		attrs = append(attrs, attribute.Int64("caddy.mcp.retry_after", d))
+	}
+	s.event("caddy.mcp.envelope", attrs...)
+}
+
+// Finish ends every span still open: with the gateway's envelope when it
+// wrote one, else as the answer ended.
+func (s *Spans) Finish(now time.Time) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		return
+	}
+	s.ended = true
+	for i := range s.msgs {
+		m := &s.msgs[i]
+		if m.done {
+			continue
+		}
+		switch {
+		case s.envelope != nil:
+			s.end(m, string(s.envelope.Code), s.envelope.Message, now)
+		case m.id != "" && s.ending != feature.Complete:
+			s.end(m, s.ending.String(), "the answer ended without this request's response", now)
+		case m.id != "":
+			s.end(m, "no_response", "the answer ended without this request's response", now)
+		default:
+			s.end(m, "", "", now)
+		}
+	}
+}
+
+// end ends m's span, failed with errorType unless it is "".
+func (s *Spans) end(m *message, errorType, description string, now time.Time) {
+	m.done = true
+	if errorType != "" {
+		m.span.SetAttributes(attribute.String("error.type", errorType))
+		m.span.SetStatus(codes.Error, feature.Clip(description))
+	}
+	m.span.End(trace.WithTimestamp(now))
+	observe(m, errorType, now)
+}
