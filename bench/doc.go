@@ -56,6 +56,12 @@
 //	authorization      mcp { authorization { … } }: every request carries a
 //	                   valid JWT (EdDSA) from an issuer the benchmark serves;
 //	                   checked once, then remembered; its baseline is mcp
+//	tracing-http       Caddy's tracing directive in front of control: its HTTP
+//	                   span, exported over OTLP/HTTP to a sink the benchmark
+//	                   serves; its baseline is control
+//	tracing            tracing and mcp {}: the HTTP span, a span per message,
+//	                   and each span's context in params._meta; its baseline
+//	                   is mcp
 //	guard              a concurrency guard whose max is far above the clients
 //	denied             a limit of 1 call an hour: every call is answered by the
 //	                   gateway with a RATE_LIMITED envelope, never proxied

@@ -90,6 +90,8 @@ type bench struct {
 	redis *redisServer
 	// issuer signs the token of the configurations that require one.
 	issuer *issuer
+	// traceSink receives the spans of the traced configurations.
+	traceSink *traceSink
 	// stop is set by an interrupt; measurements end at once.
 	stop atomic.Bool
 }

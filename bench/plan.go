@@ -52,6 +52,9 @@ type config struct {
 	// Bearer configurations require a token (authorization): every
 	// request carries one the benchmark's issuer signed (issuer.go).
 	Bearer bool
+	// Traced configurations run Caddy's tracing directive, exporting
+	// every span to the benchmark's OTLP sink (otlp.go).
+	Traced bool
 	// Peer configurations run mholt/caddy-ratelimit, which only the
 	// peer's Caddy (bench/peer) has: a run that measures one runs every
 	// configuration on that binary. A denied one answers every call with
@@ -88,6 +91,8 @@ const (
 	cfgPeer        = "peer"
 	cfgPeerDenied  = "peer-denied"
 	cfgAuthz       = "authorization"
+	cfgTracedHTTP  = "tracing-http"
+	cfgTraced      = "tracing"
 	sseMeasurement = "sse"
 )
 
@@ -203,6 +208,10 @@ func allConfigs(guardMax int) []config {
 		// A valid token on every request, remembered after its first
 		// check: what authorization adds to mcp.
 		{Name: cfgAuthz, Upstream: upstreamResponder, Handler: authorizationHandler, Keys: 1, Baseline: cfgMCP, Bearer: true},
+		// Caddy's tracing: its HTTP span alone (over control), then with
+		// a span per message and the context in params._meta (over mcp).
+		{Name: cfgTracedHTTP, Upstream: upstreamResponder, Handler: "tracing\n" + controlHandler, Keys: 1, Baseline: cfgControl, Traced: true},
+		{Name: cfgTraced, Upstream: upstreamResponder, Handler: "tracing\nmcp", Keys: 1, Baseline: cfgMCP, Traced: true},
 		{Name: cfgGuard, Upstream: upstreamResponder, Handler: fmt.Sprintf("mcp {\n\tconcurrency {\n\t\tmax %d\n\t}\n}", guardMax), Keys: 1, Baseline: cfgProxy},
 		{Name: cfgDenied, Upstream: upstreamResponder, Handler: "mcp {\n\trate_limit deny {\n\t\trate 1/1h\n\t\tburst 1\n\t}\n}", Keys: 1, Denied: true, Baseline: cfgProxy},
 		// The peer: a zone that never runs dry (as limits-1key's), and one
@@ -243,6 +252,12 @@ func (s selection) needsPeer() bool {
 // tokens.
 func (s selection) needsIssuer() bool {
 	return slices.ContainsFunc(s.Running, func(c config) bool { return c.Bearer })
+}
+
+// needsTraceSink says whether any configuration of the selection exports
+// spans.
+func (s selection) needsTraceSink() bool {
+	return slices.ContainsFunc(s.Running, func(c config) bool { return c.Traced })
 }
 
 // needsRedis says whether any configuration of the selection keeps its

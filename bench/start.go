@@ -49,6 +49,11 @@ func (b *bench) start(tmp string) error {
 		redisAddr = b.redis.Addr
 		log.Printf("started redis-server %s on %s", b.redis.Version, redisAddr)
 	}
+	if b.sel.needsTraceSink() {
+		if b.traceSink, err = startTraceSink(); err != nil {
+			return err
+		}
+	}
 	issuerURL := ""
 	if b.sel.needsIssuer() {
 		if b.issuer, err = startIssuer(); err != nil {
@@ -140,6 +145,9 @@ func (b *bench) shutdown() {
 	}
 	if b.issuer != nil {
 		b.issuer.Close()
+	}
+	if b.traceSink != nil {
+		b.traceSink.Close()
 	}
 	if b.upstreams != nil {
 		b.upstreams.stop()

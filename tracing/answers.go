@@ -59,29 +59,55 @@ func (s *Spans) End(_ *feature.Exchange, e feature.Ending) {
 }
 
 // response ends the span of the request msg answers, if msg is a
-// response to one of them.
+// response to one of them. It reads msg once, descending only into its
+// result and error objects.
 func (s *Spans) response(msg []byte, now time.Time) {
-	var id, errCode, errMessage, isError []byte
-	var result bool
-	err := jsonrpc.Members(msg, func(m jsonrpc.Member) bool {
-		v := msg[m.Start:m.End]
-		switch string(m.Key) {
-		case "id":
-			id = v
-		case "result":
-			result = true
-			isError = member(v, "isError")
-		case "error":
-			errCode, errMessage = member(v, "code"), member(v, "message")
+	var id, errCode, errMessage []byte
+	var isError, answered bool
+	w := jsonrpc.NewWalker(msg)
+	err := w.Object(func(key []byte) error {
+		switch {
+		case string(key) == "id":
+			start := w.Pos()
+			err := w.Skip()
+			id = msg[start:w.Offset()]
+			return err
+		case string(key) == "result" && w.Peek() == '{':
+			answered = true
+			return w.Object(func(key []byte) error {
+				if string(key) == "isError" {
+					isError = w.Peek() == 't'
+				}
+				return w.Skip()
+			})
+		case string(key) == "error" && w.Peek() == '{':
+			answered = true
+			return w.Object(func(key []byte) error {
+				start := w.Pos()
+				err := w.Skip()
+				switch string(key) {
+				case "code":
+					errCode = msg[start:w.Offset()]
+				case "message":
+					errMessage = msg[start:w.Offset()]
+				}
+				return err
+			})
 		}
-		return true
+		return w.Skip()
 	})
-	if err != nil || id == nil {
+	if err != nil || id == nil || !answered {
 		return
 	}
+	s.answer(string(id), errCode, errMessage, isError, now)
+}
+
+// answer ends the span of the request of id, with the outcome its response
+// gave.
+func (s *Spans) answer(id string, errCode, errMessage []byte, isError bool, now time.Time) {
 	for i := range s.msgs {
 		m := &s.msgs[i]
-		if m.done || m.id == "" || m.id != string(id) {
+		if m.done || m.id == "" || m.id != id {
 			continue
 		}
 		switch {
@@ -92,27 +118,13 @@ func (s *Spans) response(msg []byte, now time.Time) {
 			}
 			m.span.SetAttributes(attribute.String("rpc.response.status_code", code))
 			s.end(m, code, unquoted(errMessage), now)
-		case result && string(isError) == "true":
+		case isError:
 			s.end(m, "tool_error", "the tool's result has isError: true", now)
 		default:
 			s.end(m, "", "", now)
 		}
 		return
 	}
-}
-
-// member is the value of obj's member key, as written; nil when obj is no
-// object or has none.
-func member(obj []byte, key string) []byte {
-	var v []byte
-	_ = jsonrpc.Members(obj, func(m jsonrpc.Member) bool {
-		if string(m.Key) == key {
-			v = obj[m.Start:m.End]
-			return false
-		}
-		return true
-	})
-	return v
 }
 
 // unquoted is a JSON string's content, clipped; "" for anything else.

@@ -1,0 +1,97 @@
+package tracing
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/feature"
+	"github.com/caddymcp/caddy-mcp/feature/featuretest"
+)
+
+// traced is the spans of body's messages under a recording HTTP span, and
+// the recorder that receives them once ended.
+func traced(t *testing.T, body string) (*Spans, *tracetest.SpanRecorder) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	ctx, http := tp.Tracer("test").Start(context.Background(), "http")
+	t.Cleanup(func() { http.End() })
+	x := featuretest.Post(t, body)
+	x.Request = x.Request.WithContext(ctx)
+	s := Start(x)
+	require.NotNil(t, s)
+	return s, rec
+}
+
+func errorTypes(rec *tracetest.SpanRecorder) map[string]string {
+	out := map[string]string{}
+	for _, s := range rec.Ended() {
+		out[s.Name()] = ""
+		for _, a := range s.Attributes() {
+			if a.Key == "error.type" {
+				out[s.Name()] = a.Value.AsString()
+			}
+		}
+	}
+	return out
+}
+
+func TestEachResponseEndsItsRequestsSpanWithItsOutcome(t *testing.T) {
+	s, rec := traced(t, `[`+strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ok"}}`,
+		`{"jsonrpc":"2.0","id":"two","method":"tools/call","params":{"name":"failed"}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"refused"}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"odd"}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"nested"}}`,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}`,
+		`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"unanswered"}}`,
+	}, ",")+`]`)
+	_, err := s.Message(nil, []byte(`[{"jsonrpc":"2.0","id":1,"result":{"content":[]}},`+
+		`{"jsonrpc":"2.0","id":"two","result":{"content":[],"isError":true}},`+
+		`{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"bad"}},`+
+		`{"jsonrpc":"2.0","id":4,"error":{"code":"`+strings.Repeat("x", 10000)+`","message":1}},`+
+		`{"jsonrpc":"2.0","id":5,"result":{"structuredContent":{"isError":true},"content":[]}},`+
+		`{"jsonrpc":"2.0","id":99,"result":{}},"junk",{"id":1,"result":{"isError":true}}]`))
+	require.NoError(t, err)
+	s.End(nil, feature.Complete)
+	s.Finish(time.Now())
+	assert.Equal(t, map[string]string{
+		"tools/call ok": "", "tools/call failed": "tool_error", "tools/call refused": "-32602",
+		"tools/call odd": "_OTHER", "tools/call nested": "", "notifications/cancelled": "",
+		"tools/call unanswered": "no_response",
+	}, errorTypes(rec))
+}
+
+func TestTheGatewaysEnvelopeEndsWhatItAnswers(t *testing.T) {
+	s, rec := traced(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`)
+	env := envelope.New(envelope.RateLimited, "Rate limit exceeded").RetryAfter(20).Envelope()
+	s.Answered(&env, feature.Rule{Kind: "limit", Name: "per_client"})
+	s.Finish(time.Now())
+	s.Finish(time.Now()) // once only
+	require.Len(t, rec.Ended(), 1)
+	span := rec.Ended()[0]
+	assert.Equal(t, map[string]string{"tools/call x": "RATE_LIMITED"}, errorTypes(rec))
+	assert.Equal(t, "Rate limit exceeded", span.Status().Description)
+	require.Len(t, span.Events(), 1)
+	assert.Equal(t, "caddy.mcp.envelope", span.Events()[0].Name)
+}
+
+func TestAnUntracedRequestCostsNothing(t *testing.T) {
+	x := featuretest.Post(t, `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+	s := Start(x)
+	assert.Nil(t, s)
+	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+	assert.Equal(t, &body[0], &s.Body(body)[0])
+	s.Event("e")
+	s.Finish(time.Now())
+	allocs := testing.AllocsPerRun(100, func() { _ = Start(x) })
+	assert.Zero(t, allocs)
+}
