@@ -41,25 +41,9 @@ func (b *bench) start(tmp string) error {
 	if err != nil {
 		return err
 	}
-	redisAddr := ""
-	if b.sel.needsRedis() {
-		if b.redis, err = startRedis(b.o.redisBin, filepath.Join(tmp, "redis")); err != nil {
-			return err
-		}
-		redisAddr = b.redis.Addr
-		log.Printf("started redis-server %s on %s", b.redis.Version, redisAddr)
-	}
-	if b.sel.needsTraceSink() {
-		if b.traceSink, err = startTraceSink(); err != nil {
-			return err
-		}
-	}
-	issuerURL := ""
-	if b.sel.needsIssuer() {
-		if b.issuer, err = startIssuer(); err != nil {
-			return err
-		}
-		issuerURL = b.issuer.URL
+	redisAddr, issuerURL, err := b.startServices(tmp)
+	if err != nil {
+		return err
 	}
 	if err := b.startCaddies(tmp, redisAddr, issuerURL); err != nil {
 		return err
@@ -77,6 +61,30 @@ func (b *bench) start(tmp string) error {
 	}
 	log.Printf("started %d Caddy processes; upstreams on %s (responder) and %s (Go SDK)", len(b.caddies), b.upstreams.Responder, b.upstreams.SDK)
 	return nil
+}
+
+// startServices starts what the selection's configurations need beside
+// Caddy: Redis, the trace sink, the token issuer.
+func (b *bench) startServices(tmp string) (redisAddr, issuerURL string, err error) {
+	if b.sel.needsRedis() {
+		if b.redis, err = startRedis(b.o.redisBin, filepath.Join(tmp, "redis")); err != nil {
+			return "", "", err
+		}
+		redisAddr = b.redis.Addr
+		log.Printf("started redis-server %s on %s", b.redis.Version, redisAddr)
+	}
+	if b.sel.needsTraceSink() {
+		if b.traceSink, err = startTraceSink(); err != nil {
+			return "", "", err
+		}
+	}
+	if b.sel.needsIssuer() {
+		if b.issuer, err = startIssuer(); err != nil {
+			return "", "", err
+		}
+		issuerURL = b.issuer.URL
+	}
+	return redisAddr, issuerURL, nil
 }
 
 // startCaddies starts a Caddy for each configuration that is not direct.

@@ -58,8 +58,10 @@ type exchange struct {
 	frozen *snapshot
 
 	// spans are the messages' spans, nil when Caddy does not trace the
-	// request (package tracing).
-	spans *tracing.Spans
+	// request (package tracing); traced the recycled buffer holding the
+	// body sent upstream with their context, when it differs.
+	spans  *tracing.Spans
+	traced *[]byte
 }
 
 // view is the exchange as the features read it, as it stands now: the
@@ -112,7 +114,14 @@ type snapshot struct {
 // The placeholders, which log_append reads after the handler returns, keep
 // copies of their values.
 func (x *exchange) recycle() {
-	if x.pooled == nil || (x.forwarded && !x.bodyClosed()) {
+	if x.forwarded && !x.bodyClosed() {
+		return
+	}
+	if x.traced != nil {
+		putBuffer(x.traced)
+		x.traced = nil
+	}
+	if x.pooled == nil {
 		return
 	}
 	s := &snapshot{size: len(x.Messages)}

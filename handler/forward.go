@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/caddymcp/caddy-mcp/tracing"
 )
 
 // Forwarding: the request goes to the next handler (reverse_proxy), and its
@@ -155,8 +157,15 @@ func (x *exchange) traceUpstream(up *http.Request) {
 	if x.spans == nil || x.Body == nil {
 		return
 	}
-	if body := x.spans.Body(x.Body); len(body) > 0 && &body[0] != &x.Body[0] {
-		x.reader.Reset(body)
-		up.ContentLength = int64(len(body))
+	buf := getBuffer(len(x.Body) + tracing.MetaBytes*len(x.Messages))
+	body, changed := x.spans.AppendBody((*buf)[:0], x.Body)
+	if !changed {
+		putBuffer(buf)
+		return
 	}
+	if cap(body) == cap(*buf) {
+		x.traced = buf // recycled with the body's own
+	}
+	x.reader.Reset(body)
+	up.ContentLength = int64(len(body))
 }

@@ -118,24 +118,27 @@ func readMeta(w *jsonrpc.Walker, body []byte, c *carrier) error {
 // certainty, is left as it is. It returns body itself when nothing
 // changes.
 func inject(body []byte, cs []carrier, values [][2]string) []byte {
-	var out []byte
-	last := 0
+	out, changed := appendInjected(nil, body, cs, values)
+	if !changed {
+		return body
+	}
+	return out
+}
+
+// appendInjected appends body, as inject gives it, to dst, and says
+// whether it changed anything.
+func appendInjected(dst, body []byte, cs []carrier, values [][2]string) (out []byte, changed bool) {
+	out, last := dst, 0
 	for i, c := range cs {
 		if i >= len(values) || values[i][0] == "" || !c.ok {
 			continue
 		}
 		at, insert := c.insertion(body, values[i])
-		if out == nil {
-			out = make([]byte, 0, len(body)+len(cs)*128)
-		}
 		out = append(out, body[last:at.start]...)
 		out = append(out, insert...)
-		last = at.end
+		last, changed = at.end, true
 	}
-	if out == nil {
-		return body
-	}
-	return append(out, body[last:]...)
+	return append(out, body[last:]...), changed
 }
 
 // insertion is where the trace context goes in the message c describes,

@@ -188,13 +188,29 @@ func (s *Spans) meta() [][2]string {
 // span context in its params._meta, for the upstream; body itself when
 // there is nothing to add or the request is not traced.
 func (s *Spans) Body(body []byte) []byte {
+	out, changed := s.AppendBody(nil, body)
+	if !changed {
+		return body
+	}
+	return out
+}
+
+// AppendBody appends body, as Body gives it, to dst (a recycled buffer,
+// MetaBytes per message larger than body), and says whether it changed
+// anything.
+func (s *Spans) AppendBody(dst, body []byte) ([]byte, bool) {
 	if s == nil || len(s.carriers) == 0 || len(s.carriers) != len(s.msgs) {
 		// A body holding responses as well: which span is whose is not
 		// sure; its messages keep what the client sent.
-		return body
+		return dst, false
 	}
-	return inject(body, s.carriers, s.meta())
+	return appendInjected(dst, body, s.carriers, s.meta())
 }
+
+// MetaBytes is room enough for what AppendBody adds to a message:
+// "params", "_meta", a traceparent (55 bytes) and a tracestate (at most
+// 512 bytes, by W3C Trace Context).
+const MetaBytes = 640
 
 // Event records an event that took time on every span still open: a wait
 // in a queue, the upstream's first byte.
