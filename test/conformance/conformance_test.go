@@ -1,9 +1,9 @@
 // Package conformance runs the official MCP conformance suite
 // (@modelcontextprotocol/conformance) against the Go SDK's conformance server
-// (everything-server) five ways: directly, through a plain Caddy
+// (everything-server) six ways: directly, through a plain Caddy
 // reverse_proxy, through the caddy-mcp gateway, through the gateway with
-// authorization on, and through the gateway in front of three stateful
-// replicas with sessions. It shows that the gateway
+// authorization on, with Caddy's tracing on, and through the gateway in
+// front of three stateful replicas with sessions. It shows that the gateway
 // is transparent to every server check, with one server or a pool of them,
 // and why it is needed in front of a local server: a plain reverse_proxy
 // rewrites Host, which defeats the server's DNS rebinding protection, which
@@ -111,7 +111,7 @@ var suites = []suiteSpec{
 func TestMain(m *testing.M) { mcptest.Main(m) }
 
 // TestConformance runs the whole active server suite of each pinned version
-// five times (testSuite). The subtests must not run in parallel (one Caddy per process).
+// six times (testSuite). The subtests must not run in parallel (one Caddy per process).
 func TestConformance(t *testing.T) {
 	server := mcptest.BuildEverythingServer(t)
 	for _, spec := range suites {
@@ -200,6 +200,23 @@ func testSuite(t *testing.T, s suite, server string) {
 		res.requireFailed(t, "gateway, authorization on", spec.directFailures)
 		res.requirePassed(t, "gateway, authorization on", directPassed)
 		res.logOnFailure(t)
+	})
+
+	t.Run("gateway, tracing on", func(t *testing.T) {
+		// Caddy's tracing on: each message gets a span, and each request
+		// goes upstream with its span's context in params._meta. The
+		// server's answers must not change for it.
+		rec := mcptest.TraceReceiver(t)
+		upstream := mcptest.StartEverythingServer(t, server)
+		gateway := mcptest.StartCatchAllGateway(t, "tracing\nmcp\n"+mcptest.ProxyTo(upstream))
+		res := runSuite(t, s, gateway+"/mcp")
+		res.requireShape(t, spec)
+		res.requireFailed(t, "gateway, tracing on", spec.directFailures)
+		res.requirePassed(t, "gateway, tracing on", directPassed)
+		res.logOnFailure(t)
+		if !rec.Any(t, "tools/call test_simple_text") {
+			t.Error("no span of the suite's tools/call test_simple_text reached the receiver")
+		}
 	})
 
 	t.Run("gateway, three replicas", func(t *testing.T) {

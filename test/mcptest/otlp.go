@@ -165,6 +165,28 @@ func (o *OTLPReceiver) Trace(t testing.TB, traceID string, names ...string) []*S
 	})
 }
 
+// Any waits until a span named name arrives, of any trace, and reports
+// whether one did before the failsafe.
+func (o *OTLPReceiver) Any(t testing.TB, name string) bool {
+	t.Helper()
+	failsafe := time.NewTimer(time.Minute)
+	defer failsafe.Stop()
+	for {
+		o.mu.Lock()
+		found := slices.ContainsFunc(o.spans, func(s *Span) bool { return s.Name == name })
+		arrived := o.arrived
+		o.mu.Unlock()
+		if found {
+			return true
+		}
+		select {
+		case <-arrived:
+		case <-failsafe.C:
+			return false
+		}
+	}
+}
+
 // Until waits until the spans of trace traceID are complete by done's
 // judgment, and returns them. A trace that never completes fails the test
 // after a minute: a failsafe, not a measure (spans are exported every
