@@ -150,6 +150,18 @@ func (c *Config) Validate() error {
 	return nil
 }
 
+// Resolve checks what only start can: the introspection credentials'
+// placeholders ({env.*}) come out non-empty.
+func (c *Config) Resolve() error {
+	repl := caddy.NewReplacer()
+	for _, is := range c.Issuers {
+		if in := is.Introspection; in != nil && (repl.ReplaceKnown(in.ClientID, "") == "" || repl.ReplaceKnown(in.ClientSecret, "") == "") {
+			return fmt.Errorf("issuer %q: introspection: the client_id or client_secret comes out empty (an environment variable not set?)", is.URL)
+		}
+	}
+	return nil
+}
+
 func (in *IntrospectionConfig) validate() error {
 	if in.ClientID == "" || in.ClientSecret == "" {
 		return errors.New("the gateway's client_id and client_secret at the issuer are required")

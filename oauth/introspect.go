@@ -41,7 +41,7 @@ const (
 	// resource, is refused without asking again.
 	RefusedFor = time.Minute
 	// MaxIntrospection bounds an introspection answer read.
-	MaxIntrospection = 64 << 10
+	MaxIntrospection = 16 << 10
 )
 
 // Introspection is how the gateway asks an issuer about opaque tokens.
@@ -63,11 +63,18 @@ type introspector struct {
 	limit   *rate.Limiter
 	flights singleflight.Group
 	refused tokenCache
+	// known are the tokens found valid, until their exp: asking about one
+	// again once it is no longer remembered as valid does not wait for
+	// the rate of tokens never seen, which a flood of made-up ones spends.
+	known tokenCache
 
-	mu       sync.Mutex
-	endpoint string    // configured, or discovered
-	tried    time.Time // the last discovery, or the last request
-	err      error     // of the last discovery or request
+	// discovering is held while the endpoint is discovered, so that mu,
+	// which the status takes, is never held across the network.
+	discovering sync.Mutex
+	mu          sync.Mutex
+	endpoint    string    // configured, or discovered
+	tried       time.Time // the last discovery, or the last request
+	err         error     // of the last discovery or request
 }
 
 func newIntrospector(keys *keySet, cfg Introspection, leeway time.Duration) *introspector {
@@ -91,7 +98,7 @@ func (in *introspector) check(ctx context.Context, token, resource string, key d
 		return nil, &Error{Reason: Malformed, Err: errors.New("not a bearer token this resource accepts (RFC 6750 b64token, at most 4 KiB)")}
 	}
 	v, err, _ := in.flights.Do(string(key[:]), func() (any, error) {
-		if !in.limit.AllowN(now, 1) {
+		if _, known := in.known.get(key, now); !known && !in.limit.AllowN(now, 1) {
 			return nil, &Error{Reason: IntrospectionLimited, Err: errTooMany}
 		}
 		return in.ask(ctx, token)
@@ -100,10 +107,25 @@ func (in *introspector) check(ctx context.Context, token, resource string, key d
 		return nil, err
 	}
 	p, err := in.principal(v.(json.RawMessage), resource, now)
-	if e := (*Error)(nil); errors.As(err, &e) {
+	var e *Error
+	switch {
+	case err == nil:
+		in.known.put(key, cached{until: p.Expiry.Add(in.leeway)}, now)
+	case errors.As(err, &e) && settled(e.Reason):
 		in.refused.put(key, cached{err: e, until: now.Add(RefusedFor)}, now)
 	}
 	return p, err
+}
+
+// settled reports whether a token refused for r stays refused however
+// often it is asked about: not one whose answer could not be read, nor
+// one not valid yet.
+func settled(r Reason) bool {
+	switch r {
+	case Inactive, WrongAudience, WrongIssuer, Expired, Malformed:
+		return true
+	}
+	return false
 }
 
 // ask sends token to the introspection endpoint and returns its answer's
@@ -139,13 +161,16 @@ func (in *introspector) ask(ctx context.Context, token string) (_ json.RawMessag
 // where is the introspection endpoint: configured, or discovered from the
 // issuer's metadata, at most once per RefetchAfter while it fails.
 func (in *introspector) where(ctx context.Context) (string, error) {
+	in.discovering.Lock()
+	defer in.discovering.Unlock()
 	in.mu.Lock()
-	defer in.mu.Unlock()
-	if in.endpoint != "" {
-		return in.endpoint, nil
+	endpoint, tried, lastErr := in.endpoint, in.tried, in.err
+	in.mu.Unlock()
+	if endpoint != "" {
+		return endpoint, nil
 	}
-	if now := in.keys.now(); !in.tried.IsZero() && now.Sub(in.tried) < RefetchAfter {
-		return "", in.err
+	if now := in.keys.now(); !tried.IsZero() && now.Sub(tried) < RefetchAfter {
+		return "", lastErr
 	}
 	meta, err := in.keys.metadata(ctx)
 	switch {
@@ -157,6 +182,8 @@ func (in *introspector) where(ctx context.Context) (string, error) {
 			err = fmt.Errorf("the issuer's introspection_endpoint %q: %w", meta.IntrospectionEndpoint, err)
 		}
 	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
 	if err != nil {
 		in.tried, in.err = in.keys.now(), err
 		return "", err
@@ -180,16 +207,19 @@ func (in *introspector) principal(raw json.RawMessage, resource string, now time
 		claims jwt.Claims
 		active bool
 	)
-	if err := errors.Join(json.Unmarshal(raw, &answer), json.Unmarshal(raw, &claims)); err != nil {
+	if err := json.Unmarshal(raw, &answer); err != nil {
 		return nil, &Error{Reason: IssuerUnavailable, Err: fmt.Errorf("the issuer's introspection answer: %w", err)}
 	}
 	if json.Unmarshal(answer["active"], &active) != nil || !active {
 		return nil, &Error{Reason: Inactive, Err: errInactive}
 	}
+	if err := json.Unmarshal(raw, &claims); err != nil {
+		return nil, &Error{Reason: IssuerUnavailable, Err: fmt.Errorf("the issuer's introspection answer: %w", err)}
+	}
 	if claims.Issuer != "" && in.keys.issuer != claims.Issuer && strings.TrimSuffix(claims.Issuer, "/") != strings.TrimSuffix(in.keys.issuer, "/") {
 		return nil, &Error{Reason: WrongIssuer, Err: fmt.Errorf("the introspected token is issuer %q's", claims.Issuer)}
 	}
-	if typ := firstString(answer, "token_type"); (typ != "" && !strings.EqualFold(typ, "bearer")) || answer["cnf"] != nil {
+	if typ := firstString(answer, "token_type"); (answer["token_type"] != nil && !strings.EqualFold(typ, "bearer")) || answer["cnf"] != nil {
 		return nil, &Error{Reason: Malformed, Err: fmt.Errorf("the token is bound to a key (token_type %q): not a bearer token", typ)}
 	}
 	if err := current(&claims, resource, now, in.leeway); err != nil {
@@ -197,21 +227,41 @@ func (in *introspector) principal(raw json.RawMessage, resource string, now time
 	}
 	p := &Principal{
 		Issuer: in.keys.issuer, Subject: claims.Subject, ClientID: firstString(answer, "client_id"),
-		Scopes: scopes(answer), Expiry: now.Add(CacheFor), Claims: answer,
+		Scopes: scopes(answer), Expiry: now.Add(CacheFor), Claims: kept(answer),
 	}
 	if claims.Expiry != nil {
 		p.Expiry = claims.Expiry.Time()
 	}
-	if p.Subject == "" {
+	if p.Subject == "" && p.ClientID != "" {
 		// A client's own token (client credentials) may name no sub: the
-		// client is who it speaks for, as RFC 9068 writes it in a JWT.
-		p.Subject = p.ClientID
+		// client is who it speaks for, named apart from the issuer's
+		// subjects, so that a client called as a user is not that user.
+		p.Subject = ClientSubject + p.ClientID
 	}
 	if p.Subject == "" {
 		return nil, &Error{Reason: Malformed, Err: errors.New("the introspected token names neither sub nor client_id")}
 	}
 	p.view = viewOf(p)
 	return p, nil
+}
+
+// ClientSubject begins the subject of an introspected token that names
+// no sub: its client_id follows.
+const ClientSubject = "client:"
+
+// MaxClaim bounds a claim an introspected principal keeps (placeholders
+// read at most 256 bytes of one): the answer itself is read within
+// MaxIntrospection, and the principal is remembered.
+const MaxClaim = 1 << 10
+
+// kept are the claims of answer a principal keeps: each within MaxClaim.
+func kept(answer map[string]json.RawMessage) map[string]json.RawMessage {
+	for k, v := range answer {
+		if len(v) > MaxClaim {
+			delete(answer, k)
+		}
+	}
+	return answer
 }
 
 // isB64Token reports whether token is an RFC 6750 b64token: what a

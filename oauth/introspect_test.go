@@ -86,7 +86,7 @@ func TestAnActiveOpaqueTokenIsAskedAboutOnceAndSpeaksForItsClient(t *testing.T) 
 
 	p, err := v.Verify(ctx, "opaque-token_1", resource)
 	require.NoError(t, err)
-	assert.Equal(t, "agent-7", p.Subject, "a client's own token: its client_id")
+	assert.Equal(t, ClientSubject+"agent-7", p.Subject, "a client's own token: its client_id, named apart")
 	assert.Equal(t, "agent-7", p.ClientID)
 	assert.Equal(t, []string{"tools:read"}, p.Scopes)
 	assert.Equal(t, is.srv.URL, p.Issuer)
@@ -239,4 +239,78 @@ func TestAnIntrospectionEndpointThatIsNotOneIsUnavailable(t *testing.T) {
 	assert.Equal(t, IssuerUnavailable, reason(t, err), "a configured endpoint that is not one (404)")
 	assert.ErrorContains(t, err, "check the endpoint")
 	assert.Zero(t, is.asked.Load())
+}
+
+func TestTokensAlreadyCheckedAreNotLockedOutByAFlood(t *testing.T) {
+	is, v, c, answer := opaque(t)
+	ctx := context.Background()
+	is.knows("victim-token", answer)
+	_, err := v.Verify(ctx, "victim-token", resource)
+	require.NoError(t, err)
+	n := 0
+	flood := func(k int) {
+		for range k {
+			_, _ = v.Verify(ctx, fmt.Sprint("junk-", n), resource)
+			n++
+		}
+	}
+	flood(IntrospectionBurst * 2) // the rate is spent
+	c.advance(CacheFor)           // the victim's token is no longer remembered as valid
+	flood(IntrospectionBurst)
+	_, err = v.Verify(ctx, "victim-token", resource)
+	require.NoError(t, err, "a token found valid before is asked about again without waiting for the rate")
+}
+
+func TestIntrospectedTokensNamedByTheirClientOnlyAndOddAnswers(t *testing.T) {
+	is, v, c, answer := opaque(t)
+	ctx := context.Background()
+	is.knows("client-token", answer)
+	p, err := v.Verify(ctx, "client-token", resource)
+	require.NoError(t, err)
+	assert.Equal(t, ClientSubject+"agent-7", p.Subject, "never a user's subject")
+
+	with := func(k string, val any) map[string]any {
+		m := map[string]any{}
+		for a, b := range answer {
+			m[a] = b
+		}
+		m[k] = val
+		return m
+	}
+	// An answer that cannot be read is not remembered as a refusal.
+	is.knows("odd", with("exp", "soon"))
+	_, err = v.Verify(ctx, "odd", resource)
+	assert.Equal(t, IssuerUnavailable, reason(t, err))
+	is.knows("odd", answer)
+	_, err = v.Verify(ctx, "odd", resource)
+	require.NoError(t, err, "the fixed answer is read")
+	// Nor one not valid yet.
+	is.knows("early", with("nbf", c.now.Add(31*time.Second).Unix()))
+	_, err = v.Verify(ctx, "early", resource)
+	assert.Equal(t, NotYetValid, reason(t, err))
+	c.advance(2 * time.Second)
+	_, err = v.Verify(ctx, "early", resource)
+	require.NoError(t, err)
+	// An inactive answer is inactive, whatever else it holds.
+	is.knows("gone", map[string]any{"active": false, "exp": "x", "aud": 7})
+	_, err = v.Verify(ctx, "gone", resource)
+	assert.Equal(t, Inactive, reason(t, err))
+	// A token_type that is not a string is not a bearer's.
+	is.knows("typed", with("token_type", 7))
+	_, err = v.Verify(ctx, "typed", resource)
+	assert.Equal(t, Malformed, reason(t, err))
+	// A PASETO-like token with two dots is opaque, and introspected.
+	is.knows("v4.local.abcDEF123", answer)
+	_, err = v.Verify(ctx, "v4.local.abcDEF123", resource)
+	require.NoError(t, err)
+}
+
+func TestIntrospectionCredentialsThatComeOutEmptyRefuseTheConfig(t *testing.T) {
+	t.Setenv("CADDY_MCP_TEST_SET", "s3cret")
+	cfg := &Config{Issuers: []IssuerConfig{{URL: "https://a.example", Introspection: &IntrospectionConfig{ClientID: "gw", ClientSecret: "{env.CADDY_MCP_TEST_SET}"}}}}
+	require.NoError(t, cfg.Validate())
+	require.NoError(t, cfg.Resolve())
+	cfg.Issuers[0].Introspection.ClientSecret = "{env.CADDY_MCP_TEST_UNSET}"
+	require.NoError(t, cfg.Validate(), "known only at start")
+	assert.ErrorContains(t, cfg.Resolve(), "comes out empty")
 }

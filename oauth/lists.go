@@ -132,7 +132,12 @@ func (g *Gate) edit(result []byte, k *listKind, granted []string) ([]byte, error
 		return result, err
 	}
 	hidden.WithLabelValues(k.list).Add(float64(removed))
-	return toolpolicy.Private(out)
+	if private, err := toolpolicy.Private(out); err == nil {
+		return private, nil
+	}
+	// A cacheScope given twice, or in another letter case: the list is
+	// still the caller's own, left without the entries it may not see.
+	return out, nil
 }
 
 // hidden counts the entries left out of list answers for the caller's

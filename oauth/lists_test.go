@@ -90,3 +90,19 @@ func TestAResumedStreamHasItsListsEditedWhereverFound(t *testing.T) {
 	assert.Equal(t, `{"jsonrpc":"2.0","id":3,"result":{"prompts":[],"tools":[{"name":"ok"}]}}`, got)
 	assert.Equal(t, before+1, featuretest.Counted(t, hidden.WithLabelValues("prompts")))
 }
+
+func TestAListInABatchIsRefusedAndAnAmbiguousCacheScopeKeepsTheFilter(t *testing.T) {
+	g := listGate(t)
+	x := featuretest.Post(t, `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"tools/list"}]`)
+	x.Principal = &feature.Principal{Subject: "alice"}
+	ref := g.Check(x)
+	require.NotNil(t, ref, "its answer would not be edited")
+	assert.Contains(t, ref.Envelope.Message, "tools/list")
+	x = featuretest.Post(t, `[{"jsonrpc":"2.0","id":1,"method":"resources/templates/list"}]`)
+	x.Principal = &feature.Principal{Subject: "alice"}
+	assert.Nil(t, g.Check(x), "templates are not edited")
+
+	x = featuretest.Post(t, `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`)
+	assert.Equal(t, `{"jsonrpc":"2.0","id":7,"result":{"tools":[{"name":"read"}],"cacheScope":"public","CacheScope":"public"}}`,
+		answer(t, g, x, nil, `{"jsonrpc":"2.0","id":7,"result":{"tools":[{"name":"read"},{"name":"admin_drop"}],"cacheScope":"public","CacheScope":"public"}}`))
+}

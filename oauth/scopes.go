@@ -73,6 +73,12 @@ func (g *Gate) Check(x *feature.Exchange) *feature.Refusal {
 		if m.Kind != jsonrpc.Request && m.Kind != jsonrpc.Notification {
 			continue
 		}
+		if k := kindOf(m); x.Batch && k != nil && len(k.rules(g)) > 0 {
+			// Its answer is edited for the caller only when it is sent
+			// alone (lists.go): in a batch it would list what the token
+			// may not call.
+			return &feature.Refusal{Envelope: listInBatch(string(m.Method)), Status: http.StatusOK, By: feature.Rule{Kind: "authorization"}}
+		}
 		what, name, need := g.needs(m)
 		missing := absent(x.Principal.Scopes, need)
 		if len(missing) == 0 {

@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"net/url"
 	"time"
 )
 
@@ -58,10 +59,18 @@ func (g *Gate) Status() *Status {
 	return s
 }
 
+// redacted is u without the password it may hold.
+func redacted(u string) string {
+	if parsed, err := url.Parse(u); err == nil {
+		return parsed.Redacted()
+	}
+	return ""
+}
+
 func (in *introspector) status(now time.Time) *IntrospectionStatus {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	st := &IntrospectionStatus{Endpoint: in.endpoint, Refused: in.refused.len()}
+	st := &IntrospectionStatus{Endpoint: redacted(in.endpoint), Refused: in.refused.len()}
 	if !in.tried.IsZero() {
 		st.AskedAgo = now.Sub(in.tried).Round(time.Second).String()
 	}

@@ -159,7 +159,7 @@ func (v *Verifier) Verify(ctx context.Context, token, resource string) (*Princip
 	}
 	var p *Principal
 	var err error
-	if v.opaque != nil && strings.Count(token, ".") != 2 {
+	if v.opaque != nil && !isJWS(token) {
 		p, err = v.opaque.check(ctx, token, resource, key, now)
 	} else {
 		p, err = v.verify(ctx, token, resource, now)
@@ -329,6 +329,26 @@ func parse(token string) (*jwt.JSONWebToken, error) {
 		return nil, &Error{Reason: Malformed, Err: errors.New("the token is not in canonical base64url")}
 	}
 	return tok, nil
+}
+
+// isJWS reports whether token is written as a compact JWS: three parts,
+// the first a JSON object naming an alg. Any other token is opaque (a
+// PASETO's "v4.local.…" has three parts too).
+func isJWS(token string) bool {
+	header, rest, ok := strings.Cut(token, ".")
+	if !ok || strings.Count(rest, ".") != 1 || len(header) > 4<<10 {
+		return false
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(header)
+	if err != nil {
+		return false
+	}
+	alg := false
+	err = jsonrpc.Members(raw, func(m jsonrpc.Member) bool {
+		alg = alg || string(m.Key) == "alg"
+		return true
+	})
+	return err == nil && alg
 }
 
 // unverifiedIssuer is the "iss" of a compact JWT, read before its

@@ -71,6 +71,14 @@ func insufficientScope(missing, required []string) envelope.Envelope {
 		Envelope()
 }
 
+// listInBatch: a list whose entries the scopes govern was asked for in a
+// batch, where its answer is not edited for the caller.
+func listInBatch(method string) envelope.Envelope {
+	return envelope.New(envelope.ValidationError, "This batch holds a "+method+" request, which this server answers only when it is sent alone (its answer depends on the access token's scopes); nothing in the batch ran").
+		Suggest("Send " + method + " as a request of its own, then the rest of the batch.").
+		Envelope()
+}
+
 // unavailable: the issuer's keys could not be fetched, or it could not be
 // asked about the token, so the token cannot be checked.
 func unavailable(cause error) *feature.Refusal {
@@ -99,6 +107,7 @@ func Words() []feature.Word {
 		{Name: "the authorization server cannot be reached", Envelope: unavailable(nil).Envelope},
 		{Name: "an opaque access token that is not active", Envelope: invalid(&Error{Reason: Inactive}, "https://mcp.example.com/mcp")},
 		{Name: "a tool whose scope the access token lacks", Envelope: scopeLacking("tool", "delete_repository", []string{"repo:admin"})},
+		{Name: "a list the scopes edit, in a batch", Envelope: listInBatch("tools/list")},
 	}
 }
 
