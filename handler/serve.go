@@ -104,6 +104,9 @@ func (h *Handler) admitAndForward(w http.ResponseWriter, x *exchange, next caddy
 // admitCall takes x through the phases of admission and the checks, and
 // returns the first refusal.
 func (h *Handler) admitCall(x *exchange) *feature.Refusal {
+	if x.spans != nil {
+		return h.admitTraced(x)
+	}
 	if ref := x.admit(h.openers); ref != nil {
 		return ref
 	}
@@ -114,13 +117,36 @@ func (h *Handler) admitCall(x *exchange) *feature.Refusal {
 	if ref := h.check(x); ref != nil {
 		return ref
 	}
-	if x.spans == nil {
-		return x.admit(h.entries)
+	return x.admit(h.entries)
+}
+
+// admitTraced is admitCall for a traced request: each phase that has a
+// feature to run is an event on the messages' spans, with the time it took
+// (a sealed session opened, the limits decided, in Redis or not, the
+// checks, validation among them, a place in the guard).
+func (h *Handler) admitTraced(x *exchange) *feature.Refusal {
+	phases := [...]struct {
+		name string
+		run  bool
+		step func() *feature.Refusal
+	}{
+		{"caddy.mcp.session", len(h.openers) > 0, func() *feature.Refusal { return x.admit(h.openers) }},
+		{"caddy.mcp.limits", len(h.admitters) > 0, func() *feature.Refusal { return x.admit(h.admitters) }},
+		{"caddy.mcp.checks", len(h.checks) > 0, func() *feature.Refusal { return h.check(x) }},
+		{"caddy.mcp.guard", len(h.entries) > 0, func() *feature.Refusal { return x.admit(h.entries) }},
 	}
-	start := time.Now()
-	ref := x.admit(h.entries)
-	x.spans.Waited(time.Since(start))
-	return ref
+	for _, p := range phases {
+		if !p.run {
+			continue
+		}
+		start := time.Now()
+		ref := p.step()
+		x.spans.Phase(p.name, time.Since(start))
+		if ref != nil {
+			return ref
+		}
+	}
+	return nil
 }
 
 // passesUninspected reports whether a body the handler could not inspect may

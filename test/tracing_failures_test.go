@@ -3,6 +3,7 @@ package test
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -118,7 +119,10 @@ func TestAFullQueueEndsTheSpanAfterItsWait(t *testing.T) {
 	for _, e := range span.Events {
 		names = append(names, e.Name)
 	}
-	assert.Equal(t, []string{"caddy.mcp.guard.waited", "caddy.mcp.envelope"}, names, "it waited in the queue, then was refused")
+	assert.Equal(t, []string{"caddy.mcp.guard", "caddy.mcp.envelope"}, names, "it waited in the queue, then was refused")
+	wait, err := strconv.ParseFloat(span.Events[0].Attributes["caddy.mcp.duration_seconds"], 64)
+	require.NoError(t, err)
+	assert.Positive(t, wait)
 	assert.Equal(t, "guard", span.Events[1].Attributes["caddy.mcp.rule.kind"])
 }
 

@@ -109,8 +109,10 @@ func TestAToolsIsErrorAndTheGatewaysEnvelopesFailTheirSpans(t *testing.T) {
 	assert.Equal(t, "RATE_LIMITED", limited.Attributes["error.type"])
 	assert.True(t, limited.StatusError)
 	assert.True(t, strings.HasPrefix(limited.StatusMessage, "Rate limit exceeded"), limited.StatusMessage)
-	require.Len(t, limited.Events, 1)
-	ev := limited.Events[0]
+	require.Len(t, limited.Events, 2)
+	assert.Equal(t, "caddy.mcp.limits", limited.Events[0].Name, "the limits decided, and how long it took")
+	assert.NotEmpty(t, limited.Events[0].Attributes["caddy.mcp.duration_seconds"])
+	ev := limited.Events[1]
 	assert.Equal(t, "caddy.mcp.envelope", ev.Name)
 	assert.Equal(t, map[string]string{"caddy.mcp.envelope.code": "RATE_LIMITED", "caddy.mcp.rule.kind": "limit", "caddy.mcp.rule.name": "per_client", "caddy.mcp.retry_after": ev.Attributes["caddy.mcp.retry_after"]}, ev.Attributes)
 	assert.NotEmpty(t, ev.Attributes["caddy.mcp.retry_after"])

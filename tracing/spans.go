@@ -231,12 +231,11 @@ func (s *Spans) event(name string, attrs ...attribute.KeyValue) {
 	}
 }
 
-// Waited records the time the messages waited for a place in the
-// concurrency guard's queue, when they waited.
-func (s *Spans) Waited(d time.Duration) {
-	if d >= time.Millisecond {
-		s.Event("caddy.mcp.guard.waited", attribute.Float64("caddy.mcp.wait_seconds", d.Seconds()))
-	}
+// Phase records a phase of admission the messages went through, and the
+// time it took: a session opened, the limits decided, the checks, a place
+// in the concurrency guard (a wait in its queue).
+func (s *Spans) Phase(name string, d time.Duration) {
+	s.Event(name, attribute.Float64("caddy.mcp.duration_seconds", d.Seconds()))
 }
 
 // Answered records the gateway's envelope, written for the messages not
