@@ -32,11 +32,26 @@ type TSScript struct {
 	// Headers are added to every HTTP request of the client.
 	Headers map[string]string `json:"headers,omitempty"`
 	// ClientName is sent as clientInfo.name (default "caddy-mcp-tsclient").
-	ClientName string   `json:"clientName,omitempty"`
+	ClientName string `json:"clientName,omitempty"`
+	// OAuth signs the client in with the client credentials grant, through
+	// the SDK's own ClientCredentialsProvider, when the server asks (401).
+	OAuth *TSOAuth `json:"oauth,omitempty"`
+	// RecordHTTP lists every HTTP exchange of the client in TSOutput.HTTP.
+	RecordHTTP bool     `json:"recordHttp,omitempty"`
 	Steps      []TSStep `json:"steps"`
 
 	// Timeout bounds the whole node run (default DefaultTSClientTimeout).
 	Timeout time.Duration `json:"-"`
+}
+
+// TSOAuth is a confidential client of the authorization server at
+// ExpectedIssuer: the SDK presents its credentials to no other.
+type TSOAuth struct {
+	ClientID       string `json:"clientId"`
+	ClientSecret   string `json:"clientSecret"`
+	ExpectedIssuer string `json:"expectedIssuer"`
+	// Scope is the scope to ask for ("" for none).
+	Scope string `json:"scope,omitempty"`
 }
 
 // TSStep is one step of a TSScript. Op is one of "listTools", "callTool",
@@ -89,6 +104,11 @@ type TSOutput struct {
 	// ConnectError is set when connecting (initialize) failed; the exit
 	// status is then 3 and Results is empty.
 	ConnectError *TSError `json:"connectError,omitempty"`
+	// HTTP is every request the client sent, in order, with TSScript.RecordHTTP.
+	HTTP []TSExchange `json:"http,omitempty"`
+	// Auth is the token the client holds after the script, with
+	// TSScript.OAuth (nil when it obtained none).
+	Auth *TSAuth `json:"auth,omitempty"`
 
 	// Stderr is node's standard error (warnings, diagnostics).
 	Stderr string `json:"-"`
@@ -100,6 +120,28 @@ type TSSession struct {
 	ProtocolVersion    string              `json:"protocolVersion"`
 	ServerVersion      *mcp.Implementation `json:"serverVersion"`
 	ServerCapabilities json.RawMessage     `json:"serverCapabilities"`
+}
+
+// TSExchange is one HTTP request of the client and its answer's status
+// (0, with Error, when no answer came).
+type TSExchange struct {
+	Method string `json:"method"`
+	URL    string `json:"url"`
+	// Authorization is the scheme of the request's Authorization header
+	// ("Bearer", "Basic"), or "" when it had none.
+	Authorization string `json:"authorization,omitempty"`
+	Status        int    `json:"status"`
+	Error         string `json:"error,omitempty"`
+}
+
+// TSAuth describes the access token the client obtained, but not the
+// token itself.
+type TSAuth struct {
+	TokenType string `json:"tokenType"`
+	Scope     string `json:"scope"`
+	ExpiresIn int    `json:"expiresIn"`
+	// Issuer is the authorization server the SDK bound the token to.
+	Issuer string `json:"issuer"`
 }
 
 // TSResult is the outcome of one step.

@@ -21,6 +21,16 @@
 //                               // since Node 20's built-in fetch has no public per-request CA option.
 //       "headers": {"Authorization": "Bearer x"}, // optional extra HTTP headers on every request
 //       "clientName": "tsclient", // optional clientInfo.name
+//       "oauth": {              // optional: sign in with the OAuth client credentials grant
+//         "clientId": "agent",
+//         "clientSecret": "...",
+//         "expectedIssuer": "http://127.0.0.1:9000", // the authorization server they are for
+//         "scope": "a b"        // optional: the scope to ask for
+//       },                      // The SDK's ClientCredentialsProvider (client_secret_basic) is the
+//                               // transport's authProvider: on a 401 the SDK finds the authorization
+//                               // server from the Protected Resource Metadata (RFC 9728), obtains a
+//                               // token there and sends the request again.
+//       "recordHttp": true,     // optional: list every HTTP exchange of the client (see "http")
 //       "steps": [ ... ]
 //     }
 //
@@ -55,6 +65,11 @@
 //       "notifications": [<other notifications received from the server>],
 //       "transportErrors": [<errors reported by client.onerror>],
 //       "connectError": <error, only when connecting failed>
+//       "http": [{"method", "url", "authorization", "status"} or {..., "error"}, ...],
+//                               // with recordHttp: each request as it was sent, in order;
+//                               // authorization is the scheme of its Authorization header, if any
+//       "auth": {"tokenType", "scope", "expiresIn", "issuer"} or null
+//                               // with oauth: the token the SDK holds (never the token itself)
 //     }
 //
 //   error.name is the JS error name (e.g. "McpError" for JSON-RPC errors, whose
@@ -71,6 +86,7 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ClientCredentialsProvider } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
 import { ResultSchema } from '@modelcontextprotocol/sdk/types.js';
 
 // Keep stdout for the single JSON result.
@@ -113,6 +129,14 @@ function readScript() {
     }
     if (script.steps !== undefined && script.steps !== null && !Array.isArray(script.steps)) {
         throw new Error('script.steps must be an array');
+    }
+    const oauth = script.oauth;
+    if (oauth !== undefined && oauth !== null) {
+        for (const field of ['clientId', 'clientSecret', 'expectedIssuer']) {
+            if (typeof oauth[field] !== 'string' || oauth[field] === '') {
+                throw new Error(`script.oauth.${field} must be a non-empty string`);
+            }
+        }
     }
     return script;
 }
@@ -157,6 +181,38 @@ const transportOpts = {};
 if (script.headers) {
     transportOpts.requestInit = { headers: script.headers };
 }
+
+// Every HTTP exchange, in the order the requests were sent: the transport
+// and the SDK's auth() (discovery, token request) all fetch through it.
+const http = [];
+if (script.recordHttp) {
+    transportOpts.fetch = async (input, init) => {
+        const request = input instanceof Request ? input : undefined;
+        const exchange = { method: init?.method ?? request?.method ?? 'GET', url: String(request?.url ?? input) };
+        const credentials = new Headers(init?.headers ?? request?.headers).get('authorization');
+        if (credentials) exchange.authorization = credentials.split(' ')[0]; // the scheme, never the credentials
+        http.push(exchange);
+        try {
+            const response = await fetch(input, init);
+            exchange.status = response.status;
+            return response;
+        } catch (err) {
+            exchange.error = err?.message ?? String(err);
+            throw err;
+        }
+    };
+}
+
+let authProvider;
+if (script.oauth) {
+    authProvider = new ClientCredentialsProvider({
+        clientId: script.oauth.clientId,
+        clientSecret: script.oauth.clientSecret,
+        expectedIssuer: script.oauth.expectedIssuer,
+        ...(script.oauth.scope ? { scope: script.oauth.scope } : {}),
+    });
+    transportOpts.authProvider = authProvider;
+}
 const transport = new StreamableHTTPClientTransport(new URL(script.url), transportOpts);
 
 function sessionInfo() {
@@ -166,6 +222,25 @@ function sessionInfo() {
         serverVersion: client.getServerVersion() ?? null,
         serverCapabilities: client.getServerCapabilities() ?? null,
     };
+}
+
+// What the client ran with beside the session: the exchanges, and the
+// token it holds, described without the token itself.
+function extras() {
+    const out = {};
+    if (script.recordHttp) out.http = http;
+    if (authProvider) {
+        const tokens = authProvider.tokens();
+        out.auth = tokens
+            ? {
+                  tokenType: tokens.token_type ?? null,
+                  scope: tokens.scope ?? null,
+                  expiresIn: tokens.expires_in ?? null,
+                  issuer: tokens.issuer ?? null,
+              }
+            : null;
+    }
+    return out;
 }
 
 async function runStep(step) {
@@ -222,7 +297,7 @@ try {
     await client.connect(transport);
 } catch (err) {
     console.error(`tsclient: connect: ${err?.message ?? err}`);
-    writeAndExit({ results: [], session: sessionInfo(), notifications, transportErrors, connectError: serializeError(err) }, 3);
+    writeAndExit({ results: [], session: sessionInfo(), notifications, transportErrors, connectError: serializeError(err), ...extras() }, 3);
     await new Promise(() => {}); // wait for exit
 }
 
@@ -230,7 +305,7 @@ const results = [];
 for (const step of script.steps ?? []) {
     results.push(await runStep(step));
 }
-const out = { results, session: sessionInfo(), notifications, transportErrors };
+const out = { results, session: sessionInfo(), notifications, transportErrors, ...extras() };
 try {
     await client.close();
 } catch (err) {
