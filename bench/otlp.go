@@ -1,15 +1,13 @@
 package main
 
 import (
-	"io"
 	"log"
 	"net"
 	"net/http"
 	"os"
 	"sync/atomic"
 
-	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	"google.golang.org/protobuf/proto"
+	"github.com/caddymcp/caddy-mcp/internal/otlp"
 )
 
 // traceSink is where the traced configurations' Caddy processes export
@@ -46,23 +44,9 @@ func startTraceSink() (*traceSink, error) {
 }
 
 func (s *traceSink) export(w http.ResponseWriter, r *http.Request) {
-	raw, err := io.ReadAll(r.Body)
-	var req coltracepb.ExportTraceServiceRequest
-	if err == nil {
-		err = proto.Unmarshal(raw, &req)
+	if spans, err := otlp.Receive(w, r); err == nil {
+		s.spans.Add(int64(len(spans)))
 	}
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	for _, rs := range req.GetResourceSpans() {
-		for _, ss := range rs.GetScopeSpans() {
-			s.spans.Add(int64(len(ss.GetSpans())))
-		}
-	}
-	out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	_, _ = w.Write(out)
 }
 
 // Close stops the sink, saying how many spans it received.

@@ -1,9 +1,7 @@
 package mcptest
 
 import (
-	"compress/gzip"
 	"encoding/hex"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/proto"
+
+	"github.com/caddymcp/caddy-mcp/internal/otlp"
 )
 
 // OTLPReceiver is an OTLP/HTTP trace receiver on a loopback port: it
@@ -53,7 +51,7 @@ type Event struct {
 
 var (
 	otlpOnce sync.Once
-	otlp     *OTLPReceiver
+	receiver *OTLPReceiver
 )
 
 // TraceReceiver is the process's OTLP receiver, started on first use, with
@@ -62,9 +60,9 @@ var (
 func TraceReceiver(t testing.TB) *OTLPReceiver {
 	t.Helper()
 	otlpOnce.Do(func() {
-		otlp = &OTLPReceiver{arrived: make(chan struct{})}
-		srv := httptest.NewServer(http.HandlerFunc(otlp.export))
-		otlp.URL = srv.URL
+		receiver = &OTLPReceiver{arrived: make(chan struct{})}
+		srv := httptest.NewServer(http.HandlerFunc(receiver.export))
+		receiver.URL = srv.URL
 		for k, v := range map[string]string{
 			"OTEL_TRACES_EXPORTER":               "otlp",
 			"OTEL_EXPORTER_OTLP_PROTOCOL":        "http/protobuf",
@@ -78,44 +76,23 @@ func TraceReceiver(t testing.TB) *OTLPReceiver {
 			}
 		}
 	})
-	return otlp
+	return receiver
 }
 
 func (o *OTLPReceiver) export(w http.ResponseWriter, r *http.Request) {
-	var body io.Reader = r.Body
-	if r.Header.Get("Content-Encoding") == "gzip" {
-		gz, err := gzip.NewReader(r.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		body = gz
-	}
-	raw, err := io.ReadAll(body)
-	var req coltracepb.ExportTraceServiceRequest
-	if err == nil {
-		err = proto.Unmarshal(raw, &req)
-	}
+	spans, err := otlp.Receive(w, r)
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	var got []*Span
-	for _, rs := range req.GetResourceSpans() {
-		for _, ss := range rs.GetScopeSpans() {
-			for _, s := range ss.GetSpans() {
-				got = append(got, spanOf(s))
-			}
-		}
+	got := make([]*Span, len(spans))
+	for i, s := range spans {
+		got[i] = spanOf(s)
 	}
 	o.mu.Lock()
+	defer o.mu.Unlock()
 	o.spans = append(o.spans, got...)
 	close(o.arrived)
 	o.arrived = make(chan struct{})
-	o.mu.Unlock()
-	out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	_, _ = w.Write(out)
 }
 
 func spanOf(s *tracepb.Span) *Span {
