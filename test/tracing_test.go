@@ -135,7 +135,24 @@ func TestAClientsMetaTraceparentIsTheParentAndTheHTTPSpanALink(t *testing.T) {
 	assert.Contains(t, string(got), "traceparent=00-"+callerTrace+"-"+span.SpanID+"-01", "the server continues the caller's trace")
 }
 
-func TestABatchHasASpanPerMessage(t *testing.T) {
+func TestABatchOfTwoCallsHasTwoSpansEachEndedByItsResponse(t *testing.T) {
+	rec, endpoint := traced(t, "")
+	traceID, traceparent := newTraceID(t)
+	batch := "[" + call(1, "meta") + "," + call(2, "fail") + "]"
+	resp, body := post(t, endpoint, batch, withHeader("traceparent", traceparent, "Mcp-Protocol-Version", "2025-03-26"))
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+	spans := rec.Trace(t, traceID, "http", "tools/call meta", "tools/call fail")
+	httpSpan, meta, fail := spanNamed(t, spans, "http"), spanNamed(t, spans, "tools/call meta"), spanNamed(t, spans, "tools/call fail")
+	for _, s := range []*mcptest.Span{meta, fail} {
+		assert.Equal(t, httpSpan.SpanID, s.ParentSpanID)
+	}
+	assert.Empty(t, meta.Attributes["error.type"])
+	assert.Equal(t, "tool_error", fail.Attributes["error.type"])
+	assert.Equal(t, "1", meta.Attributes["jsonrpc.request.id"])
+	assert.Contains(t, string(body), "traceparent=00-"+traceID+"-"+meta.SpanID+"-01", "each message went upstream with its own span")
+}
+
+func TestABatchRefusedWholeHasASpanPerMessage(t *testing.T) {
 	rec, endpoint := traced(t, "\trate_limit per_client {\n\t\trate 1/1h\n\t\tburst 1\n\t}")
 	traceID, traceparent := newTraceID(t)
 	batch := "[" + call(1, "meta") + "," + call(2, "fail") + `,{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}]`
