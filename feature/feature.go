@@ -22,6 +22,7 @@
 package feature
 
 import (
+	"errors"
 	"net/http"
 	"time"
 
@@ -142,6 +143,11 @@ func (e Ending) String() string {
 	}
 	return "unknown"
 }
+
+// ErrTooLarge is what the error a hook's Unreadable is given wraps when
+// the answer (or one of its events) outgrew what the hooks read: the core
+// stopped reading it there.
+var ErrTooLarge = errors.New("larger than the gateway reads")
 
 // Responder opens hooks on the upstream's answers.
 type Responder interface {

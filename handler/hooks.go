@@ -198,5 +198,9 @@ func (hs *answerHooks) unreached(x *feature.Exchange, err error) *feature.Refusa
 func (h *Handler) unreadableMessage(x *exchange, err error, id json.RawMessage) []byte {
 	env := x.watch.hooks.unreadable(x.view(), err)
 	h.answered(x, &env)
+	if m := x.Single(); m != nil && isCall(m) && string(m.ID) == string(id) {
+		// A call's answer is a result the model reads (the wire contract).
+		return env.AppendToolResult(nil, id)
+	}
 	return env.AppendRPCError(nil, id, x.Era.RPCCode(&env))
 }

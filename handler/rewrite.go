@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/caddymcp/caddy-mcp/feature"
 )
 
 // Reading the upstream's answer to one request for the features' hooks
@@ -67,10 +69,17 @@ func (s *seenAnswer) finish(u *upstreamWatch) {
 
 // errAnswerTooLarge stops an answer that outgrew what the gateway holds to
 // read it, when it may not be sent unread.
-var errAnswerTooLarge = errors.New("the answer is larger than the gateway reads")
+var errAnswerTooLarge error = tooLarge("the answer is larger than the gateway reads")
 
 // errEventTooLarge: an event outgrew what the gateway holds to read it.
-var errEventTooLarge = fmt.Errorf("an event is larger than the %d MiB the gateway reads", maxEventData>>20)
+var errEventTooLarge error = tooLarge(fmt.Sprintf("an event is larger than the %d MiB the gateway reads", maxEventData>>20))
+
+// tooLarge is an answer or event that outgrew what the hooks read
+// (feature.ErrTooLarge), in words of its own.
+type tooLarge string
+
+func (e tooLarge) Error() string      { return string(e) }
+func (tooLarge) Is(target error) bool { return target == feature.ErrTooLarge }
 
 // errAnswerEncoded: the answer is compressed, and cannot be read.
 var errAnswerEncoded = errors.New("the answer is compressed")
