@@ -146,8 +146,9 @@ var subdirectives = map[string][]string{
 	"": {
 		"rate_limit", "concurrency", "store", "sessions", "allowed_origins", "sse_keepalive", "log_key",
 		"validate", "contract", "tools", "upstream_cancels_on_close", "upstream_retry_after",
-		"max_request_body", "stream_above", "read_body_timeout", "max_batch", "authorization",
+		"max_request_body", "stream_above", "read_body_timeout", "max_batch", "authorization", "results",
 	},
+	"results":       {"max", "tokens"},
 	"authorization": {"issuer", "resource", "scopes", "leeway", "strip_token", "tool", "prompt", "uri"},
 	"issuer":        {"jwks", "introspect"},
 	"rate_limit":    {"key", "rate", "burst", "max_keys", "methods", "tools"},
@@ -172,6 +173,8 @@ func (a *adaptation) unmarshalOption(d *caddyfile.Dispenser, cfg *handler.Handle
 		cfg.Sessions, err = unmarshalSessions(d, a.warn)
 	case "authorization":
 		cfg.Authorization, err = unmarshalAuthorization(d)
+	case "results":
+		cfg.Results, err = unmarshalResults(d)
 	case "allowed_origins":
 		cfg.AllowedOrigins, err = origins(d)
 	case "sse_keepalive":

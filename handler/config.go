@@ -7,6 +7,7 @@ import (
 	"github.com/caddymcp/caddy-mcp/guard"
 	"github.com/caddymcp/caddy-mcp/limits"
 	"github.com/caddymcp/caddy-mcp/oauth"
+	"github.com/caddymcp/caddy-mcp/results"
 	"github.com/caddymcp/caddy-mcp/session"
 )
 
@@ -42,6 +43,12 @@ type AuthorizationIssuer = oauth.IssuerConfig
 
 // AuthorizationIntrospection is how an issuer's opaque tokens are checked.
 type AuthorizationIntrospection = oauth.IntrospectionConfig
+
+// Results are the budgets of tools' results.
+type Results = results.Config
+
+// ResultsRule is the budget of the tools a glob matches.
+type ResultsRule = results.Rule
 
 // AuthorizationScopeRule gives the scopes a tool, prompt or resource needs.
 type AuthorizationScopeRule = oauth.ScopeRule

@@ -7,6 +7,7 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/contract"
 	"github.com/caddymcp/caddy-mcp/feature"
+	"github.com/caddymcp/caddy-mcp/results"
 	"github.com/caddymcp/caddy-mcp/toolpolicy"
 	"github.com/caddymcp/caddy-mcp/validate"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -26,6 +27,12 @@ func (h *Handler) provisionTools() error {
 		if h.policy, err = h.Tools.rules(); err != nil {
 			return fmt.Errorf("tools: %w", err)
 		}
+	}
+	if h.Results != nil {
+		if err = h.Results.Validate(); err != nil {
+			return err
+		}
+		h.budgets = results.New(h.Results)
 	}
 	if h.ValidateCalls || h.Contract != nil || h.policy != nil {
 		if h.catalog, err = takeCatalog(); err != nil {
@@ -60,6 +67,9 @@ func (h *Handler) plugFeatures() {
 	if h.policy != nil {
 		h.checks = append(h.checks, &toolpolicy.Calls{Rules: h.policy, Tools: h.validation})
 	}
+	if h.budgets != nil {
+		h.checks = append(h.checks, h.budgets)
+	}
 	if h.contract != nil && h.contract.Refuses() {
 		h.checks = append(h.checks, h.contract)
 	}
@@ -72,6 +82,11 @@ func (h *Handler) plugFeatures() {
 	// On the way out: the contract reads a tool list as the upstream wrote
 	// it, the policy filters it, the scopes leave out what the caller's
 	// token lacks, and validate learns what the client is given.
+	if h.budgets != nil {
+		// First: a result over its budget is refused before anything
+		// else holds it.
+		h.responders = append(h.responders, h.budgets)
+	}
 	if h.contract != nil {
 		h.responders = append(h.responders, h.contract)
 	}

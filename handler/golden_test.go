@@ -16,6 +16,7 @@ import (
 	"github.com/caddymcp/caddy-mcp/guard"
 	"github.com/caddymcp/caddy-mcp/limits"
 	"github.com/caddymcp/caddy-mcp/oauth"
+	"github.com/caddymcp/caddy-mcp/results"
 	"github.com/caddymcp/caddy-mcp/session"
 	"github.com/caddymcp/caddy-mcp/toolpolicy"
 	"github.com/caddymcp/caddy-mcp/validate"
@@ -60,6 +61,7 @@ func TestEveryWordOfTheGatewayInOnePlace(t *testing.T) {
 	}...)
 	section("The core", core)
 	section("Authorization (oauth)", oauth.Words())
+	section("Result budgets (results)", results.Words())
 	section("The upstream's failures (failures)", failures.Words())
 	section("Sessions (session)", session.Words())
 	section("Rate limits (limits)", limits.Words())

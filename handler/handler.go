@@ -24,6 +24,7 @@ import (
 	"github.com/caddymcp/caddy-mcp/keys"
 	"github.com/caddymcp/caddy-mcp/limits"
 	"github.com/caddymcp/caddy-mcp/oauth"
+	"github.com/caddymcp/caddy-mcp/results"
 	"github.com/caddymcp/caddy-mcp/session"
 	"github.com/caddymcp/caddy-mcp/toolpolicy"
 	"github.com/caddymcp/caddy-mcp/toolschema"
@@ -80,6 +81,11 @@ type Handler struct {
 	// clients discover the authorization server from is served here.
 	// Default: off; tokens pass unchecked.
 	Authorization *Authorization `json:"authorization,omitempty"`
+
+	// Results holds each tool's result to a budget, in bytes or estimated
+	// tokens: a result over it is answered RESULT_TOO_LARGE, words the
+	// model can act on, and never held past the budget. Default: none.
+	Results *Results `json:"results,omitempty"`
 
 	// ValidateCalls checks each tools/call's arguments against the inputSchema
 	// the upstream gave the tool in its last tools/list answer (learned as
@@ -190,6 +196,8 @@ type Handler struct {
 	// gate is the identity phase (nil when no authorization is
 	// configured): it admits a request before its body is read.
 	gate *oauth.Gate
+	// budgets hold tools' results to their budgets (nil: none).
+	budgets *results.Budgets
 	// The admitters of each phase (feature.Admitter): identity verifies
 	// a request's credentials (the gate), openers open its session,
 	// admitters take what it needs before the checks (the rate limits),

@@ -14,6 +14,7 @@ import (
 	"github.com/caddymcp/caddy-mcp/keys"
 	"github.com/caddymcp/caddy-mcp/limits"
 	"github.com/caddymcp/caddy-mcp/oauth"
+	"github.com/caddymcp/caddy-mcp/results"
 	"github.com/caddymcp/caddy-mcp/session"
 	"github.com/caddymcp/caddy-mcp/toolpolicy"
 	"github.com/caddymcp/caddy-mcp/tracing"
@@ -55,6 +56,9 @@ var (
 // registerMetrics registers the handler's collectors with the registry of
 // the config being loaded.
 func registerMetrics(ctx caddy.Context) error {
+	if err := promreg.Register(ctx, results.Collectors()...); err != nil {
+		return err
+	}
 	if err := promreg.Register(ctx, tracing.Collectors()...); err != nil {
 		return err
 	}

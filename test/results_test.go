@@ -1,0 +1,121 @@
+package test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/test/mcptest"
+)
+
+// Results held to a budget, in front of an official Go SDK server whose
+// tool "big" answers n bytes of text, after a progress notification when
+// asked for one.
+
+type bigArgs struct {
+	N int `json:"n"`
+}
+
+// budgeted starts the Go SDK server (stateless; JSON answers, or event
+// streams when sse) and a gateway holding results to budget bytes.
+func budgeted(t *testing.T, sse bool, budget string) string {
+	t.Helper()
+	s := mcp.NewServer(&mcp.Implementation{Name: "big", Version: "0"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "big"}, func(ctx context.Context, req *mcp.CallToolRequest, in bigArgs) (*mcp.CallToolResult, any, error) {
+		if tok := req.Params.GetProgressToken(); tok != nil {
+			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Total: 2})
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", in.N)}}}, nil, nil
+	})
+	upstream := mcptest.ServeMCP(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: !sse}))
+	gw := mcptest.StartGateway(t, "mcp {\n\tresults {\n\t\t"+budget+"\n\t}\n}\n"+mcptest.ProxyTo(upstream))
+	return gw.URL + mcptest.MCPPath
+}
+
+func bigCall(n int, progress bool) string {
+	meta := ""
+	if progress {
+		meta = `,"_meta":{"progressToken":"p"}`
+	}
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"big","arguments":{"n":%d}%s}}`, n, meta)
+}
+
+// resultOf is the CallToolResult of the response in body (JSON, or the
+// data of an event stream's last event).
+func resultOf(t *testing.T, body []byte) (text string, isError bool) {
+	t.Helper()
+	s := string(body)
+	if i := strings.LastIndex(s, "data: "); i >= 0 {
+		s = strings.TrimSpace(s[i+len("data: "):])
+	}
+	var rpc struct {
+		ID     json.RawMessage `json:"id"`
+		Result struct {
+			Content []struct{ Text string } `json:"content"`
+			IsError bool                    `json:"isError"`
+		} `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(s), &rpc), "%.300s", s)
+	require.Equal(t, "4", string(rpc.ID))
+	require.Len(t, rpc.Result.Content, 1)
+	return rpc.Result.Content[0].Text, rpc.Result.IsError
+}
+
+func TestAResultUnderItsBudgetPassesAndOneOverItIsToldToTheModel(t *testing.T) {
+	for _, sse := range []bool{false, true} {
+		t.Run(fmt.Sprint("sse=", sse), func(t *testing.T) {
+			endpoint := budgeted(t, sse, "max 10KiB\n\t\tmax b* 4KiB")
+			resp, body := post(t, endpoint, bigCall(3000, sse))
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+			text, isError := resultOf(t, body)
+			assert.False(t, isError)
+			assert.Len(t, text, 3000, "under its budget: as the server wrote it")
+
+			resp, body = post(t, endpoint, bigCall(5000, sse))
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+			if sse {
+				assert.Contains(t, string(body), "notifications/progress", "progress passes")
+			}
+			text, isError = resultOf(t, body)
+			assert.True(t, isError)
+			env, err := envelope.Parse(text)
+			require.NoError(t, err, text)
+			assert.Equal(t, envelope.Code("RESULT_TOO_LARGE"), env.Code)
+			assert.Contains(t, env.Message, "The result of the tool big is too large")
+			assert.Contains(t, env.Message, "its budget of 4096 bytes (about 1024 tokens)", "the tool's own rule, not the default")
+			assert.Contains(t, env.Recovery, "paging or filter arguments")
+		})
+	}
+}
+
+func TestAHugeResultIsNeverHeldPastItsBudget(t *testing.T) {
+	endpoint := budgeted(t, false, "tokens 25000")
+	resp, body := post(t, endpoint, bigCall(20<<20, false))
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	text, isError := resultOf(t, body)
+	assert.True(t, isError)
+	assert.Contains(t, text, `code="RESULT_TOO_LARGE"`)
+	assert.Contains(t, text, "over 100000 bytes, over its budget of 100000 bytes (about 25000 tokens)", "read no further than the budget")
+	assert.Less(t, len(body), 4096, "the 20 MB never reached the client")
+}
+
+// The Go SDK's client reads the refusal as the call's result: the model
+// is told, nothing throws.
+func TestTheGoSDKClientGetsTheRefusalAsAResult(t *testing.T) {
+	endpoint := budgeted(t, true, "max 1KiB")
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "0"}, nil).Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: endpoint}, nil)
+	require.NoError(t, err)
+	defer cs.Close()
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "big", Arguments: map[string]any{"n": 5000}})
+	require.NoError(t, err)
+	assert.True(t, res.IsError)
+	assert.Contains(t, mcptest.TextOf(t, res), `code="RESULT_TOO_LARGE"`)
+}
