@@ -119,3 +119,26 @@ func TestTheGoSDKClientGetsTheRefusalAsAResult(t *testing.T) {
 	assert.True(t, res.IsError)
 	assert.Contains(t, mcptest.TextOf(t, res), `code="RESULT_TOO_LARGE"`)
 }
+
+// The TypeScript SDK's client accepts the refusal as the call's result (no
+// schema error on the changed result), over JSON and an event stream with
+// progress before it.
+func TestTheTypeScriptClientAcceptsTheRefusal(t *testing.T) {
+	for _, sse := range []bool{false, true} {
+		t.Run(fmt.Sprint("sse=", sse), func(t *testing.T) {
+			endpoint := budgeted(t, sse, "max 1KiB")
+			step := mcptest.CallToolStep("big", map[string]any{"n": 5000})
+			step.Progress = sse
+			out := mcptest.RunTSClient(t, mcptest.TSScript{URL: endpoint, Steps: []mcptest.TSStep{step}})
+			require.Len(t, out.Results, 1)
+			r := out.Results[0]
+			require.True(t, r.OK, "%+v", r.Error)
+			assert.Contains(t, r.Text(), `code="RESULT_TOO_LARGE"`)
+			assert.Contains(t, string(r.Result), `"isError":true`)
+			if sse {
+				assert.Len(t, r.Progress, 1, "progress passed before the refusal")
+			}
+			assert.Empty(t, out.TransportErrors)
+		})
+	}
+}
