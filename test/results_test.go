@@ -29,6 +29,16 @@ type bigArgs struct {
 func budgeted(t *testing.T, sse bool, budget string) string {
 	t.Helper()
 	s := mcp.NewServer(&mcp.Implementation{Name: "big", Version: "0"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "picture"}, func(_ context.Context, _ *mcp.CallToolRequest, in bigArgs) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{MIMEType: "image/png", Data: make([]byte, in.N)}}}, nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "table"}, func(_ context.Context, _ *mcp.CallToolRequest, in bigArgs) (*mcp.CallToolResult, any, error) {
+		rows := make([]map[string]int, in.N)
+		for i := range rows {
+			rows[i] = map[string]int{"row": i}
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "a table"}}, StructuredContent: map[string]any{"rows": rows}}, nil, nil
+	})
 	mcp.AddTool(s, &mcp.Tool{Name: "big"}, func(ctx context.Context, req *mcp.CallToolRequest, in bigArgs) (*mcp.CallToolResult, any, error) {
 		if tok := req.Params.GetProgressToken(); tok != nil {
 			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Total: 2})
@@ -140,5 +150,24 @@ func TestTheTypeScriptClientAcceptsTheRefusal(t *testing.T) {
 			}
 			assert.Empty(t, out.TransportErrors)
 		})
+	}
+}
+
+// An image and structuredContent count as the bytes they take in the
+// response: over the budget, the result is refused whole, never cut.
+func TestImagesAndStructuredContentCountAsTheirBytes(t *testing.T) {
+	endpoint := budgeted(t, false, "max 8KiB")
+	for tool, n := range map[string]int{"picture": 1000, "table": 20} {
+		resp, body := post(t, endpoint, strings.Replace(bigCall(n, false), `"big"`, `"`+tool+`"`, 1))
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		assert.NotContains(t, string(body), "RESULT_TOO_LARGE", "%s under its budget: as written", tool)
+	}
+	for tool, n := range map[string]int{"picture": 10000, "table": 1000} {
+		_, body := post(t, endpoint, strings.Replace(bigCall(n, false), `"big"`, `"`+tool+`"`, 1))
+		text, isError := resultOf(t, body)
+		assert.True(t, isError, tool)
+		assert.Contains(t, text, `code="RESULT_TOO_LARGE"`, tool)
+		assert.NotContains(t, string(body), `"image"`, "%s: nothing of it reaches the client", tool)
+		assert.NotContains(t, string(body), `"structuredContent"`, tool)
 	}
 }
