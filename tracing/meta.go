@@ -112,21 +112,11 @@ func readMeta(w *jsonrpc.Walker, body []byte, c *carrier) error {
 	})
 }
 
-// inject is body with each message's params._meta holding the trace
-// context of its span (values[i]: traceparent, tracestate), replacing the
-// client's; a message whose value is empty, or that cannot be read with
-// certainty, is left as it is. It returns body itself when nothing
-// changes.
-func inject(body []byte, cs []carrier, values [][2]string) []byte {
-	out, changed := appendInjected(nil, body, cs, values)
-	if !changed {
-		return body
-	}
-	return out
-}
-
-// appendInjected appends body, as inject gives it, to dst, and says
-// whether it changed anything.
+// appendInjected appends body to dst with each message's params._meta
+// holding the trace context of its span (values[i]: traceparent,
+// tracestate), replacing the client's; a message whose value is empty, or
+// that cannot be read with certainty, is left as it is. It says whether it
+// changed anything.
 func appendInjected(dst, body []byte, cs []carrier, values [][2]string) (out []byte, changed bool) {
 	out, last := dst, 0
 	for i, c := range cs {

@@ -10,6 +10,15 @@ import (
 
 const tp = "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01"
 
+// inject is body as appendInjected writes it, body itself when unchanged.
+func inject(body []byte, cs []carrier, values [][2]string) []byte {
+	out, changed := appendInjected(nil, body, cs, values)
+	if !changed {
+		return body
+	}
+	return out
+}
+
 func TestTheSpanContextGoesInParamsMetaAndNothingElseChanges(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`,

@@ -184,20 +184,10 @@ func (s *Spans) meta() [][2]string {
 	return values
 }
 
-// Body is body (the request's, as the client sent it) with each message's
-// span context in its params._meta, for the upstream; body itself when
-// there is nothing to add or the request is not traced.
-func (s *Spans) Body(body []byte) []byte {
-	out, changed := s.AppendBody(nil, body)
-	if !changed {
-		return body
-	}
-	return out
-}
-
-// AppendBody appends body, as Body gives it, to dst (a recycled buffer,
-// MetaBytes per message larger than body), and says whether it changed
-// anything.
+// AppendBody appends body (the request's, as the client sent it) to dst
+// (a recycled buffer, MetaBytes per message larger than body), with each
+// message's span context in its params._meta, for the upstream, and says
+// whether it changed anything: nothing when the request is not traced.
 func (s *Spans) AppendBody(dst, body []byte) ([]byte, bool) {
 	if s == nil || len(s.carriers) == 0 || len(s.carriers) != len(s.msgs) {
 		// A body holding responses as well: which span is whose is not
