@@ -87,6 +87,9 @@ type Needs struct {
 	// bound). An answer past it passes unread, or, with FailClosed, not
 	// at all.
 	Max int
+	// MaxEvent raises the bound of an event's data the hook reads past
+	// the core's own (1 MiB): events are held up to it.
+	MaxEvent int
 	// FailClosed: what the hook cannot read (an answer past Max, one that
 	// is compressed, not JSON-RPC, or an event stream under a status other
 	// than 200) is not sent: Unreadable's envelope takes its place.
@@ -148,6 +151,28 @@ func (e Ending) String() string {
 // the answer (or one of its events) outgrew what the hooks read: the core
 // stopped reading it there.
 var ErrTooLarge = errors.New("larger than the gateway reads")
+
+// Cutter is a Hook that fails closed and answers itself for a message too
+// large to hold (a result cut to its budget) rather than with Unreadable's
+// envelope. When it is the first hook that fails closed and a message
+// outgrows what the core holds, the core opens a Cut, gives it what it
+// held of the message and then the rest as it comes, unheld, and sends
+// what the Cut's Close returns in the message's place, given to the hooks
+// as a message of its own.
+type Cutter interface {
+	Hook
+	Cut(x *Exchange) Cut
+}
+
+// Cut reads the rest of a message too large to hold, in pieces.
+type Cut interface {
+	// Write is given the next piece, which it may not keep (it copies
+	// what it keeps); it never fails.
+	Write(p []byte)
+	// Close is called once, when the message ended: it returns what to
+	// send in its place, or an error for Unreadable's envelope.
+	Close() ([]byte, error)
+}
 
 // Responder opens hooks on the upstream's answers.
 type Responder interface {

@@ -80,7 +80,7 @@ func (h *Handler) timeUp(x *exchange, u *upstreamWatch, next caddyhttp.Handler) 
 	switch {
 	case u.nothingSent():
 		if u.read != nil {
-			u.read.holding, u.read.body = false, heldBytes{}
+			u.read.holding, u.read.body, u.read.cut = false, heldBytes{}, nil
 		}
 		clearEntityHeaders(w.Header())
 		if err = h.answer(w, x, &env, http.StatusOK); err == nil {

@@ -21,9 +21,11 @@ func (t *sseTracker) dispatch() {
 	message := t.dataLines > 0 && (len(t.event) == 0 || string(t.event) == "message")
 	switch {
 	case !message:
+	case t.over && t.cut != nil:
+		t.answerCut()
 	case t.over:
 		if t.skim != nil {
-			t.answerUnread()
+			t.answerUnread(errEventTooLarge)
 		}
 	default:
 		t.read()
@@ -35,7 +37,7 @@ func (t *sseTracker) dispatch() {
 		t.sendEvent()
 	}
 	t.data, t.event, t.dataLines, t.midEvent = shrink(t.data), t.event[:0], 0, false
-	t.over, t.skim, t.passing, t.withheld = false, nil, false, false
+	t.over, t.skim, t.cut, t.passing, t.withheld = false, nil, nil, false, false
 }
 
 // read reads the data of a message event: the responses it settles, the
@@ -64,11 +66,71 @@ func (t *sseTracker) read() {
 	}
 }
 
+// limit is what the tracker holds of an event's data, and of a line.
+func (t *sseTracker) limit() int { return max(maxEventData, t.maxData) }
+
+// dataOutgrown handles an event whose data outgrew what is held of it:
+// what was kept of it is let go, or, when the event is withheld, skimmed
+// first, and given to the hook that answers for it, if one does.
+func (t *sseTracker) dataOutgrown() {
+	t.over = true
+	t.outgrown()
+	if t.withheld {
+		t.skim = jsonrpc.NewSkimmer(maxResponseID)
+		t.skim.Write(t.data)
+		if c := t.hooks.cutter(); c != nil {
+			t.cut = c.Cut(t.fx)
+			t.cut.Write(t.data)
+		}
+	}
+	t.data = shrink(t.data)
+}
+
+// skimData gives the next data line's value (or a piece of it, first
+// says it begins a line) to the skimmer and the cut, if the event has
+// them.
+func (t *sseTracker) skimData(value []byte, first bool) {
+	if t.skim == nil {
+		return
+	}
+	if first && t.dataLines > 0 {
+		t.skim.Write(newline)
+		if t.cut != nil {
+			t.cut.Write(newline)
+		}
+	}
+	t.skim.Write(value)
+	if t.cut != nil {
+		t.cut.Write(value)
+	}
+}
+
+var newline = []byte("\n")
+
 // answerUnread answers for a withheld message event whose data was too
-// large to read.
-func (t *sseTracker) answerUnread() {
+// large to read, why saying why.
+func (t *sseTracker) answerUnread(why error) {
 	m, err := t.skim.Message()
-	t.replace(errEventTooLarge, m, err == nil)
+	t.replace(why, m, err == nil)
+}
+
+// answerCut sends what the hook that cut a withheld event's data makes of
+// it, given to the hooks as a message of its own: the call's response, cut
+// to fit. When it makes nothing of it, the event is answered for as
+// unread.
+func (t *sseTracker) answerCut() {
+	out, err := t.cut.Close()
+	if err != nil {
+		t.answerUnread(err)
+		return
+	}
+	t.owed.settle(t.hooks.id)
+	t.rewritten = out
+	if edited, herr := t.hooks.message(t.fx, out, false, true); herr != nil {
+		t.replace(herr, jsonrpc.Message{}, false)
+	} else if edited != nil {
+		t.rewritten = edited
+	}
 }
 
 // replace sends an error in place of a message event that could not be

@@ -19,9 +19,10 @@ type answerHooks struct {
 	buf  [4]feature.Hook
 	list []feature.Hook
 	// edit: a hook may replace messages; failClosed: one fails closed; max:
-	// the largest bound of a JSON answer one reads (0: none reads one).
+	// the largest bound of a JSON answer one reads (0: none reads one), and
+	// maxEvent of an event's data, when one reads more than the core's.
 	edit, failClosed bool
-	max              int
+	max, maxEvent    int
 	// readers is the number of hooks that read messages; headers: a hook
 	// rewrites the answer's header (feature.HeaderHook).
 	readers int
@@ -78,6 +79,7 @@ func (hs *answerHooks) add(hook feature.Hook) {
 	hs.edit = hs.edit || n.Edit || n.FailClosed // what fails closed is held
 	hs.failClosed = hs.failClosed || n.FailClosed
 	hs.max = max(hs.max, n.Max)
+	hs.maxEvent = max(hs.maxEvent, n.MaxEvent)
 }
 
 // openHooks opens the features' hooks on the answer, and says how the core
@@ -141,6 +143,18 @@ func (hs *answerHooks) unreadable(x *feature.Exchange, err error) envelope.Envel
 		}
 	}
 	return envelope.New(envelope.InternalError, err.Error()).Envelope()
+}
+
+// cutter is the first hook that fails closed, when it answers itself for
+// a message too large to hold (feature.Cutter).
+func (hs *answerHooks) cutter() feature.Cutter {
+	for _, hook := range hs.list {
+		if hook.Needs().FailClosed {
+			c, _ := hook.(feature.Cutter)
+			return c
+		}
+	}
+	return nil
 }
 
 // end tells the hooks how the answer ended, once.

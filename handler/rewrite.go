@@ -27,6 +27,9 @@ type answerRead struct {
 	// failed is why a JSON answer could not be read, when a hook fails
 	// closed.
 	failed error
+	// cut reads the rest of an answer too large to hold, for the hook that
+	// answers for it (feature.Cutter).
+	cut feature.Cut
 }
 
 // seenAnswer copies a JSON answer as it passes to the client, for hooks
@@ -96,7 +99,22 @@ func (u *upstreamWatch) hold(p []byte) (int, error) {
 		// settle, now rather than once the upstream ends (a stream may not).
 		return 0, r.failed
 	}
+	if r.cut != nil {
+		r.cut.Write(p)
+		return len(p), nil
+	}
 	if r.body.add(p, u.hooks.max, declaredLength(r.length)) {
+		return len(p), nil
+	}
+	if c := u.hooks.cutter(); c != nil {
+		// The hook answers for it from its first bytes and what it reads
+		// of the rest as it passes: nothing more is held.
+		r.cut = c.Cut(&u.x.Exchange)
+		for _, chunk := range r.body.chunks {
+			r.cut.Write(chunk)
+		}
+		r.body = heldBytes{}
+		r.cut.Write(p)
 		return len(p), nil
 	}
 	if u.hooks.failClosed {
@@ -138,6 +156,10 @@ func (h *Handler) releaseRead(u *upstreamWatch) error {
 	r.holding = false
 	body := r.body.bytes()
 	r.body = heldBytes{}
+	if r.cut != nil {
+		body, r.failed = r.cut.Close()
+		r.cut = nil
+	}
 	if r.failed == nil {
 		out, err := u.hooks.message(&u.x.Exchange, body, true, true)
 		switch {

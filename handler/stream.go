@@ -9,9 +9,9 @@ import (
 )
 
 // maxEventData bounds what the tracker keeps of one SSE event to learn
-// whether it carries a response, and of one line. An event beyond it is not
-// read; since it might have been the response, a stream that carried one is
-// never repaired.
+// whether it carries a response, and of one line, unless the hooks read
+// more (answerHooks.max). An event beyond it is not read; since it might
+// have been the response, a stream that carried one is never repaired.
 const maxEventData = 1 << 20
 
 // sseTracker follows an upstream's event-stream answer to a POST, as it is
@@ -78,6 +78,11 @@ type sseTracker struct {
 	// outgrew maxEventData too, to answer for it at its end.
 	passing, withheld bool
 	skim              *jsonrpc.Skimmer
+	// cut reads a withheld event's data for the hook that answers for it
+	// (feature.Cutter); maxData is what is held of an event's data, when
+	// the hooks read more than maxEventData of a message.
+	cut     feature.Cut
+	maxData int
 	// begun: the stream's first line was read.
 	begun bool
 }
@@ -118,7 +123,7 @@ func (t *sseTracker) observe(p []byte) []byte {
 	t.raw = append(t.raw, p...)
 	t.out = t.out[:0]
 	t.scan(p, base)
-	if len(t.raw)-t.sent > 2*maxEventData {
+	if len(t.raw)-t.sent > 2*t.limit() {
 		// Lines that are no data (comments, other fields) add up too.
 		t.outgrown()
 	}
@@ -153,32 +158,6 @@ func (t *sseTracker) outgrown() {
 	}
 }
 
-// dataOutgrown handles an event whose data outgrew maxEventData: what was
-// kept of it is let go, or, when the event is withheld, skimmed first.
-func (t *sseTracker) dataOutgrown() {
-	t.over = true
-	t.outgrown()
-	if t.withheld {
-		t.skim = jsonrpc.NewSkimmer(maxResponseID)
-		t.skim.Write(t.data)
-	}
-	t.data = shrink(t.data)
-}
-
-// skimData gives the next data line's value (or a piece of it, first
-// says it begins a line) to the skimmer, if the event has one.
-func (t *sseTracker) skimData(value []byte, first bool) {
-	if t.skim == nil {
-		return
-	}
-	if first && t.dataLines > 0 {
-		t.skim.Write(newline)
-	}
-	t.skim.Write(value)
-}
-
-var newline = []byte("\n")
-
 // scan reads the lines of p, whose first byte is raw's byte base in edit
 // mode.
 func (t *sseTracker) scan(p []byte, base int) {
@@ -202,7 +181,7 @@ func (t *sseTracker) scan(p []byte, base int) {
 			return
 		}
 		line := p[:i]
-		if len(t.partial) > 0 || t.long || len(line) > maxEventData {
+		if len(t.partial) > 0 || t.long || len(line) > t.limit() {
 			t.appendPartial(line)
 			line = t.partial
 		}
@@ -254,7 +233,7 @@ func (t *sseTracker) appendPartial(p []byte) {
 		if t.longField == longData {
 			t.skimData(p, false)
 		}
-	case len(t.partial)+len(p) > maxEventData:
+	case len(t.partial)+len(p) > t.limit():
 		t.startLong(p)
 	default:
 		t.partial = append(t.partial, p...)
@@ -362,7 +341,7 @@ func (t *sseTracker) line(line []byte) {
 		switch {
 		case t.over:
 			t.skimData(value, true)
-		case len(t.data)+len(value)+1 > maxEventData:
+		case len(t.data)+len(value)+1 > t.limit():
 			t.dataOutgrown()
 			t.skimData(value, true)
 		default:

@@ -172,6 +172,7 @@ func (u *upstreamWatch) holdsBack(hdr http.Header, status int, followed, eventSt
 	case followed && u.sse != nil:
 		u.sse.edit = true
 		u.sse.fail = u.unreadable
+		u.sse.maxData = u.hooks.maxEvent
 		delete(hdr, "Content-Length") // events may be edited
 	case status == http.StatusOK && (!readable || eventStream) && u.hooks.failClosed:
 		u.read.failed, u.read.holding = errAnswerEncoded, true
