@@ -148,7 +148,7 @@ var subdirectives = map[string][]string{
 		"validate", "contract", "tools", "upstream_cancels_on_close", "upstream_retry_after",
 		"max_request_body", "stream_above", "read_body_timeout", "max_batch", "authorization", "results",
 	},
-	"results":       {"max", "tokens"},
+	"results":       {"max", "tokens", "truncate"},
 	"authorization": {"issuer", "resource", "scopes", "leeway", "strip_token", "tool", "prompt", "uri"},
 	"issuer":        {"jwks", "introspect"},
 	"rate_limit":    {"key", "rate", "burst", "max_keys", "methods", "tools"},

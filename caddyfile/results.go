@@ -15,6 +15,7 @@ import (
 //		max <size>          # every tool's result
 //		max <glob> <size>   # the tools the glob matches; the first rule that matches
 //		tokens <n>          # every tool's, in estimated tokens (bytes / 4)
+//		truncate [<glob>...] # these tools' results (no glob: all) are cut to fit, not refused
 //	}
 func unmarshalResults(d *caddyfile.Dispenser) (*handler.Results, error) {
 	block := at(d)
@@ -44,8 +45,13 @@ func unmarshalResults(d *caddyfile.Dispenser) (*handler.Results, error) {
 				return nil, d.Errf("tokens %q: want a positive number", args[0])
 			}
 			r.Tokens = n
-		case sub == "max" || sub == "tokens":
-			return nil, d.Errf("results: %s takes %s, once", sub, map[string]string{"max": "<size> or <glob> <size>", "tokens": "<n>"}[sub])
+		case sub == "truncate" && r.Truncate == nil:
+			r.Truncate = args
+			if len(args) == 0 {
+				r.Truncate = []string{"*"}
+			}
+		case sub == "max" || sub == "tokens" || sub == "truncate":
+			return nil, d.Errf("results: %s takes %s, once", sub, map[string]string{"max": "<size> or <glob> <size>", "tokens": "<n>", "truncate": "[<glob>...]"}[sub])
 		default:
 			return nil, unrecognized(d, "results", sub)
 		}

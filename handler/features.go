@@ -32,9 +32,11 @@ func (h *Handler) provisionTools() error {
 		if err = h.Results.Validate(); err != nil {
 			return err
 		}
-		h.budgets = results.New(h.Results)
+		h.budgets = results.New(h.Results, h.logger)
 	}
-	if h.ValidateCalls || h.Contract != nil || h.policy != nil {
+	// The tools' schemas are learned for whatever reads them: the checks,
+	// the contract, and the budgets' words (a tool's paging arguments).
+	if h.ValidateCalls || h.Contract != nil || h.policy != nil || h.budgets != nil {
 		if h.catalog, err = takeCatalog(); err != nil {
 			return err
 		}
@@ -69,6 +71,7 @@ func (h *Handler) plugFeatures() {
 	}
 	if h.budgets != nil {
 		h.checks = append(h.checks, h.budgets)
+		h.budgets.SetSchemas(h.validation)
 	}
 	if h.contract != nil && h.contract.Refuses() {
 		h.checks = append(h.checks, h.contract)

@@ -372,6 +372,9 @@ func (h *Handler) Cleanup() error {
 	if h.validation != nil {
 		h.validation.Stop()
 	}
+	if h.budgets != nil {
+		h.budgets.Stop()
+	}
 	for _, l := range h.limits {
 		l.Release()
 	}

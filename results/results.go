@@ -8,20 +8,20 @@
 // bytes over four a little more than its tokens in English, so the
 // estimate errs on the side of refusing). The answer is held to the
 // budget and never more: past it, the gateway stops reading and answers
-// RESULT_TOO_LARGE in the call's place; in an event stream, only the
-// call's response is held to it (progress passes).
+// RESULT_TOO_LARGE in the call's place, or, for the tools whose results
+// are cut (truncate), reads the rest as it passes, unheld, and answers
+// with what fits (cut.go). In an event stream, only the call's response is
+// held to it (progress passes).
 package results
 
 import (
 	"errors"
 	"fmt"
-	"strconv"
 
-	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
 
-	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/feature"
-	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+	"github.com/caddymcp/caddy-mcp/internal/logsample"
 	"github.com/caddymcp/caddy-mcp/toolpolicy"
 )
 
@@ -35,6 +35,9 @@ type Config struct {
 	// Tokens is a budget of every tool's result in estimated tokens (its
 	// bytes / 4); the smaller of it and the tool's bytes applies.
 	Tokens int64 `json:"tokens,omitempty"`
+	// Truncate are globs of the tools whose results are cut to their
+	// budget rather than refused ("*": all).
+	Truncate []string `json:"truncate,omitempty"`
 }
 
 // Rule is the budget of the tools a glob matches, in bytes.
@@ -60,6 +63,11 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("results: max %q: a glob and a budget between 1 byte and %d MiB", r.Match, MaxBudget>>20)
 		}
 	}
+	for _, g := range c.Truncate {
+		if g == "" {
+			return errors.New("results: truncate: an empty glob")
+		}
+	}
 	if c.Max == 0 && c.Tokens == 0 && len(c.Tools) == 0 {
 		return errors.New("results: no budget: give max, a max per tool, or tokens")
 	}
@@ -70,21 +78,41 @@ func (c *Config) Validate() error {
 // feature.Check that refuses a batch of calls (their results are held to
 // a budget only alone).
 type Budgets struct {
-	cfg   *Config
-	globs []toolpolicy.Glob
+	cfg         *Config
+	globs, cuts []toolpolicy.Glob
+	schemas     Schemas
+	logger      *zap.Logger
+	logs        *logsample.Sampler[string]
 }
 
-// New returns the budgets of cfg, which must be valid.
-func New(cfg *Config) *Budgets {
-	b := &Budgets{cfg: cfg}
+// Schemas gives the names of a tool's arguments, as its learned input
+// schema lists them (validate's catalog), for the recovery to name those
+// that page or limit.
+type Schemas interface {
+	Arguments(x *feature.Exchange, tool string) []string
+}
+
+// New returns the budgets of cfg, which must be valid, logging to logger.
+func New(cfg *Config, logger *zap.Logger) *Budgets {
+	b := &Budgets{cfg: cfg, logger: logger}
 	for _, r := range cfg.Tools {
 		b.globs = append(b.globs, toolpolicy.CompileGlob(r.Match))
 	}
+	for _, g := range cfg.Truncate {
+		b.cuts = append(b.cuts, toolpolicy.CompileGlob(g))
+	}
+	b.logs = logsample.New(logEvery, maxLoggedTools, b.logRepeated)
 	return b
 }
 
-// Budget is tool's budget in bytes, and the rule it comes from (for the
-// metric: a glob of the config, or "default"); 0 when it has none.
+// SetSchemas gives the budgets the tools' learned schemas.
+func (b *Budgets) SetSchemas(s Schemas) { b.schemas = s }
+
+// Stop stops the log sampler.
+func (b *Budgets) Stop() { b.logs.Stop() }
+
+// Budget is tool's budget in bytes, and the rule it comes from (a glob of
+// the config, "default" or "tokens"); 0 when it has none.
 func (b *Budgets) Budget(tool string) (int, string) {
 	budget, rule := b.cfg.Max, "default"
 	for i, g := range b.globs {
@@ -102,6 +130,16 @@ func (b *Budgets) Budget(tool string) (int, string) {
 	return int(budget), rule
 }
 
+// truncates reports whether tool's results are cut rather than refused.
+func (b *Budgets) truncates(tool string) bool {
+	for _, g := range b.cuts {
+		if g.Match(tool) {
+			return true
+		}
+	}
+	return false
+}
+
 // Check refuses a batch holding a call of a tool with a budget.
 func (b *Budgets) Check(x *feature.Exchange) *feature.Refusal {
 	if !x.Batch {
@@ -117,70 +155,24 @@ func (b *Budgets) Check(x *feature.Exchange) *feature.Refusal {
 	return nil
 }
 
-// Open opens the hook holding the result of a call to its budget.
+// Open opens the hook holding the result of a call to its budget: one
+// that cuts it, for the tools truncate names.
 func (b *Budgets) Open(x *feature.Exchange) feature.Hook {
 	m := x.Single()
 	if m == nil || !feature.IsCall(m) {
 		return nil
 	}
-	budget, rule := b.Budget(string(m.Name))
+	tool := string(m.Name)
+	budget, _ := b.Budget(tool)
 	if budget == 0 {
 		return nil
 	}
-	return &held{tool: string(m.Name), rule: rule, budget: budget, id: m.ID}
-}
-
-// held is a call's answer, held to the budget.
-type held struct {
-	tool, rule string
-	budget     int
-	id         []byte
-}
-
-// errOverBudget: the call's response is larger than its budget.
-type errOverBudget struct{ size int }
-
-func (e errOverBudget) Error() string { return "the result is " + strconv.Itoa(e.size) + " bytes" }
-
-func (h *held) Needs() feature.Needs {
-	return feature.Needs{Edit: true, Max: h.budget, FailClosed: true}
-}
-
-// Message refuses the call's response when it is over the budget; every
-// other message (progress, a server's request) passes.
-func (h *held) Message(_ *feature.Exchange, msg []byte) ([]byte, error) {
-	if len(msg) <= h.budget || !jsonrpc.IsResponseTo(msg, h.id) {
-		return nil, nil
+	h := &held{b: b, tool: tool, budget: budget, id: m.ID}
+	if b.schemas != nil {
+		h.paging = pagingArguments(b.schemas.Arguments(x, tool))
 	}
-	return nil, errOverBudget{size: len(msg)}
-}
-
-// Unreadable is RESULT_TOO_LARGE for a response over the budget, or one
-// the gateway stopped reading at it.
-func (h *held) Unreadable(_ *feature.Exchange, err error) envelope.Envelope {
-	var over errOverBudget
-	switch {
-	case errors.As(err, &over):
-		return h.tooLarge(over.size)
-	case errors.Is(err, feature.ErrTooLarge):
-		return h.tooLarge(0)
+	if b.truncates(tool) {
+		return &cutting{h}
 	}
-	return unreadable(h.tool, err)
+	return h
 }
-
-func (h *held) End(*feature.Exchange, feature.Ending) {}
-
-func (h *held) tooLarge(size int) envelope.Envelope {
-	overBudget.WithLabelValues(h.rule).Inc()
-	return tooLarge(h.tool, size, h.budget)
-}
-
-// overBudget counts the results refused for their size, by the rule that
-// gave the budget (a glob of the config, "default" or "tokens": bounded).
-var overBudget = prometheus.NewCounterVec(prometheus.CounterOpts{
-	Namespace: "caddy", Subsystem: "mcp", Name: "results_over_budget_total",
-	Help: "Tool results refused for being over their budget, by the rule that gave the budget (its glob, default, or tokens).",
-}, []string{"rule"})
-
-// Collectors are the metrics of the budgets, for a config's registry.
-func Collectors() []prometheus.Collector { return []prometheus.Collector{overBudget} }

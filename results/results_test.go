@@ -7,13 +7,23 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
 
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/feature/featuretest"
 )
 
+// newBudgets returns the budgets of cfg, stopped with the test.
+func newBudgets(t *testing.T, cfg *Config) *Budgets {
+	t.Helper()
+	require.NoError(t, cfg.Validate())
+	b := New(cfg, zap.NewNop())
+	t.Cleanup(b.Stop)
+	return b
+}
+
 func TestEachToolHasTheBudgetOfItsFirstRuleOrTheDefaultAndTokensCap(t *testing.T) {
-	b := New(&Config{Max: 100 << 10, Tools: []Rule{{Match: "search_*", Max: 20 << 10}, {Match: "*_all", Max: 1 << 20}}, Tokens: 25000})
+	b := newBudgets(t, &Config{Max: 100 << 10, Tools: []Rule{{Match: "search_*", Max: 20 << 10}, {Match: "*_all", Max: 1 << 20}}, Tokens: 25000})
 	for tool, want := range map[string]struct {
 		budget int
 		rule   string
@@ -30,23 +40,23 @@ func TestEachToolHasTheBudgetOfItsFirstRuleOrTheDefaultAndTokensCap(t *testing.T
 		}
 		assert.Equal(t, want.rule, rule, tool)
 	}
-	budget, _ := New(&Config{Tools: []Rule{{Match: "a", Max: 10}}}).Budget("b")
+	budget, _ := newBudgets(t, &Config{Tools: []Rule{{Match: "a", Max: 10}}}).Budget("b")
 	assert.Zero(t, budget, "no default: no budget")
 }
 
 func TestABudgetIsValidOrRefused(t *testing.T) {
-	for _, c := range []Config{{}, {Max: -1}, {Max: MaxBudget + 1}, {Tokens: MaxBudget}, {Tools: []Rule{{Match: "", Max: 1}}}, {Tools: []Rule{{Match: "a"}}}} {
+	for _, c := range []Config{{}, {Max: -1}, {Max: 1, Truncate: []string{""}}, {Max: MaxBudget + 1}, {Tokens: MaxBudget}, {Tools: []Rule{{Match: "", Max: 1}}}, {Tools: []Rule{{Match: "a"}}}} {
 		assert.Error(t, c.Validate(), "%+v", c)
 	}
 	assert.NoError(t, (&Config{Max: 1, Tokens: 2, Tools: []Rule{{Match: "a", Max: 3}}}).Validate())
 }
 
 func TestOnlyTheCallsResponseIsHeldToTheBudget(t *testing.T) {
-	b := New(&Config{Max: 100})
+	b := newBudgets(t, &Config{Max: 100})
 	x := featuretest.Post(t, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"big"}}`)
 	h := b.Open(x)
 	require.NotNil(t, h)
-	assert.Equal(t, feature.Needs{Edit: true, Max: 100, FailClosed: true}, h.Needs())
+	assert.Equal(t, feature.Needs{Edit: true, Max: 100, MaxEvent: 100, FailClosed: true}, h.Needs())
 	long := `"` + strings.Repeat("x", 110) + `"`
 	out, err := h.Message(x, []byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"message":`+long+`}}`))
 	assert.NoError(t, err, "progress passes")

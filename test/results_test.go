@@ -24,6 +24,13 @@ type bigArgs struct {
 	N int `json:"n"`
 }
 
+// searchArgs are a tool's arguments, two of which page.
+type searchArgs struct {
+	Query  string `json:"query"`
+	Limit  int    `json:"limit,omitempty"`
+	Cursor string `json:"cursor,omitempty"`
+}
+
 // budgeted starts the Go SDK server (stateless; JSON answers, or event
 // streams when sse) and a gateway holding results to budget bytes.
 func budgeted(t *testing.T, sse bool, budget string) string {
@@ -39,6 +46,12 @@ func budgeted(t *testing.T, sse bool, budget string) string {
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "a table"}}, StructuredContent: map[string]any{"rows": rows}}, nil, nil
 	})
+	mcp.AddTool(s, &mcp.Tool{Name: "failing"}, func(_ context.Context, _ *mcp.CallToolRequest, in bigArgs) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", in.N)}}, IsError: true}, nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "search"}, func(_ context.Context, _ *mcp.CallToolRequest, in searchArgs) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", 20000)}}}, nil, nil
+	})
 	mcp.AddTool(s, &mcp.Tool{Name: "big"}, func(ctx context.Context, req *mcp.CallToolRequest, in bigArgs) (*mcp.CallToolResult, any, error) {
 		if tok := req.Params.GetProgressToken(); tok != nil {
 			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Total: 2})
@@ -46,26 +59,52 @@ func budgeted(t *testing.T, sse bool, budget string) string {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", in.N)}}}, nil, nil
 	})
 	upstream := mcptest.ServeMCP(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: !sse}))
+	return holdResults(t, upstream, budget)
+}
+
+// holdResults starts a gateway in front of upstream holding results to
+// budget (the lines of a results block) and returns its endpoint.
+func holdResults(t *testing.T, upstream, budget string) string {
+	t.Helper()
 	gw := mcptest.StartGateway(t, "mcp {\n\tresults {\n\t\t"+budget+"\n\t}\n}\n"+mcptest.ProxyTo(upstream))
 	return gw.URL + mcptest.MCPPath
 }
 
 func bigCall(n int, progress bool) string {
+	return sizedCall("big", n, progress)
+}
+
+// sizedCall is a tools/call of tool with the arguments {"n": n} and the id
+// 4, and the progress token "p" when progress is set.
+func sizedCall(tool string, n int, progress bool) string {
+	return toolCall(tool, fmt.Sprintf(`{"n":%d}`, n), progress)
+}
+
+// toolCall is a tools/call of tool with args (JSON) and the id 4, and the
+// progress token "p" when progress is set.
+func toolCall(tool, args string, progress bool) string {
 	meta := ""
 	if progress {
 		meta = `,"_meta":{"progressToken":"p"}`
 	}
-	return fmt.Sprintf(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"big","arguments":{"n":%d}%s}}`, n, meta)
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":%q,"arguments":%s%s}}`, tool, args, meta)
+}
+
+// lastMessage is the JSON answer in body, or the data of an event
+// stream's last event.
+func lastMessage(body []byte) string {
+	s := string(body)
+	if i := strings.LastIndex(s, "data: "); i >= 0 {
+		s = strings.TrimSpace(s[i+len("data: "):])
+	}
+	return s
 }
 
 // resultOf is the CallToolResult of the response in body (JSON, or the
 // data of an event stream's last event).
 func resultOf(t *testing.T, body []byte) (text string, isError bool) {
 	t.Helper()
-	s := string(body)
-	if i := strings.LastIndex(s, "data: "); i >= 0 {
-		s = strings.TrimSpace(s[i+len("data: "):])
-	}
+	s := lastMessage(body)
 	var rpc struct {
 		ID     json.RawMessage `json:"id"`
 		Result struct {
@@ -158,12 +197,12 @@ func TestTheTypeScriptClientAcceptsTheRefusal(t *testing.T) {
 func TestImagesAndStructuredContentCountAsTheirBytes(t *testing.T) {
 	endpoint := budgeted(t, false, "max 8KiB")
 	for tool, n := range map[string]int{"picture": 1000, "table": 20} {
-		resp, body := post(t, endpoint, strings.Replace(bigCall(n, false), `"big"`, `"`+tool+`"`, 1))
+		resp, body := post(t, endpoint, sizedCall(tool, n, false))
 		require.Equal(t, http.StatusOK, resp.StatusCode)
 		assert.NotContains(t, string(body), "RESULT_TOO_LARGE", "%s under its budget: as written", tool)
 	}
 	for tool, n := range map[string]int{"picture": 10000, "table": 1000} {
-		_, body := post(t, endpoint, strings.Replace(bigCall(n, false), `"big"`, `"`+tool+`"`, 1))
+		_, body := post(t, endpoint, sizedCall(tool, n, false))
 		text, isError := resultOf(t, body)
 		assert.True(t, isError, tool)
 		assert.Contains(t, text, `code="RESULT_TOO_LARGE"`, tool)

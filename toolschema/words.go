@@ -214,6 +214,10 @@ func (s *Schema) schemaAt(loc []string) (map[string]any, bool) {
 	return m, ok
 }
 
+// Arguments are the names of the arguments the schema declares (its
+// top-level properties), sorted.
+func (s *Schema) Arguments() []string { return s.fieldsAt(nil) }
+
 // fieldsAt are the field names the schema declares at loc, sorted.
 func (s *Schema) fieldsAt(loc []string) []string {
 	m, ok := s.schemaAt(loc)

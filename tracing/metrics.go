@@ -1,10 +1,11 @@
 package tracing
 
 import (
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/caddymcp/caddy-mcp/internal/promreg"
 )
 
 // duration is the conventions' mcp.server.operation.duration, by method,
@@ -21,10 +22,7 @@ var duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 // MaxTools bounds the tool names the duration is labelled with.
 const MaxTools = 100
 
-var tools struct {
-	sync.Mutex
-	seen map[string]bool
-}
+var tools = promreg.NewBoundedLabels(MaxTools)
 
 // toolLabel is tool as a label: itself among the first MaxTools, else
 // "_OTHER".
@@ -32,19 +30,7 @@ func toolLabel(tool string) string {
 	if tool == "" {
 		return ""
 	}
-	tools.Lock()
-	defer tools.Unlock()
-	if tools.seen[tool] {
-		return tool
-	}
-	if len(tools.seen) >= MaxTools {
-		return "_OTHER"
-	}
-	if tools.seen == nil {
-		tools.seen = make(map[string]bool)
-	}
-	tools.seen[tool] = true
-	return tool
+	return tools.Of(tool)
 }
 
 // errorLabel is an error type as a label: the envelope codes, the JSON-RPC

@@ -92,6 +92,16 @@ func (f *Feature) Absent(x *feature.Exchange, tool string) bool {
 	return found == toolschema.Absent
 }
 
+// Arguments are the names of the arguments tool's learned schema
+// declares, nil when its schema is not known.
+func (f *Feature) Arguments(x *feature.Exchange, tool string) []string {
+	schema, found, _ := f.catalog.Lookup(f.KeyOf(x), tool, x.Start)
+	if found != toolschema.Known {
+		return nil
+	}
+	return schema.Arguments()
+}
+
 // Nearest are the five names nearest to tool among those x's list holds
 // that the model may be told of.
 func (f *Feature) Nearest(x *feature.Exchange, tool string) []string {

@@ -1,0 +1,364 @@
+package results
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/caddymcp/caddy-mcp/envelope"
+)
+
+// Cutting a result to its budget (truncate): the content blocks that fit
+// whole are kept, in order; the first that does not is cut if it is text
+// (at a character, never inside one or an escape) and dropped if it is
+// not (an image, audio, a resource: never cut in the middle), and every
+// block after it is dropped. A RESULT_TRUNCATED warning comes first, and
+// isError stays what the server said. A result with structuredContent is
+// refused whole: its schema holds all of it or nothing. The answer written
+// is never longer than the budget.
+//
+// The cut reads the response once, as it comes: it keeps its first budget
+// bytes and, of the rest, what the scanner keeps (scan.go), so that a
+// result of any size costs the budget and a constant.
+
+// cut reads one response for the call of its hook (feature.Cut).
+type cut struct {
+	h    *held
+	sc   scanner
+	head []byte // the response's first bytes, up to the budget
+	n    int    // the bytes read
+	done bool   // the response's value ended
+
+	// id is the response's, as written (quotes and all), up to maxID;
+	// idOn: it is being read.
+	id         []byte
+	idOn, long bool
+	// What the result holds: content, isError's first byte, a
+	// structuredContent; seen marks the members of the message and the
+	// result read, each allowed once.
+	result, content, structured bool
+	isError                     byte
+	seen                        uint16
+
+	// The blocks: how many began; where the first began and where the
+	// last kept whole ends (offsets in the response), and how many were;
+	// limit is what they may take. stopped: a block did not fit, and
+	// none after it is kept; its type and text are the candidate's.
+	blocks, from, kept, keptBlocks, limit int
+	stopped                               bool
+	block, candidate                      block
+	typeOn                                bool
+}
+
+// block is what is known of a content block: its type (as written, up to
+// maxKey bytes) and where its text runs (-1: not seen, or not ended).
+type block struct {
+	typ              []byte
+	textFrom, textTo int
+}
+
+// maxID bounds the id a response is matched by.
+const maxID = 128
+
+// The members the scanner tells apart, each allowed once.
+const (
+	seenID uint16 = 1 << iota
+	seenResult
+	seenError
+	seenContent
+	seenIsError
+	seenStructured
+)
+
+var members = [2]map[string]uint16{
+	{"id": seenID, "result": seenResult, "error": seenError},
+	{"content": seenContent, "isError": seenIsError, "structuredContent": seenStructured},
+}
+
+func newCut(h *held) *cut {
+	c := &cut{h: h, head: make([]byte, 0, h.budget)}
+	c.limit = h.budget - h.overhead()
+	return c
+}
+
+// Write reads the next piece of the response.
+func (c *cut) Write(p []byte) {
+	if k := c.h.budget - len(c.head); k > 0 {
+		c.head = append(c.head, p[:min(k, len(p))]...)
+	}
+	for i := 0; i < len(p) && c.sc.err == nil; i++ {
+		if c.sc.state == scanInString && !c.idOn && !c.typeOn {
+			// Plain bytes of a string, the bulk of a result, at speed.
+			j := i
+			for j < len(p) && p[j] >= 0x20 && p[j] != '"' && p[j] != '\\' {
+				j++
+			}
+			if i = j; i == len(p) {
+				break
+			}
+		}
+		c.step(p[i], c.n+i)
+	}
+	c.n += len(p)
+}
+
+// step reads the byte b at offset pos.
+func (c *cut) step(b byte, pos int) {
+	s := &c.sc
+	switch s.state {
+	case scanInString:
+		c.keep(b)
+		if s.stringByte(b) {
+			c.stringEnd(pos)
+		}
+		return
+	case scanInKey:
+		if s.keyByte(b) {
+			c.keyRead()
+		}
+		return
+	case scanInScalar:
+		if scalarByte(b) {
+			c.keep(b)
+			return
+		}
+		c.idOn = false
+		s.state = scanAfter
+	}
+	depth := len(s.stack)
+	if !s.structural(b) {
+		if len(s.stack) < depth {
+			c.closed(pos)
+		}
+		return
+	}
+	c.valueStart(b, pos)
+	switch {
+	case b == '{' || b == '[':
+		s.push(b)
+	case b == '"':
+		s.state = scanInString
+	case scalarByte(b):
+		s.state = scanInScalar
+	default:
+		s.err = errShape
+	}
+}
+
+// keyRead checks the key just read: the members of the message and the
+// result the cut reads are allowed once, and never escaped.
+func (c *cut) keyRead() {
+	level := -1
+	switch {
+	case len(c.sc.stack) == 1:
+		level = 0
+	case c.sc.inResult():
+		level = 1
+	}
+	if level < 0 {
+		return
+	}
+	key := c.sc.memberKey()
+	if key == escapedKey {
+		c.sc.err = errShape // it might be one of these
+	}
+	if bit := members[level][key]; bit != 0 {
+		if c.seen&bit != 0 {
+			c.sc.err = errShape
+		}
+		c.seen |= bit
+	}
+}
+
+// valueStart notes the value beginning with b at pos.
+func (c *cut) valueStart(b byte, pos int) {
+	s := &c.sc
+	switch key := s.memberKey(); {
+	case len(s.stack) == 1:
+		switch key {
+		case "result":
+			c.result = b == '{'
+		case "id":
+			c.idOn, c.id = true, c.id[:0]
+			c.keep(b)
+		case "error":
+			s.err = errShape
+		}
+	case s.inResult():
+		switch key {
+		case "content":
+			c.content = b == '['
+		case "isError":
+			c.isError = b
+		case "structuredContent":
+			c.structured = true
+		}
+	case s.inContent():
+		c.blockBegin(b, pos)
+	case s.inBlock() && b == '"':
+		switch key {
+		case "type":
+			c.typeOn, c.block.typ = true, c.block.typ[:0]
+		case "text":
+			c.block.textFrom = pos + 1
+		}
+	}
+}
+
+// keep keeps a byte of the id, or of a block's type, being read.
+func (c *cut) keep(b byte) {
+	switch {
+	case c.sc.state == scanInString && c.typeOn && b != '"':
+		if len(c.block.typ) < maxKey {
+			c.block.typ = append(c.block.typ, b)
+		}
+	case !c.idOn:
+	case len(c.id) < maxID:
+		c.id = append(c.id, b)
+	default:
+		c.long = true
+	}
+}
+
+// stringEnd ends the string value whose closing quote is at pos.
+func (c *cut) stringEnd(pos int) {
+	c.idOn, c.typeOn = false, false
+	if c.sc.inBlock() && c.sc.memberKey() == "text" {
+		c.block.textTo = pos
+	}
+}
+
+func (c *cut) blockBegin(b byte, pos int) {
+	if b != '{' {
+		c.sc.err = errShape
+		return
+	}
+	if c.blocks == 0 {
+		c.from, c.kept = pos, pos
+	}
+	c.blocks++
+	c.block = block{typ: c.block.typ[:0], textFrom: -1, textTo: -1}
+}
+
+// closed follows the object or array that closed at pos: a block, or the
+// message.
+func (c *cut) closed(pos int) {
+	switch {
+	case len(c.sc.stack) == 0:
+		c.done = true
+	case c.sc.inContent():
+		c.blockEnd(pos + 1)
+	}
+}
+
+// blockEnd ends the block that ends before end: kept whole if it fits,
+// otherwise the candidate to cut, the last one read.
+func (c *cut) blockEnd(end int) {
+	if c.stopped {
+		return
+	}
+	if end <= len(c.head) && end-c.from <= c.limit {
+		c.kept = end
+		c.keptBlocks++
+		return
+	}
+	c.stopped = true
+	c.candidate = block{typ: bytes.Clone(c.block.typ), textFrom: c.block.textFrom, textTo: c.block.textTo}
+}
+
+// close is what the cut makes of the response: the result cut to fit, or
+// errOverBudget when it cannot be cut.
+func (c *cut) close() ([]byte, error) {
+	over := errOverBudget{size: c.n}
+	if c.sc.err != nil || !c.done || !c.result || !c.content || c.long || !sameID(c.id, c.h.id) || c.structured {
+		return nil, over
+	}
+	text := c.cutText()
+	if c.keptBlocks == 0 && text == nil {
+		return nil, over // nothing of it fits
+	}
+	dropped := c.blocks - c.keptBlocks
+	if text != nil {
+		dropped--
+	}
+	kept := c.kept - c.from + len(text)
+	out := c.h.appendHead(make([]byte, 0, c.h.budget), c.truncated(kept, dropped))
+	out = append(out, c.head[c.from:c.kept]...)
+	if text != nil {
+		if c.keptBlocks > 0 {
+			out = append(out, ',')
+		}
+		out = append(append(append(out, `{"type":"text","text":"`...), text...), `"}`...)
+	}
+	out = append(out, `],"isError":`...)
+	out = strconv.AppendBool(out, c.isError == 't')
+	out = append(out, "}}"...)
+	if len(out) > c.h.budget || !json.Valid(out) {
+		return nil, over
+	}
+	return out, nil
+}
+
+// cutText is what fits of the candidate's text, as written: nil when the
+// candidate is no text block, or none of its text fits.
+func (c *cut) cutText() []byte {
+	b := c.candidate
+	if !c.stopped || b.textFrom < 0 || b.textFrom >= len(c.head) || (len(b.typ) > 0 && string(b.typ) != "text") {
+		return nil
+	}
+	end := len(c.head)
+	if b.textTo >= 0 {
+		end = min(end, b.textTo)
+	}
+	room := c.limit - (c.kept - c.from) - len(`,{"type":"text","text":""}`)
+	n := fits(c.head[b.textFrom:end], room)
+	if n == 0 {
+		return nil
+	}
+	return c.head[b.textFrom : b.textFrom+n]
+}
+
+// fits is how many bytes of the JSON string s (as written, without its
+// quotes) fit in n without cutting a character, an escape or a surrogate
+// pair in two.
+func fits(s []byte, n int) int {
+	n = min(n, len(s))
+	i := 0
+	for i < n {
+		w := 1
+		switch c := s[i]; {
+		case c == '\\':
+			w = 2
+			if i+1 < len(s) && s[i+1] == 'u' {
+				w = 6
+				if highSurrogate(s[i:]) {
+					w = 12 // it goes with the low one after it
+				}
+			}
+		case c >= utf8.RuneSelf:
+			_, w = utf8.DecodeRune(s[i:])
+		}
+		if i+w > n {
+			break
+		}
+		i += w
+	}
+	return i
+}
+
+// highSurrogate reports whether s begins with the \u escape of a high
+// surrogate (D800 to DBFF).
+func highSurrogate(s []byte) bool {
+	return len(s) >= 6 && s[2]|0x20 == 'd' && bytes.IndexByte([]byte("89abAB"), s[3]) >= 0
+}
+
+// sameID reports whether the response's id, as written, is the request's.
+func sameID(got, want []byte) bool {
+	return len(want) > 0 && bytes.Equal(got, want)
+}
+
+// truncated is the warning that comes first in a cut result.
+func (c *cut) truncated(kept, dropped int) envelope.Envelope {
+	return truncated(c.h.tool, c.n, kept, dropped, c.h.budget, c.h.paging)
+}

@@ -1,0 +1,159 @@
+package results
+
+import (
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/feature"
+	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+	"github.com/caddymcp/caddy-mcp/internal/logsample"
+	"github.com/caddymcp/caddy-mcp/internal/promreg"
+)
+
+// held is a call's answer, held to the budget: a response over it is
+// refused (RESULT_TOO_LARGE).
+type held struct {
+	b      *Budgets
+	tool   string
+	budget int
+	id     []byte
+	// paging are the tool's arguments that page or limit, for the words.
+	paging []string
+}
+
+// cutting is a call's answer held to the budget, a response over it cut
+// to fit (feature.Cutter): the core gives it what it cannot hold.
+type cutting struct{ *held }
+
+// errOverBudget: the call's response is larger than its budget, and was
+// not cut to fit.
+type errOverBudget struct{ size int }
+
+func (e errOverBudget) Error() string { return "the result is " + strconv.Itoa(e.size) + " bytes" }
+
+func (h *held) Needs() feature.Needs {
+	return feature.Needs{Edit: true, Max: h.budget, MaxEvent: h.budget, FailClosed: true}
+}
+
+// Message refuses the call's response when it is over the budget; every
+// other message (progress, a server's request) passes.
+func (h *held) Message(_ *feature.Exchange, msg []byte) ([]byte, error) {
+	if len(msg) <= h.budget || !jsonrpc.IsResponseTo(msg, h.id) {
+		return nil, nil
+	}
+	return nil, errOverBudget{size: len(msg)}
+}
+
+// Message cuts the call's response when it is over the budget.
+func (c *cutting) Message(_ *feature.Exchange, msg []byte) ([]byte, error) {
+	if len(msg) <= c.budget || !jsonrpc.IsResponseTo(msg, c.id) {
+		return nil, nil
+	}
+	cut := newCut(c.held)
+	cut.Write(msg)
+	return cut.Close()
+}
+
+// Cut reads a response the core cannot hold.
+func (c *cutting) Cut(*feature.Exchange) feature.Cut { return newCut(c.held) }
+
+// Close is the response cut to fit, or errOverBudget when it cannot be:
+// the hook's Unreadable then refuses it.
+func (c *cut) Close() ([]byte, error) {
+	out, err := c.close()
+	if err == nil {
+		c.h.over(actionTruncated, c.n)
+	}
+	return out, err
+}
+
+// Unreadable is RESULT_TOO_LARGE for a response over the budget, or one
+// the gateway stopped reading at it.
+func (h *held) Unreadable(_ *feature.Exchange, err error) envelope.Envelope {
+	var over errOverBudget
+	switch {
+	case errors.As(err, &over):
+		h.over(actionRefused, over.size)
+		return tooLarge(h.tool, over.size, h.budget, h.paging)
+	case errors.Is(err, feature.ErrTooLarge):
+		h.over(actionRefused, 0)
+		return tooLarge(h.tool, 0, h.budget, h.paging)
+	}
+	return unreadable(h.tool, err)
+}
+
+func (h *held) End(*feature.Exchange, feature.Ending) {}
+
+// overhead is the most a cut result takes beside its content: the
+// response around it, and the warning before it.
+func (h *held) overhead() int {
+	const most = 1 << 62 // the widest size a warning can name
+	return len(h.appendHead(nil, truncated(h.tool, most, most, most, h.budget, h.paging))) + len(`],"isError":false}}`)
+}
+
+// appendHead appends what comes before a cut result's content: the
+// response, up to its content, and the warning, as the first block.
+func (h *held) appendHead(dst []byte, warning envelope.Envelope) []byte {
+	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
+	dst = append(dst, h.id...)
+	dst = append(dst, `,"result":{"content":[`...)
+	dst = envelope.AppendTextContent(dst, warning.Text())
+	return append(dst, ',')
+}
+
+// The actions counted.
+const (
+	actionRefused   = "refused"
+	actionTruncated = "truncated"
+)
+
+// over counts and logs a result over its budget, size bytes (0: more than
+// the budget, not read further).
+func (h *held) over(action string, size int) {
+	overBudget.WithLabelValues(toolLabels.Of(h.tool), action).Inc()
+	tool := feature.Clip(h.tool)
+	if log, _ := h.b.logs.Note(tool, ""); log {
+		h.b.logger.Warn("a tool's result is over its budget",
+			zap.String("tool", tool), zap.Int("bytes", size), zap.Int("budget", h.budget), zap.String("action", action))
+	}
+}
+
+// logEvery is the least time between two lines of one tool's results over
+// their budget: the first is logged at once, the ones after it counted on
+// one line a minute (every one is counted by the metric).
+const logEvery = time.Minute
+
+// maxLoggedTools bounds the tools whose lines are sampled apart; the others
+// are counted together.
+const maxLoggedTools = 100
+
+// logRepeated logs the results over their budget that were not logged.
+func (b *Budgets) logRepeated(c logsample.Count[string]) {
+	tool := c.Kind
+	if c.Overflow {
+		tool = "(other tools)"
+	}
+	b.logger.Warn("more of a tool's results were over their budget",
+		zap.String("tool", tool), zap.Int64("repeated", c.N))
+}
+
+// overBudget counts the results over their budget, by tool (the first
+// MaxTools names, then "_OTHER") and what was done: refused, or
+// truncated.
+var overBudget = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Namespace: "caddy", Subsystem: "mcp", Name: "results_over_budget_total",
+	Help: "Tool results over their budget, by tool (the first 100 names, then _OTHER) and action: refused (RESULT_TOO_LARGE) or truncated (cut to fit).",
+}, []string{"tool", "action"})
+
+// MaxTools bounds the tool names the metric is labelled with.
+const MaxTools = 100
+
+var toolLabels = promreg.NewBoundedLabels(MaxTools)
+
+// Collectors are the metrics of the budgets, for a config's registry.
+func Collectors() []prometheus.Collector { return []prometheus.Collector{overBudget} }
