@@ -1,11 +1,8 @@
 package mcptest
 
 import (
-	"bytes"
 	"net"
 	"os/exec"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 )
@@ -19,31 +16,7 @@ const EverythingServerPkg = "github.com/modelcontextprotocol/go-sdk/conformance/
 // temporary folder and returns the binary.
 func BuildEverythingServer(t testing.TB) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "everything-server")
-	cmd := exec.Command("go", "build", "-o", bin, EverythingServerPkg)
-	cmd.Dir = RepoRoot(t)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("mcptest: go build %s: %v\n%s", EverythingServerPkg, err, out)
-	}
-	return bin
-}
-
-// lockedBuffer collects a process's output while it runs.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	return buildProgram(t, EverythingServerPkg)
 }
 
 // StartEverythingServer runs the conformance server in stateful mode on a free
@@ -59,21 +32,7 @@ func StartEverythingServer(t testing.TB, bin string) string {
 	var logs lockedBuffer
 	cmd := exec.Command(bin, "-http="+hostport, "-stateless=false")
 	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("mcptest: starting everything-server: %v", err)
-	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-		if t.Failed() {
-			t.Logf("everything-server output:\n%s", logs.String())
-		}
-	})
+	exited := startProcess(t, cmd, "everything-server", &logs)
 
 	deadline := time.Now().Add(20 * time.Second)
 	for {

@@ -1,9 +1,10 @@
 // Package mcptest holds helpers for caddy-mcp integration tests: starting the
 // demo MCP server (examples/demo/demoserver) on a loopback port, running the
 // official TypeScript SDK client (test/tsclient/client.mjs) with a JSON
-// script, and building HTTP clients that trust a test CA.
+// script, or a server written with that SDK (test/tsclient/server.mjs), and
+// building HTTP clients that trust a test CA.
 //
-// The TypeScript client needs its dependencies installed once:
+// The TypeScript client and server need their dependencies installed once:
 //
 //	npm ci --prefix test/tsclient
 package mcptest
