@@ -1,0 +1,182 @@
+package test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime/metrics"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/results"
+	"github.com/caddymcp/caddy-mcp/test/mcptest"
+)
+
+// A result of 200 MB costs the gateway its budget, not its size. The
+// official Go SDK server that writes it runs as a process of its own
+// (test/bigserver), so that the heap of the test process, where Caddy
+// runs, holds only what the gateway and the test's client allocate. No
+// test of this package runs in parallel: while a call is measured, the
+// rest of the process is Caddy's background work.
+
+// hugeResult is the bytes of text the tool big is asked for.
+const hugeResult = 200_000_000
+
+// hugeBudget is "tokens 25000" in bytes: Claude Code's limit.
+const hugeBudget = 25_000 * results.BytesPerToken
+
+// hugeCost is what one call of big for hugeResult bytes cost.
+type hugeCost struct {
+	// received is the bytes of the answer the client read, head their
+	// first twice the budget.
+	received int64
+	head     []byte
+	// allocated is the heap the test process allocated during the call:
+	// a bound on what the gateway held at its peak, whatever the collector
+	// did meanwhile.
+	allocated uint64
+	// peak is the most heap objects (live or not yet swept) seen during
+	// the call over those before it, sampled every millisecond: what the
+	// heap grew by, at least.
+	peak int64
+}
+
+func (c hugeCost) String() string {
+	return fmt.Sprintf("the client read %d bytes; the test process allocated %d bytes (%.2f MiB); its heap was seen to grow by %.2f MiB at most",
+		c.received, c.allocated, float64(c.allocated)/(1<<20), float64(c.peak)/(1<<20))
+}
+
+// callHuge calls big for hugeResult bytes through endpoint, with a
+// progress token when sse, once warmed up by a small call.
+func callHuge(t *testing.T, endpoint string, sse bool) hugeCost {
+	t.Helper()
+	resp, _ := post(t, endpoint, bigCall(10, sse))
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+
+	before := int64(heapObjects())
+	stop := samplePeakHeap()
+	start := allocated()
+	read, head, err := readAnswer(t.Context(), endpoint, bigCall(hugeResult, sse))
+	end, peak := allocated(), stop()
+	require.NoError(t, err)
+	return hugeCost{received: read, head: head, allocated: end - start, peak: int64(peak) - before}
+}
+
+// readAnswer posts call to endpoint and reads the answer, keeping its
+// first twice the budget only: the client holds no more of it than that.
+func readAnswer(ctx context.Context, endpoint, call string) (read int64, head []byte, err error) {
+	resp, err := openWith(newSendConfig(ctx, nil), endpoint, call)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, nil, fmt.Errorf("status %d", resp.StatusCode)
+	}
+	w := &headWriter{b: make([]byte, 0, 2*hugeBudget)}
+	read, err = io.Copy(w, resp.Body)
+	return read, w.b, err
+}
+
+// samplePeakHeap reads the bytes of heap objects every millisecond until
+// the function it returns is called, which returns the most it read.
+func samplePeakHeap() (stop func() uint64) {
+	done, most := make(chan struct{}), make(chan uint64)
+	go func() {
+		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		var peak uint64
+		for {
+			metrics.Read(s)
+			peak = max(peak, s[0].Value.Uint64())
+			select {
+			case <-done:
+				most <- peak
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() uint64 {
+		close(done)
+		return <-most
+	}
+}
+
+// headWriter keeps the first bytes written to it, as many as b has room
+// for.
+type headWriter struct{ b []byte }
+
+func (h *headWriter) Write(p []byte) (int, error) {
+	if room := cap(h.b) - len(h.b); room > 0 {
+		h.b = append(h.b, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+// What the gateway holds of an answer, whatever the budget: a JSON answer
+// is read up to the budget, then let go of; an event of an event stream
+// is held up to the core's bound of an event (maxEventData, 1 MiB: a
+// partial line up to it and twice it of raw bytes, grown by append: about
+// 11 MiB allocated in all), then skimmed to its end.
+const (
+	jsonHold = 2 << 20
+	sseHold  = 16 << 20
+)
+
+// copyCost bounds what Caddy's reverse_proxy allocates as it copies n
+// bytes: a logger for each read, about 0.6% of the bytes, none of it held.
+func copyCost(n int) uint64 { return uint64(n) / 100 }
+
+func TestAHugeResultCostsTheGatewayItsBudgetNotItsSize(t *testing.T) {
+	bin := mcptest.BuildBigServer(t)
+	for _, c := range []struct {
+		sse, truncate bool
+		hold          uint64
+		// copied is what the gateway reads of the answer: a cut reads it
+		// all, to its isError.
+		copied int
+	}{
+		{false, false, jsonHold, hugeBudget},
+		{true, false, sseHold, hugeResult},
+		{false, true, jsonHold, hugeResult},
+		{true, true, sseHold, hugeResult},
+	} {
+		t.Run(fmt.Sprintf("sse=%t,truncate=%t", c.sse, c.truncate), func(t *testing.T) {
+			upstream := mcptest.StartBigServer(t, bin, c.sse)
+			budget := "tokens 25000"
+			if c.truncate {
+				budget += "\n\t\ttruncate"
+			}
+			g := mcptest.StartGateway(t, "mcp {\n\tresults {\n\t\t"+budget+"\n\t}\n}\n"+mcptest.ProxyTo(upstream))
+			cost := callHuge(t, g.URL+mcptest.MCPPath, c.sse)
+			t.Logf("a %d-byte result over a %d-byte budget: %s", hugeResult, hugeBudget, cost)
+			assert.Less(t, cost.allocated, 4*hugeBudget+c.hold+copyCost(c.copied), "the budget and a constant, not the 200 MB")
+			if c.sse {
+				assert.Contains(t, string(cost.head), "notifications/progress", "progress passes")
+			}
+			if c.truncate {
+				assert.LessOrEqual(t, len(lastMessage(cost.head)), hugeBudget, "the cut result fits the budget")
+				warning, texts, isError := cutOf(t, cost.head)
+				assert.Equal(t, envelope.Code("RESULT_TRUNCATED"), warning.Code)
+				assert.False(t, isError)
+				require.Equal(t, 1, len(texts))
+				assert.Greater(t, len(texts[0]), hugeBudget-2048, "what fits is kept")
+				return
+			}
+			assert.Less(t, cost.received, int64(4<<10), "the 200 MB never reached the client")
+			text, isError := resultOf(t, cost.head)
+			assert.True(t, isError)
+			env, err := envelope.Parse(text)
+			require.NoError(t, err, text)
+			assert.Equal(t, envelope.Code("RESULT_TOO_LARGE"), env.Code)
+			assert.Contains(t, env.Message, "over its budget of 100000 bytes (about 25000 tokens)")
+		})
+	}
+}
