@@ -3,13 +3,13 @@
 .PHONY: test test-deps test-under-load demo release bench-micro bench bench-hostile
 
 # Every test: unit, golden, integration through a real Caddy with the
-# official Go and TypeScript SDK clients, and the official MCP conformance
-# suite through the gateway.
+# official Go and TypeScript SDK clients and servers, and the official MCP
+# conformance suite through the gateway.
 test: test-deps
 	go test -race -count=1 ./...
 
-# What the tests need: the locked npm dependencies (the TypeScript client,
-# the authorization server of the authorization tests,
+# What the tests need: the locked npm dependencies (the TypeScript client
+# and server, the authorization server of the authorization tests,
 # the conformance suite), and Redis for the tests of limits shared on Redis
 # (with apt-get, where it is missing).
 test-deps:

@@ -4,10 +4,10 @@
 // can act on, rather than passed on to be refused, cut or paid for.
 //
 // A budget is in bytes of the JSON-RPC response the server writes, or in
-// estimated tokens (bytes / 4: JSON's quoting and escapes make a text's
-// bytes over four a little more than its tokens in English, so the
-// estimate errs on the side of refusing). The answer is held to the
-// budget and never more: past it, the gateway stops reading and answers
+// estimated tokens (bytes / 4: a little more than the tokens of English
+// prose, but 0.6 of those of JSON and 0.4 of base64's, as measured in
+// docs/configuration.md, "How far off bytes / 4 is"). The answer is held
+// to the budget and never more: past it, the gateway stops reading and answers
 // RESULT_TOO_LARGE in the call's place, or, for the tools whose results
 // are cut (truncate), reads the rest as it passes, unheld, and answers
 // with what fits (cut.go). In an event stream, only the call's response is
