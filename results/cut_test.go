@@ -218,3 +218,23 @@ func FuzzCut(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkCut is the cost of reading a result's text past the cut, per
+// byte: what a cut result costs beyond its budget.
+func BenchmarkCut(b *testing.B) {
+	h := &held{b: &Budgets{}, tool: "logs", budget: 100_000, id: []byte("7")}
+	piece := []byte(strings.Repeat("a line of a log\\n", 2048))
+	b.SetBytes(int64(len(piece)) * 64)
+	b.ReportAllocs()
+	for b.Loop() {
+		c := newCut(h)
+		c.Write([]byte(`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"`))
+		for range 64 {
+			c.Write(piece)
+		}
+		c.Write([]byte(`"}],"isError":false}}`))
+		if _, err := c.close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
