@@ -88,7 +88,7 @@ func (c *cut) Write(p []byte) {
 		c.head = append(c.head, p[:min(k, len(p))]...)
 	}
 	for i := 0; i < len(p) && c.sc.err == nil; i++ {
-		if c.sc.state == scanInString && !c.idOn && !c.typeOn {
+		if c.sc.state == scanInString && !c.sc.escape && !c.idOn && !c.typeOn {
 			// Plain bytes of a string, the bulk of a result, at speed.
 			j := i
 			for j < len(p) && p[j] >= 0x20 && p[j] != '"' && p[j] != '\\' {
@@ -337,6 +337,9 @@ func fits(s []byte, n int) int {
 				}
 			}
 		case c >= utf8.RuneSelf:
+			if !utf8.FullRune(s[i:]) {
+				return i // cut short where the head ends
+			}
 			_, w = utf8.DecodeRune(s[i:])
 		}
 		if i+w > n {

@@ -170,6 +170,34 @@ func TestACutNeverSplitsACharacterOrAnEscape(t *testing.T) {
 	}
 }
 
+// An escape's second byte is read as part of it, even where plain bytes
+// are skipped at speed: one escape, an odd number, ends the string where it
+// ends.
+func TestAnOddNumberOfEscapesEndsTheTextWhereItEnds(t *testing.T) {
+	x, h := cutter(t, 2000)
+	msg := `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":` + quote(strings.Repeat("x", 3000)+"\n") + `}],"isError":true}}`
+	for _, n := range []int{len(msg), 1, 3000} {
+		out, err := cutInPieces(h, msg, n)
+		require.NoError(t, err, n)
+		assert.True(t, decodeCut(t, out, 2000).Result.IsError, n)
+	}
+	_, err := h.Message(x, []byte(msg))
+	require.NoError(t, err)
+}
+
+// Text that runs past the bytes kept (a long _meta before the content) is
+// cut where they end, never inside a character.
+func TestTextCutWhereTheHeadEndsKeepsWholeCharacters(t *testing.T) {
+	msg := `{"jsonrpc":"2.0","id":7,"result":{"_meta":{"pad":"` + strings.Repeat("p", 2000) + `"},"content":[{"type":"text","text":"` + strings.Repeat("é", 3000) + `"}]}}`
+	for budget := int64(3000); budget < 3010; budget++ {
+		x, h := cutter(t, budget)
+		out, err := h.Message(x, []byte(msg))
+		require.NoError(t, err, budget)
+		kept := decodeCut(t, out, int(budget)).Result.Content[1].Text
+		assert.True(t, utf8.ValidString(kept) && strings.Trim(kept, "é") == "", "budget %d", budget)
+	}
+}
+
 // A result of any size costs the cut its budget and a constant.
 func TestACutHoldsTheBudgetWhateverTheResultsSize(t *testing.T) {
 	_, h := cutter(t, 64<<10)
@@ -237,4 +265,37 @@ func BenchmarkCut(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// Whatever a text holds, a well-formed result is cut, never refused: its
+// kept text is the start of the text, and its isError the server's, given
+// whole or in pieces.
+func FuzzCutText(f *testing.F) {
+	f.Add(strings.Repeat("x", 300)+"\n", 40, 7, true)
+	f.Add("é😀\"\\\u2028<>&\x01", 3, 1, false)
+	f.Fuzz(func(t *testing.T, text string, room, piece int, isError bool) {
+		if room < 1 || room > 4096 || piece < 1 {
+			return
+		}
+		msg := `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":` + quote(text) + `}],"isError":` + fmt.Sprint(isError) + `}}`
+		var whole cutResult
+		require.NoError(t, json.Unmarshal([]byte(msg), &whole))
+		h := &held{b: &Budgets{}, tool: "logs", budget: room, id: []byte("7")}
+		h.budget += h.overhead() + len(`,{"type":"text","text":""}`)
+		c := newCut(h)
+		for i := 0; i < len(msg); i += piece {
+			c.Write([]byte(msg[i:min(i+piece, len(msg))]))
+		}
+		out, err := c.close()
+		if len(msg) <= h.budget {
+			return // not cut: it would pass as written
+		}
+		require.NoError(t, err, "%q", msg)
+		var r cutResult
+		require.NoError(t, json.Unmarshal(out, &r), "%s", out)
+		require.LessOrEqual(t, len(out), h.budget)
+		require.Len(t, r.Result.Content, 2)
+		require.True(t, strings.HasPrefix(whole.Result.Content[0].Text, r.Result.Content[1].Text))
+		require.Equal(t, isError, r.Result.IsError)
+	})
 }
