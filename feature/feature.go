@@ -167,8 +167,11 @@ type Cutter interface {
 // Cut reads the rest of a message too large to hold, in pieces.
 type Cut interface {
 	// Write is given the next piece, which it may not keep (it copies
-	// what it keeps); it never fails.
-	Write(p []byte)
+	// what it keeps). It reports whether it reads more: once it does not,
+	// it gave up cutting the message; the core stops reading a JSON answer
+	// there (an event is read to its end) and answers Unreadable, for
+	// Close's error.
+	Write(p []byte) (more bool)
 	// Close is called once, when the message ended: it returns what to
 	// send in its place, or an error for Unreadable's envelope.
 	Close() ([]byte, error)

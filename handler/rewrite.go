@@ -100,8 +100,7 @@ func (u *upstreamWatch) hold(p []byte) (int, error) {
 		return 0, r.failed
 	}
 	if r.cut != nil {
-		r.cut.Write(p)
-		return len(p), nil
+		return r.cutMore(p)
 	}
 	if r.body.add(p, u.hooks.max, declaredLength(r.length)) {
 		return len(p), nil
@@ -114,8 +113,7 @@ func (u *upstreamWatch) hold(p []byte) (int, error) {
 			r.cut.Write(chunk)
 		}
 		r.body = heldBytes{}
-		r.cut.Write(p)
-		return len(p), nil
+		return r.cutMore(p)
 	}
 	if u.hooks.failClosed {
 		// Failing the write stops the proxy's copy: what was held is
@@ -136,6 +134,21 @@ func (u *upstreamWatch) hold(p []byte) (int, error) {
 	}
 	r.body = heldBytes{}
 	return u.toClient(p)
+}
+
+// cutMore gives p to the hook that cuts the answer. Once it reads no
+// more, it cannot cut it: the proxy's copy stops, and the answer is
+// replaced in settle, as one too large to read.
+func (r *answerRead) cutMore(p []byte) (int, error) {
+	if r.cut.Write(p) {
+		return len(p), nil
+	}
+	_, r.failed = r.cut.Close()
+	r.cut = nil
+	if r.failed == nil {
+		r.failed = errAnswerTooLarge
+	}
+	return 0, r.failed
 }
 
 // declaredLength is the length a Content-Length header declares, -1 when

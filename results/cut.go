@@ -3,6 +3,7 @@ package results
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"unicode/utf8"
 
@@ -27,7 +28,7 @@ type cut struct {
 	h    *held
 	sc   scanner
 	head []byte // the response's first bytes, up to the budget
-	n    int    // the bytes read
+	n    int    // the bytes read, at most maxRead
 	done bool   // the response's value ended
 
 	// id is the response's, as written (quotes and all), up to maxID;
@@ -45,17 +46,21 @@ type cut struct {
 	// last kept whole ends (offsets in the response), and how many were;
 	// limit is what they may take. stopped: a block did not fit, and
 	// none after it is kept; its type and text are the candidate's.
-	blocks, from, kept, keptBlocks, limit int
-	stopped                               bool
-	block, candidate                      block
-	typeOn                                bool
+	blocks, from, kept, keptBlocks, limit, maxRead int
+	stopped                                        bool
+	block, candidate                               block
+	typeOn                                         bool
 }
 
 // block is what is known of a content block: its type (as written, up to
 // maxKey bytes) and where its text runs (-1: not seen, or not ended).
+// odd: a key of it was escaped, or its type or text given twice: it is
+// not taken for text.
 type block struct {
 	typ              []byte
 	textFrom, textTo int
+	odd              bool
+	seen             uint8
 }
 
 // maxID bounds the id a response is matched by.
@@ -78,12 +83,23 @@ var members = [2]map[string]uint16{
 
 func newCut(h *held) *cut {
 	c := &cut{h: h, head: make([]byte, 0, h.budget)}
-	c.limit = h.budget - h.overhead()
+	c.limit, c.maxRead = h.budget-h.overhead(), maxRead
 	return c
 }
 
-// Write reads the next piece of the response.
-func (c *cut) Write(p []byte) {
+// maxRead bounds what a cut reads of a response: past it, the gateway
+// stops reading and refuses it. A server's isError comes after its
+// content, so a result is read to its end to be cut; one that never ends
+// must not be read for ever.
+const maxRead = 1 << 30
+
+// Write reads the next piece of the response; it reports whether it reads
+// more (not past maxRead).
+func (c *cut) Write(p []byte) bool {
+	if c.n+len(p) > c.maxRead {
+		c.sc.err, c.n = errTooLong, c.maxRead
+		return false
+	}
 	if k := c.h.budget - len(c.head); k > 0 {
 		c.head = append(c.head, p[:min(k, len(p))]...)
 	}
@@ -101,7 +117,11 @@ func (c *cut) Write(p []byte) {
 		c.step(p[i], c.n+i)
 	}
 	c.n += len(p)
+	return c.sc.err == nil
 }
+
+// errTooLong: the response is longer than a cut reads.
+var errTooLong = errors.New("longer than a cut reads")
 
 // step reads the byte b at offset pos.
 func (c *cut) step(b byte, pos int) {
@@ -155,6 +175,8 @@ func (c *cut) keyRead() {
 		level = 0
 	case c.sc.inResult():
 		level = 1
+	case c.sc.inBlock():
+		c.blockKey(c.sc.memberKey())
 	}
 	if level < 0 {
 		return
@@ -168,6 +190,23 @@ func (c *cut) keyRead() {
 			c.sc.err = errShape
 		}
 		c.seen |= bit
+	}
+}
+
+// blockKey notes a key of the block being read.
+func (c *cut) blockKey(key string) {
+	var bit uint8
+	switch key {
+	case "type":
+		bit = 1
+	case "text":
+		bit = 2
+	}
+	switch {
+	case key == escapedKey || c.block.seen&bit != 0:
+		c.block.odd = true
+	default:
+		c.block.seen |= bit
 	}
 }
 
@@ -264,13 +303,17 @@ func (c *cut) blockEnd(end int) {
 		return
 	}
 	c.stopped = true
-	c.candidate = block{typ: bytes.Clone(c.block.typ), textFrom: c.block.textFrom, textTo: c.block.textTo}
+	c.candidate = c.block
+	c.candidate.typ = bytes.Clone(c.block.typ)
 }
 
 // close is what the cut makes of the response: the result cut to fit, or
 // errOverBudget when it cannot be cut.
 func (c *cut) close() ([]byte, error) {
 	over := errOverBudget{size: c.n}
+	if errors.Is(c.sc.err, errTooLong) {
+		over.size = 0 // more than the budget: how much more is not known
+	}
 	if c.sc.err != nil || !c.done || !c.result || !c.content || c.long || !sameID(c.id, c.h.id) || c.structured {
 		return nil, over
 	}
@@ -304,7 +347,7 @@ func (c *cut) close() ([]byte, error) {
 // candidate is no text block, or none of its text fits.
 func (c *cut) cutText() []byte {
 	b := c.candidate
-	if !c.stopped || b.textFrom < 0 || b.textFrom >= len(c.head) || (len(b.typ) > 0 && string(b.typ) != "text") {
+	if !c.stopped || b.odd || string(b.typ) != "text" || b.textFrom < 0 || b.textFrom >= len(c.head) {
 		return nil
 	}
 	end := len(c.head)
@@ -332,8 +375,8 @@ func fits(s []byte, n int) int {
 			w = 2
 			if i+1 < len(s) && s[i+1] == 'u' {
 				w = 6
-				if highSurrogate(s[i:]) {
-					w = 12 // it goes with the low one after it
+				if highSurrogate(s[i:]) && len(s) > i+7 && s[i+6] == '\\' && s[i+7] == 'u' {
+					w = 12 // it goes with the escape after it, its low one
 				}
 			}
 		case c >= utf8.RuneSelf:

@@ -142,6 +142,10 @@ func TestWhatCannotBeCutIsRefusedWhole(t *testing.T) {
 		"an unfinished response":     `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"` + long,
 		"nesting past the bound":     `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"a","x":` + strings.Repeat("[", 1001) + strings.Repeat("]", 1001) + `}],"pad":"` + long + `"}}`,
 		"a content that is no array": `{"jsonrpc":"2.0","id":7,"result":{"content":"` + long + `"}}`,
+		"a block without a type":     `{"jsonrpc":"2.0","id":7,"result":{"content":[{"text":"` + long + `"}]}}`,
+		"a type that is no string":   `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":null,"text":"` + long + `"}]}}`,
+		"a type given twice":         `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","type":"image","text":"` + long + `"}]}}`,
+		"a block key escaped":        `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","typ\u0065":"image","text":"` + long + `"}]}}`,
 	} {
 		_, err := h.Message(x, []byte(msg))
 		var over errOverBudget
@@ -155,7 +159,7 @@ func TestWhatCannotBeCutIsRefusedWhole(t *testing.T) {
 // A cut text ends at a character: never inside one, an escape, or a
 // surrogate pair.
 func TestACutNeverSplitsACharacterOrAnEscape(t *testing.T) {
-	text := strings.Repeat(`a\u00e9\n\"\\😀\ud83d\ude00é`, 200)
+	text := strings.Repeat(`a\u00e9\n\"\\😀\ud83d\ude00é\ud83dabcdé`, 200)
 	msg := `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"` + text + `"}]}}`
 	var whole string
 	require.NoError(t, json.Unmarshal([]byte(`"`+text+`"`), &whole))
@@ -196,6 +200,25 @@ func TestTextCutWhereTheHeadEndsKeepsWholeCharacters(t *testing.T) {
 		kept := decodeCut(t, out, int(budget)).Result.Content[1].Text
 		assert.True(t, utf8.ValidString(kept) && strings.Trim(kept, "é") == "", "budget %d", budget)
 	}
+}
+
+// A response that goes on past what a cut reads (one that never ends) is
+// refused there: the gateway stops reading it.
+func TestAResponseLongerThanACutReadsIsRefused(t *testing.T) {
+	x, h := cutter(t, 4096)
+	c := newCut(h.held)
+	c.maxRead = 1 << 20
+	require.True(t, c.Write([]byte(`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"`)))
+	piece := []byte(strings.Repeat("x", 64<<10))
+	more := 0
+	for c.Write(piece) {
+		more++
+	}
+	assert.Equal(t, 15, more, "it read up to its bound, then no more")
+	_, err := c.Close()
+	var over errOverBudget
+	require.ErrorAs(t, err, &over)
+	assert.Contains(t, h.Unreadable(x, err).Message, "over 4096 bytes", "how much more is not known")
 }
 
 // A result of any size costs the cut its budget and a constant.

@@ -1,6 +1,7 @@
 package results
 
 import (
+	"bytes"
 	"errors"
 	"strconv"
 	"time"
@@ -43,15 +44,28 @@ func (h *held) Needs() feature.Needs {
 // Message refuses the call's response when it is over the budget; every
 // other message (progress, a server's request) passes.
 func (h *held) Message(_ *feature.Exchange, msg []byte) ([]byte, error) {
-	if len(msg) <= h.budget || !jsonrpc.IsResponseTo(msg, h.id) {
+	if len(msg) <= h.budget || notTheCalls(msg, h.id) {
 		return nil, nil
 	}
 	return nil, errOverBudget{size: len(msg)}
 }
 
+// notTheCalls reports whether msg is certainly not the call's response: a
+// notification or request of the server's, or another request's response.
+// What cannot be read with certainty (an id given twice) is taken for the
+// call's: a client could read it so.
+func notTheCalls(msg, id []byte) bool {
+	var m jsonrpc.Message
+	batch, err := jsonrpc.Each(msg, func(x jsonrpc.Message) error { m = x; return nil })
+	if err != nil || batch {
+		return false
+	}
+	return m.Kind == jsonrpc.Notification || m.Kind == jsonrpc.Request || (m.Kind == jsonrpc.Response && !bytes.Equal(m.ID, id))
+}
+
 // Message cuts the call's response when it is over the budget.
 func (c *cutting) Message(_ *feature.Exchange, msg []byte) ([]byte, error) {
-	if len(msg) <= c.budget || !jsonrpc.IsResponseTo(msg, c.id) {
+	if len(msg) <= c.budget || notTheCalls(msg, c.id) {
 		return nil, nil
 	}
 	cut := newCut(c.held)
