@@ -85,7 +85,8 @@ type Needs struct {
 	// Max bounds the bytes of a JSON answer the hook reads; 0: it reads
 	// none, only the events of a stream (each within the core's own
 	// bound). An answer past it passes unread, or, with FailClosed, not
-	// at all.
+	// at all, unless the core holds it for another hook: a hook that
+	// fails closed is then given it.
 	Max int
 	// MaxEvent raises the bound of an event's data the hook reads past
 	// the core's own (1 MiB): events are held up to it.

@@ -120,7 +120,9 @@ func (hs *answerHooks) message(x *feature.Exchange, msg []byte, whole, editable 
 	cur := msg
 	for _, hook := range hs.list {
 		n := hook.Needs()
-		if n.HeaderOnly || (whole && len(cur) > n.Max) || ((n.Edit || n.FailClosed) && !editable) {
+		// A hook that fails closed reads what the core holds past its Max
+		// (for another hook): it must not pass unread.
+		if n.HeaderOnly || (whole && len(cur) > n.Max && !n.FailClosed) || ((n.Edit || n.FailClosed) && !editable) {
 			continue
 		}
 		got, herr := hook.Message(x, cur)

@@ -143,3 +143,28 @@ func TestTheWordsNameTheToolsPagingArguments(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, env.Recovery, "use its arguments cursor, limit (fewer items, or the next page)")
 }
+
+// Beside the tool policy, whose hook on a call reads more of its answer
+// than the budget (to add a deprecated tool's warning), a result over its
+// budget is still refused or cut: the budget's hook is given what the core
+// holds for the other. A cut result gets the warning after the cut, past
+// the budget by its length; a refusal gets none (it is no success).
+func TestABudgetHoldsBesideTheToolPolicy(t *testing.T) {
+	for _, c := range []struct {
+		budget, code string
+		deprecated   bool
+	}{
+		{"max 8KiB", "RESULT_TOO_LARGE", false},
+		{"max 8KiB\n\t\ttruncate", "RESULT_TRUNCATED", true},
+	} {
+		t.Run(c.code, func(t *testing.T) {
+			// The results block is closed, and a tools block opened, in
+			// the lines budgeted writes into it.
+			endpoint := budgeted(t, false, c.budget+"\n\t}\n\ttools {\n\t\tdeprecate big \"Use small instead\"")
+			_, body := post(t, endpoint, bigCall(200_000, false))
+			assert.Contains(t, string(body), c.code)
+			assert.Equal(t, c.deprecated, strings.Contains(string(body), "DEPRECATED"))
+			assert.Less(t, len(body), 8192+1024, "the budget and the warning")
+		})
+	}
+}
