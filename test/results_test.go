@@ -100,22 +100,33 @@ func lastMessage(body []byte) string {
 	return s
 }
 
-// resultOf is the CallToolResult of the response in body (JSON, or the
-// data of an event stream's last event).
-func resultOf(t *testing.T, body []byte) (text string, isError bool) {
+// contentBlock is a block of a CallToolResult's content, as the model
+// reads it.
+type contentBlock struct{ Type, Text string }
+
+// contentOf is the content and isError of the CallToolResult answering id
+// 4 in body (JSON, or the data of an event stream's last event).
+func contentOf(t *testing.T, body []byte) (content []contentBlock, isError bool) {
 	t.Helper()
 	s := lastMessage(body)
 	var rpc struct {
 		ID     json.RawMessage `json:"id"`
 		Result struct {
-			Content []struct{ Text string } `json:"content"`
-			IsError bool                    `json:"isError"`
+			Content []contentBlock `json:"content"`
+			IsError bool           `json:"isError"`
 		} `json:"result"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(s), &rpc), "%.300s", s)
 	require.Equal(t, "4", string(rpc.ID))
-	require.Len(t, rpc.Result.Content, 1)
-	return rpc.Result.Content[0].Text, rpc.Result.IsError
+	return rpc.Result.Content, rpc.Result.IsError
+}
+
+// resultOf is the text of the one block of the CallToolResult in body.
+func resultOf(t *testing.T, body []byte) (text string, isError bool) {
+	t.Helper()
+	content, isError := contentOf(t, body)
+	require.Len(t, content, 1)
+	return content[0].Text, isError
 }
 
 func TestAResultUnderItsBudgetPassesAndOneOverItIsToldToTheModel(t *testing.T) {

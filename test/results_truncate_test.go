@@ -1,7 +1,6 @@
 package test
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -22,24 +21,15 @@ import (
 // its warning, the texts after it, and isError.
 func cutOf(t *testing.T, body []byte) (warning envelope.Parsed, texts []string, isError bool) {
 	t.Helper()
-	s := lastMessage(body)
-	var rpc struct {
-		ID     json.RawMessage `json:"id"`
-		Result struct {
-			Content []struct{ Type, Text string } `json:"content"`
-			IsError bool                          `json:"isError"`
-		} `json:"result"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(s), &rpc), "%.300s", s)
-	require.Equal(t, "4", string(rpc.ID))
-	require.NotEmpty(t, rpc.Result.Content)
-	warning, err := envelope.Parse(rpc.Result.Content[0].Text)
-	require.NoError(t, err, rpc.Result.Content[0].Text)
-	for _, c := range rpc.Result.Content[1:] {
+	content, isError := contentOf(t, body)
+	require.NotEmpty(t, content)
+	warning, err := envelope.Parse(content[0].Text)
+	require.NoError(t, err, content[0].Text)
+	for _, c := range content[1:] {
 		require.Equal(t, "text", c.Type)
 		texts = append(texts, c.Text)
 	}
-	return warning, texts, rpc.Result.IsError
+	return warning, texts, isError
 }
 
 func TestAResultOverItsBudgetIsCutToFitWhenTheToolTruncates(t *testing.T) {
