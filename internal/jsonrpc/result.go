@@ -11,10 +11,11 @@ import (
 // or keep the last duplicate would read differently).
 var ErrUncertain = errors.New("the answer cannot be read with certainty")
 
-// Result finds the result of the response in msg that answers id (any id,
-// when id is nil): a zero Member when msg is not that response, or is an
-// error response. Every reader of an upstream's answer reads it through
-// here, so that two features cannot read one answer two ways.
+// Result finds the result of the response in msg that may answer id (any
+// id, when id is nil; see MayAnswer): a zero Member when msg is not that
+// response, or is an error response. Every reader of an upstream's answer
+// reads it through here, so that two features cannot read one answer two
+// ways.
 func Result(msg []byte, id json.RawMessage) (Member, error) {
 	var (
 		result Member
@@ -24,7 +25,7 @@ func Result(msg []byte, id json.RawMessage) (Member, error) {
 	err := Members(msg, func(m Member) bool {
 		switch {
 		case string(m.Key) == "id":
-			match = id == nil || bytes.Equal(msg[m.Start:m.End], id)
+			match = id == nil || MayAnswer(id, msg[m.Start:m.End])
 		case string(m.Key) == "result":
 			bad = bad || result.Start != 0
 			result = m
@@ -44,12 +45,13 @@ func Result(msg []byte, id json.RawMessage) (Member, error) {
 	return result, nil
 }
 
-// IsResponseTo reports whether msg is a JSON-RPC message with this id.
+// IsResponseTo reports whether msg is a JSON-RPC message whose id may
+// answer this one (MayAnswer).
 func IsResponseTo(msg []byte, id json.RawMessage) bool {
 	match := false
 	_ = Members(msg, func(m Member) bool {
 		if string(m.Key) == "id" {
-			match = bytes.Equal(msg[m.Start:m.End], id)
+			match = MayAnswer(id, msg[m.Start:m.End])
 			return false
 		}
 		return true

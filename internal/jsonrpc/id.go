@@ -1,0 +1,441 @@
+package jsonrpc
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"math"
+	"math/big"
+	"strconv"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Which response answers which request. A server may write a request's id
+// back in another spelling, and each official client matches a response
+// to its request in its own way:
+//
+//   - every reader: by value, a string by its text ("caf\u00e9" is "café"),
+//     a number by its value as a float64 (1, 1.0 and 1e0 are one id);
+//   - the TypeScript SDK: by Number(id), so the string "1", " 1" or "0x1"
+//     answers the request 1 (Protocol._onresponse);
+//   - the Go SDK: a number truncated to an int64, so 1.5 answers 1
+//     (jsonrpc2.MakeID);
+//   - the Python SDK: a string int() reads as its integer, so "1", " 1 "
+//     and "1_0" answer 1 and 10 (BaseSession._normalize_request_id).
+//
+// A response may answer a request when one of these readings reads both
+// ids as one. The gateway decides it here, once, for every feature and for
+// the responses an event stream owes, so that no reader of an answer is
+// less generous than a client: whatever a client would take as a call's
+// response is held to what the features hold that response to.
+
+// reading is one way a client reads an id.
+type reading uint8
+
+const (
+	byValue reading = iota
+	byNumber
+	byInt64
+	byInt
+	readings
+)
+
+// Each reading's keys begin with a tag of their own, so that keys of two
+// readings never meet.
+var readingTags = [readings]byte{byValue: 'v', byNumber: 'j', byInt64: 'g', byInt: 'p'}
+
+// IDKeys are an id's keys, one per reading that reads it (at most four,
+// in one buffer): a response may answer a request when the two share a
+// key.
+type IDKeys struct {
+	buf  []byte
+	ends [readings]int
+	has  [readings]bool
+}
+
+// ReadID returns the keys of id (a JSON value as written), appending them
+// to dst's backing array.
+func ReadID(dst, id []byte) IDKeys {
+	k := IDKeys{buf: dst[:0]}
+	for r := range readings {
+		start := len(k.buf)
+		k.buf = append(k.buf, readingTags[r])
+		var ok bool
+		k.buf, ok = appendReading(k.buf, id, r)
+		if !ok {
+			k.buf = k.buf[:start]
+		}
+		k.ends[r], k.has[r] = len(k.buf), ok
+	}
+	return k
+}
+
+// All yields each key of the id.
+func (k *IDKeys) All(yield func([]byte) bool) {
+	start := 0
+	for r := range readings {
+		if k.has[r] && !yield(k.buf[start:k.ends[r]]) {
+			return
+		}
+		start = k.ends[r]
+	}
+}
+
+// key is the key of reading r, nil when r does not read the id.
+func (k *IDKeys) key(r reading) []byte {
+	if !k.has[r] {
+		return nil
+	}
+	start := 0
+	if r > 0 {
+		start = k.ends[r-1]
+	}
+	return k.buf[start:k.ends[r]]
+}
+
+// Shares reports whether a reading reads both ids as one.
+func (k *IDKeys) Shares(o *IDKeys) bool {
+	for r := range readings {
+		if a, b := k.key(r), o.key(r); a != nil && b != nil && bytes.Equal(a, b) {
+			return true
+		}
+	}
+	return false
+}
+
+// MayAnswer reports whether a client may take a response with the id
+// response as the response to the request with the id request (both JSON
+// values as written): the same id, or one a client reads as the same.
+func MayAnswer(request, response []byte) bool {
+	if len(request) == 0 || len(response) == 0 {
+		return false
+	}
+	if bytes.Equal(request, response) {
+		return true
+	}
+	var a, b [96]byte
+	req, resp := ReadID(a[:0], request), ReadID(b[:0], response)
+	return req.Shares(&resp)
+}
+
+// appendReading appends the key of id as reading r reads it, ok false when
+// r does not read it (the message is no response to that client, or its
+// id matches none of the client's requests but by its bytes).
+func appendReading(dst, id []byte, r reading) (_ []byte, ok bool) {
+	if len(id) == 0 {
+		return dst, false
+	}
+	if n, ok := smallInt(id); ok {
+		// The usual id, read alike by every reading, without allocating.
+		switch r {
+		case byInt64:
+			return binary.BigEndian.AppendUint64(dst, uint64(n)), true
+		case byInt:
+			return strconv.AppendInt(dst, n, 10), true
+		}
+		return appendFloat(dst, float64(n)), true
+	}
+	isString := id[0] == '"'
+	isNumber := id[0] == '-' || (id[0] >= '0' && id[0] <= '9')
+	switch {
+	case r == byValue && isString:
+		return appendText(dst, id)
+	case r == byValue && isNumber:
+		f, ok := parseNumber(id)
+		if !ok {
+			return append(dst, id...), true
+		}
+		return appendFloat(dst, f), true
+	case r == byValue:
+		return append(dst, id...), true // null, or a value no id is
+	case r == byNumber:
+		return appendJSNumber(dst, id, isString, isNumber)
+	case r == byInt64 && isNumber:
+		f, ok := parseNumber(id)
+		if !ok || f < -(1<<63) || f >= 1<<63 {
+			return dst, false
+		}
+		return binary.BigEndian.AppendUint64(dst, uint64(int64(f))), true
+	case r == byInt && isNumber:
+		return appendIntegral(dst, id)
+	case r == byInt && isString:
+		return appendPythonInt(dst, id)
+	}
+	return dst, false
+}
+
+// smallInt reads an id written as an integer of at most 15 digits, which
+// a float64 holds exactly.
+func smallInt(id []byte) (int64, bool) {
+	digits := id
+	if len(id) > 0 && id[0] == '-' {
+		digits = id[1:]
+	}
+	if len(digits) == 0 || len(digits) > 15 || (digits[0] == '0' && len(digits) > 1) {
+		return 0, false
+	}
+	var n int64
+	for _, c := range digits {
+		if !isDigit(c) {
+			return 0, false
+		}
+		n = 10*n + int64(c-'0')
+	}
+	if len(digits) < len(id) {
+		n = -n
+	}
+	return n, true
+}
+
+// parseNumber is a JSON number's value as a float64, as JSON decoders read
+// it: past the range of a float64, an infinity or a zero.
+func parseNumber(id []byte) (float64, bool) {
+	f, err := strconv.ParseFloat(string(id), 64)
+	return f, err == nil || errors.Is(err, strconv.ErrRange)
+}
+
+// appendText appends the text of a JSON string.
+func appendText(dst, id []byte) ([]byte, bool) {
+	if len(id) >= 2 && id[len(id)-1] == '"' && bytes.IndexByte(id, '\\') < 0 {
+		return append(dst, id[1:len(id)-1]...), true
+	}
+	var s string
+	if json.Unmarshal(id, &s) != nil {
+		return append(dst, id...), true
+	}
+	return append(dst, s...), true
+}
+
+// appendFloat appends a number's value (-0 is 0: no reader tells them
+// apart when matching).
+func appendFloat(dst []byte, f float64) []byte {
+	if f == 0 {
+		f = 0
+	}
+	return binary.BigEndian.AppendUint64(dst, math.Float64bits(f))
+}
+
+// stringText is the text of a string id: its bytes between the quotes,
+// without allocating, when it has no escape (the usual case).
+func stringText(id []byte) ([]byte, bool) {
+	if len(id) >= 2 && id[len(id)-1] == '"' && bytes.IndexByte(id, '\\') < 0 {
+		return id[1 : len(id)-1], true
+	}
+	var s string
+	if json.Unmarshal(id, &s) != nil {
+		return nil, false
+	}
+	return []byte(s), true
+}
+
+// appendJSNumber appends Number(id) as the TypeScript SDK reads a
+// response's id: a number must be an integer (its schema refuses others),
+// a string is read by JavaScript's Number (NaN matches nothing).
+func appendJSNumber(dst, id []byte, isString, isNumber bool) ([]byte, bool) {
+	f, ok := 0.0, false
+	switch {
+	case isNumber:
+		f, ok = parseNumber(id)
+		ok = ok && !math.IsInf(f, 0) && f == math.Trunc(f)
+	case isString:
+		if text, valid := stringText(id); valid {
+			f, ok = jsNumber(text)
+		}
+	}
+	if !ok {
+		return dst, false
+	}
+	return appendFloat(dst, f), true
+}
+
+// jsNumber is JavaScript's Number(s) of a string (StringToNumber), ok false
+// for NaN. Only a string shaped as a number is converted, so that reading
+// an id that is none allocates nothing.
+func jsNumber(s []byte) (float64, bool) {
+	s = bytes.TrimFunc(s, isJSSpace)
+	switch string(s) {
+	case "":
+		return 0, true
+	case "Infinity", "+Infinity":
+		return math.Inf(1), true
+	case "-Infinity":
+		return math.Inf(-1), true
+	}
+	if base := radix(s); base != 0 {
+		n, ok := new(big.Int).SetString(string(s[2:]), base)
+		if !ok {
+			return 0, false
+		}
+		f, _ := new(big.Float).SetInt(n).Float64()
+		return f, true
+	}
+	if !isJSDecimal(s) {
+		return 0, false
+	}
+	return parseNumber(s)
+}
+
+// radix is the base a 0x, 0o or 0b literal is written in, when s is one
+// with digits of that base (and nothing else: no sign, no separator), 0
+// otherwise.
+func radix(s []byte) int {
+	if len(s) < 3 || s[0] != '0' {
+		return 0
+	}
+	base := 0
+	switch s[1] {
+	case 'x', 'X':
+		base = 16
+	case 'o', 'O':
+		base = 8
+	case 'b', 'B':
+		base = 2
+	}
+	for _, c := range s[2:] {
+		v := 99
+		switch {
+		case isDigit(c):
+			v = int(c - '0')
+		case c >= 'a' && c <= 'f':
+			v = int(c-'a') + 10
+		case c >= 'A' && c <= 'F':
+			v = int(c-'A') + 10
+		}
+		if v >= base {
+			return 0
+		}
+	}
+	return base
+}
+
+// isJSDecimal reports whether s is a StrDecimalLiteral: a sign, digits
+// with at most one point (at least one digit), and an exponent.
+func isJSDecimal(s []byte) bool {
+	if len(s) > 0 && (s[0] == '+' || s[0] == '-') {
+		s = s[1:]
+	}
+	mantissa, exp, hasExp := bytes.Cut(s, []byte("e"))
+	if !hasExp {
+		mantissa, exp, hasExp = bytes.Cut(s, []byte("E"))
+	}
+	whole, frac, _ := bytes.Cut(mantissa, []byte("."))
+	if len(whole)+len(frac) == 0 || !allDigits(whole) || !allDigits(frac) {
+		return false
+	}
+	if !hasExp {
+		return true
+	}
+	if len(exp) > 0 && (exp[0] == '+' || exp[0] == '-') {
+		exp = exp[1:]
+	}
+	return len(exp) > 0 && allDigits(exp)
+}
+
+func allDigits(s []byte) bool {
+	for _, c := range s {
+		if !isDigit(c) {
+			return false
+		}
+	}
+	return true
+}
+
+// isJSSpace is JavaScript's white space and line terminators, which
+// Number trims.
+func isJSSpace(r rune) bool {
+	switch r {
+	case '\t', '\n', '\v', '\f', '\r', ' ', '\u00a0', '\u1680', '\u2028', '\u2029', '\u202f', '\u205f', '\u3000', '\ufeff':
+		return true
+	}
+	return r >= '\u2000' && r <= '\u200a'
+}
+
+// appendIntegral appends a number's integer, as the Python SDK's schema
+// reads an id (an integer, or a float with no fraction), in decimal.
+func appendIntegral(dst, id []byte) ([]byte, bool) {
+	if bytes.IndexAny(id, ".eE") < 0 {
+		n, ok := new(big.Int).SetString(string(id), 10)
+		if !ok {
+			return dst, false
+		}
+		return n.Append(dst, 10), true
+	}
+	f, ok := parseNumber(id)
+	if !ok || math.IsInf(f, 0) || f != math.Trunc(f) {
+		return dst, false
+	}
+	n, _ := big.NewFloat(f).Int(nil)
+	return n.Append(dst, 10), true
+}
+
+// appendPythonInt appends the integer Python's int() reads in a string
+// id, in decimal: white space around, a sign, decimal digits of any
+// script, single underscores between them.
+func appendPythonInt(dst, id []byte) ([]byte, bool) {
+	text, ok := stringText(id)
+	if !ok {
+		return dst, false
+	}
+	text = bytes.TrimFunc(text, isPythonSpace)
+	neg := false
+	if len(text) > 0 && (text[0] == '+' || text[0] == '-') {
+		neg, text = text[0] == '-', text[1:]
+	}
+	if !isPythonDigits(text) {
+		return dst, false
+	}
+	digits := make([]byte, 0, len(text))
+	for _, r := range string(text) {
+		if r != '_' {
+			digits = append(digits, byte('0'+digitValue(r)))
+		}
+	}
+	n, _ := new(big.Int).SetString(string(digits), 10)
+	if neg {
+		n.Neg(n)
+	}
+	return n.Append(dst, 10), true
+}
+
+// isPythonDigits reports whether s is what int() reads as an integer once
+// white space and sign are off: decimal digits of any script, with single
+// underscores between them.
+func isPythonDigits(s []byte) bool {
+	underscore := true // none may come first
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRune(s[i:])
+		i += n
+		switch {
+		case r == '_' && !underscore:
+			underscore = true
+		case r <= '9' && r >= '0', r > 0x7f && unicode.Is(unicode.Nd, r):
+			underscore = false
+		default:
+			return false
+		}
+	}
+	return len(s) > 0 && !underscore
+}
+
+// isPythonSpace is what Python's str.strip() removes: Unicode's white
+// space, and the four separators of ASCII.
+func isPythonSpace(r rune) bool {
+	return unicode.IsSpace(r) || (r >= '\x1c' && r <= '\x1f')
+}
+
+// digitValue is the value of a decimal digit of any script: Unicode gives
+// each script's digits as runs of ten consecutive code points, from zero
+// (a run of several sets of ten, as the mathematical digits are, still
+// starts at a zero).
+func digitValue(r rune) int {
+	if r <= '9' {
+		return int(r - '0')
+	}
+	start := r
+	for unicode.Is(unicode.Nd, start-1) {
+		start--
+	}
+	return int(r-start) % 10
+}
