@@ -150,8 +150,21 @@ func (e Ending) String() string {
 
 // ErrTooLarge is what the error a hook's Unreadable is given wraps when
 // the answer (or one of its events) outgrew what the hooks read: the core
-// stopped reading it there.
+// stopped reading it there. The error is a *TooLargeError.
 var ErrTooLarge = errors.New("larger than the gateway reads")
+
+// TooLargeError is an answer, or an event of one, that outgrew what the
+// hooks read of it, in words of its own (errors.Is(err, ErrTooLarge)).
+type TooLargeError struct {
+	What string
+	// Declared is the length the answer declared (its Content-Length),
+	// when it declared one: the core stops at once at a length declared
+	// past what it reads. 0 when it declared none.
+	Declared int64
+}
+
+func (e *TooLargeError) Error() string      { return e.What }
+func (*TooLargeError) Is(target error) bool { return target == ErrTooLarge }
 
 // Cutter is a Hook that fails closed and answers itself for a message too
 // large to hold (a result cut to its budget) rather than with Unreadable's
@@ -169,9 +182,9 @@ type Cutter interface {
 type Cut interface {
 	// Write is given the next piece, which it may not keep (it copies
 	// what it keeps). It reports whether it reads more: once it does not,
-	// it gave up cutting the message; the core stops reading a JSON answer
-	// there (an event is read to its end) and answers Unreadable, for
-	// Close's error.
+	// it gave up cutting the message; the core stops reading the answer
+	// there, tells the upstream to stop the request, and answers
+	// Unreadable, for Close's error.
 	Write(p []byte) (more bool)
 	// Close is called once, when the message ended: it returns what to
 	// send in its place, or an error for Unreadable's envelope.

@@ -33,9 +33,11 @@ const cancelTimeout = 5 * time.Second
 const (
 	reasonDeadline   = "the gateway's deadline for this tool passed"
 	reasonClientLeft = "the client left"
+	reasonUnread     = "the gateway stopped reading the answer: it is larger than the gateway reads"
 
 	reasonLabelDeadline   = "deadline"
 	reasonLabelClientLeft = "client_left"
+	reasonLabelUnread     = "answer_unread"
 )
 
 // sendCancelled sends notifications/cancelled for each request of x, one

@@ -31,27 +31,42 @@ func (t *sseTracker) dispatch() {
 		t.read()
 	}
 	if t.edit {
-		if t.withheld && message && !t.over && t.rewritten == nil {
+		switch {
+		case t.dropped:
+			t.withheld, t.rewritten = true, nil
+		case t.withheld && message && !t.over && t.rewritten == nil:
 			t.rewritten = t.data // held whole, but not its lines
 		}
 		t.sendEvent()
 	}
 	t.data, t.event, t.dataLines, t.midEvent = shrink(t.data), t.event[:0], 0, false
-	t.over, t.skim, t.cut, t.passing, t.withheld = false, nil, nil, false, false
+	t.over, t.skim, t.cut, t.cutErr, t.passing, t.withheld, t.dropped, t.probed = false, nil, nil, nil, false, false, false, false
 }
 
 // read reads the data of a message event: the responses it settles, the
 // tools it says changed, and, in edit mode, what to send in its place.
 func (t *sseTracker) read() {
-	var msg jsonrpc.Message
+	var (
+		msg      jsonrpc.Message
+		answered *jsonrpc.Message
+		stray    bool
+	)
 	batch, err := jsonrpc.Each(t.data, func(m jsonrpc.Message) error {
 		msg = m
 		if m.Kind == jsonrpc.Response {
-			t.owed.settle(m.ID)
+			answered = t.owed.settle(m.ID)
+			stray = stray || (answered == nil && !t.owed.answers(m.ID))
 		}
 		return nil
 	})
 	if t.hooks == nil {
+		return
+	}
+	if stray && t.edit && t.hooks.failClosed && t.owed.msgs != nil {
+		// A response to no request of this POST: a client may take it for
+		// the response to one it sent in another, which no hook here holds
+		// to anything. A hook that fails closed does not let it pass.
+		t.dropped = true
 		return
 	}
 	// Data that is no JSON object or array (a priming event's empty data,
@@ -59,10 +74,30 @@ func (t *sseTracker) read() {
 	editable := t.edit && !t.passing && jsonrpc.BeginsMessage(t.data)
 	out, rerr := t.hooks.message(t.fx, t.data, false, editable)
 	switch {
+	case rerr != nil && (batch || err != nil):
+		t.replace(rerr, t.hooks.id)
 	case rerr != nil:
-		t.replace(rerr, msg, !batch && err == nil)
+		t.answerFor(rerr, msg, answered)
 	case out != nil:
 		t.rewritten = out
+	}
+}
+
+// answerFor sends an error, err saying why, in place of the message m
+// that a hook refused or could not read, for the request it answers
+// (answered, settled already). On a GET's stream, which answers no request
+// of its own, a response may be the replay of one that an earlier POST's
+// stream owed: the error goes for its id. Anything else gets nothing in
+// its place: a notification, a server's request, or a response that
+// answers no request still owed.
+func (t *sseTracker) answerFor(err error, m jsonrpc.Message, answered *jsonrpc.Message) {
+	switch {
+	case answered != nil:
+		t.replace(err, answered.ID)
+	case m.Kind == jsonrpc.Response && t.owed.msgs == nil:
+		t.replace(err, m.ID)
+	default:
+		t.dropped = true
 	}
 }
 
@@ -80,7 +115,9 @@ func (t *sseTracker) dataOutgrown() {
 		t.skim.Write(t.data)
 		if c := t.hooks.cutter(); c != nil {
 			t.cut = c.Cut(t.fx)
-			t.cut.Write(t.data)
+			if !t.cut.Write(t.data) {
+				t.cutGaveUp()
+			}
 		}
 	}
 	t.data = shrink(t.data)
@@ -95,23 +132,32 @@ func (t *sseTracker) skimData(value []byte, first bool) {
 	}
 	if first && t.dataLines > 0 {
 		t.skim.Write(newline)
-		if t.cut != nil {
-			t.cut.Write(newline)
+		if t.cut != nil && !t.cut.Write(newline) {
+			t.cutGaveUp()
 		}
 	}
 	t.skim.Write(value)
-	if t.cut != nil {
-		t.cut.Write(value)
+	if t.cut != nil && !t.cut.Write(value) {
+		t.cutGaveUp()
 	}
 }
 
 var newline = []byte("\n")
 
 // answerUnread answers for a withheld message event whose data was too
-// large to read, why saying why.
+// large to read, why saying why (see answerFor); when what it is cannot be
+// known with certainty, for the request the stream answers (none on a
+// GET's stream), which it may be the response to.
 func (t *sseTracker) answerUnread(why error) {
 	m, err := t.skim.Message()
-	t.replace(why, m, err == nil)
+	switch {
+	case err != nil:
+		t.replace(why, t.hooks.id)
+	case m.Kind == jsonrpc.Response:
+		t.answerFor(why, m, t.owed.settle(m.ID))
+	default:
+		t.dropped = true
+	}
 }
 
 // answerCut sends what the hook that cut a withheld event's data makes of
@@ -127,26 +173,16 @@ func (t *sseTracker) answerCut() {
 	t.owed.settle(t.hooks.id)
 	t.rewritten = out
 	if edited, herr := t.hooks.message(t.fx, out, false, true); herr != nil {
-		t.replace(herr, jsonrpc.Message{}, false)
+		t.replace(herr, t.hooks.id)
 	} else if edited != nil {
 		t.rewritten = edited
 	}
 }
 
 // replace sends an error in place of a message event that could not be
-// read, err saying why, for the id of what was learned of the message (m,
-// certain when it was read with certainty): the response's id; none for a
-// message that is no response; and when nothing is certain, the id of the
-// request the read answers (none on a GET's stream), which may be the
-// message it could not read. The request it answers is settled.
-func (t *sseTracker) replace(err error, m jsonrpc.Message, certain bool) {
-	var id json.RawMessage
-	switch {
-	case !certain:
-		id = t.hooks.id
-	case m.Kind == jsonrpc.Response:
-		id = m.ID
-	}
+// read, err saying why, for id: the request it answers, which is
+// settled (nil: none, on a GET's stream).
+func (t *sseTracker) replace(err error, id json.RawMessage) {
 	if id != nil {
 		t.owed.settle(id)
 	}
@@ -203,9 +239,21 @@ func (h *Handler) repairStream(u *upstreamWatch, what string) error {
 // discarded, then one message event per request still owed a response,
 // carrying env in the form its request needs. Nothing is owed afterwards.
 func (t *sseTracker) appendRepair(out []byte, env *envelope.Envelope) []byte {
+	return t.appendOwed(t.appendUnfinished(out), env)
+}
+
+// appendUnfinished appends what discards the event the upstream left
+// unfinished, if it did.
+func (t *sseTracker) appendUnfinished(out []byte) []byte {
 	if t.midEvent || len(t.partial) > 0 || t.long {
 		out = t.appendDiscard(out)
 	}
+	return out
+}
+
+// appendOwed appends one message event per request still owed a response,
+// carrying env in the form its request needs, and settles them all.
+func (t *sseTracker) appendOwed(out []byte, env *envelope.Envelope) []byte {
 	var data []byte
 	for m := range t.owed.all() {
 		if isCall(m) {

@@ -127,7 +127,13 @@ func (h *Handler) settle(x *exchange, u *upstreamWatch, err error, broke bool, n
 		env := h.failures.Broken("the connection to the MCP server broke")
 		return h.answer(u.ResponseWriterWrapper.ResponseWriter, x, &env, http.StatusOK), true
 	case u.read != nil && u.read.holding:
-		return h.releaseRead(u), true
+		err := h.releaseRead(u)
+		if broke {
+			h.cancelUnread(x, u, next) // its reading stopped before its end
+		}
+		return err, true
+	case u.sse != nil && u.sse.stop != nil:
+		return h.answerStopped(x, u, next), true
 	case u.held:
 		return h.replaceHeld(u), true
 	case broke || err == nil:

@@ -309,7 +309,8 @@ func TestEventStreamEndingBeforeItsResponseIsRepaired(t *testing.T) {
 			writes: []string{"id: 1\n" + progressEvent}, repaired: true, what: "the MCP server ended its answer without responding"},
 		{name: "a compressed stream is not followed", body: callOne,
 			hdr: map[string]string{"Content-Type": "text/event-stream", "Content-Encoding": "gzip"}, writes: []string{"\x1f\x8b"}},
-		{name: "a stream with another status than 200 is not followed", body: callOne, status: http.StatusCreated, hdr: eventStream, writes: []string{progressEvent}},
+		{name: "a stream under another success status is followed as a 200's", body: callOne, status: http.StatusCreated, hdr: eventStream,
+			writes: []string{progressEvent}, repaired: true, what: "the MCP server ended its answer without responding"},
 		{name: "a stream answering only notifications owes nothing", body: notification, hdr: eventStream, writes: []string{progressEvent}},
 		{name: "a JSON answer is not a stream", body: callOne, hdr: map[string]string{"Content-Type": "application/json"}, writes: []string{`{"jsonrpc":"2.0"`}},
 	}

@@ -32,6 +32,10 @@ type answerHooks struct {
 	// not read.
 	id    json.RawMessage
 	ended bool
+	// stopAt is the bound of the first hook that fails closed, when it
+	// refuses a response past it rather than cutting it: an event that may
+	// be the response owed is not read past it (overrun.go).
+	stopAt int
 }
 
 // open opens the responders' hooks on the answer to x, then those of the
@@ -59,7 +63,23 @@ func (hs *answerHooks) open(responders []feature.Responder, undos []feature.Undo
 		// the body's buffer may be replaced meanwhile (streaming.go).
 		hs.id = append(json.RawMessage(nil), m.ID...)
 	}
+	if first := hs.firstFailClosed(); first != nil {
+		if _, cuts := first.(feature.Cutter); !cuts {
+			hs.stopAt = first.Needs().Max
+		}
+	}
 	return true
+}
+
+// firstFailClosed is the first hook that fails closed (nil: none), whose
+// words answer for what the hooks cannot read.
+func (hs *answerHooks) firstFailClosed() feature.Hook {
+	for _, hook := range hs.list {
+		if hook.Needs().FailClosed {
+			return hook
+		}
+	}
+	return nil
 }
 
 // add adds an opened hook (nil: none was).
@@ -139,10 +159,8 @@ func (hs *answerHooks) message(x *feature.Exchange, msg []byte, whole, editable 
 // unreadable is the envelope sent in place of what the hooks could not
 // read: the first hook that fails closed says it.
 func (hs *answerHooks) unreadable(x *feature.Exchange, err error) envelope.Envelope {
-	for _, hook := range hs.list {
-		if hook.Needs().FailClosed {
-			return hook.Unreadable(x, err)
-		}
+	if hook := hs.firstFailClosed(); hook != nil {
+		return hook.Unreadable(x, err)
 	}
 	return envelope.New(envelope.InternalError, err.Error()).Envelope()
 }
@@ -150,13 +168,8 @@ func (hs *answerHooks) unreadable(x *feature.Exchange, err error) envelope.Envel
 // cutter is the first hook that fails closed, when it answers itself for
 // a message too large to hold (feature.Cutter).
 func (hs *answerHooks) cutter() feature.Cutter {
-	for _, hook := range hs.list {
-		if hook.Needs().FailClosed {
-			c, _ := hook.(feature.Cutter)
-			return c
-		}
-	}
-	return nil
+	c, _ := hs.firstFailClosed().(feature.Cutter)
+	return c
 }
 
 // end tells the hooks how the answer ended, once.

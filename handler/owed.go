@@ -2,18 +2,17 @@ package handler
 
 import (
 	"bytes"
-	"encoding/binary"
-	"encoding/json"
+	"errors"
 	"iter"
-	"math"
-	"strconv"
+	"slices"
 
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 )
 
 // owedResponses are the requests of an exchange whose responses an event
-// stream has not carried yet. A response settles the request with the same
-// id in constant time, whatever the size of the batch and the order of the
+// stream has not carried yet. A response settles the request it may answer
+// (jsonrpc.MayAnswer: the same id, or one a client reads as the same), in
+// time that does not grow with the batch, whatever the order of the
 // answers.
 type owedResponses struct {
 	msgs []jsonrpc.Message
@@ -21,14 +20,14 @@ type owedResponses struct {
 	// counts them.
 	owed []bool
 	left int
-	// one is the key of the only request, when there is one; byKey holds
-	// the requests by key when there are more.
-	one   []byte
+	// one are the keys of the only request, when there is one; byKey holds
+	// the requests by each key of their ids when there are more.
+	one   jsonrpc.IDKeys
 	byKey map[string][]int
 	// oneBuf and keyBuf back owed and one for a single message, the usual
 	// case, without allocating.
 	oneBuf [1]bool
-	keyBuf [24]byte
+	keyBuf [64]byte
 }
 
 // init sets up the requests of msgs as owed, and reports whether there is
@@ -40,7 +39,6 @@ func (o *owedResponses) init(msgs []jsonrpc.Message) bool {
 		o.owed = make([]bool, 0, len(msgs))
 	}
 	o.owed = o.owed[:len(msgs)]
-	var scratch []byte
 	for i := range msgs {
 		if msgs[i].Kind != jsonrpc.Request {
 			continue
@@ -48,16 +46,25 @@ func (o *owedResponses) init(msgs []jsonrpc.Message) bool {
 		o.owed[i] = true
 		o.left++
 		if o.left == 1 {
-			o.one = appendIDKey(o.keyBuf[:0], msgs[i].ID)
+			o.one = jsonrpc.ReadID(o.keyBuf[:0], msgs[i].ID)
 			continue
 		}
 		if o.byKey == nil {
-			o.byKey = map[string][]int{string(o.one): {o.first()}}
+			o.byKey = map[string][]int{}
+			o.index(o.first())
 		}
-		scratch = appendIDKey(scratch[:0], msgs[i].ID)
-		o.byKey[string(scratch)] = append(o.byKey[string(scratch)], i)
+		o.index(i)
 	}
 	return o.left > 0
+}
+
+// index files the request msgs[i] under each key of its id.
+func (o *owedResponses) index(i int) {
+	var buf [96]byte
+	keys := jsonrpc.ReadID(buf[:0], o.msgs[i].ID)
+	for key := range keys.All {
+		o.byKey[string(key)] = append(o.byKey[string(key)], i)
+	}
 }
 
 // first is the index of the first owed request.
@@ -70,38 +77,99 @@ func (o *owedResponses) first() int {
 	return -1
 }
 
-// settle notes the response with this id. Servers may write an id back in
-// another spelling ("caf\u00e9" as "café", 1e2 as 100, and, in JavaScript,
-// any number as the nearest float64), so ids are compared by value (see
-// appendIDKey). Among requests with the same value, the one whose id has the
-// same bytes is settled first.
-func (o *owedResponses) settle(id []byte) {
-	if o.left == 0 || len(id) > maxResponseID {
-		return
+// settle notes the response with this id, and returns the request it
+// settled (nil: none). Among the requests it may answer, the one whose id
+// has the same bytes is settled first, then the first sent.
+func (o *owedResponses) settle(id []byte) *jsonrpc.Message {
+	if o.left == 0 || len(id) == 0 || len(id) > maxResponseID {
+		return nil
 	}
-	var buf [64]byte
-	key := appendIDKey(buf[:0], id)
+	var buf [96]byte
+	keys := jsonrpc.ReadID(buf[:0], id)
+	i := -1
 	if o.byKey == nil {
-		if i := o.first(); bytes.Equal(key, o.one) {
-			o.owed[i] = false
-			o.left--
+		if first := o.first(); bytes.Equal(o.msgs[first].ID, id) || o.one.Shares(&keys) {
+			i = first
 		}
-		return
+	} else {
+		i = o.pick(&keys, id)
 	}
-	idx := o.byKey[string(key)]
-	if len(idx) == 0 {
-		return
+	if i < 0 {
+		return nil
 	}
-	pick := 0
-	for j, i := range idx {
-		if bytes.Equal(o.msgs[i].ID, id) {
-			pick = j
-			break
-		}
-	}
-	o.owed[idx[pick]] = false
+	o.owed[i] = false
 	o.left--
-	o.byKey[string(key)] = append(idx[:pick], idx[pick+1:]...)
+	if o.byKey != nil {
+		o.unindex(i)
+	}
+	return &o.msgs[i]
+}
+
+// pick is the owed request a response with id (whose keys are keys) may
+// answer, -1 when none.
+func (o *owedResponses) pick(keys *jsonrpc.IDKeys, id []byte) int {
+	pick := -1
+	for key := range keys.All {
+		for _, i := range o.byKey[string(key)] {
+			switch {
+			case bytes.Equal(o.msgs[i].ID, id):
+				return i
+			case pick < 0 || i < pick:
+				pick = i
+			}
+		}
+	}
+	return pick
+}
+
+// unindex removes the settled request msgs[i] from under each key of its
+// id, so that a batch of many requests with one id settles each in turn.
+func (o *owedResponses) unindex(i int) {
+	var buf [96]byte
+	keys := jsonrpc.ReadID(buf[:0], o.msgs[i].ID)
+	for key := range keys.All {
+		idx := o.byKey[string(key)]
+		for j, k := range idx {
+			if k == i {
+				o.byKey[string(key)] = append(idx[:j], idx[j+1:]...)
+				break
+			}
+		}
+	}
+}
+
+// answers reports whether a response with id may answer a request of the
+// exchange, owed or answered already.
+func (o *owedResponses) answers(id []byte) bool { return answersAny(o.msgs, id) }
+
+// answersAny reports whether a response with id may answer a request of
+// msgs.
+func answersAny(msgs []jsonrpc.Message, id []byte) bool {
+	for i := range msgs {
+		if msgs[i].Kind == jsonrpc.Request && jsonrpc.MayAnswer(msgs[i].ID, id) {
+			return true
+		}
+	}
+	return false
+}
+
+// errStrayResponse: an answer to a POST holds a response to none of its
+// requests, which a client may take for the response to a request it sent
+// in another POST: a hook that fails closed does not let it pass.
+var errStrayResponse = errors.New("the answer holds a response to no request it was sent for")
+
+// strayResponse reports whether body, the answer to msgs when they hold a
+// request, holds a response that answers none of them.
+func strayResponse(msgs []jsonrpc.Message, body []byte) bool {
+	if !slices.ContainsFunc(msgs, func(m jsonrpc.Message) bool { return m.Kind == jsonrpc.Request }) {
+		return false
+	}
+	stray := false
+	_, _ = jsonrpc.Each(body, func(m jsonrpc.Message) error {
+		stray = stray || (m.Kind == jsonrpc.Response && !answersAny(msgs, m.ID))
+		return nil
+	})
+	return stray
 }
 
 // all yields the requests still owed, in the order they were sent.
@@ -125,35 +193,3 @@ func (o *owedResponses) clear() {
 // a request id has at most maxIDBytes bytes, and written back with every
 // character escaped (\uXXXX for one byte) it has at most six times as many.
 const maxResponseID = 6*maxIDBytes + 2
-
-// appendIDKey appends a key for the value of a JSON-RPC id: two ids have the
-// same key when a server may have meant one by the other. A string is its
-// decoded text; a number is its value as a float64, as JavaScript servers
-// read and write ids (so 100, 1e2 and 100.0 are one id, and so are two
-// integers too large for a float64 to tell apart); null and anything else
-// are their bytes.
-func appendIDKey(dst, id []byte) []byte {
-	switch {
-	case len(id) == 0:
-		return dst
-	case id[0] == '"':
-		if bytes.IndexByte(id, '\\') < 0 {
-			return append(append(dst, 's'), id[1:len(id)-1]...)
-		}
-		var s string
-		if json.Unmarshal(id, &s) != nil {
-			return append(append(dst, 'r'), id...)
-		}
-		return append(append(dst, 's'), s...)
-	case id[0] == '-' || (id[0] >= '0' && id[0] <= '9'):
-		f, err := strconv.ParseFloat(string(id), 64)
-		if err != nil && f == 0 {
-			return append(append(dst, 'r'), id...)
-		}
-		if f == 0 {
-			f = 0 // -0 is 0
-		}
-		return binary.BigEndian.AppendUint64(append(dst, 'n'), math.Float64bits(f))
-	}
-	return append(append(dst, 'r'), id...)
-}

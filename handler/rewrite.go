@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 
 	"github.com/caddymcp/caddy-mcp/feature"
@@ -67,29 +68,29 @@ func (s *seenAnswer) finish(u *upstreamWatch) {
 	s.done = true
 	body := s.body.bytes()
 	s.body = heldBytes{}
-	_, _ = u.hooks.message(&u.x.Exchange, body, true, false)
+	if len(body) > 0 { // a 202's empty body, say, is no message
+		_, _ = u.hooks.message(&u.x.Exchange, body, true, false)
+	}
 }
 
 // errAnswerTooLarge stops an answer that outgrew what the gateway holds to
 // read it, when it may not be sent unread.
-var errAnswerTooLarge error = tooLarge("the answer is larger than the gateway reads")
+var errAnswerTooLarge error = &feature.TooLargeError{What: "the answer is larger than the gateway reads"}
 
 // errEventTooLarge: an event outgrew what the gateway holds to read it.
-var errEventTooLarge error = tooLarge(fmt.Sprintf("an event is larger than the %d MiB the gateway reads", maxEventData>>20))
+var errEventTooLarge error = &feature.TooLargeError{What: fmt.Sprintf("an event is larger than the %d MiB the gateway reads", maxEventData>>20)}
 
-// tooLarge is an answer or event that outgrew what the hooks read
-// (feature.ErrTooLarge), in words of its own.
-type tooLarge string
-
-func (e tooLarge) Error() string      { return string(e) }
-func (tooLarge) Is(target error) bool { return target == feature.ErrTooLarge }
+// answerTooLarge stops a JSON answer that outgrew what the hooks read,
+// which declared length bytes (-1: none).
+func answerTooLarge(length int64) error {
+	if length <= 0 {
+		return errAnswerTooLarge
+	}
+	return &feature.TooLargeError{What: "the answer is larger than the gateway reads: the server declared " + strconv.FormatInt(length, 10) + " bytes", Declared: length}
+}
 
 // errAnswerEncoded: the answer is compressed, and cannot be read.
 var errAnswerEncoded = errors.New("the answer is compressed")
-
-// errAnswerStatus: the answer is an event stream under a success status
-// other than 200, which the gateway does not follow.
-var errAnswerStatus = errors.New("the answer is an event stream under a status other than 200")
 
 // hold keeps the bytes of a JSON answer until it is complete.
 func (u *upstreamWatch) hold(p []byte) (int, error) {
@@ -118,7 +119,7 @@ func (u *upstreamWatch) hold(p []byte) (int, error) {
 	if u.hooks.failClosed {
 		// Failing the write stops the proxy's copy: what was held is
 		// answered for in settle.
-		r.failed, r.body = errAnswerTooLarge, heldBytes{}
+		r.failed, r.body = answerTooLarge(declaredLength(r.length)), heldBytes{}
 		return 0, r.failed
 	}
 	// Too long to edit: it goes as it came, from its first byte.
@@ -173,7 +174,10 @@ func (h *Handler) releaseRead(u *upstreamWatch) error {
 		body, r.failed = r.cut.Close()
 		r.cut = nil
 	}
-	if r.failed == nil {
+	if r.failed == nil && u.hooks.failClosed && strayResponse(u.x.Messages, body) {
+		r.failed = errStrayResponse
+	}
+	if r.failed == nil && len(body) > 0 {
 		out, err := u.hooks.message(&u.x.Exchange, body, true, true)
 		switch {
 		case err != nil:
@@ -182,14 +186,17 @@ func (h *Handler) releaseRead(u *upstreamWatch) error {
 			body = out
 		}
 	}
-	hdr := u.Header()
+	hdr, status := u.Header(), u.status
 	if r.failed != nil {
+		// The gateway's own answer, as every one it writes for a request:
+		// under 200, which every client reads (one does not read a 202's).
 		clearEntityHeaders(hdr)
 		body = h.unreadableMessage(u.x, r.failed, u.hooks.id)
 		hdr["Content-Type"] = contentTypeJSON
+		status = http.StatusOK
 	}
 	hdr["Content-Length"] = []string{strconv.Itoa(len(body))}
-	u.ResponseWriterWrapper.WriteHeader(u.status)
+	u.ResponseWriterWrapper.WriteHeader(status)
 	_, err := u.toClient(body)
 	return err
 }

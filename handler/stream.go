@@ -78,6 +78,16 @@ type sseTracker struct {
 	// outgrew maxEventData too, to answer for it at its end.
 	passing, withheld bool
 	skim              *jsonrpc.Skimmer
+	// dropped: the event just read is not sent, nor anything in its place
+	// (a response to no request of the POST, under a hook that fails
+	// closed; a message that owes nothing a hook refused).
+	dropped bool
+	// probed: the event being received outgrew the bound of the hook that
+	// fails closed on the response owed, and was found not to be it;
+	// cutErr is why the cut reading it gave up; stop is why the gateway
+	// stopped reading the stream (overrun.go).
+	probed       bool
+	cutErr, stop error
 	// cut reads a withheld event's data for the hook that answers for it
 	// (feature.Cutter); maxData is what is held of an event's data, when
 	// the hooks read more than maxEventData of a message.
@@ -127,6 +137,7 @@ func (t *sseTracker) observe(p []byte) []byte {
 		// Lines that are no data (comments, other fields) add up too.
 		t.outgrown()
 	}
+	t.checkBound()
 	switch {
 	case t.withheld:
 		t.sent, t.kept = len(t.raw), false

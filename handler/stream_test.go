@@ -193,8 +193,10 @@ func TestTrackerFollowsAnEventStreamAsClientsReadIt(t *testing.T) {
 		{name: "a number id written another way settles the request",
 			body:   `{"jsonrpc":"2.0","id":1e2,"method":"tools/call","params":{"name":"x"}}`,
 			stream: `data: {"jsonrpc":"2.0","id":100.0,"result":{}}` + "\n\n"},
-		{name: "a string id does not settle a number id",
-			body: callOne, stream: `data: {"jsonrpc":"2.0","id":"1","result":{}}` + "\n\n", owed: []string{"1"}},
+		{name: "a string id a client reads as the number settles it",
+			body: callOne, stream: `data: {"jsonrpc":"2.0","id":"1","result":{}}` + "\n\n"},
+		{name: "a string id no client reads as the number does not settle it",
+			body: callOne, stream: `data: {"jsonrpc":"2.0","id":"one","result":{}}` + "\n\n", owed: []string{"1"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -429,23 +431,9 @@ func TestTrackerReadsLinesAsClientsDo(t *testing.T) {
 		for name, ending := range lineEndings {
 			t.Run(fmt.Sprintf("%d/%s", i, name), func(t *testing.T) {
 				s := []byte(strings.ReplaceAll(stream, "\n", ending))
-				events, lastID := sseClient(s)
-				received := map[string]bool{}
-				for _, data := range messagesOf(events) {
-					_, _ = jsonrpc.Each([]byte(data), func(m jsonrpc.Message) error {
-						if m.Kind == jsonrpc.Response {
-							var key []byte
-							received[string(appendIDKey(key, m.ID))] = true
-						}
-						return nil
-					})
-				}
-				var want []string
-				for _, m := range msgs {
-					if m.Kind == jsonrpc.Request && !received[string(appendIDKey(nil, m.ID))] {
-						want = append(want, string(m.ID))
-					}
-				}
+				_, lastID := sseClient(s)
+				_, received := clientReads(s)
+				want := stillOwed(msgs, received)
 				got := observeIn(t, msgs, s)
 				assert.Equal(t, want, got.Owed)
 				assert.Equal(t, lastID != "", got.Resumable, "resumable exactly when the client has a last event id")

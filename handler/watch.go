@@ -127,12 +127,13 @@ func (u *upstreamWatch) WriteHeader(status int) {
 	// An event stream is followed, and kept alive, only when its bytes are
 	// the events themselves: the gateway cannot read a compressed stream,
 	// and anything it wrote into one would corrupt it.
-	followed := eventStream && readable && status == http.StatusOK
+	answer := isAnswer(status)
+	followed := eventStream && readable && answer
 	u.follow(followed)
-	if u.read != nil && u.holdsBack(hdr, status, followed, eventStream, readable) {
+	if u.read != nil && u.holdsBack(hdr, answer, followed, eventStream, readable) {
 		return
 	}
-	if u.hooks.max > 0 && status == http.StatusOK && readable && !eventStream {
+	if u.hooks.max > 0 && answer && readable && !eventStream {
 		// A JSON answer, which hooks that watch read as it passes (those
 		// that edit hold it, above).
 		u.seen = &seenAnswer{want: declaredLength(hdr["Content-Length"])}
@@ -163,26 +164,22 @@ func (u *upstreamWatch) follow(followed bool) {
 	}
 }
 
-// holdsBack decides how hooks that edit read the answer, and reports
-// whether its header is held back meanwhile: a JSON answer is held whole,
-// a followed stream event by event; an answer they cannot read is held
-// to be replaced, when one fails closed, and otherwise passes unread.
-func (u *upstreamWatch) holdsBack(hdr http.Header, status int, followed, eventStream, readable bool) bool {
+// holdsBack decides how hooks that edit read the answer (answer: its
+// status is one clients read an answer under), and reports whether its
+// header is held back meanwhile: a JSON answer is held whole, a followed
+// stream event by event; an answer they cannot read is held to be
+// replaced, when one fails closed, and otherwise passes unread.
+func (u *upstreamWatch) holdsBack(hdr http.Header, answer, followed, eventStream, readable bool) bool {
 	switch {
 	case followed && u.sse != nil:
 		u.sse.edit = true
 		u.sse.fail = u.unreadable
 		u.sse.maxData = u.hooks.maxEvent
 		delete(hdr, "Content-Length") // events may be edited
-	case status == http.StatusOK && (!readable || eventStream) && u.hooks.failClosed:
+	case answer && !readable && u.hooks.failClosed:
 		u.read.failed, u.read.holding = errAnswerEncoded, true
 		return true
-	case status/100 == 2 && status != http.StatusOK && eventStream && u.hooks.failClosed:
-		// An event stream under another success status: clients read
-		// it, and the gateway follows none but a 200's.
-		u.read.failed, u.read.holding = errAnswerStatus, true
-		return true
-	case status == http.StatusOK && !eventStream:
+	case answer && !eventStream:
 		u.read.holding, u.read.length = true, hdr["Content-Length"]
 		delete(hdr, "Content-Length")
 		return true // the header goes with the body, once read
@@ -190,6 +187,16 @@ func (u *upstreamWatch) holdsBack(hdr http.Header, status int, followed, eventSt
 		u.read = nil // an answer the hooks have no say in
 	}
 	return false
+}
+
+// isAnswer reports whether a response under status is one clients read as
+// the answer to their request: any success but 204, whose answer has no
+// body (the Go SDK reads a 201's, 202's or 206's as a 200's, and the
+// TypeScript SDK every one but a 202's). Every reader of an answer reads
+// one under these the same way, so that no success status lets an answer
+// pass unread.
+func isAnswer(status int) bool {
+	return status >= 200 && status < 300 && status != http.StatusNoContent
 }
 
 func (u *upstreamWatch) Write(p []byte) (int, error) {
@@ -222,6 +229,13 @@ func (u *upstreamWatch) Write(p []byte) (int, error) {
 	}
 	if u.sse != nil {
 		out := u.sse.observe(p)
+		if u.sse.stop != nil {
+			// Stop the proxy's copy: settle answers for what was not read.
+			if _, err := u.toClient(out); err != nil {
+				return 0, err
+			}
+			return 0, u.sse.stop
+		}
 		if u.sse.resumable {
 			u.resumable.Store(true)
 		}

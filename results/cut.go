@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 )
 
 // Cutting a result to its budget (truncate): the content blocks that fit
@@ -361,9 +362,10 @@ func (c *cut) cutText() []byte {
 	return c.head[b.textFrom : b.textFrom+n]
 }
 
-// sameID reports whether the response's id, as written, is the request's.
+// sameID reports whether the response's id, as written, may answer the
+// request's (jsonrpc.MayAnswer): a cut result carries the request's own.
 func sameID(got, want []byte) bool {
-	return len(want) > 0 && bytes.Equal(got, want)
+	return jsonrpc.MayAnswer(want, got)
 }
 
 // truncated is the warning that comes first in a cut result.

@@ -218,7 +218,7 @@ func TestAResponseLongerThanACutReadsIsRefused(t *testing.T) {
 	_, err := c.Close()
 	var over errOverBudget
 	require.ErrorAs(t, err, &over)
-	assert.Contains(t, h.Unreadable(x, err).Message, "over 4096 bytes", "how much more is not known")
+	assert.Contains(t, h.Unreadable(x, err).Message, "larger than its budget of 4096 bytes", "how much more is not known")
 }
 
 // A result of any size costs the cut its budget and a constant.

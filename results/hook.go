@@ -1,8 +1,8 @@
 package results
 
 import (
-	"bytes"
 	"errors"
+	"math"
 	"strconv"
 	"time"
 
@@ -51,16 +51,16 @@ func (h *held) Message(_ *feature.Exchange, msg []byte) ([]byte, error) {
 }
 
 // notTheCalls reports whether msg is certainly not the call's response: a
-// notification or request of the server's, or another request's response.
-// What cannot be read with certainty (an id given twice) is taken for the
-// call's: a client could read it so.
+// notification or request of the server's, or a response no client takes
+// for the call's (jsonrpc.MayAnswer). What cannot be read with certainty
+// (an id given twice) is taken for the call's: a client could read it so.
 func notTheCalls(msg, id []byte) bool {
 	var m jsonrpc.Message
 	batch, err := jsonrpc.Each(msg, func(x jsonrpc.Message) error { m = x; return nil })
 	if err != nil || batch {
 		return false
 	}
-	return m.Kind == jsonrpc.Notification || m.Kind == jsonrpc.Request || (m.Kind == jsonrpc.Response && !bytes.Equal(m.ID, id))
+	return m.Kind == jsonrpc.Notification || m.Kind == jsonrpc.Request || (m.Kind == jsonrpc.Response && !jsonrpc.MayAnswer(id, m.ID))
 }
 
 // Message cuts the call's response when it is over the budget.
@@ -95,8 +95,15 @@ func (h *held) Unreadable(_ *feature.Exchange, err error) envelope.Envelope {
 		h.over(actionRefused, over.size)
 		return tooLarge(h.tool, over.size, h.budget, h.paging)
 	case errors.Is(err, feature.ErrTooLarge):
-		h.over(actionRefused, 0)
-		return tooLarge(h.tool, 0, h.budget, h.paging)
+		// Not read past the budget: its size is what the server declared,
+		// if it did.
+		size := 0
+		var declared *feature.TooLargeError
+		if errors.As(err, &declared) && declared.Declared > 0 && declared.Declared <= math.MaxInt {
+			size = int(declared.Declared)
+		}
+		h.over(actionRefused, size)
+		return tooLarge(h.tool, size, h.budget, h.paging)
 	}
 	return unreadable(h.tool, err)
 }

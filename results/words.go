@@ -20,11 +20,11 @@ const Truncated envelope.Code = "RESULT_TRUNCATED"
 // read further), over budget; paging are the tool's arguments that page or
 // limit.
 func tooLarge(tool string, size, budget int, paging []string) envelope.Envelope {
-	how := "over " + strconv.Itoa(budget) + " bytes"
-	if size > 0 {
-		how = strconv.Itoa(size) + " bytes"
+	how := strconv.Itoa(size) + " bytes, over its budget of " + budgetWords(budget)
+	if size == 0 {
+		how = "larger than its budget of " + budgetWords(budget) + "; the gateway stopped reading it before its end"
 	}
-	return envelope.New(TooLarge, "The result of the tool "+feature.Clip(tool)+" is too large to be given to you: "+how+", over its budget of "+budgetWords(budget)).
+	return envelope.New(TooLarge, "The result of the tool "+feature.Clip(tool)+" is too large to be given to you: "+how).
 		Suggest("Ask for less: call the tool again with a narrower query, "+askForLess(paging)+", or ask for a summary. Calling it again the same way gives the same answer.").
 		Details(envelope.Detail{Key: "tool", Value: feature.Clip(tool)}, envelope.Detail{Key: "budget_bytes", Value: strconv.Itoa(budget)}).
 		Envelope()

@@ -176,7 +176,7 @@ func TestAHugeResultCostsTheGatewayItsBudgetNotItsSize(t *testing.T) {
 			env, err := envelope.Parse(text)
 			require.NoError(t, err, text)
 			assert.Equal(t, envelope.Code("RESULT_TOO_LARGE"), env.Code)
-			assert.Contains(t, env.Message, "over its budget of 100000 bytes (about 25000 tokens)")
+			assert.Contains(t, env.Message, "larger than its budget of 100000 bytes (about 25000 tokens)")
 		})
 	}
 }

@@ -163,7 +163,7 @@ func TestAHugeResultIsNeverHeldPastItsBudget(t *testing.T) {
 	text, isError := resultOf(t, body)
 	assert.True(t, isError)
 	assert.Contains(t, text, `code="RESULT_TOO_LARGE"`)
-	assert.Contains(t, text, "over 100000 bytes, over its budget of 100000 bytes (about 25000 tokens)", "read no further than the budget")
+	assert.Contains(t, text, "larger than its budget of 100000 bytes (about 25000 tokens); the gateway stopped reading it before its end", "read no further than the budget, and the same number never given twice")
 	assert.Less(t, len(body), 4096, "the 20 MB never reached the client")
 }
 

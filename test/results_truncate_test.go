@@ -117,7 +117,7 @@ func TestABudgetOverAMebibyteHoldsEventsThatLarge(t *testing.T) {
 	_, body = post(t, endpoint, bigCall(5<<20, true))
 	text, isError = resultOf(t, body)
 	assert.True(t, isError)
-	assert.Contains(t, text, "over its budget of 4194304 bytes")
+	assert.Contains(t, text, "larger than its budget of 4194304 bytes")
 }
 
 // With the tool's schema learned from the list, the words name the

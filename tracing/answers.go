@@ -107,7 +107,7 @@ func (s *Spans) response(msg []byte, now time.Time) {
 func (s *Spans) answer(id string, errCode, errMessage []byte, isError bool, now time.Time) {
 	for i := range s.msgs {
 		m := &s.msgs[i]
-		if m.done || m.id == "" || m.id != id {
+		if m.done || m.id == "" || !jsonrpc.MayAnswer([]byte(m.id), []byte(id)) {
 			continue
 		}
 		switch {

@@ -1,0 +1,163 @@
+package handler
+
+import (
+	"bytes"
+	"cmp"
+	"net/http"
+	"time"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/caddymcp/caddy-mcp/feature"
+	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+	"github.com/caddymcp/caddy-mcp/internal/sse"
+)
+
+// An answer that overruns what the hooks read of it. When a hook fails
+// closed on the response a request is owed (a result's budget, a list the
+// tool policy filters), the gateway never reads that response past the
+// hook's bound: not in a JSON answer (rewrite.go), and not in an event
+// stream, however its upstream writes it (endlessly, or a trickle at a
+// time). Past the bound, an event that may still be the response owed
+// stops the reading: the proxy's copy ends, the client is answered at once
+// with the hook's words for the request, and the upstream is told to stop
+// it, as at a deadline. An event found not to be that response (a
+// server's notification or request, or a response to no request still
+// owed) is read on, within the core's bounds (stream.go).
+
+// errResponseOverrun stops a stream whose event, which may be the response
+// owed, outgrew the bound of the hook that fails closed on it.
+var errResponseOverrun error = &feature.TooLargeError{What: "the response is larger than the gateway reads of it"}
+
+// checkBound stops reading the stream when the event being received may
+// be the response owed and has outgrown the bound of the hook that fails
+// closed on it: past the hook's bound, or the core's (where it is
+// withheld), or past what the cut reading it reads.
+func (t *sseTracker) checkBound() {
+	if t.stop != nil || t.probed || t.hooks == nil || t.owed.left == 0 {
+		return
+	}
+	var skim *jsonrpc.Skimmer
+	switch {
+	case t.cutErr != nil:
+		skim = t.skim // the cut gave up
+	case t.cut != nil:
+		return // it reads on, within its own bound
+	case t.over:
+		skim = t.skim // withheld and skimmed (nil: passing unread)
+	case t.hooks.stopAt > 0:
+		skim = t.probe()
+	}
+	if skim == nil {
+		return
+	}
+	t.probed = true
+	if t.mayBeOwed(skim.Known()) {
+		t.stop = cmp.Or(t.cutErr, errResponseOverrun)
+	}
+}
+
+// probe skims what is held of the data of the event being received, when
+// it outgrew the bound of the hook that fails closed (nil when it did
+// not).
+func (t *sseTracker) probe() *jsonrpc.Skimmer {
+	value, partial := t.partialData()
+	n := len(t.data) + len(value)
+	if partial && t.dataLines > 0 {
+		n++ // the line break between the data lines
+	}
+	if n <= t.hooks.stopAt {
+		return nil
+	}
+	skim := jsonrpc.NewSkimmer(maxResponseID)
+	skim.Write(t.data)
+	if partial && t.dataLines > 0 {
+		skim.Write(newline)
+	}
+	skim.Write(value)
+	return skim
+}
+
+// partialData is the value of the data line being received, ok when the
+// line being received is one.
+func (t *sseTracker) partialData() (value []byte, ok bool) {
+	line := t.partial
+	if !t.begun {
+		line = bytes.TrimPrefix(line, byteOrderMark)
+	}
+	if t.long || !bytes.HasPrefix(line, []byte("data")) {
+		return nil, false
+	}
+	value, colon := bytes.CutPrefix(line[len("data"):], []byte(":"))
+	if !colon && len(value) > 0 {
+		return nil, false // a field whose name only begins with "data"
+	}
+	return bytes.TrimPrefix(value, []byte(" ")), true
+}
+
+// mayBeOwed reports whether a message that has not ended, of which kn is
+// known, may still be the response to a request still owed: unless it is
+// certainly no response, or one to none of them.
+func (t *sseTracker) mayBeOwed(kn jsonrpc.Known) bool {
+	switch {
+	case kn.Uncertain:
+		return true
+	case kn.Method:
+		return false
+	case kn.ID != nil:
+		for m := range t.owed.all() {
+			if jsonrpc.MayAnswer(m.ID, kn.ID) {
+				return true
+			}
+		}
+		return false
+	}
+	return true
+}
+
+// cutGaveUp notes that the cut reading a withheld event reads no more of
+// it (past its own bound, or on what it cannot cut): the reading stops
+// there, for Close's error, when the event may be the response owed.
+func (t *sseTracker) cutGaveUp() {
+	_, err := t.cut.Close()
+	if err == nil {
+		err = errResponseOverrun
+	}
+	t.cut, t.cutErr = nil, err
+}
+
+// answerStopped ends a stream whose reading stopped (checkBound): the
+// event it stopped in is discarded, the request it may have answered is
+// answered with the hooks' words for what they could not read, any other
+// still owed with the envelope of a broken answer; then the upstream is
+// told to stop.
+func (h *Handler) answerStopped(x *exchange, u *upstreamWatch, next caddyhttp.Handler) error {
+	t := u.sse
+	out := t.appendUnfinished(nil)
+	if id := u.hooks.id; id != nil && t.owed.settle(id) != nil {
+		out = sse.AppendMessage(out, nil, false, h.unreadableMessage(x, t.stop, id))
+	}
+	if t.owed.left > 0 {
+		env := h.failures.Broken("the gateway stopped reading the MCP server's answer")
+		h.answered(x, &env)
+		out = t.appendOwed(out, &env)
+	}
+	w := u.ResponseWriterWrapper.ResponseWriter
+	_, err := w.Write(out)
+	if err == nil {
+		err = http.NewResponseController(w).Flush()
+	}
+	h.cancelUnread(x, u, next)
+	return err
+}
+
+// cancelUnread tells the upstream to stop a request whose answer the
+// gateway stopped reading before its end: its places are given back
+// first, as at a deadline, and the cancellation is sent once.
+func (h *Handler) cancelUnread(x *exchange, u *upstreamWatch, next caddyhttp.Handler) {
+	x.release(time.Now())
+	if u.cancelled.CompareAndSwap(false, true) {
+		cancellations.WithLabelValues(reasonLabelUnread).Inc()
+		h.sendCancelled(x, requestVars(x), next, reasonUnread)
+	}
+}
