@@ -73,6 +73,9 @@ func TestAReleaseBuildReportsTheVersionItWasNamedWith(t *testing.T) {
 		// Go records a local directory named with no version at a
 		// placeholder, and the directory itself at "(devel)".
 		{"a local copy named with no version", "unnamed-local-copy.txt", Release},
+		// make release names the checkout with the pseudo-version of its
+		// commit, which list-modules shows too.
+		{"a local copy named with its commit's version", "named-local-copy.txt", "v0.1.1-0.20261203103735-fea78cbd42b2"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
