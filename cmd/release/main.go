@@ -5,7 +5,11 @@
 //	go run ./cmd/release
 //
 // A plugin's "replace" is a local path or a version; without one, xcaddy
-// fetches the module's latest release.
+// fetches the module's latest release. This plugin from this checkout is
+// built at the checkout's version (see commit.version), so that `caddy
+// list-modules --versions` and /mcp/status say which source a binary
+// holds: for a local directory named with no version, Go records the
+// placeholder v0.0.0-00010101000000-000000000000.
 package main
 
 import (
@@ -18,6 +22,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/caddymcp/caddy-mcp/internal/version"
 )
 
 // manifest is the content of xcaddy.json.
@@ -61,17 +67,9 @@ func build(file string) error {
 	}
 	args := []string{"run", m.Xcaddy, "build", m.Caddy, "--output", output}
 	for _, p := range m.Plugins {
-		with := p.Module
-		switch {
-		case p.Replace == "":
-		case p.Replace[0] == '.' || filepath.IsAbs(p.Replace):
-			abs, err := filepath.Abs(p.Replace)
-			if err != nil {
-				return err
-			}
-			with += "=" + abs
-		default:
-			with += "@" + p.Replace
+		with, err := withArg(p.Module, p.Replace)
+		if err != nil {
+			return fmt.Errorf("%s: %w", file, err)
 		}
 		args = append(args, "--with", with)
 	}
@@ -89,6 +87,58 @@ func build(file string) error {
 	}
 	log.Printf("built %s", output)
 	return nil
+}
+
+// withArg is xcaddy's --with argument for a plugin: module@version, or
+// module=dir for a local directory; module@version=dir for this plugin
+// from this checkout.
+func withArg(module, replace string) (string, error) {
+	switch {
+	case replace == "":
+		return module, nil
+	case replace[0] != '.' && !filepath.IsAbs(replace):
+		return module + "@" + replace, nil
+	}
+	dir, err := filepath.Abs(replace)
+	if err != nil {
+		return "", err
+	}
+	if module != version.ModulePath {
+		return module + "=" + dir, nil
+	}
+	here, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	// Release is the version of the source this command was built from:
+	// another checkout may be of another version.
+	if dir != here {
+		return "", fmt.Errorf("%s is replaced by %s: the one checkout whose version this command knows is this one (.)", module, replace)
+	}
+	v, err := checkoutVersion(dir)
+	if err != nil {
+		return "", err
+	}
+	return module + "@" + v + "=" + dir, nil
+}
+
+// checkoutVersion is the version of the caddy-mcp checkout in dir, whose
+// source is version.Release: Release outside git (a source archive).
+func checkoutVersion(dir string) (string, error) {
+	c, err := headCommit(dir)
+	if err != nil {
+		log.Printf("%v: naming the plugin %s", err, version.Release)
+		return version.Release, nil
+	}
+	v, err := c.version(version.Release)
+	if err != nil {
+		return "", err
+	}
+	log.Printf("%s is %s (commit %s)", version.ModulePath, v, c.hash)
+	if c.dirty {
+		log.Printf("warning: %s has changes not committed: the binary holds them, and says %s all the same", dir, v)
+	}
+	return v, nil
 }
 
 type goproxy struct {
