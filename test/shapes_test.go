@@ -41,6 +41,10 @@ type shape struct {
 	Trickle bool `json:"trickle,omitempty"`
 }
 
+// upstreamSession is the session id the scripted server gives every
+// initialize.
+const upstreamSession = "scripted-session"
+
 // endlessCap is where an endless answer ends all the same, so that a
 // gateway that reads it to its end answers at last, wrongly, rather than
 // never.
@@ -113,10 +117,16 @@ func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var sh shape
+	if h := r.Header.Get("X-Shape"); h != "" {
+		// Any request may name its shape in a header; it wins over its
+		// params.
+		_ = json.Unmarshal([]byte(h), &sh)
+	}
 	switch req.Method {
 	case "initialize":
 		version := req.Params.ProtocolVersion
-		writeAnswer(w, shape{}, req.ID, fmt.Sprintf(`{"protocolVersion":%q,"capabilities":{"tools":{"listChanged":true}},"serverInfo":{"name":"scripted","version":"0"}}`, version))
+		w.Header().Set("Mcp-Session-Id", upstreamSession)
+		writeAnswer(w, sh, req.ID, fmt.Sprintf(`{"protocolVersion":%q,"capabilities":{"tools":{"listChanged":true}},"serverInfo":{"name":"scripted","version":"0"}}`, version))
 		return
 	case "notifications/cancelled":
 		s.mu.Lock()
@@ -126,11 +136,15 @@ func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	case "tools/list":
-		_ = json.Unmarshal([]byte(req.Params.Cursor), &sh)
+		if req.Params.Cursor != "" {
+			_ = json.Unmarshal([]byte(req.Params.Cursor), &sh)
+		}
 		writeAnswer(w, sh, req.ID, scriptedTools)
 		return
 	case "tools/call":
-		_ = json.Unmarshal(req.Params.Arguments, &sh)
+		if r.Header.Get("X-Shape") == "" {
+			_ = json.Unmarshal(req.Params.Arguments, &sh)
+		}
 	default:
 		if req.ID == nil {
 			w.WriteHeader(http.StatusAccepted)
