@@ -153,11 +153,10 @@ func (h *Handler) refuseWith(w http.ResponseWriter, x *exchange, ref *feature.Re
 	maps.Copy(w.Header(), ref.Header)
 	if p := ref.Plain; p != nil {
 		x.errorCode = p.Outcome
-		hdr := w.Header()
-		maps.Copy(hdr, p.Header)
-		w.WriteHeader(p.Status)
-		_, err := w.Write(p.Body)
-		return err
+		maps.Copy(w.Header(), p.Header)
+		// A JSON-RPC error like every other refusal, and written the same
+		// way: its type is the core's to set, not each feature's.
+		return writeJSON(w, p.Status, nil, p.Body)
 	}
 	if ref.Body == nil {
 		return h.answer(w, x, &ref.Envelope, ref.Status)

@@ -374,3 +374,30 @@ func signIn(t *testing.T, endpoint string, client mcptest.AuthClient) *mcp.Clien
 	t.Cleanup(func() { _ = cs.Close() })
 	return cs
 }
+
+// Every refusal the gateway writes with authorization on is a JSON-RPC
+// error, and says so in its Content-Type: the step-up 403 (written apart
+// from the envelopes, with the request's id) as much as those at the edge.
+func TestEveryRefusalOfAuthorizationIsJSON(t *testing.T) {
+	a := startAuthorized(t, "\t\tscopes tools:read\n\t\ttool echo tools:call", "")
+	call := `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`
+	readOnly := a.as.Token(t, agent, "", "tools:read")
+	for _, c := range []struct {
+		name, challenge string
+		status          int
+		opts            []sendOption
+	}{
+		{"no token", "", http.StatusUnauthorized, nil},
+		{"a token refused", "invalid_token", http.StatusUnauthorized, []sendOption{bearerOf("not-a-jwt")}},
+		{"two Authorization headers", "invalid_request", http.StatusBadRequest, []sendOption{bearerOf(readOnly), bearerOf(readOnly)}},
+		{"a scope every request needs", "insufficient_scope", http.StatusForbidden, []sendOption{bearerOf(a.as.Token(t, agent, "", "tools:call"))}},
+		{"a scope the tool needs (step-up)", "insufficient_scope", http.StatusForbidden, []sendOption{bearerOf(readOnly), withHeader("Mcp-Protocol-Version", "2025-11-25")}},
+	} {
+		resp, body := post(t, a.endpoint, call, c.opts...)
+		assert.Equal(t, c.status, resp.StatusCode, "%s: %s", c.name, body)
+		assert.Equal(t, c.challenge, challengeOf(t, resp)["error"], c.name)
+		assert.Equal(t, []string{"application/json"}, resp.Header.Values("Content-Type"), c.name)
+		assert.True(t, json.Valid(body), "%s: %s", c.name, body)
+	}
+	assert.Empty(t, a.upstreamSaw())
+}
