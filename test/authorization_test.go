@@ -404,5 +404,15 @@ func TestEveryRefusalOfAuthorizationIsJSON(t *testing.T) {
 		assert.Equal(t, []string{"application/json"}, resp.Header.Values("Content-Type"), c.name)
 		assert.True(t, json.Valid(body), "%s: %s", c.name, body)
 	}
+
+	// An issuer whose keys cannot be fetched: 503, and no challenge.
+	a.gw.Reload(t, "route {\n\tmcp {\n\t\tauthorization {\n\t\t\tissuer http://127.0.0.1:1\n\t\t}\n\t}\n\trespond ok\n}")
+	b64 := func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
+	token := b64(`{"alg":"ES256","typ":"at+jwt"}`) + "." + b64(`{"iss":"http://127.0.0.1:1","sub":"agent","exp":4102444800}`) + "." + b64(strings.Repeat("s", 64))
+	resp, body := post(t, a.endpoint, call, bearerOf(token), afterReload(t))
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "%s", body)
+	assert.Empty(t, resp.Header.Values("Www-Authenticate"))
+	assert.Equal(t, []string{"application/json"}, resp.Header.Values("Content-Type"))
+	assert.Equal(t, envelope.ServerBusy, envelopeOf(t, body).Code)
 	assert.Empty(t, a.upstreamSaw())
 }
