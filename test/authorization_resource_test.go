@@ -89,7 +89,7 @@ func TestAnAuthorizationWithoutResourceOnASiteOfManyHostsIsRefusedAtLoad(t *test
 		{"http://*.mcp.test:%s", "the site answers for the hosts *.mcp.test"},
 	} {
 		address := fmt.Sprintf(c.address, port())
-		cfg := mcptest.Caddyfile{Storage: t.TempDir(), Sites: []mcptest.Site{{Address: address, Body: fmt.Sprintf(authorization, "")}}}
+		cfg := mcptest.Caddyfile{Storage: t.TempDir(), DefaultBind: "127.0.0.1", Sites: []mcptest.Site{{Address: address, Body: fmt.Sprintf(authorization, "")}}}
 		err := loadCaddyfile(t, load, cfg.String())
 		require.Error(t, err, address)
 		t.Logf("%s: %v", address, err)
