@@ -34,14 +34,14 @@ import (
 func siteOrigin(ctx caddy.Context) (string, error) {
 	mods := ctx.Modules()
 	srv, _ := ctx.Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
-	if len(mods) < 2 || srv == nil {
+	// The http app is the first module of the lineage, or comes after
+	// the app that loaded it.
+	i := slices.IndexFunc(mods, func(m caddy.Module) bool { _, ok := m.(*caddyhttp.App); return ok })
+	if srv == nil || i < 0 || i == len(mods)-1 {
 		return "", errors.New("the handler is not provisioned in an HTTP server")
 	}
-	app, ok := mods[0].(*caddyhttp.App)
-	if !ok {
-		return "", errors.New("the handler is not provisioned in an HTTP server")
-	}
-	routes, err := routesTo(srv.Routes, mods[1:len(mods)-1])
+	app := mods[i].(*caddyhttp.App)
+	routes, err := routesTo(srv.Routes, mods[i+1:len(mods)-1])
 	if err != nil {
 		return "", err
 	}
