@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"sync"
 	"time"
-	"unsafe"
 )
 
 // The tokens found valid, remembered so that a client sending the same
@@ -47,11 +46,18 @@ func cacheKey(token, resource string) digest {
 	if len(resource)+1+len(token) <= len(buf) {
 		return sha256.Sum256(append(append(append(buf[:0], resource...), 0), token...))
 	}
-	// A longer token is digested where it is rather than copied (the
-	// digest only reads it), and its digest stands for it after another
+	// A longer token is digested a piece at a time through buf rather
+	// than copied whole, and its digest stands for it after another
 	// separator (a URL holds no control byte): no token of the short form
 	// spells the key of a long one.
-	long := sha256.Sum256(unsafe.Slice(unsafe.StringData(token), len(token)))
+	h := sha256.New()
+	for rest := token; len(rest) > 0; {
+		n := copy(buf[:], rest)
+		h.Write(buf[:n])
+		rest = rest[n:]
+	}
+	var long digest
+	h.Sum(long[:0])
 	return sha256.Sum256(append(append(append(buf[:0], resource...), 1), long[:]...))
 }
 
