@@ -68,7 +68,7 @@ func TestUnmarshalRefusesABadAuthorizationBlockAtItsLine(t *testing.T) {
 		"mcp {\n\tauthorization {\n\t\tissuer https://a.example\n\t\tscope a\n\t}\n}":                                                                                  `unrecognized authorization subdirective "scope": did you mean "scopes"?, at Testfile:4`,
 		"mcp {\n\tauthorization {\n\t\tissuer https://a.example\n\t\tleeway 1h\n\t}\n}":                                                                                "authorization: leeway 1h0m0s: between 0 and 5m0s, at Testfile:2",
 		"mcp {\n\tauthorization {\n\t\tissuer https://a.example\n\t\tscopes a\"b\n\t}\n}":                                                                              `authorization: scope "a\"b": a scope is printable ASCII`,
-		"mcp {\n\tauthorization {\n\t\tissuer https://a.example\n\t\tresource /mcp\n\t}\n}":                                                                            `authorization: resource "/mcp": an absolute URL without query or fragment is required, at Testfile:2`,
+		"mcp {\n\tauthorization {\n\t\tissuer https://a.example\n\t\tresource /mcp\n\t}\n}":                                                                            `authorization: resource "/mcp": an absolute http or https URL without query or fragment is required, at Testfile:2`,
 	} {
 		err := Unmarshal(caddyfile.NewTestDispenser(input), &handler.Handler{})
 		require.Error(t, err, input)

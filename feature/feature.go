@@ -270,9 +270,10 @@ type Refusal struct {
 
 // Plain is an answer that is no envelope: a JSON-RPC error the client's
 // SDK acts on by itself (HTTP 404 for a session not found, which tells it
-// to initialize a new session). The core writes it with Status, Header
-// and Body, and records Outcome as the request's outcome (the metrics,
-// {http.mcp.error_code}); the feature logs it, if it must.
+// to initialize a new session; 403 insufficient_scope, which tells it to
+// ask for a scope). The core writes it with Status, Header and Body, as
+// application/json, and records Outcome as the request's outcome (the
+// metrics, {http.mcp.error_code}); the feature logs it, if it must.
 type Plain struct {
 	Status  int
 	Header  http.Header

@@ -83,13 +83,15 @@ func (h *Handler) answered(x *exchange, env *envelope.Envelope) {
 
 var contentTypeJSON = []string{"application/json"}
 
+// writeJSON writes a refusal's body, JSON, with the Retry-After of env (nil
+// for an answer that is no envelope).
 func writeJSON(w http.ResponseWriter, status int, env *envelope.Envelope, body []byte) error {
 	hdr := w.Header()
 	// Canonical keys, set directly: this is the path of every refusal.
 	hdr["Content-Type"] = contentTypeJSON
 	hdr["Content-Length"] = []string{strconv.Itoa(len(body))}
-	if s := env.RetryAfterSeconds(); s > 0 {
-		hdr["Retry-After"] = []string{strconv.FormatInt(s, 10)}
+	if env != nil && env.RetryAfterSeconds() > 0 {
+		hdr["Retry-After"] = []string{strconv.FormatInt(env.RetryAfterSeconds(), 10)}
 	}
 	w.WriteHeader(status)
 	_, err := w.Write(body)

@@ -7,9 +7,11 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/contract"
 	"github.com/caddymcp/caddy-mcp/feature"
+	"github.com/caddymcp/caddy-mcp/oauth"
 	"github.com/caddymcp/caddy-mcp/results"
 	"github.com/caddymcp/caddy-mcp/toolpolicy"
 	"github.com/caddymcp/caddy-mcp/validate"
+	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 )
 
@@ -43,6 +45,22 @@ func (h *Handler) provisionTools() error {
 		h.catalog.SetMaxBytes(h.joined.catalogSize(h.MaxCatalogSize))
 	}
 	h.plugFeatures()
+	return nil
+}
+
+// provisionGate sets up authorization, the identity phase, holding tokens
+// to the configured resource or else to the address of the site the
+// handler serves.
+func (h *Handler) provisionGate(ctx caddy.Context) error {
+	if err := h.Authorization.Resolve(); err != nil {
+		return err
+	}
+	resource, err := h.Authorization.CanonicalURL(siteOrigin(ctx))
+	if err != nil {
+		return err
+	}
+	h.gate = oauth.New(h.Authorization, resource, h.logger, nil)
+	h.identity = append(h.identity, h.gate)
 	return nil
 }
 
@@ -153,11 +171,10 @@ func (h *Handler) refuseWith(w http.ResponseWriter, x *exchange, ref *feature.Re
 	maps.Copy(w.Header(), ref.Header)
 	if p := ref.Plain; p != nil {
 		x.errorCode = p.Outcome
-		hdr := w.Header()
-		maps.Copy(hdr, p.Header)
-		w.WriteHeader(p.Status)
-		_, err := w.Write(p.Body)
-		return err
+		maps.Copy(w.Header(), p.Header)
+		// A JSON-RPC error like every other refusal, and written the same
+		// way: its type is the core's to set, not each feature's.
+		return writeJSON(w, p.Status, nil, p.Body)
 	}
 	if ref.Body == nil {
 		return h.answer(w, x, &ref.Envelope, ref.Status)

@@ -266,11 +266,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return err
 	}
 	if h.Authorization != nil {
-		if err := h.Authorization.Resolve(); err != nil {
+		if err := h.provisionGate(ctx); err != nil {
 			return fmt.Errorf("authorization: %w", err)
 		}
-		h.gate = oauth.New(h.Authorization, h.logger, nil)
-		h.identity = append(h.identity, h.gate)
 	}
 	if err = h.provisionTools(); err != nil {
 		return err

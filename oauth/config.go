@@ -18,12 +18,16 @@ type Config struct {
 	// accepted. Required.
 	Issuers []IssuerConfig `json:"issuers"`
 
-	// Resource is this server's resource identifier (RFC 8707): the
-	// audience a token must be issued for, and the "resource" of the
-	// Protected Resource Metadata. Default: the URL the request was sent
-	// to, without its query ("https://mcp.example.com/mcp"), which
-	// follows the Host header: configure it where a site answers for
-	// hosts whose issuer also serves other resources.
+	// Resource is this server's canonical URL, its resource identifier
+	// (RFC 8707): the audience a token must be issued for, and the
+	// "resource" of the Protected Resource Metadata, an http or https
+	// URL without query or fragment ("https://mcp.example.com/mcp").
+	// Default: the origin of the site the handler serves, from its
+	// address ("https://mcp.example.com"), when the site answers for one
+	// host on one port; required otherwise (a site for any host, several
+	// hosts or a wildcard, several ports), and the configuration is
+	// refused without it. It never follows what a request says (its Host
+	// header, its path).
 	Resource string `json:"resource,omitempty"`
 
 	// Scopes are the scopes every request's token must grant. A token
@@ -119,9 +123,8 @@ func (c *Config) Validate() error {
 		}
 	}
 	if c.Resource != "" {
-		u, err := url.Parse(c.Resource)
-		if err != nil || !u.IsAbs() || u.Host == "" || u.Fragment != "" || u.RawQuery != "" {
-			return fmt.Errorf("resource %q: an absolute URL without query or fragment is required", c.Resource)
+		if err := checkResource(c.Resource); err != nil {
+			return fmt.Errorf("resource %q: %w", c.Resource, err)
 		}
 	}
 	for _, s := range c.Scopes {
@@ -158,6 +161,36 @@ func (c *Config) Resolve() error {
 		if in := is.Introspection; in != nil && (repl.ReplaceKnown(in.ClientID, "") == "" || repl.ReplaceKnown(in.ClientSecret, "") == "") {
 			return fmt.Errorf("issuer %q: introspection: the client_id or client_secret comes out empty (an environment variable not set?)", is.URL)
 		}
+	}
+	return nil
+}
+
+// CanonicalURL is the resource tokens must be issued for: Resource, or
+// else site, the origin of the site the handler serves, which the caller
+// reads from Caddy's configuration; unknown is why it could not.
+func (c *Config) CanonicalURL(site string, unknown error) (string, error) {
+	switch {
+	case c.Resource != "":
+		return c.Resource, nil
+	case unknown != nil:
+		return "", fmt.Errorf("resource is required: tokens are issued for one URL, and the site's address names none (%w); give the URL clients reach this MCP server at, e.g. resource https://mcp.example.com/mcp", unknown)
+	}
+	if err := checkResource(site); err != nil {
+		return "", fmt.Errorf("the site's address %q: %w; give resource", site, err)
+	}
+	return site, nil
+}
+
+// checkResource refuses what cannot be a canonical URL: one that is not
+// an http or https URL, has a query or a fragment, or holds what would
+// end the quotes of the challenge that names its metadata.
+func checkResource(resource string) error {
+	u, err := url.Parse(resource)
+	switch {
+	case err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.Fragment != "" || u.RawQuery != "" || u.ForceQuery:
+		return errors.New("an absolute http or https URL without query or fragment is required")
+	case strings.ContainsFunc(resource, func(r rune) bool { return r <= ' ' || r == '"' || r == '\\' || r > '~' }):
+		return errors.New("a URL of printable ASCII without spaces, quotes or backslashes is required")
 	}
 	return nil
 }

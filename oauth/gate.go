@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
-	"unicode"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
@@ -32,6 +31,10 @@ type Gate struct {
 	verifier *Verifier
 	issuers  []string
 	logger   *zap.Logger
+	// resource is the canonical URL tokens must be issued for, and
+	// metadata where its Protected Resource Metadata is served: both
+	// from the configuration, never from a request.
+	resource, metadata string
 	// The scopes per tool, prompt and resource (scopes.go); perName: any
 	// is configured.
 	tools, prompts, uris nameRules
@@ -55,12 +58,11 @@ func fetchClient() *http.Client {
 	}
 }
 
-// New returns the gate of cfg, which must be valid. now is the clock
+// New returns the gate of cfg, which must be valid, holding tokens to
+// resource, the canonical URL (cfg.CanonicalURL). now is the clock
 // (time.Now when nil).
-func New(cfg *Config, logger *zap.Logger, now func() time.Time) *Gate {
-	if cfg.Resource == "" {
-		logger.Info("authorization: no resource configured; a token's audience is held to the URL each request was sent to, Host header included: configure resource where the site answers for several hosts")
-	}
+func New(cfg *Config, resource string, logger *zap.Logger, now func() time.Time) *Gate {
+	logger.Info("authorization: access tokens must be issued for this resource", zap.String("resource", resource))
 	issuers := make([]Issuer, len(cfg.Issuers))
 	urls := make([]string, len(cfg.Issuers))
 	repl := caddy.NewReplacer()
@@ -72,6 +74,7 @@ func New(cfg *Config, logger *zap.Logger, now func() time.Time) *Gate {
 	}
 	return &Gate{
 		cfg: cfg, verifier: NewVerifier(issuers, cfg.leeway(), fetchClient(), now), issuers: urls, logger: logger,
+		resource: resource, metadata: metadataURL(resource),
 		tools: compileRules(cfg.ToolScopes), prompts: compileRules(cfg.PromptScopes), uris: compileRules(cfg.ResourceScopes),
 		perName: len(cfg.ToolScopes)+len(cfg.PromptScopes)+len(cfg.ResourceScopes) > 0,
 	}
@@ -80,13 +83,12 @@ func New(cfg *Config, logger *zap.Logger, now func() time.Time) *Gate {
 // Admit verifies the token of x's request.
 func (g *Gate) Admit(x *feature.Exchange) (feature.Undo, *feature.Refusal) {
 	r := x.Request
-	resource := g.resource(r, x.Path)
 	token, err := bearer(r)
 	if err != nil {
 		outcomes.WithLabelValues(err.outcome).Inc()
-		return nil, g.challenge(r, resource, err, err.words())
+		return nil, g.challenge(err, err.words())
 	}
-	p, verr := g.verifier.Verify(r.Context(), token, resource)
+	p, verr := g.verifier.Verify(r.Context(), token, g.resource)
 	if verr != nil {
 		var e *Error
 		errors.As(verr, &e)
@@ -99,11 +101,11 @@ func (g *Gate) Admit(x *feature.Exchange) (feature.Undo, *feature.Refusal) {
 			}
 			return nil, unavailable(verr)
 		}
-		return nil, g.challenge(r, resource, &refused{outcome: string(e.Reason), code: "invalid_token", description: describe(e.Reason)}, invalid(e, resource))
+		return nil, g.challenge(&refused{outcome: string(e.Reason), code: "invalid_token", description: describe(e.Reason)}, invalid(e, g.resource))
 	}
 	if missing := absent(p.Scopes, g.cfg.Scopes); len(missing) > 0 {
 		outcomes.WithLabelValues("insufficient_scope").Inc()
-		return nil, g.challenge(r, resource, &refused{outcome: "insufficient_scope", code: "insufficient_scope", status: http.StatusForbidden, description: "the token lacks a required scope"}, insufficientScope(missing, g.cfg.Scopes))
+		return nil, g.challenge(&refused{outcome: "insufficient_scope", code: "insufficient_scope", status: http.StatusForbidden, description: "the token lacks a required scope"}, insufficientScope(missing, g.cfg.Scopes))
 	}
 	outcomes.WithLabelValues("valid").Inc()
 	x.Principal = p.view
@@ -148,12 +150,12 @@ func bearer(r *http.Request) (string, *refused) {
 	return token, nil
 }
 
-// challenge is the refusal of r: status, the WWW-Authenticate challenge
-// pointing at the metadata, and env for the model.
-func (g *Gate) challenge(r *http.Request, resource string, why *refused, env envelope.Envelope) *feature.Refusal {
+// challenge is a refusal: status, the WWW-Authenticate challenge pointing
+// at the metadata, and env for the model.
+func (g *Gate) challenge(why *refused, env envelope.Envelope) *feature.Refusal {
 	var b strings.Builder
 	b.WriteString(`Bearer resource_metadata="`)
-	b.WriteString(metadataURL(r, resource))
+	b.WriteString(g.metadata)
 	b.WriteByte('"')
 	scopes := why.scopes
 	if scopes == nil {
@@ -178,62 +180,28 @@ func (g *Gate) challenge(r *http.Request, resource string, why *refused, env env
 	}
 }
 
-// resource is the resource r is for: the configured one, or the URL r was
-// sent to (path as the client sent it), without its query.
-func (g *Gate) resource(r *http.Request, path string) string {
-	if g.cfg.Resource != "" {
-		return g.cfg.Resource
-	}
-	if path == "" {
-		path = r.URL.Path
-	}
-	// Escaped as a URL writes it: a path is the client's to choose, and
-	// nothing in it may end the challenge's quotes.
-	return origin(r) + (&url.URL{Path: path}).EscapedPath()
-}
-
-func origin(r *http.Request) string {
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	// The host goes into a quoted challenge and a JSON document: nothing
-	// in it may end the quotes.
-	return scheme + "://" + strings.Map(func(c rune) rune {
-		if c <= ' ' || c == '"' || c == '\\' || c > '~' {
-			return -1
-		}
-		return unicode.ToLower(c)
-	}, r.Host)
-}
-
 // metadataURL is where the metadata of resource is served: the well-known
-// path followed by the resource's path (RFC 9728 §3.1), on the origin r
-// was sent to.
-func metadataURL(r *http.Request, resource string) string {
-	path := ""
-	if i := strings.Index(resource, "://"); i >= 0 {
-		if j := strings.IndexByte(resource[i+3:], '/'); j >= 0 {
-			path = strings.TrimSuffix(resource[i+3+j:], "/")
-		}
+// path followed by the resource's path (RFC 9728 §3.1), on its origin.
+func metadataURL(resource string) string {
+	u, err := url.Parse(resource)
+	if err != nil {
+		return MetadataPath // a valid resource always parses
 	}
-	return origin(r) + MetadataPath + path
+	return u.Scheme + "://" + u.Host + MetadataPath + strings.TrimSuffix(u.EscapedPath(), "/")
 }
 
 // ServeMetadata serves the Protected Resource Metadata (RFC 9728) when r
-// asks for it, at the well-known path or at it followed by the resource's
-// path, without a token; served is false for every other request.
+// asks for it, at the well-known path or under it, without a token;
+// served is false for every other request. Wherever it is asked for, it
+// names the one resource tokens must be issued for: a client that asked
+// for another (at a path of its choosing) sees that it is not this one.
 func (g *Gate) ServeMetadata(w http.ResponseWriter, r *http.Request) (served bool) {
 	rest, ok := strings.CutPrefix(r.URL.Path, MetadataPath)
 	if !ok || (rest != "" && rest[0] != '/') || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
 		return false
 	}
-	resource := g.cfg.Resource
-	if resource == "" {
-		resource = origin(r) + (&url.URL{Path: rest}).EscapedPath()
-	}
 	meta := oauthex.ProtectedResourceMetadata{
-		Resource:               resource,
+		Resource:               g.resource,
 		AuthorizationServers:   g.issuers,
 		ScopesSupported:        g.scopesSupported(),
 		BearerMethodsSupported: []string{"header"},

@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -23,7 +24,9 @@ func gateWithClock(t *testing.T, cfg *Config) (*Gate, *testIssuer, map[string]an
 	is, _, c, claims := setup(t)
 	cfg.Issuers = []IssuerConfig{{URL: is.srv.URL}}
 	require.NoError(t, cfg.Validate())
-	g := New(cfg, zap.NewNop(), c.Now)
+	canonical, err := cfg.CanonicalURL(resource, nil)
+	require.NoError(t, err)
+	g := New(cfg, canonical, zap.NewNop(), c.Now)
 	g.verifier = NewVerifier([]Issuer{{URL: is.srv.URL}}, cfg.leeway(), is.srv.Client(), c.Now)
 	return g, is, claims, c
 }
@@ -93,13 +96,10 @@ func TestStripTokenTakesTheTokenOffTheRequest(t *testing.T) {
 
 func TestTheMetadataIsServedAtItsWellKnownPathsOnly(t *testing.T) {
 	g, is, _ := gateFor(t, &Config{Scopes: []string{"a", "b"}})
-	for path, resource := range map[string]string{
-		"/.well-known/oauth-protected-resource/mcp": "https://mcp.example.com/mcp",
-		"/.well-known/oauth-protected-resource":     "https://mcp.example.com",
-	} {
+	for _, path := range []string{"/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/other"} {
 		w := httptest.NewRecorder()
 		require.True(t, g.ServeMetadata(w, httptest.NewRequest(http.MethodGet, "https://MCP.example.com"+path, nil)), path)
-		assert.JSONEq(t, `{"resource":"`+resource+`","authorization_servers":["`+is.srv.URL+`"],"scopes_supported":["a","b"],"bearer_methods_supported":["header"]}`, w.Body.String())
+		assert.JSONEq(t, `{"resource":"`+resource+`","authorization_servers":["`+is.srv.URL+`"],"scopes_supported":["a","b"],"bearer_methods_supported":["header"]}`, w.Body.String(), "the one resource, wherever asked: %s", path)
 		assert.Equal(t, "application/json", w.Header().Get("Content-Type"))
 	}
 	for _, r := range []*http.Request{
@@ -111,13 +111,63 @@ func TestTheMetadataIsServedAtItsWellKnownPathsOnly(t *testing.T) {
 	}
 }
 
-func TestAHostThatWouldEndTheChallengesQuotesIsCleaned(t *testing.T) {
-	g, _, _ := gateFor(t, &Config{})
-	x := exchange()
-	x.Request.Host = `evil.example", error="x`
-	_, ref := g.Admit(x)
-	require.NotNil(t, ref)
-	assert.Equal(t, `Bearer resource_metadata="https://evil.example,error=x/.well-known/oauth-protected-resource/mcp"`, ref.Header.Get("WWW-Authenticate"))
+// What a request says of where it was sent (its Host header, which
+// Caddy's host matcher takes whatever its port, and its path) changes
+// neither the audience a token is held to, nor the challenge, nor the
+// metadata: they are the canonical URL's.
+func TestTheResourceIsTheCanonicalURLWhateverTheRequestSays(t *testing.T) {
+	g, is, claims := gateFor(t, &Config{})
+	const challenge = `Bearer resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp"`
+	claims["aud"] = "https://mcp.example.com:1/other"
+	elsewhere := is.sign(t, "k1", claims)
+	for _, c := range []struct{ host, path string }{
+		{"mcp.example.com:1", "/other"},
+		{`evil.example", error="x`, `/mcp", resource_metadata="https://evil.example/x`},
+	} {
+		x := exchange()
+		x.Request.Host, x.Path = c.host, c.path
+		_, ref := g.Admit(x)
+		require.NotNil(t, ref)
+		assert.Equal(t, challenge, ref.Header.Get("WWW-Authenticate"), c.host)
+
+		x = exchange("Bearer " + elsewhere)
+		x.Request.Host, x.Path = c.host, c.path
+		_, ref = g.Admit(x)
+		require.NotNil(t, ref, "a token for %s%s", c.host, c.path)
+		assert.Equal(t, http.StatusUnauthorized, ref.Status)
+		assert.Contains(t, ref.Header.Get("WWW-Authenticate"), `error="invalid_token"`)
+
+		r := httptest.NewRequest(http.MethodGet, "/.well-known/oauth-protected-resource", nil)
+		r.Host, r.URL.Path = c.host, r.URL.Path+c.path
+		w := httptest.NewRecorder()
+		require.True(t, g.ServeMetadata(w, r))
+		assert.Contains(t, w.Body.String(), `"resource":"`+resource+`"`)
+	}
+}
+
+// The canonical URL is the configured resource, or the site's address;
+// without either the configuration is refused, saying what to add. What
+// would end the challenge's quotes is refused in either.
+func TestTheCanonicalURLIsTheResourceOrTheSitesAddress(t *testing.T) {
+	cfg := &Config{Issuers: []IssuerConfig{{URL: "https://auth.example.com"}}}
+	got, err := cfg.CanonicalURL("https://mcp.example.com", nil)
+	require.NoError(t, err)
+	assert.Equal(t, "https://mcp.example.com", got)
+	_, err = cfg.CanonicalURL("", errors.New("the site answers for any host"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "resource is required")
+	assert.Contains(t, err.Error(), "the site answers for any host")
+	_, err = cfg.CanonicalURL(`http://a"b`, nil)
+	assert.Error(t, err)
+
+	cfg.Resource = "https://mcp.example.com/mcp"
+	got, err = cfg.CanonicalURL("", errors.New("the site answers for any host"))
+	require.NoError(t, err)
+	assert.Equal(t, cfg.Resource, got)
+	for _, bad := range []string{"/mcp", "urn:mcp", "api://mcp", "https://mcp.example.com/mcp?x=1", "https://mcp.example.com/#x", `https://mcp.example.com/a"b`, "https://mcp.example.com/a b"} {
+		cfg.Resource = bad
+		assert.Error(t, cfg.Validate(), bad)
+	}
 }
 
 func TestTheStatusShowsEachIssuersKeysAndTheLastFetchsError(t *testing.T) {
@@ -140,17 +190,6 @@ func TestTheStatusShowsEachIssuersKeysAndTheLastFetchsError(t *testing.T) {
 	s = g.Status()
 	assert.Equal(t, 1, s.Issuers[0].Keys, "the keys held stay")
 	assert.Contains(t, s.Issuers[0].Error, "503")
-}
-
-func TestAPathCannotEndTheChallengesQuotes(t *testing.T) {
-	g, _, _ := gateFor(t, &Config{})
-	x := exchange()
-	x.Path = `/mcp", resource_metadata="https://evil.example/x`
-	_, ref := g.Admit(x)
-	require.NotNil(t, ref)
-	ch := ref.Header.Get("WWW-Authenticate")
-	assert.Equal(t, 2, strings.Count(ch, `"`), ch)
-	assert.Contains(t, ch, "/mcp%22,%20resource_metadata=%22https://evil.example/x")
 }
 
 func TestARememberedTokenIsAdmittedWithoutAllocating(t *testing.T) {

@@ -42,6 +42,8 @@ const (
 	RefusedFor = time.Minute
 	// MaxIntrospection bounds an introspection answer read.
 	MaxIntrospection = 16 << 10
+	// MaxOpaqueToken bounds an opaque token asked about.
+	MaxOpaqueToken = 4 << 10
 )
 
 // Introspection is how the gateway asks an issuer about opaque tokens.
@@ -94,7 +96,7 @@ func (in *introspector) check(ctx context.Context, token, resource string, key d
 	if e, ok := in.refused.get(key, now); ok {
 		return nil, e.err
 	}
-	if len(token) > MaxCachedToken || !isB64Token(token) {
+	if len(token) > MaxOpaqueToken || !isB64Token(token) {
 		return nil, &Error{Reason: Malformed, Err: errors.New("not a bearer token this resource accepts (RFC 6750 b64token, at most 4 KiB)")}
 	}
 	v, err, _ := in.flights.Do(string(key[:]), func() (any, error) {
@@ -241,8 +243,7 @@ func (in *introspector) principal(raw json.RawMessage, resource string, now time
 	if p.Subject == "" {
 		return nil, &Error{Reason: Malformed, Err: errors.New("the introspected token names neither sub nor client_id")}
 	}
-	p.view = viewOf(p)
-	return p, nil
+	return p.complete(), nil
 }
 
 // ClientSubject begins the subject of an introspected token that names

@@ -164,7 +164,7 @@ func TestOpaqueTokensTheServerMustNotAcceptAreRefusedAndRemembered(t *testing.T)
 	assert.Equal(t, Inactive, reason(t, err))
 	assert.Equal(t, asked+1, is.asked.Load(), "for RefusedFor")
 
-	for _, bad := range []string{"two words", "tab\there", "ünïcode", "=", string(make([]byte, MaxCachedToken+1))} {
+	for _, bad := range []string{"two words", "tab\there", "ünïcode", "=", string(make([]byte, MaxOpaqueToken+1))} {
 		_, err := v.Verify(ctx, bad, resource)
 		assert.Equal(t, Malformed, reason(t, err), "%q", bad)
 	}

@@ -19,7 +19,7 @@ func listGate(t *testing.T) *Gate {
 		ResourceScopes: []ScopeRule{{Match: "file:///private/*", Scopes: []string{"admin"}}},
 	}
 	require.NoError(t, cfg.Validate())
-	return New(cfg, zap.NewNop(), nil)
+	return New(cfg, resource, zap.NewNop(), nil)
 }
 
 // answer is what the gate's hook makes of the upstream's answer msg to the

@@ -92,7 +92,7 @@ func (g *Gate) Check(x *feature.Exchange) *feature.Refusal {
 		// All the scopes the request needs: a client asks for them, with
 		// those it holds (SEP-2350).
 		want := append(append([]string(nil), g.cfg.Scopes...), need...)
-		ref := g.challenge(x.Request, g.resource(x.Request, x.Path), &refused{code: "insufficient_scope", status: http.StatusForbidden, description: "the token lacks a scope this request needs", scopes: want}, env)
+		ref := g.challenge(&refused{code: "insufficient_scope", status: http.StatusForbidden, description: "the token lacks a scope this request needs", scopes: want}, env)
 		ref.Plain = &feature.Plain{Status: http.StatusForbidden, Header: ref.Header, Body: env.AppendRPCError(nil, m.ID, x.Era.RPCCode(&env)), Outcome: string(env.Code)}
 		return ref
 	}

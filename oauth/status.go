@@ -47,7 +47,7 @@ type IntrospectionStatus struct {
 
 // Status is the gate's status now.
 func (g *Gate) Status() *Status {
-	s := &Status{Resource: g.cfg.Resource, Scopes: g.cfg.Scopes, Remembered: g.verifier.verified.len()}
+	s := &Status{Resource: g.resource, Scopes: g.cfg.Scopes, Remembered: g.verifier.verified.len()}
 	now := g.verifier.now()
 	for _, url := range g.issuers {
 		is := g.verifier.issuers[url].status(now)

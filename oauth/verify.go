@@ -24,7 +24,6 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
-	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 )
 
@@ -70,41 +69,6 @@ type Error struct {
 
 func (e *Error) Error() string { return string(e.Reason) + ": " + e.Err.Error() }
 func (e *Error) Unwrap() error { return e.Err }
-
-// Principal is who a verified token speaks for.
-type Principal struct {
-	Issuer   string
-	Subject  string
-	ClientID string
-	Scopes   []string
-	Expiry   time.Time
-	// Claims are the token's claims, as they were signed.
-	Claims map[string]json.RawMessage
-	// view is the principal as the other features read it, made once:
-	// a remembered token costs no allocation per request.
-	view *feature.Principal
-}
-
-// viewOf is p as the other features read it.
-func viewOf(p *Principal) *feature.Principal {
-	return &feature.Principal{
-		Issuer:   p.Issuer,
-		Subject:  p.Subject,
-		ClientID: p.ClientID,
-		Scopes:   p.Scopes,
-		Claim: func(name string) (string, bool) {
-			raw, ok := p.Claims[name]
-			if !ok {
-				return "", false
-			}
-			var s string
-			if json.Unmarshal(raw, &s) == nil {
-				return s, true
-			}
-			return string(raw), true
-		},
-	}
-}
 
 // Verifier verifies tokens from a set of issuers.
 type Verifier struct {
@@ -164,7 +128,7 @@ func (v *Verifier) Verify(ctx context.Context, token, resource string) (*Princip
 	} else {
 		p, err = v.verify(ctx, token, resource, now)
 	}
-	if err == nil && len(token) <= MaxCachedToken {
+	if err == nil {
 		until := p.Expiry.Add(v.leeway)
 		if limit := now.Add(CacheFor); limit.Before(until) {
 			until = limit
@@ -227,8 +191,7 @@ func (v *Verifier) verify(ctx context.Context, token, resource string, now time.
 		Expiry:   claims.Expiry.Time(),
 		Claims:   all,
 	}
-	p.view = viewOf(p)
-	return p, nil
+	return p.complete(), nil
 }
 
 // current refuses claims outside their lifetime (exp, nbf, iat, with the
@@ -244,30 +207,6 @@ func current(claims *jwt.Claims, resource string, now time.Time, leeway time.Dur
 	}
 	if !oauthex.MatchesResource(claims.Audience, resource) {
 		return &Error{Reason: WrongAudience, Err: fmt.Errorf("the token is not for %s", resource)}
-	}
-	return nil
-}
-
-// firstString is the first of names that is a string claim.
-func firstString(claims map[string]json.RawMessage, names ...string) string {
-	for _, n := range names {
-		var s string
-		if json.Unmarshal(claims[n], &s) == nil && s != "" {
-			return s
-		}
-	}
-	return ""
-}
-
-// scopes are the token's scopes: "scope", a space-separated string (RFC
-// 9068, RFC 8693), or "scp", a list or a string, as some issuers write it.
-func scopes(claims map[string]json.RawMessage) []string {
-	if s := firstString(claims, "scope", "scp"); s != "" {
-		return strings.Fields(s)
-	}
-	var list []string
-	if json.Unmarshal(claims["scp"], &list) == nil {
-		return list
 	}
 	return nil
 }

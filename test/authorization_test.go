@@ -36,11 +36,13 @@ var (
 // authorized is a gateway requiring tokens from its authorization server,
 // in front of the demo server, whose requests it records.
 type authorized struct {
-	gw       *mcptest.Gateway
-	as       *mcptest.AuthServer
-	endpoint string
-	mu       sync.Mutex
-	seen     []string // the Authorization header of each request upstream
+	gw *mcptest.Gateway
+	as *mcptest.AuthServer
+	// endpoint is the MCP endpoint; resource the canonical URL tokens
+	// are issued for: without resource configured, the site's address.
+	endpoint, resource string
+	mu                 sync.Mutex
+	seen               []string // the Authorization header of each request upstream
 }
 
 func (a *authorized) upstreamSaw() []string {
@@ -76,15 +78,18 @@ func startAuthorizedFor(t *testing.T, extra, rest string, rs mcptest.AuthResourc
 		t.Setenv("CADDY_MCP_TEST_INTROSPECTION_SECRET", gateway.Secret)
 	}
 	a.gw = mcptest.StartGateway(t, fmt.Sprintf("mcp {\n\tauthorization {\n\t\tissuer %s\n%s\n\t}\n%s\n}\n%s", issuer, extra, rest, mcptest.ProxyTo(upstream)))
-	a.endpoint = a.gw.URL + mcptest.MCPPath
+	a.endpoint, a.resource = a.gw.URL+mcptest.MCPPath, a.gw.URL
 	rs.Scope = "tools:read tools:call"
+	another := mcptest.AuthResource{Scope: rs.Scope, Opaque: rs.Opaque}
 	a.as.Start(t, mcptest.AuthServerConfig{
 		Clients: []mcptest.AuthClient{agent, other, gateway},
 		Resources: map[string]mcptest.AuthResource{
-			a.endpoint:                   rs,
-			"https://elsewhere.test/mcp": {Scope: rs.Scope, Opaque: rs.Opaque},
+			a.resource:                   rs,
+			"https://elsewhere.test/mcp": another,
+			// The gateway's address with another port, and other paths.
+			"http://127.0.0.1:1/mcp": another, a.endpoint: another, a.gw.URL + "/other": another,
 		},
-		DefaultResource: a.endpoint,
+		DefaultResource: a.resource,
 	}, "k1")
 	return a
 }
@@ -125,14 +130,14 @@ func TestARequestWithoutATokenIsChallengedAndTheMetadataLeadsToTheIssuer(t *test
 	resp, body := post(t, a.endpoint, initialize)
 	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 	ch := challengeOf(t, resp)
-	metadata := a.gw.URL + "/.well-known/oauth-protected-resource/mcp"
+	metadata := a.gw.URL + "/.well-known/oauth-protected-resource"
 	assert.Equal(t, map[string]string{"resource_metadata": metadata}, ch, "no error: the request carried no token")
 	assert.Equal(t, envelope.AuthRequired, envelopeOf(t, body).Code)
 	assert.Empty(t, a.upstreamSaw(), "nothing reaches the server")
 
 	// The metadata answers without a token, and names the issuer.
 	for _, path := range []string{"/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"} {
-		meta, err := oauthex.GetProtectedResourceMetadata(t.Context(), a.gw.URL+path, a.gw.URL+strings.TrimPrefix(path, "/.well-known/oauth-protected-resource"), http.DefaultClient)
+		meta, err := oauthex.GetProtectedResourceMetadata(t.Context(), a.gw.URL+path, a.resource, http.DefaultClient)
 		require.NoError(t, err, path)
 		assert.Equal(t, []string{a.as.Issuer}, meta.AuthorizationServers)
 		assert.Equal(t, []string{"header"}, meta.BearerMethodsSupported)
@@ -318,7 +323,7 @@ func TestAToolsScopeIsAskedForByEachClientAsItCanAct(t *testing.T) {
 	resp, _ = post(t, a.endpoint, call, bearerOf(a.as.Token(t, agent, "", "tools:read tools:call")), withHeader("Mcp-Protocol-Version", "2025-11-25"))
 	assert.Equal(t, http.StatusOK, resp.StatusCode, "with the scope, the call runs")
 
-	meta, err := oauthex.GetProtectedResourceMetadata(t.Context(), a.gw.URL+"/.well-known/oauth-protected-resource/mcp", a.endpoint, http.DefaultClient)
+	meta, err := oauthex.GetProtectedResourceMetadata(t.Context(), a.gw.URL+"/.well-known/oauth-protected-resource", a.resource, http.DefaultClient)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"tools:call"}, meta.ScopesSupported, "every scope a request may need")
 }
@@ -373,4 +378,41 @@ func signIn(t *testing.T, endpoint string, client mcptest.AuthClient) *mcp.Clien
 	require.NoError(t, err, "discovered from the 401, signed in, and sent again")
 	t.Cleanup(func() { _ = cs.Close() })
 	return cs
+}
+
+// Every refusal the gateway writes with authorization on is a JSON-RPC
+// error, and says so in its Content-Type: the step-up 403 (written apart
+// from the envelopes, with the request's id) as much as those at the edge.
+func TestEveryRefusalOfAuthorizationIsJSON(t *testing.T) {
+	a := startAuthorized(t, "\t\tscopes tools:read\n\t\ttool echo tools:call", "")
+	call := `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`
+	readOnly := a.as.Token(t, agent, "", "tools:read")
+	for _, c := range []struct {
+		name, challenge string
+		status          int
+		opts            []sendOption
+	}{
+		{"no token", "", http.StatusUnauthorized, nil},
+		{"a token refused", "invalid_token", http.StatusUnauthorized, []sendOption{bearerOf("not-a-jwt")}},
+		{"two Authorization headers", "invalid_request", http.StatusBadRequest, []sendOption{bearerOf(readOnly), bearerOf(readOnly)}},
+		{"a scope every request needs", "insufficient_scope", http.StatusForbidden, []sendOption{bearerOf(a.as.Token(t, agent, "", "tools:call"))}},
+		{"a scope the tool needs (step-up)", "insufficient_scope", http.StatusForbidden, []sendOption{bearerOf(readOnly), withHeader("Mcp-Protocol-Version", "2025-11-25")}},
+	} {
+		resp, body := post(t, a.endpoint, call, c.opts...)
+		assert.Equal(t, c.status, resp.StatusCode, "%s: %s", c.name, body)
+		assert.Equal(t, c.challenge, challengeOf(t, resp)["error"], c.name)
+		assert.Equal(t, []string{"application/json"}, resp.Header.Values("Content-Type"), c.name)
+		assert.True(t, json.Valid(body), "%s: %s", c.name, body)
+	}
+
+	// An issuer whose keys cannot be fetched: 503, and no challenge.
+	a.gw.Reload(t, "route {\n\tmcp {\n\t\tauthorization {\n\t\t\tissuer http://127.0.0.1:1\n\t\t}\n\t}\n\trespond ok\n}")
+	b64 := func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
+	token := b64(`{"alg":"ES256","typ":"at+jwt"}`) + "." + b64(`{"iss":"http://127.0.0.1:1","sub":"agent","exp":4102444800}`) + "." + b64(strings.Repeat("s", 64))
+	resp, body := post(t, a.endpoint, call, bearerOf(token), afterReload(t))
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "%s", body)
+	assert.Empty(t, resp.Header.Values("Www-Authenticate"))
+	assert.Equal(t, []string{"application/json"}, resp.Header.Values("Content-Type"))
+	assert.Equal(t, envelope.ServerBusy, envelopeOf(t, body).Code)
+	assert.Empty(t, a.upstreamSaw())
 }

@@ -45,7 +45,7 @@ func TestTheTypeScriptSDKClientSignsInWithClientCredentialsAndCallsTools(t *test
 	// request without a token, the metadata its challenge names, the
 	// issuer that names, a token there with the client's secret, and the
 	// request again with the token. What follows overlaps (the GET stream).
-	metadata := a.gw.URL + "/.well-known/oauth-protected-resource/mcp"
+	metadata := a.gw.URL + "/.well-known/oauth-protected-resource"
 	require.GreaterOrEqual(t, len(out.HTTP), 5, "%+v", out.HTTP)
 	assert.Equal(t, []mcptest.TSExchange{
 		{Method: http.MethodPost, URL: a.endpoint, Status: http.StatusUnauthorized},
@@ -62,7 +62,8 @@ func TestTheTypeScriptSDKClientSignsInWithClientCredentialsAndCallsTools(t *test
 	assert.Equal(t, mcptest.TSAuth{TokenType: "Bearer", Scope: agent.Scope, ExpiresIn: 3600, Issuer: a.as.Issuer}, *out.Auth)
 
 	// What reached the server came with the token the authorization
-	// server issued to the client, for this endpoint.
+	// server issued to the client, for the resource the metadata named:
+	// the site's address.
 	seen := a.upstreamSaw()
 	require.NotEmpty(t, seen)
 	for _, h := range seen {
@@ -71,7 +72,7 @@ func TestTheTypeScriptSDKClientSignsInWithClientCredentialsAndCallsTools(t *test
 	claims := claimsOf(t, strings.TrimPrefix(seen[0], "Bearer "))
 	assert.Equal(t, agent.ID, claims.Sub)
 	assert.Equal(t, a.as.Issuer, claims.Iss)
-	assert.Equal(t, a.endpoint, claims.Aud)
+	assert.Equal(t, a.resource, claims.Aud)
 }
 
 // A client whose secret the authorization server refuses does not get
