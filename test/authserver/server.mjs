@@ -6,7 +6,7 @@
 //
 //   node server.mjs '<config JSON>'
 //
-// The config: {"port": 0, "keys": {"keys": [private JWKs]},
+// The config: {"fd": 3 (or "port": 0), "keys": {"keys": [private JWKs]},
 //   "clients": [{"client_id", "client_secret", "scope"}],
 //   "resources": {"<resource URL>": {"scope": "a b", "opaque": false, "ttl": 3600}},
 //   "defaultResource": "<resource URL>"}
@@ -14,13 +14,17 @@
 // The issuer is http://127.0.0.1:<port>. It prints one line, "ready
 // <issuer>", once it listens, and stops on SIGTERM or when stdin closes.
 // To rotate its keys, the tests start it again with other keys on the
-// same port.
+// same listener.
 import Provider, { errors } from 'oidc-provider';
 
 const cfg = JSON.parse(process.argv[2]);
 const { createServer } = await import('node:http');
 const server = createServer();
-await new Promise((resolve) => server.listen(cfg.port || 0, '127.0.0.1', resolve));
+// The listener is the test process's, handed over as a file descriptor
+// (cfg.fd), so that no other socket takes its port before the server, or
+// between two of them; cfg.port otherwise.
+const listenOn = cfg.fd !== undefined ? { fd: cfg.fd } : { port: cfg.port || 0, host: '127.0.0.1' };
+await new Promise((resolve) => server.listen(listenOn, resolve));
 const issuer = `http://127.0.0.1:${server.address().port}`;
 
 const scopes = new Set();

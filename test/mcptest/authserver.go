@@ -10,9 +10,9 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -28,9 +28,12 @@ type AuthServer struct {
 	// Issuer is its issuer identifier, "http://127.0.0.1:PORT".
 	Issuer string
 	cfg    AuthServerConfig
-	port   int
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
+	// ln is its listener, held by the test process from the start and
+	// handed to each server process it starts: no other socket can take
+	// its port meanwhile, even while the server restarts (Rotate).
+	ln    *net.TCPListener
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
 }
 
 // AuthServerConfig is what an AuthServer issues tokens for.
@@ -58,19 +61,20 @@ type AuthResource struct {
 	TTL int `json:"ttl,omitempty"`
 }
 
-// NewAuthServer reserves a loopback address for an authorization server,
+// NewAuthServer opens the loopback listener of an authorization server,
 // so that its Issuer is known before what it issues for is (a gateway's
 // address); Start runs it.
 func NewAuthServer(t testing.TB) *AuthServer {
 	t.Helper()
-	_, port, _ := net.SplitHostPort(FreeLoopbackAddr(t))
-	a := &AuthServer{}
-	var err error
-	if a.port, err = strconv.Atoi(port); err != nil {
-		t.Fatal(err)
+	ln, err := net.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatalf("mcptest: listen: %v", err)
 	}
-	a.Issuer = "http://127.0.0.1:" + port
-	t.Cleanup(func() { a.stop(t) })
+	a := &AuthServer{ln: ln, Issuer: "http://" + ln.Addr().String()}
+	t.Cleanup(func() {
+		a.stop(t)
+		_ = ln.Close()
+	})
 	return a
 }
 
@@ -99,9 +103,9 @@ func (a *AuthServer) start(t testing.TB, kid string) {
 	jwk := jose.JSONWebKey{Key: key, KeyID: kid, Algorithm: string(jose.ES256), Use: "sig"}
 	cfg := struct {
 		AuthServerConfig
-		Port int                `json:"port"`
+		FD   int                `json:"fd"`
 		Keys jose.JSONWebKeySet `json:"keys"`
-	}{a.cfg, a.port, jose.JSONWebKeySet{Keys: []jose.JSONWebKey{jwk}}}
+	}{a.cfg, 3, jose.JSONWebKeySet{Keys: []jose.JSONWebKey{jwk}}}
 	arg, err := json.Marshal(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -120,7 +124,14 @@ func (a *AuthServer) start(t testing.TB, kid string) {
 	if a.stdin, err = cmd.StdinPipe(); err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
+	listener, err := a.ln.File() // the child's fd 3
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.ExtraFiles = []*os.File{listener}
+	err = cmd.Start()
+	_ = listener.Close() // the child holds its own
+	if err != nil {
 		t.Fatalf("mcptest: starting the authorization server (npm ci --prefix test/authserver): %v", err)
 	}
 	a.cmd = cmd
