@@ -97,3 +97,21 @@ func TestAnUntracedRequestCostsNothing(t *testing.T) {
 	allocs := testing.AllocsPerRun(100, func() { _ = Start(x) })
 	assert.Zero(t, allocs)
 }
+
+// A response ends the span of the request a client takes it for, however
+// the server spelled the id back (jsonrpc.MayAnswer): "1" for the
+// TypeScript client, 2.5 for the Go client.
+func TestAResponseEndsTheSpanOfTheRequestAClientTakesItFor(t *testing.T) {
+	s, rec := traced(t, `[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"string"}},`+
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"fraction"}},`+
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"other"}}]`)
+	_, err := s.Message(nil, []byte(`[{"jsonrpc":"2.0","id":"1","result":{"content":[],"isError":true}},`+
+		`{"jsonrpc":"2.0","id":2.5,"error":{"code":-32602,"message":"bad"}},`+
+		`{"jsonrpc":"2.0","id":"three","result":{"content":[]}}]`))
+	require.NoError(t, err)
+	s.End(nil, feature.Complete)
+	s.Finish(time.Now())
+	assert.Equal(t, map[string]string{
+		"tools/call string": "tool_error", "tools/call fraction": "-32602", "tools/call other": "no_response",
+	}, errorTypes(rec))
+}
