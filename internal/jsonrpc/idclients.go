@@ -136,7 +136,7 @@ func isJSSpace(r rune) bool {
 // appendIntegral appends a number's integer, as the Python SDK's schema
 // reads an id (an integer, or a float with no fraction), in decimal.
 func appendIntegral(dst, id []byte) ([]byte, bool) {
-	if bytes.IndexAny(id, ".eE") < 0 {
+	if !bytes.ContainsAny(id, ".eE") {
 		n, ok := new(big.Int).SetString(string(id), 10)
 		if !ok {
 			return dst, false
