@@ -37,6 +37,9 @@ func (t *sseTracker) checkBound() {
 	if t.stop != nil || t.probed || t.hooks == nil || t.owed.left == 0 {
 		return
 	}
+	if len(t.event) > 0 && string(t.event) != "message" {
+		return // an event of a type clients do not read
+	}
 	var skim *jsonrpc.Skimmer
 	switch {
 	case t.cutErr != nil:
