@@ -71,7 +71,7 @@ func New(cfg *Config, logger *zap.Logger, now func() time.Time) *Gate {
 		}
 	}
 	return &Gate{
-		cfg: cfg, verifier: NewVerifier(issuers, cfg.leeway(), fetchClient(), now), issuers: urls, logger: logger,
+		cfg: cfg, verifier: NewVerifier(issuers, cfg.leeway(), fetchClient(), now, logger), issuers: urls, logger: logger,
 		tools: compileRules(cfg.ToolScopes), prompts: compileRules(cfg.PromptScopes), uris: compileRules(cfg.ResourceScopes),
 		perName: len(cfg.ToolScopes)+len(cfg.PromptScopes)+len(cfg.ResourceScopes) > 0,
 	}

@@ -24,7 +24,7 @@ func gateWithClock(t *testing.T, cfg *Config) (*Gate, *testIssuer, map[string]an
 	cfg.Issuers = []IssuerConfig{{URL: is.srv.URL}}
 	require.NoError(t, cfg.Validate())
 	g := New(cfg, zap.NewNop(), c.Now)
-	g.verifier = NewVerifier([]Issuer{{URL: is.srv.URL}}, cfg.leeway(), is.srv.Client(), c.Now)
+	g.verifier = NewVerifier([]Issuer{{URL: is.srv.URL}}, cfg.leeway(), is.srv.Client(), c.Now, nil)
 	return g, is, claims, c
 }
 
