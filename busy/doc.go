@@ -44,7 +44,8 @@
 // and Allow reads time.Now, time has one seam: AcquireAt, AcquireNAt and
 // ReleaseAt take now, the time a place is taken or given back, from a caller
 // that has read the clock already; Acquire and Release read time.Now. Queue
-// timeouts are timers of package time (time.AfterFunc). There is no clock to
+// timeouts are timers of package time, which each waiter waits on itself:
+// the package runs no goroutine of its own. There is no clock to
 // inject: inside a testing/synctest bubble, time.Now and those timers run on
 // the bubble's fake clock, so a test makes a waiter time out by sleeping
 // past QueueTimeout, which takes no real time, and knows that a caller waits

@@ -150,9 +150,9 @@ func (g *Guard) acquire(ctx context.Context, now time.Time, n int) (Slot, error)
 	w := &waiter{ready: make(chan struct{}), n: n}
 	g.queue.push(w)
 	// Started before unlocking, so that a waiter seen in Stats has its
-	// timeout running. The timer calls expire in a goroutine of its own,
-	// which waits for the lock.
-	timer := time.AfterFunc(g.limits.QueueTimeout, func() { g.expire(w) })
+	// timeout running. The waiter itself expires when it fires: the guard
+	// runs no goroutine of its own, where a panic would stop the process.
+	timer := time.NewTimer(g.limits.QueueTimeout)
 	g.mu.Unlock()
 	return g.wait(ctx, w, timer)
 }
@@ -162,6 +162,11 @@ func (g *Guard) wait(ctx context.Context, w *waiter, timer *time.Timer) (Slot, e
 	defer timer.Stop()
 	select {
 	case <-w.ready:
+		return w.outcome(g)
+	case <-timer.C:
+		g.expire(w)
+		// Shed, or granted a place just before: either way, ready.
+		<-w.ready
 		return w.outcome(g)
 	case <-ctx.Done():
 	}
@@ -182,7 +187,7 @@ func (g *Guard) wait(ctx context.Context, w *waiter, timer *time.Timer) (Slot, e
 	return Slot{}, ctx.Err()
 }
 
-// expire sheds w if it is still waiting.
+// expire sheds w if it is still waiting: its timeout fired.
 func (g *Guard) expire(w *waiter) {
 	g.mu.Lock()
 	defer g.mu.Unlock()

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/caddymcp/caddy-mcp/internal/panics"
 )
 
 // Abandoned requests. A request holding places in the guard is not cut
@@ -42,6 +44,13 @@ import (
 var (
 	errClientLeft = fmt.Errorf("the client left: %w", context.Canceled)
 	errAbandoned  = fmt.Errorf("the upstream did not answer within cancel_grace after the client left: %w", context.Canceled)
+)
+
+// Where a panic is recovered (package panics): on the goroutine that acts
+// for a client that left, and on the timer that ends its grace.
+const (
+	siteClientLeft  = "client_left"
+	siteCancelGrace = "cancel_grace"
 )
 
 // abandonment watches the client of a request that holds places, and acts
@@ -88,9 +97,12 @@ func (a *abandonment) watch() {
 	a.stop = context.AfterFunc(a.x.Request.Context(), a.clientLeft)
 }
 
-// clientLeft acts for a client that left while its request was upstream.
+// clientLeft acts for a client that left while its request was upstream,
+// on a goroutine of its own. A panic ends the upstream request, however
+// far it got: its places come back once the request is over.
 func (a *abandonment) clientLeft() {
 	defer a.handled.Done()
+	defer panics.Recover(a.h.logger, siteClientLeft, func() { a.cut(errClientLeft) })
 	u := a.u
 	switch {
 	case u.deadline.passed():
@@ -106,12 +118,18 @@ func (a *abandonment) clientLeft() {
 		a.cut(errClientLeft)
 		cancellations.WithLabelValues(reasonLabelClientLeft).Inc()
 	default:
-		a.grace = time.AfterFunc(a.cancelGrace, func() { a.cut(errAbandoned) })
+		a.grace = time.AfterFunc(a.cancelGrace, a.graceOver)
 		if !u.resumable.Load() && u.cancelled.CompareAndSwap(false, true) {
 			cancellations.WithLabelValues(reasonLabelClientLeft).Inc()
 			a.h.sendCancelled(a.x, a.vars, a.next, reasonClientLeft)
 		}
 	}
+}
+
+// graceOver cuts the upstream request cancel_grace after its client left.
+func (a *abandonment) graceOver() {
+	defer panics.Recover(a.h.logger, siteCancelGrace)
+	a.cut(errAbandoned)
 }
 
 // done ends the watch once the upstream request is over, waiting for the
@@ -128,7 +146,7 @@ func (a *abandonment) done() {
 		a.grace.Stop()
 	}
 	if a.hold {
-		a.x.holdFor(a.cancelGrace)
+		a.x.holdFor(a.cancelGrace, a.h.logger)
 	}
 }
 

@@ -6,9 +6,11 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
 
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/guard"
+	"github.com/caddymcp/caddy-mcp/internal/panics"
 	"github.com/caddymcp/caddy-mcp/limits"
 )
 
@@ -138,16 +140,27 @@ func (x *exchange) linger() time.Duration {
 	return d
 }
 
+// siteLinger is where a panic of giving back what lingered is recovered
+// (package panics).
+const siteLinger = "linger"
+
 // holdFor takes from x what lingers of what the admitters took, and
-// gives it back d from now.
-func (x *exchange) holdFor(d time.Duration) {
+// gives it back d from now, on a timer, telling logger of a panic.
+func (x *exchange) holdFor(d time.Duration, logger *zap.Logger) {
 	lingering := x.takeLingering(nil)
 	time.AfterFunc(d, func() {
 		now := time.Now()
 		for _, u := range lingering {
-			u.Undo(now, true)
+			giveBack(u, now, logger)
 		}
 	})
+}
+
+// giveBack gives back u at now, on holdFor's timer: a panic of one Undo
+// ends there, and the others are given back all the same.
+func giveBack(u feature.Undo, now time.Time, logger *zap.Logger) {
+	defer panics.Recover(logger, siteLinger)
+	u.Undo(now, true)
 }
 
 func sortedNames[V any](m map[string]V) []string {

@@ -122,7 +122,11 @@ type bodyRefusal struct {
 // body that could not be read at all is nobody's to answer.
 func (h *Handler) refuseBody(w http.ResponseWriter, x *exchange, err error) error {
 	ref, ok := h.refusalOf(x.Request, x.Era, err)
-	if !ok {
+	switch {
+	case errors.Is(err, errBodyUnread):
+		x.Messages = nil
+		return caddyhttp.Error(http.StatusInternalServerError, err)
+	case !ok:
 		// The client went away or broke the framing.
 		x.Messages = nil
 		return caddyhttp.Error(http.StatusBadRequest, err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+	"github.com/caddymcp/caddy-mcp/internal/panics"
 )
 
 // Cancellations: how the gateway tells the upstream to stop requests it
@@ -27,6 +28,10 @@ import (
 
 // cancelTimeout bounds the wait for the upstream to take a cancellation.
 const cancelTimeout = 5 * time.Second
+
+// siteCancellation is where a panic of the route on a cancellation is
+// recovered (package panics).
+const siteCancellation = "cancellation"
 
 // Why a request was cancelled, as the upstream is told, and as the
 // cancellations metric counts it.
@@ -58,8 +63,13 @@ func (h *Handler) sendCancelled(x *exchange, vars map[string]any, next caddyhttp
 }
 
 // sendOwn sends body through next as a POST of x's session, and drops the
-// answer.
+// answer. No panic of the route goes past it: net/http would not recover
+// it on a goroutine of the gateway's (abandon.go), and on the request's
+// it would abort a connection whose client has its answer (deadline.go).
+// reverse_proxy panics with http.ErrAbortHandler when the upstream breaks
+// its answer, which is logged at debug.
 func (h *Handler) sendOwn(x *exchange, vars map[string]any, next caddyhttp.Handler, body []byte) {
+	defer panics.Recover(h.logger, siteCancellation)
 	ctx, stop := context.WithTimeout(context.WithoutCancel(x.Request.Context()), cancelTimeout)
 	defer stop()
 	r := x.Request.Clone(ctx)

@@ -6,8 +6,10 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/caddymcp/caddy-mcp/feature"
+	"github.com/caddymcp/caddy-mcp/internal/panics"
 )
 
 // Deadlines: a check may bound how long a call runs (feature.Deadline, the
@@ -17,6 +19,10 @@ import (
 
 // errDeadline is why a call past its deadline was cut.
 var errDeadline = errors.New("the tool's deadline passed")
+
+// siteDeadline is where a panic of a deadline's timer is recovered
+// (package panics).
+const siteDeadline = "deadline"
 
 // deadline follows one call's deadline: the upstream request's context is
 // cancelled when it passes before the answer is on its way.
@@ -54,7 +60,10 @@ func (h *Handler) startDeadline(x *exchange, up *http.Request) (*deadline, *http
 	if left <= 0 {
 		cancel(errDeadline) // passed while the call waited for a place
 	}
-	d.timer = time.AfterFunc(max(0, left), func() { cancel(errDeadline) })
+	d.timer = time.AfterFunc(max(0, left), func() {
+		defer panics.Recover(h.logger, siteDeadline)
+		cancel(errDeadline)
+	})
 	return d, up.WithContext(ctx), cancel
 }
 

@@ -5,11 +5,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/caddymcp/caddy-mcp/internal/panics"
 	"github.com/caddymcp/caddy-mcp/internal/sse"
 )
 
 // DefaultSSEKeepalive is the default of Handler.SSEKeepalive.
 const DefaultSSEKeepalive = 25 * time.Second
+
+// siteKeepalive is where a panic of the keep-alives' goroutine is
+// recovered (package panics).
+const siteKeepalive = "keepalive"
 
 // keepalive sends an SSE comment line (":\n") on an event stream the
 // upstream leaves idle, so that load balancers and clients that cut idle
@@ -37,8 +42,13 @@ func startKeepalive(w http.ResponseWriter, every time.Duration) *keepalive {
 	return ka
 }
 
+// run writes the keep-alives, on a goroutine of its own. A panic of the
+// writer under it (another handler's, in front of this one) ends the
+// keep-alives, and the stream goes on without them; it is logged to
+// Caddy's default logger, this goroutine knowing no other.
 func (ka *keepalive) run(w http.ResponseWriter, every time.Duration) {
 	defer close(ka.stopped)
+	defer panics.Recover(nil, siteKeepalive)
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -47,15 +57,22 @@ func (ka *keepalive) run(w http.ResponseWriter, every time.Duration) {
 			return
 		case <-t.C:
 		}
-		ka.mu.Lock()
-		if !ka.wrote && !ka.midLine {
-			if _, err := w.Write(sse.KeepAlive); err == nil {
-				_ = http.NewResponseController(w).Flush()
-			}
-		}
-		ka.wrote = false
-		ka.mu.Unlock()
+		ka.tick(w)
 	}
+}
+
+// tick writes a keep-alive to w when the stream was idle since the last
+// tick. The lock is given back however the write ends: the stream's own
+// writes wait for it.
+func (ka *keepalive) tick(w http.ResponseWriter) {
+	ka.mu.Lock()
+	defer ka.mu.Unlock()
+	if !ka.wrote && !ka.midLine {
+		if _, err := w.Write(sse.KeepAlive); err == nil {
+			_ = http.NewResponseController(w).Flush()
+		}
+	}
+	ka.wrote = false
 }
 
 // stop ends the ticker and waits for it, so that nothing is written to the

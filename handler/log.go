@@ -10,6 +10,7 @@ import (
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/logsample"
+	"github.com/caddymcp/caddy-mcp/internal/panics"
 	"github.com/caddymcp/caddy-mcp/keys"
 )
 
@@ -118,9 +119,15 @@ func (h *Handler) logEnvelope(x *exchange, env *envelope.Envelope) {
 	ce.Write(fields...)
 }
 
+// siteLogSample is where a panic of writing a count, on the log sampler's
+// timer, is recovered (package panics).
+const siteLogSample = "log_sample"
+
 // logRepeated writes the line of envelopes counted and not logged: their
-// kind and how many.
+// kind and how many. It runs on the sampler's timer, a goroutine of its
+// own, or as the handler is cleaned up.
 func (h *Handler) logRepeated(c logsample.Count[envelopeKind]) {
+	defer panics.Recover(h.logger, siteLogSample)
 	k := c.Kind
 	ce := h.logger.Check(k.level, "answered with more envelopes of this kind")
 	if ce == nil {

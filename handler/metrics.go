@@ -10,6 +10,7 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/contract"
 	"github.com/caddymcp/caddy-mcp/guard"
+	"github.com/caddymcp/caddy-mcp/internal/panics"
 	"github.com/caddymcp/caddy-mcp/internal/promreg"
 	"github.com/caddymcp/caddy-mcp/keys"
 	"github.com/caddymcp/caddy-mcp/limits"
@@ -84,6 +85,9 @@ func registerMetrics(ctx caddy.Context) error {
 		return err
 	}
 	if err := promreg.Register(ctx, validate.Collectors(liveCatalog)...); err != nil {
+		return err
+	}
+	if err := promreg.Register(ctx, panics.Collectors()...); err != nil {
 		return err
 	}
 	return promreg.Register(ctx, requestsTotal, envelopesTotal, requestDuration, cancellations)

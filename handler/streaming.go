@@ -7,7 +7,10 @@ import (
 	"sync"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+	"github.com/caddymcp/caddy-mcp/internal/panics"
 )
 
 // Streaming a large call: a tools/call whose body is declared longer than
@@ -47,6 +50,14 @@ const headStep = 512
 // refused once it had started to stream it.
 var errStreamRefused = errors.New("the request body was refused")
 
+// errBodyUnread is the verdict on a body whose reading panicked: the
+// gateway's bug, answered 500.
+var errBodyUnread = errors.New("reading the request body failed")
+
+// siteBodyStream is where a panic of reading a streamed body is recovered
+// (package panics).
+const siteBodyStream = "body_stream"
+
 // streams reports whether r's body may go to the upstream as it arrives:
 // not while a feature must have the whole body first (feature.WholeBody):
 // validate reads a call's arguments, and under a concurrency guard a place
@@ -79,6 +90,8 @@ type bodyStream struct {
 	// lift takes the read deadline off once the body is in, if one was
 	// set.
 	lift func()
+	// logger is told of a panic of the reading.
+	logger *zap.Logger
 
 	// head is the message's head, when the head pass found one that
 	// decides.
@@ -129,7 +142,7 @@ var toolsCallMethod = []byte("tools/call")
 // in, on the request's goroutine.
 func (h *Handler) inspectStreaming(w http.ResponseWriter, x *exchange) error {
 	r := x.Request
-	b := &bodyStream{client: r.Body, limit: int(r.ContentLength), maxBatch: h.MaxBatch}
+	b := &bodyStream{client: r.Body, limit: int(r.ContentLength), maxBatch: h.MaxBatch, logger: h.logger}
 	b.cond.L = &b.mu
 	b.buf = getBuffer(firstChunk)
 	x.outgrown = b
@@ -222,9 +235,11 @@ func (b *bodyStream) rest() error {
 }
 
 // run reads and validates the whole body, from its first byte, then gives
-// the verdict.
+// the verdict. A panic of the reading (on the goroutine start gives it)
+// is a verdict too: the body is refused.
 func (b *bodyStream) run() {
 	defer close(b.done)
+	defer panics.Recover(b.logger, siteBodyStream, b.unread)
 	msgs, batch, err := jsonrpc.ParseStream(b, b.one[:0], b.maxBatch, nil)
 	err = b.verdict(err)
 	b.msgs, b.batch = msgs, batch
@@ -233,6 +248,18 @@ func (b *bodyStream) run() {
 	if err == nil {
 		b.safe = b.n
 	}
+	b.cond.Broadcast()
+	b.mu.Unlock()
+}
+
+// unread refuses a body whose reading panicked: the upstream's transport
+// reading it is told, and the read deadline lifted.
+func (b *bodyStream) unread() {
+	if b.lift != nil {
+		b.lift()
+	}
+	b.mu.Lock()
+	b.ended, b.err = true, errBodyUnread
 	b.cond.Broadcast()
 	b.mu.Unlock()
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+	"github.com/caddymcp/caddy-mcp/internal/panics"
 	"github.com/caddymcp/caddy-mcp/keys"
 	"github.com/caddymcp/caddy-mcp/ratelimit"
 	"github.com/caddymcp/caddy-mcp/toolpolicy"
@@ -32,6 +33,10 @@ type Shared interface {
 
 // sweepEvery is how often refilled buckets are dropped.
 const sweepEvery = 10 * time.Second
+
+// siteSweep is where a panic of sweeping a limit's buckets is recovered
+// (package panics).
+const siteSweep = "rate_limit_sweep"
 
 // buckets holds each limit's buckets across config reloads, by name and key
 // template. Rate, burst, filters and max_keys are not part of the identity:
@@ -87,7 +92,7 @@ func New(name string, cfg *Config, shared Shared, logger *zap.Logger) (*Limit, e
 	v, loaded, err := buckets.LoadOrNew(l.poolKey, func() (caddy.Destructor, error) {
 		ctx, stop := context.WithCancel(context.Background())
 		z := &zone{Memory: ratelimit.NewMemory(l.maxKeys), name: name, stop: stop}
-		go z.Run(ctx, sweepEvery, nil)
+		go z.Run(ctx, sweepEvery, nil, func(v any) { panics.Report(logger, siteSweep, v) })
 		return z, nil
 	})
 	if err != nil {

@@ -73,7 +73,7 @@ func New(cfg *Config, resource string, logger *zap.Logger, now func() time.Time)
 		}
 	}
 	return &Gate{
-		cfg: cfg, verifier: NewVerifier(issuers, cfg.leeway(), fetchClient(), now), issuers: urls, logger: logger,
+		cfg: cfg, verifier: NewVerifier(issuers, cfg.leeway(), fetchClient(), now, logger), issuers: urls, logger: logger,
 		resource: resource, metadata: metadataURL(resource),
 		tools: compileRules(cfg.ToolScopes), prompts: compileRules(cfg.PromptScopes), uris: compileRules(cfg.ResourceScopes),
 		perName: len(cfg.ToolScopes)+len(cfg.PromptScopes)+len(cfg.ResourceScopes) > 0,

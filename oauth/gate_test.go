@@ -27,7 +27,7 @@ func gateWithClock(t *testing.T, cfg *Config) (*Gate, *testIssuer, map[string]an
 	canonical, err := cfg.CanonicalURL(resource, nil)
 	require.NoError(t, err)
 	g := New(cfg, canonical, zap.NewNop(), c.Now)
-	g.verifier = NewVerifier([]Issuer{{URL: is.srv.URL}}, cfg.leeway(), is.srv.Client(), c.Now)
+	g.verifier = NewVerifier([]Issuer{{URL: is.srv.URL}}, cfg.leeway(), is.srv.Client(), c.Now, nil)
 	return g, is, claims, c
 }
 

@@ -72,7 +72,7 @@ func (is *testIssuer) knows(token string, answer map[string]any) {
 func opaque(t *testing.T) (*testIssuer, *Verifier, *clock, map[string]any) {
 	is := newTestIssuer(t)
 	c := &clock{now: time.Unix(1_800_000_000, 0)}
-	v := NewVerifier([]Issuer{{URL: is.srv.URL, Introspection: &Introspection{ClientID: gatewayID, ClientSecret: gatewaySecret}}}, 30*time.Second, is.srv.Client(), c.Now)
+	v := NewVerifier([]Issuer{{URL: is.srv.URL, Introspection: &Introspection{ClientID: gatewayID, ClientSecret: gatewaySecret}}}, 30*time.Second, is.srv.Client(), c.Now, nil)
 	answer := map[string]any{
 		"active": true, "iss": is.srv.URL, "client_id": "agent-7", "aud": resource, "token_type": "Bearer",
 		"scope": "tools:read", "iat": c.now.Unix(), "exp": c.now.Add(time.Hour).Unix(),
@@ -236,7 +236,7 @@ func TestTokensNeverSeenAreIntrospectedAtABoundedRate(t *testing.T) {
 func TestAnIntrospectionEndpointThatIsNotOneIsUnavailable(t *testing.T) {
 	is := newTestIssuer(t)
 	c := &clock{now: time.Unix(1_800_000_000, 0)}
-	v := NewVerifier([]Issuer{{URL: is.srv.URL, Introspection: &Introspection{ClientID: gatewayID, ClientSecret: gatewaySecret, Endpoint: is.srv.URL + "/nowhere"}}}, 0, is.srv.Client(), c.Now)
+	v := NewVerifier([]Issuer{{URL: is.srv.URL, Introspection: &Introspection{ClientID: gatewayID, ClientSecret: gatewaySecret, Endpoint: is.srv.URL + "/nowhere"}}}, 0, is.srv.Client(), c.Now, nil)
 	_, err := v.Verify(context.Background(), "opaque", resource)
 	assert.Equal(t, IssuerUnavailable, reason(t, err), "a configured endpoint that is not one (404)")
 	assert.ErrorContains(t, err, "check the endpoint")

@@ -15,6 +15,9 @@ import (
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
+	"go.uber.org/zap"
+
+	"github.com/caddymcp/caddy-mcp/internal/panics"
 )
 
 // An issuer's signing keys. They are fetched when first needed, not at
@@ -40,6 +43,13 @@ const (
 	MaxKeySet = 1 << 20
 )
 
+// siteKeys is where a panic of fetching an issuer's keys is recovered
+// (package panics).
+const siteKeys = "oauth_keys"
+
+// errFetchPanicked is the outcome of a fetch that panicked.
+var errFetchPanicked = errors.New("fetching the issuer's keys failed: the gateway's bug, logged")
+
 // keySet is one issuer's keys.
 type keySet struct {
 	issuer string
@@ -48,6 +58,8 @@ type keySet struct {
 	jwksURL string
 	client  *http.Client
 	now     func() time.Time
+	// logger is told of a fetch that panicked.
+	logger *zap.Logger
 
 	// fetching is held for the whole of a fetch, so that requests that
 	// need one wait for the one under way rather than start their own.
@@ -74,11 +86,12 @@ func (s *keySet) lookup(ctx context.Context, kid string) ([]jose.JSONWebKey, err
 	if found := s.stale(kid); found != nil {
 		// Keys that aged past KeysMaxAge serve at once while a fetch
 		// refreshes them: a request never waits on an issuer for a key
-		// it holds.
+		// it holds. The fetch serves every request after it: it keeps
+		// nothing of this one's.
 		if s.fetching.TryLock() {
 			go func() {
 				defer s.fetching.Unlock()
-				s.fetch(ctx)
+				s.fetch(context.Background())
 			}()
 		}
 		return found, nil
@@ -149,11 +162,20 @@ func match(set []jose.JSONWebKey, kid string) []jose.JSONWebKey {
 // fetch fetches the issuer's key set, discovering its address first if
 // need be, and records the outcome. Its context is the request's, cut
 // loose from the client (the keys serve every request after it) and
-// bounded by FetchTimeout.
+// bounded by FetchTimeout. A fetch that panics (on the goroutine lookup
+// starts, or on a request's) is a failed one: the keys held serve on.
 func (s *keySet) fetch(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), FetchTimeout)
 	defer cancel()
-	keys, err := s.get(ctx)
+	var keys []jose.JSONWebKey
+	err := errFetchPanicked
+	defer func() { s.record(keys, err) }()
+	defer panics.Recover(s.logger, siteKeys)
+	keys, err = s.get(ctx)
+}
+
+// record records the outcome of a fetch.
+func (s *keySet) record(keys []jose.JSONWebKey, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.jwks = s.jwksURL

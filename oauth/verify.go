@@ -23,6 +23,7 @@ import (
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"go.uber.org/zap"
 
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 )
@@ -94,14 +95,15 @@ type Issuer struct {
 }
 
 // NewVerifier returns a verifier trusting issuers, fetching their keys
-// with client. now is the clock (time.Now when nil).
-func NewVerifier(issuers []Issuer, leeway time.Duration, client *http.Client, now func() time.Time) *Verifier {
+// with client, and telling logger of a fetch that panicked (nil: Caddy's
+// default logger). now is the clock (time.Now when nil).
+func NewVerifier(issuers []Issuer, leeway time.Duration, client *http.Client, now func() time.Time, logger *zap.Logger) *Verifier {
 	if now == nil {
 		now = time.Now
 	}
 	v := &Verifier{issuers: make(map[string]*keySet, len(issuers)), leeway: leeway, now: now}
 	for _, is := range issuers {
-		keys := &keySet{issuer: is.URL, jwksURL: is.JWKS, client: client, now: now}
+		keys := &keySet{issuer: is.URL, jwksURL: is.JWKS, client: client, now: now, logger: logger}
 		v.issuers[is.URL] = keys
 		if is.Introspection != nil {
 			v.opaque = newIntrospector(keys, *is.Introspection, leeway)

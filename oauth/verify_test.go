@@ -127,7 +127,7 @@ func (c *clock) advance(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.n
 func setup(t testing.TB) (*testIssuer, *Verifier, *clock, map[string]any) {
 	is := newTestIssuer(t)
 	c := &clock{now: time.Unix(1_800_000_000, 0)}
-	v := NewVerifier([]Issuer{{URL: is.srv.URL}}, 30*time.Second, is.srv.Client(), c.Now)
+	v := NewVerifier([]Issuer{{URL: is.srv.URL}}, 30*time.Second, is.srv.Client(), c.Now, nil)
 	claims := map[string]any{
 		"iss": is.srv.URL, "sub": "user-1", "aud": resource, "client_id": "agent-7",
 		"scope": "tools:read tools:call", "iat": c.now.Unix(), "exp": c.now.Add(time.Hour).Unix(),
@@ -315,11 +315,11 @@ func TestAnIssuerThatCannotBeReachedIsSaidSoAndHeldKeysServeMeanwhile(t *testing
 	assert.EqualValues(t, 3, is.fetches.Load(), "not again within RefetchAfter")
 
 	is.set(func() { is.down, is.huge = false, true })
-	v2 := NewVerifier([]Issuer{{URL: is.srv.URL, JWKS: is.srv.URL + "/jwks"}}, 0, is.srv.Client(), c.Now)
+	v2 := NewVerifier([]Issuer{{URL: is.srv.URL, JWKS: is.srv.URL + "/jwks"}}, 0, is.srv.Client(), c.Now, nil)
 	_, err = v2.Verify(ctx, is.sign(t, "k1", claims), resource)
 	assert.Equal(t, IssuerUnavailable, reason(t, err), "a key set over MaxKeySet is not read")
 
-	gone := NewVerifier([]Issuer{{URL: "http://127.0.0.1:1"}}, 0, http.DefaultClient, c.Now)
+	gone := NewVerifier([]Issuer{{URL: "http://127.0.0.1:1"}}, 0, http.DefaultClient, c.Now, nil)
 	claims["iss"] = "http://127.0.0.1:1"
 	_, err = gone.Verify(ctx, is.sign(t, "k1", claims), resource)
 	assert.Equal(t, IssuerUnavailable, reason(t, err))
@@ -407,7 +407,7 @@ func TestDiscoveryAsksNothingOfTheIssuersFlowsButRefusesAKeySetInTheClear(t *tes
 			mux.Handle("/jwks", is.srv.Config.Handler)
 			is.srv.Config.Handler = mux
 			c2 := &clock{now: time.Unix(1_800_000_000, 0)}
-			v := NewVerifier([]Issuer{{URL: is.srv.URL}}, 0, is.srv.Client(), c2.Now)
+			v := NewVerifier([]Issuer{{URL: is.srv.URL}}, 0, is.srv.Client(), c2.Now, nil)
 			_, err := v.Verify(context.Background(), is.sign(t, "k1", map[string]any{"iss": is.srv.URL, "sub": "s", "aud": resource, "exp": c2.now.Add(time.Hour).Unix()}), resource)
 			if c.ok {
 				assert.NoError(t, err)
@@ -472,7 +472,7 @@ func TestATokenNamingNoKeyIsCheckedAgainstASetOfOneOnly(t *testing.T) {
 	noKid, err := jwt.Signed(signer).Claims(claims).Serialize()
 	require.NoError(t, err)
 	is.set(func() { is.keys["k2"] = k })
-	v2 := NewVerifier([]Issuer{{URL: is.srv.URL + "/"}}, 0, is.srv.Client(), nil)
+	v2 := NewVerifier([]Issuer{{URL: is.srv.URL + "/"}}, 0, is.srv.Client(), nil, nil)
 	_, err = v2.Verify(context.Background(), noKid, resource)
 	assert.Equal(t, UnknownKey, reason(t, err), "two keys published: a token must name its own; and the issuer matched with its trailing slash")
 }

@@ -136,8 +136,11 @@ func (m *Memory) Sweep(now time.Time) (dropped int) {
 
 // Run sweeps m at intervals of every, which must be positive, with the time
 // from clock (time.Now when nil), and returns when ctx is done. The caller
-// runs it in a goroutine.
-func (m *Memory) Run(ctx context.Context, every time.Duration, clock func() time.Time) {
+// runs it in a goroutine. A sweep that panics (or its clock) is given to
+// recovered, when it is not nil, and Run goes on: the next sweep runs at
+// its time. recovered is called from the deferred call that recovered the
+// panic, where the stack is still the panic's.
+func (m *Memory) Run(ctx context.Context, every time.Duration, clock func() time.Time, recovered func(v any)) {
 	if clock == nil {
 		clock = time.Now
 	}
@@ -148,9 +151,21 @@ func (m *Memory) Run(ctx context.Context, every time.Duration, clock func() time
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			m.Sweep(clock())
+			m.sweepNow(clock, recovered)
 		}
 	}
+}
+
+// sweepNow sweeps m at clock's time, giving a panic to recovered.
+func (m *Memory) sweepNow(clock func() time.Time, recovered func(v any)) {
+	if recovered != nil {
+		defer func() {
+			if v := recover(); v != nil {
+				recovered(v)
+			}
+		}()
+	}
+	m.Sweep(clock())
 }
 
 // since returns now in nanoseconds since m's base. Both times carry a

@@ -320,12 +320,38 @@ func TestRunSweepsWithItsClock(t *testing.T) {
 
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
-		go m.Run(ctx, time.Minute, func() time.Time { return base.Add(time.Hour) })
+		go m.Run(ctx, time.Minute, func() time.Time { return base.Add(time.Hour) }, nil)
 		synctest.Wait()
 		assert.Equal(t, 1, m.Len(), "no sweep before the first tick")
 		time.Sleep(time.Minute)
 		synctest.Wait()
 		assert.Zero(t, m.Len(), "swept at the first tick, with Run's clock")
+	})
+}
+
+func TestRunGoesOnAfterASweepPanics(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := ratelimit.NewMemory(0)
+		base := time.Now()
+		require.True(t, m.Take(base, "a", 1, limit(1, time.Hour, 1)).Allowed)
+		var ticks atomic.Int32
+		clock := func() time.Time {
+			if ticks.Add(1) == 1 {
+				panic("the clock panics")
+			}
+			return base.Add(time.Hour)
+		}
+		var recovered []any
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		go m.Run(ctx, time.Minute, clock, func(v any) { recovered = append(recovered, v) })
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.Equal(t, []any{"the clock panics"}, recovered, "the panic given to recovered")
+		assert.Equal(t, 1, m.Len())
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.Zero(t, m.Len(), "the next sweep ran")
 	})
 }
 
@@ -335,7 +361,7 @@ func TestRunStopsWhenContextDone(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan struct{})
 		go func() {
-			m.Run(ctx, time.Millisecond, nil)
+			m.Run(ctx, time.Millisecond, nil, nil)
 			close(done)
 		}()
 		cancel()

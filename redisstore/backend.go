@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/caddymcp/caddy-mcp/internal/panics"
 	"github.com/caddymcp/caddy-mcp/ratelimit"
 )
 
@@ -23,6 +25,16 @@ const (
 	probeFirst = 100 * time.Millisecond
 	probeEvery = time.Second
 )
+
+// Where a panic is recovered (package panics): in the probe, and in the
+// making of the client.
+const (
+	siteProbe   = "redis_probe"
+	siteConnect = "redis_connect"
+)
+
+// errProbePanicked is the outcome of a probe that panicked.
+var errProbePanicked = errors.New("the probe of redis failed: the gateway's bug, logged")
 
 // conn is what a store needs of a Redis client: the bucket script and a
 // probe. It is safe for concurrent use.
@@ -207,7 +219,9 @@ func (b *backend) trip(err error) {
 }
 
 // probe asks Redis, after probeFirst and then at intervals doubling up to
-// probeEvery, until it answers; then decisions go to it again.
+// probeEvery, until it answers; then decisions go to it again. It runs on
+// a goroutine of its own, until Redis answers: a probe that panics is one
+// that failed.
 func (b *backend) probe() {
 	wait := probeFirst
 	for {
@@ -219,9 +233,7 @@ func (b *backend) probe() {
 		case <-t.C:
 		}
 		wait = min(2*wait, probeEvery)
-		ctx, cancel := context.WithTimeout(b.stopping, b.timeout)
-		err := b.conn.ping(ctx)
-		cancel()
+		err := b.ping()
 		b.mu.Lock()
 		if err != nil {
 			b.lastErr = err.Error()
@@ -237,6 +249,14 @@ func (b *backend) probe() {
 			zap.String("redis", b.name), zap.Duration("down_for", down))
 		return
 	}
+}
+
+// ping asks Redis once, within the backend's timeout.
+func (b *backend) ping() (err error) {
+	defer panics.Recover(b.logger, siteProbe, func() { err = errProbePanicked })
+	ctx, cancel := context.WithTimeout(b.stopping, b.timeout)
+	defer cancel()
+	return b.conn.ping(ctx)
 }
 
 // health is the backend's state for the status view.

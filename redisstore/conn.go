@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+	"go.uber.org/zap"
+
+	"github.com/caddymcp/caddy-mcp/internal/panics"
 )
 
 // The Redis client is github.com/redis/rueidis, chosen by measurement
@@ -119,13 +122,16 @@ type lazyConn struct {
 	closed  bool
 	script  *rueidis.Lua
 	sha     string
+	// logger is told of an attempt to make the client that panicked.
+	logger *zap.Logger
 	// split: Redis refused a script on keys of several slots (CROSSSLOT)
 	// though it is no cluster to the client; each key gets a run.
 	split atomic.Bool
 }
 
-// dial returns the conn, and starts connecting in the background.
-func dial(o *options) conn {
+// dial returns the conn, and starts connecting in the background, telling
+// logger of a panic there.
+func dial(o *options, logger *zap.Logger) conn {
 	opt := o.opt
 	opt.DisableCache = true // no client-side caching: every decision is Redis's
 	opt.DisableRetry = true // a script that failed may have run: never take tokens twice
@@ -133,7 +139,7 @@ func dial(o *options) conn {
 	opt.Dialer.KeepAlive = connWriteTimeout
 	opt.Dialer.Timeout = dialTimeout
 	sum := sha1.Sum([]byte(bucketScript))
-	c := &lazyConn{opt: opt, script: rueidis.NewLuaScript(bucketScript), sha: hex.EncodeToString(sum[:])}
+	c := &lazyConn{opt: opt, script: rueidis.NewLuaScript(bucketScript), sha: hex.EncodeToString(sum[:]), logger: logger}
 	c.connecting()
 	return c
 }
@@ -168,23 +174,40 @@ func (c *lazyConn) connecting() <-chan struct{} {
 	}
 	done := make(chan struct{})
 	c.attempt = done
-	go func() {
-		client, err := rueidis.NewClient(c.opt)
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		switch {
-		case err != nil:
-			c.lastErr = err
-		case c.closed:
-			client.Close()
-			c.lastErr = errClosed
-		default:
-			c.client.Store(&client)
-		}
-		c.attempt = nil
-		close(done)
-	}()
+	go c.connect(done)
 	return done
+}
+
+// errConnectPanicked is the outcome of an attempt to make the client that
+// panicked.
+var errConnectPanicked = errors.New("connecting to redis failed: the gateway's bug, logged")
+
+// connect makes the client, on a goroutine of its own, and closes done
+// once the attempt is over. An attempt that panics is one that failed:
+// the next request tries again.
+func (c *lazyConn) connect(done chan struct{}) {
+	var client rueidis.Client
+	err := errConnectPanicked
+	defer func() { c.attempted(done, client, err) }()
+	defer panics.Recover(c.logger, siteConnect)
+	client, err = rueidis.NewClient(c.opt)
+}
+
+// attempted records the end of an attempt to make the client.
+func (c *lazyConn) attempted(done chan struct{}, client rueidis.Client, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case err != nil:
+		c.lastErr = err
+	case c.closed:
+		client.Close()
+		c.lastErr = errClosed
+	default:
+		c.client.Store(&client)
+	}
+	c.attempt = nil
+	close(done)
 }
 
 func (c *lazyConn) buckets(ctx context.Context, op string, keys, args []string) ([][3]int64, []bool, []error, error) {

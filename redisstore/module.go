@@ -130,7 +130,7 @@ func (r *Redis) Provision(ctx caddy.Context) error {
 	r.poolKey = strings.Join(addrs, " ") + "\x00" + hex.EncodeToString(secret[:]) + "\x00" + timeout.String()
 	logger := ctx.Logger()
 	v, _, err := backends.LoadOrNew(r.poolKey, func() (caddy.Destructor, error) {
-		return newBackend(dial(opts), timeout, opts.name(), logger), nil
+		return newBackend(dial(opts, logger), timeout, opts.name(), logger), nil
 	})
 	if err != nil {
 		return fmt.Errorf("redis %s: %w", opts.name(), err)

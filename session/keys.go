@@ -16,6 +16,8 @@ import (
 
 	"github.com/caddyserver/certmagic"
 	"go.uber.org/zap"
+
+	"github.com/caddymcp/caddy-mcp/internal/panics"
 )
 
 // MinSecret is the shortest secret FromSecrets takes, in bytes: a key is
@@ -104,6 +106,12 @@ func NewKeeper(ctx context.Context, storage certmagic.Storage, logger *zap.Logge
 // Ring is the keyring to seal and open with now.
 func (k *Keeper) Ring() *Keyring { return k.ring.Load() }
 
+// siteKeys is where a panic of refreshing the keys is recovered (package
+// panics).
+const siteKeys = "session_keys"
+
+// keep refreshes the keys every refreshEvery until ctx is done, on a
+// goroutine of its own.
 func (k *Keeper) keep(ctx context.Context) {
 	t := time.NewTicker(refreshEvery)
 	defer t.Stop()
@@ -113,10 +121,17 @@ func (k *Keeper) keep(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if err := k.refresh(ctx); err != nil && ctx.Err() == nil {
-			// The keys held go on working; the next refresh tries again.
-			k.logger.Warn("reading the session keys from storage failed", zap.Error(err))
-		}
+		k.refreshNow(ctx)
+	}
+}
+
+// refreshNow refreshes the keys. The keys held go on working when it
+// fails, or panics (the storage's code runs under it): the next refresh
+// tries again.
+func (k *Keeper) refreshNow(ctx context.Context) {
+	defer panics.Recover(k.logger, siteKeys)
+	if err := k.refresh(ctx); err != nil && ctx.Err() == nil {
+		k.logger.Warn("reading the session keys from storage failed", zap.Error(err))
 	}
 }
 

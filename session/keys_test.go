@@ -2,13 +2,19 @@ package session
 
 import (
 	"context"
+	"io/fs"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/caddyserver/certmagic"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 // node is a keeper on shared storage, on a clock the test moves, and the
@@ -131,4 +137,89 @@ func TestUnreadableKeysFailTheConfig(t *testing.T) {
 	require.NoError(t, storage.Store(context.Background(), storageKey, []byte("{not json")))
 	_, err := NewKeeper(context.Background(), storage, zap.NewNop())
 	assert.ErrorContains(t, err, "do not parse")
+}
+
+// memoryStorage is Caddy's storage in memory, whose Load panics once told
+// to, as a storage module's bug would; it counts the loads.
+type memoryStorage struct {
+	mu        sync.Mutex
+	values    map[string][]byte
+	panicking atomic.Bool
+	loads     atomic.Int32
+}
+
+func (m *memoryStorage) Lock(context.Context, string) error   { return nil }
+func (m *memoryStorage) Unlock(context.Context, string) error { return nil }
+
+func (m *memoryStorage) Store(_ context.Context, key string, value []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.values[key] = value
+	return nil
+}
+
+func (m *memoryStorage) Load(_ context.Context, key string) ([]byte, error) {
+	m.loads.Add(1)
+	if m.panicking.Load() {
+		panic("the storage panics")
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if v, ok := m.values[key]; ok {
+		return v, nil
+	}
+	return nil, fs.ErrNotExist
+}
+
+func (m *memoryStorage) Delete(_ context.Context, key string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.values, key)
+	return nil
+}
+
+func (m *memoryStorage) Exists(_ context.Context, key string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.values[key]
+	return ok
+}
+
+func (m *memoryStorage) List(context.Context, string, bool) ([]string, error) { return nil, nil }
+func (m *memoryStorage) Stat(context.Context, string) (certmagic.KeyInfo, error) {
+	return certmagic.KeyInfo{}, nil
+}
+
+// A refresh of the keys that panics (the storage's code runs under it) is
+// a failed one: logged, the keys held go on working, and the keeper
+// refreshes again at its next tick.
+func TestAKeeperWhoseStoragePanicsKeepsItsKeysAndGoesOn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		storage := &memoryStorage{values: map[string][]byte{}}
+		core, logs := observer.New(zapcore.DebugLevel)
+		ctx, stop := context.WithCancel(t.Context())
+		k, err := NewKeeper(ctx, storage, zap.New(core))
+		require.NoError(t, err)
+		ring := k.Ring()
+
+		storage.panicking.Store(true)
+		synctest.Wait()
+		loads := storage.loads.Load()
+		for range 2 {
+			time.Sleep(refreshEvery)
+			synctest.Wait()
+		}
+		assert.Equal(t, loads+2, storage.loads.Load(), "the keeper tried at each tick")
+		lines := logs.FilterField(zap.String("site", siteKeys)).All()
+		require.Len(t, lines, 2)
+		assert.Equal(t, "recovered a panic", lines[0].Message)
+		assert.Contains(t, lines[0].ContextMap()["stack"], "session.(*memoryStorage).Load")
+		assert.Same(t, ring, k.Ring(), "the keys held go on working")
+
+		storage.panicking.Store(false)
+		time.Sleep(refreshEvery)
+		synctest.Wait()
+		assert.NotNil(t, k.Ring())
+		stop()
+	})
 }

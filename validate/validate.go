@@ -16,6 +16,7 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/logsample"
+	"github.com/caddymcp/caddy-mcp/internal/panics"
 	"github.com/caddymcp/caddy-mcp/toolschema"
 )
 
@@ -88,9 +89,14 @@ func (f *Feature) logOverBudget(tool string, size int) {
 	}
 }
 
+// siteLogSample is where a panic of writing a count, on the log
+// sampler's timer, is recovered (package panics).
+const siteLogSample = "log_sample"
+
 // logOverBudgetRepeated logs the calls passed unchecked for their cost and
-// not logged.
+// not logged, from the sampler's timer, on a goroutine of its own.
 func (f *Feature) logOverBudgetRepeated(c logsample.Count[overBudget]) {
+	defer panics.Recover(f.logger, siteLogSample)
 	f.logger.Warn("more calls' arguments would cost more than their budget to check: they passed unchecked",
 		zap.Int64("repeated", c.N))
 }

@@ -1,0 +1,181 @@
+package handler
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/caddymcp/caddy-mcp/internal/panics"
+)
+
+// The handler's own goroutines and timers (the keep-alives, the reading of
+// a streamed body, the giving back of what lingers, the log sampler's
+// counts) each end a panic of the code they run: the panic is logged and
+// counted, and what the goroutine held is given back. On a goroutine of
+// the handler's, an unrecovered panic would stop Caddy.
+
+// recoveredAt is the count of panics recovered at site.
+func recoveredAt(site string) float64 {
+	var m dto.Metric
+	if err := panics.Collectors()[0].(*prometheus.CounterVec).WithLabelValues(site).Write(&m); err != nil {
+		panic(err)
+	}
+	return m.GetCounter().GetValue()
+}
+
+// observed is a logger that records its lines at debug and above.
+func observed() (*zap.Logger, *observer.ObservedLogs) {
+	core, logs := observer.New(zapcore.DebugLevel)
+	return zap.New(core), logs
+}
+
+// panickingWriter is a client connection whose writes panic.
+type panickingWriter struct{ hdr http.Header }
+
+var errWriterPanics = errors.New("the writer panics")
+
+func (p *panickingWriter) Header() http.Header       { return p.hdr }
+func (p *panickingWriter) WriteHeader(int)           {}
+func (p *panickingWriter) Write([]byte) (int, error) { panic(errWriterPanics) }
+
+func TestAKeepaliveWhoseWriterPanicsEndsAndLeavesTheStreamItsWrites(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		before := recoveredAt(siteKeepalive)
+		ka := startKeepalive(&panickingWriter{hdr: http.Header{}}, every)
+		time.Sleep(every + time.Second)
+		synctest.Wait()
+		select {
+		case <-ka.stopped:
+		default:
+			t.Fatal("the keep-alives go on after their writer panicked")
+		}
+		assert.Equal(t, before+1, recoveredAt(siteKeepalive))
+
+		w := httptest.NewRecorder()
+		_, err := ka.write([]byte("data: x\n\n"), w.Write)
+		require.NoError(t, err, "the stream's writes do not wait for a lock the panic held")
+		assert.Equal(t, "data: x\n\n", w.Body.String())
+		ka.stop()
+	})
+}
+
+// panicAfterHead is a request body that gives a tools/call's head, then
+// panics on the next read.
+type panicAfterHead struct{ given bool }
+
+var errBodyPanics = errors.New("the body panics")
+
+func (p *panicAfterHead) Read(b []byte) (int, error) {
+	if p.given {
+		panic(errBodyPanics)
+	}
+	p.given = true
+	return copy(b, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"q":"`), nil
+}
+
+func TestAStreamedBodyWhoseReadingPanicsIsRefusedAndItsUpstreamRequestAborted(t *testing.T) {
+	logger, logs := observed()
+	h := provision(t, &Handler{StreamAbove: 64, logger: logger})
+	before := recoveredAt(siteBodyStream)
+	r := post("")
+	r.Body, r.ContentLength = io.NopCloser(&panicAfterHead{}), 4096
+	var upstreamRead error
+	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+		_, upstreamRead = io.ReadAll(r.Body)
+		return upstreamRead
+	})
+	err := h.ServeHTTP(httptest.NewRecorder(), r, next)
+
+	var he caddyhttp.HandlerError
+	require.ErrorAs(t, err, &he)
+	assert.Equal(t, http.StatusInternalServerError, he.StatusCode, "the gateway's bug")
+	assert.ErrorIs(t, upstreamRead, errStreamRefused, "the upstream's request was aborted")
+	assert.Equal(t, before+1, recoveredAt(siteBodyStream))
+	lines := logs.FilterMessage("recovered a panic").All()
+	require.Len(t, lines, 1)
+	assert.Equal(t, siteBodyStream, lines[0].ContextMap()["site"])
+	assert.Equal(t, errBodyPanics.Error(), lines[0].ContextMap()["panic"])
+	assert.Contains(t, lines[0].ContextMap()["stack"], "handler.(*panicAfterHead).Read")
+}
+
+// lingeringUndo is a guard's places as the core sees them: it lingers,
+// and counts its giving back; panicking, it panics then.
+type lingeringUndo struct {
+	panicking bool
+	given     *atomic.Int32
+}
+
+func (u lingeringUndo) Linger() time.Duration { return time.Hour }
+func (u lingeringUndo) Undo(time.Time, bool) {
+	if u.panicking {
+		panic("an undo panics")
+	}
+	u.given.Add(1)
+}
+
+func TestWhatLingersComesBackThoughOneUndoPanics(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		logger, logs := observed()
+		before := recoveredAt(siteLinger)
+		given := new(atomic.Int32)
+		x := &exchange{}
+		x.undos = append(x.undoBuf[:0], lingeringUndo{given: given}, lingeringUndo{panicking: true, given: given}, lingeringUndo{given: given})
+		x.holdFor(time.Minute, logger)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.Equal(t, int32(2), given.Load(), "the undos after the one that panicked are called too")
+		assert.Equal(t, before+1, recoveredAt(siteLinger))
+		require.Equal(t, 1, logs.FilterMessage("recovered a panic").Len())
+	})
+}
+
+// panickingCore is a log that panics on the line of a count of repeated
+// envelopes, which the sampler's timer writes.
+type panickingCore struct{ zapcore.Core }
+
+func (c panickingCore) Enabled(zapcore.Level) bool { return true }
+
+func (c panickingCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	return ce.AddCore(e, c)
+}
+
+func (c panickingCore) Write(e zapcore.Entry, _ []zapcore.Field) error {
+	if e.Message == "answered with more envelopes of this kind" {
+		panic("the log panics")
+	}
+	return nil
+}
+
+func TestALogThatPanicsOnTheSamplersTimerIsRecovered(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := provision(t, &Handler{RateLimits: map[string]*RateLimit{perClient: {Rate: "1/1h"}}})
+		h.logger = zap.New(panickingCore{zapcore.NewNopCore()})
+		before := recoveredAt(siteLogSample)
+		for range 3 {
+			serve(t, h, post(toolsCall(`1`, "search")), &upstream{})
+		}
+		time.Sleep(2 * logEvery)
+		synctest.Wait()
+		assert.Equal(t, before+1, recoveredAt(siteLogSample), "the count of the refusals not logged")
+		for range 2 {
+			serve(t, h, post(toolsCall(`2`, "search")), &upstream{})
+		}
+		time.Sleep(2 * logEvery)
+		synctest.Wait()
+		assert.Equal(t, before+2, recoveredAt(siteLogSample), "the sampler's timer runs on")
+	})
+}
