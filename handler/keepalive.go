@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/caddymcp/caddy-mcp/internal/panics"
 	"github.com/caddymcp/caddy-mcp/internal/sse"
 )
@@ -35,20 +37,19 @@ type keepalive struct {
 }
 
 // startKeepalive begins writing to w every time it has been idle for a
-// tick.
-func startKeepalive(w http.ResponseWriter, every time.Duration) *keepalive {
+// tick; a panic is logged to logger (nil: Caddy's default one).
+func startKeepalive(w http.ResponseWriter, every time.Duration, logger *zap.Logger) *keepalive {
 	ka := &keepalive{done: make(chan struct{}), stopped: make(chan struct{})}
-	go ka.run(w, every)
+	go ka.run(w, every, logger)
 	return ka
 }
 
 // run writes the keep-alives, on a goroutine of its own. A panic of the
 // writer under it (another handler's, in front of this one) ends the
-// keep-alives, and the stream goes on without them; it is logged to
-// Caddy's default logger, this goroutine knowing no other.
-func (ka *keepalive) run(w http.ResponseWriter, every time.Duration) {
+// keep-alives, and the stream goes on without them.
+func (ka *keepalive) run(w http.ResponseWriter, every time.Duration, logger *zap.Logger) {
 	defer close(ka.stopped)
-	defer panics.Recover(nil, siteKeepalive)
+	defer panics.Recover(logger, siteKeepalive)
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {

@@ -21,7 +21,7 @@ func newLockedRecorder() *lockedRecorder {
 func TestKeepaliveCommentsAnIdleStream(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newLockedRecorder()
-		ka := startKeepalive(w, every)
+		ka := startKeepalive(w, every, nil)
 		defer ka.stop()
 
 		time.Sleep(every / 2)
@@ -57,7 +57,7 @@ func TestKeepaliveWritesOnlyAfterALineFeed(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				w := newLockedRecorder()
-				ka := startKeepalive(w, every)
+				ka := startKeepalive(w, every, nil)
 				defer ka.stop()
 				time.Sleep(time.Second)
 				n, err := ka.write([]byte(tt.last), w.Write)
@@ -76,7 +76,7 @@ func TestKeepaliveWritesOnlyAfterALineFeed(t *testing.T) {
 func TestKeepaliveNeverWritesWhileTheUpstreamDoes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newLockedRecorder()
-		ka := startKeepalive(w, every)
+		ka := startKeepalive(w, every, nil)
 		defer ka.stop()
 		var sent strings.Builder
 		time.Sleep(time.Second) // off the ticks
@@ -98,7 +98,7 @@ func TestKeepaliveNeverWritesWhileTheUpstreamDoes(t *testing.T) {
 func TestKeepaliveCannotSplitAnEvent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newLockedRecorder()
-		ka := startKeepalive(w, every)
+		ka := startKeepalive(w, every, nil)
 		for _, p := range []string{"event: message\n", "data: {\"jsonrpc\":\"2.0\",\r", "\ndata: \"method\":\"ping\"}\n", "\n"} {
 			_, err := ka.write([]byte(p), w.Write)
 			require.NoError(t, err)
@@ -114,7 +114,7 @@ func TestKeepaliveCannotSplitAnEvent(t *testing.T) {
 func TestKeepaliveStopWaitsForItsGoroutine(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newLockedRecorder()
-		ka := startKeepalive(w, every)
+		ka := startKeepalive(w, every, nil)
 		time.Sleep(every + time.Second)
 		ka.stop()
 		select {
@@ -145,7 +145,7 @@ func TestNilKeepalivePassesWritesAndFlushesThrough(t *testing.T) {
 func TestKeepaliveFlushIsInStepWithItsWrites(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newLockedRecorder()
-		ka := startKeepalive(w, every)
+		ka := startKeepalive(w, every, nil)
 		defer ka.stop()
 		called := false
 		require.NoError(t, ka.flush(func() error {
@@ -160,7 +160,7 @@ func TestKeepaliveFlushIsInStepWithItsWrites(t *testing.T) {
 func TestKeepaliveToABrokenClientDoesNotFlush(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := &brokenClient{hdr: map[string][]string{}}
-		ka := startKeepalive(c, every)
+		ka := startKeepalive(c, every, nil)
 		time.Sleep(3*every + time.Second)
 		ka.stop()
 		writes, flushes := c.counts()

@@ -55,7 +55,7 @@ func (p *panickingWriter) Write([]byte) (int, error) { panic(errWriterPanics) }
 func TestAKeepaliveWhoseWriterPanicsEndsAndLeavesTheStreamItsWrites(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		before := recoveredAt(siteKeepalive)
-		ka := startKeepalive(&panickingWriter{hdr: http.Header{}}, every)
+		ka := startKeepalive(&panickingWriter{hdr: http.Header{}}, every, nil)
 		time.Sleep(every + time.Second)
 		synctest.Wait()
 		select {

@@ -140,7 +140,7 @@ func (u *upstreamWatch) WriteHeader(status int) {
 	}
 	u.ResponseWriterWrapper.WriteHeader(status)
 	if followed && u.keepaliveEvery > 0 {
-		u.ka = startKeepalive(u.ResponseWriterWrapper.ResponseWriter, u.keepaliveEvery)
+		u.ka = startKeepalive(u.ResponseWriterWrapper.ResponseWriter, u.keepaliveEvery, u.h.logger)
 	}
 }
 

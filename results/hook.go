@@ -13,6 +13,7 @@ import (
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 	"github.com/caddymcp/caddy-mcp/internal/logsample"
+	"github.com/caddymcp/caddy-mcp/internal/panics"
 	"github.com/caddymcp/caddy-mcp/internal/promreg"
 )
 
@@ -153,8 +154,13 @@ const logEvery = time.Minute
 // are counted together.
 const maxLoggedTools = 100
 
+// siteLogSample names the sampled log's timer, which logRepeated runs on,
+// where it recovers.
+const siteLogSample = "log_sample"
+
 // logRepeated logs the results over their budget that were not logged.
 func (b *Budgets) logRepeated(c logsample.Count[string]) {
+	defer panics.Recover(b.logger, siteLogSample)
 	tool := c.Kind
 	if c.Overflow {
 		tool = "(other tools)"
