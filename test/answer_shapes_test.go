@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -89,6 +91,15 @@ func TestTheGoClientGetsNoResultOverItsBudgetWhateverItsShape(t *testing.T) {
 				require.Len(t, res.Content, 1, "%+v", sh)
 				text := res.Content[0].(*mcp.TextContent).Text
 				assert.Equal(t, "RESULT_TOO_LARGE", resultCode(text), "%+v: the client took %d bytes", sh, len(text))
+				if !sh.SSE {
+					// The server declared its length: the words give it, and
+					// the budget once.
+					m := declaredSize.FindStringSubmatch(text)
+					if assert.NotNil(t, m, "%+v: %s", sh, text) {
+						n, _ := strconv.Atoi(m[1])
+						assert.Greater(t, n, sh.Size, "%+v: the size the server declared", sh)
+					}
+				}
 			}
 		}
 	}
@@ -159,6 +170,9 @@ func shapeJSON(sh shape) string {
 	b, _ := json.Marshal(sh)
 	return string(b)
 }
+
+// declaredSize finds the size a refusal names, and its budget once.
+var declaredSize = regexp.MustCompile(`too large to be given to you: (\d+) bytes, over its budget of 102400 bytes \(about 25600 tokens\)</message>`)
 
 // resultCode is the code of the envelope a CallToolResult's text holds,
 // "" when it holds none.
