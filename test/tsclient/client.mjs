@@ -305,10 +305,15 @@ const results = [];
 for (const step of script.steps ?? []) {
     results.push(await runStep(step));
 }
-const out = { results, session: sessionInfo(), notifications, transportErrors, ...extras() };
+// The errors of the steps are those reported until now: closing aborts any
+// stream still open (one the server has not ended yet), and the SDK reports
+// that abort as an error of its own, which is no transport error of the
+// script's.
+const out = { results, session: sessionInfo(), notifications, transportErrors: [...transportErrors], ...extras() };
+client.onerror = () => {};
 try {
     await client.close();
 } catch (err) {
-    transportErrors.push(serializeError(err));
+    out.transportErrors.push(serializeError(err));
 }
 writeAndExit(out, 0);
