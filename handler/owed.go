@@ -20,9 +20,12 @@ type owedResponses struct {
 	// counts them.
 	owed []bool
 	left int
-	// one are the keys of the only request, when there is one; byKey holds
-	// the requests by each key of their ids when there are more.
+	// one are the keys of the only request, when there is one; when there
+	// are more, byInt holds those whose id is a small integer by it (the
+	// usual batch: see jsonrpc.SmallInt), byKey the others by each key of
+	// their ids.
 	one   jsonrpc.IDKeys
+	byInt map[int64][]int
 	byKey map[string][]int
 	// oneBuf and keyBuf back owed and one for a single message, the usual
 	// case, without allocating.
@@ -50,7 +53,7 @@ func (o *owedResponses) init(msgs []jsonrpc.Message) bool {
 			continue
 		}
 		if o.byKey == nil {
-			o.byKey = map[string][]int{}
+			o.byInt, o.byKey = map[int64][]int{}, map[string][]int{}
 			o.index(o.first())
 		}
 		o.index(i)
@@ -58,8 +61,13 @@ func (o *owedResponses) init(msgs []jsonrpc.Message) bool {
 	return o.left > 0
 }
 
-// index files the request msgs[i] under each key of its id.
+// index files the request msgs[i] under its id's small integer, or each
+// key of its id.
 func (o *owedResponses) index(i int) {
+	if n, ok := jsonrpc.SmallInt(o.msgs[i].ID); ok {
+		o.byInt[n] = append(o.byInt[n], i)
+		return
+	}
 	var buf [96]byte
 	keys := jsonrpc.ReadID(buf[:0], o.msgs[i].ID)
 	for key := range keys.All {
@@ -109,33 +117,51 @@ func (o *owedResponses) settle(id []byte) *jsonrpc.Message {
 // answer, -1 when none.
 func (o *owedResponses) pick(keys *jsonrpc.IDKeys, id []byte) int {
 	pick := -1
-	for key := range keys.All {
-		for _, i := range o.byKey[string(key)] {
+	consider := func(idx []int) bool {
+		for _, i := range idx {
 			switch {
 			case bytes.Equal(o.msgs[i].ID, id):
-				return i
+				pick = i
+				return false
 			case pick < 0 || i < pick:
 				pick = i
 			}
+		}
+		return true
+	}
+	for n := range keys.Ints {
+		if !consider(o.byInt[n]) {
+			return pick
+		}
+	}
+	for key := range keys.All {
+		if !consider(o.byKey[string(key)]) {
+			return pick
 		}
 	}
 	return pick
 }
 
-// unindex removes the settled request msgs[i] from under each key of its
-// id, so that a batch of many requests with one id settles each in turn.
+// unindex removes the settled request msgs[i] from where index filed it,
+// so that a batch of many requests with one id settles each in turn.
 func (o *owedResponses) unindex(i int) {
+	if n, ok := jsonrpc.SmallInt(o.msgs[i].ID); ok {
+		o.byInt[n] = without(o.byInt[n], i)
+		return
+	}
 	var buf [96]byte
 	keys := jsonrpc.ReadID(buf[:0], o.msgs[i].ID)
 	for key := range keys.All {
-		idx := o.byKey[string(key)]
-		for j, k := range idx {
-			if k == i {
-				o.byKey[string(key)] = append(idx[:j], idx[j+1:]...)
-				break
-			}
-		}
+		o.byKey[string(key)] = without(o.byKey[string(key)], i)
 	}
+}
+
+// without is idx without i.
+func without(idx []int, i int) []int {
+	if j := slices.Index(idx, i); j >= 0 {
+		return slices.Delete(idx, j, j+1)
+	}
+	return idx
 }
 
 // answers reports whether a response with id may answer a request of the

@@ -147,3 +147,19 @@ func TestOneOwedRequestCostsNoAllocation(t *testing.T) {
 		assert.Zero(t, allocs, "id %s", id)
 	}
 }
+
+// In a batch too, a response settles the request a client may take it
+// for, whether its id is an integer or not, and one whose id has the same
+// bytes first.
+func TestABatchIsSettledAsClientsMatchIDs(t *testing.T) {
+	var o owedResponses
+	require.True(t, o.init(requests(`1`, `"2"`, `3`, `"x"`, `"1"`)))
+	o.settle([]byte(`"1"`)) // the request "1", by its bytes, before the request 1
+	assert.Equal(t, []string{`1`, `"2"`, `3`, `"x"`}, owedIDs(&o))
+	o.settle([]byte(`1.5`)) // 1, as the Go SDK truncates it
+	o.settle([]byte(`2`))   // "2", as the TypeScript SDK reads it by Number
+	o.settle([]byte(`3e0`))
+	assert.Equal(t, []string{`"x"`}, owedIDs(&o))
+	o.settle([]byte(`"\u0078"`))
+	assert.Zero(t, o.left)
+}

@@ -50,12 +50,17 @@ type IDKeys struct {
 	buf  []byte
 	ends [readings]int
 	has  [readings]bool
+	// ints are the readings that read the id as a small integer (see
+	// SmallInt), and their values.
+	ints  [readings]int64
+	isInt [readings]bool
 }
 
 // ReadID returns the keys of id (a JSON value as written), appending them
 // to dst's backing array.
 func ReadID(dst, id []byte) IDKeys {
 	k := IDKeys{buf: dst[:0]}
+	isString := len(id) > 0 && id[0] == '"'
 	for r := range readings {
 		start := len(k.buf)
 		k.buf = append(k.buf, readingTags[r])
@@ -63,10 +68,42 @@ func ReadID(dst, id []byte) IDKeys {
 		k.buf, ok = appendReading(k.buf, id, r)
 		if !ok {
 			k.buf = k.buf[:start]
+		} else {
+			k.ints[r], k.isInt[r] = smallIntOf(k.buf[start+1:], r, isString)
 		}
 		k.ends[r], k.has[r] = len(k.buf), ok
 	}
 	return k
+}
+
+// SmallInt reads an id written as an integer of at most 15 digits, which
+// a float64 holds exactly: every reading reads such an id n as n, so that
+// a response answers it exactly when one of its readings reads n (Ints).
+func SmallInt(id []byte) (int64, bool) { return smallInt(id) }
+
+// Ints yields the small integers the id's readings read it as.
+func (k *IDKeys) Ints(yield func(int64) bool) {
+	for r := range readings {
+		if k.isInt[r] && !yield(k.ints[r]) {
+			return
+		}
+	}
+}
+
+// smallIntOf is the small integer a reading's key says, when it says one.
+func smallIntOf(key []byte, r reading, isString bool) (int64, bool) {
+	const most = 999_999_999_999_999 // 15 digits
+	switch {
+	case r == byInt:
+		return smallInt(key)
+	case r == byInt64:
+		n := int64(binary.BigEndian.Uint64(key))
+		return n, n >= -most && n <= most
+	case r == byValue && isString, len(key) != 8:
+		return 0, false
+	}
+	f := math.Float64frombits(binary.BigEndian.Uint64(key))
+	return int64(f), f == math.Trunc(f) && f >= -most && f <= most
 }
 
 // All yields each key of the id.
@@ -142,7 +179,7 @@ func appendReading(dst, id []byte, r reading) (_ []byte, ok bool) {
 	case r == byValue && isNumber:
 		f, ok := parseNumber(id)
 		if !ok {
-			return append(dst, id...), true
+			return dst, false // no number: matched by its bytes only
 		}
 		return appendFloat(dst, f), true
 	case r == byValue:
