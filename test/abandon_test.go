@@ -128,14 +128,7 @@ func startStopWatch(t *testing.T, mode int) *stopWatch {
 			s.called = append(s.called, string(msg.ID))
 			s.mu.Unlock()
 			rec := &answerWatch{ResponseWriter: w}
-			// The SDK may go on running a call whose stream closed: watch
-			// the request, not the handler's return.
-			stop := context.AfterFunc(r.Context(), func() {
-				if !rec.answered.Load() {
-					s.closed <- msg.Params.Name
-				}
-			})
-			defer stop()
+			defer rec.watchCut(r.Context(), func() { s.closed <- msg.Params.Name })()
 			w = rec
 		}
 		sdk.ServeHTTP(w, r)
@@ -158,6 +151,30 @@ func (a *answerWatch) Write(p []byte) (int, error) {
 }
 
 func (a *answerWatch) Flush() { http.NewResponseController(a.ResponseWriter).Flush() }
+
+// watchCut calls cut once if ctx, the request's, ends while its handler
+// runs and before a tool result went out: its client, the gateway, closed
+// the request. The handler defers the function it returns.
+//
+// The request is watched, not the handler's return: the SDK may go on
+// running a call whose stream closed. And the handler's return is watched
+// too: a context closes its Done before it runs its AfterFuncs, so a
+// handler that wakes on Done (the SDK's, when the connection closes) may
+// return, and stop the AfterFunc, before it ran. net/http ends ctx only
+// once the handler has returned, so ctx ended at that return is a cut.
+func (a *answerWatch) watchCut(ctx context.Context, cut func()) (handlerReturned func()) {
+	seen := func() {
+		if !a.answered.Load() {
+			cut()
+		}
+	}
+	stop := context.AfterFunc(ctx, seen)
+	return func() {
+		if stop() && ctx.Err() != nil {
+			seen()
+		}
+	}
+}
 
 // outcomeOf is wire.Outcome of an answer in JSON or as an event stream,
 // whose last event with data holds the response.
@@ -252,6 +269,103 @@ func TestAHungCallWhoseClientLeftKeepsItsPlaceForTheGraceOnly(t *testing.T) {
 		assert.Equal(t, "done", outcomeOf(body))
 		assert.Equal(t, "hang", within(t, s.closed, "the gateway cut the call after the grace"))
 	})
+}
+
+// The stop watch sees every cut of a call that was not answered, in
+// whichever order the request's context and its handler end. Found in a
+// run on a loaded machine: the SDK's handler woke on Done and returned
+// before the context ran its AfterFuncs, and the cut went unseen.
+func TestAStopWatchSeesACutWhateverEndsFirst(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		answered      bool
+		afterFuncsRun bool // before the handler returns
+		cuts          int
+	}{
+		{name: "the handler returns before the AfterFuncs run", cuts: 1},
+		{name: "the AfterFuncs run before the handler returns", afterFuncsRun: true, cuts: 1},
+		{name: "an answered call", answered: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := &lateContext{Context: context.Background(), done: make(chan struct{})}
+			rec := &answerWatch{ResponseWriter: httptest.NewRecorder()}
+			cuts := make(chan string, 2)
+			handlerReturned := rec.watchCut(ctx, func() { cuts <- "cut" })
+			if tc.answered {
+				_, _ = rec.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`))
+			}
+			close(ctx.done) // the gateway closed the request
+			seen := 0
+			if tc.afterFuncsRun {
+				ctx.runAfterFuncs()
+				within(t, cuts, "the cut")
+				seen++
+			}
+			handlerReturned()
+			ctx.runAfterFuncs()
+			assert.Equal(t, tc.cuts, seen+len(cuts))
+		})
+	}
+}
+
+// lateContext is a request's context whose Done is closed by its test,
+// and whose AfterFuncs run only when the test says, as a busy machine may
+// run those of a context.WithCancel well after it closed its Done.
+type lateContext struct {
+	context.Context
+	done  chan struct{}
+	mu    sync.Mutex
+	after []*lateFunc
+}
+
+// lateFunc is an AfterFunc of a lateContext; settled once it ran, or was
+// stopped.
+type lateFunc struct {
+	f       func()
+	settled bool
+}
+
+func (c *lateContext) Done() <-chan struct{} { return c.done }
+
+func (c *lateContext) Err() error {
+	select {
+	case <-c.done:
+		return context.Canceled
+	default:
+		return nil
+	}
+}
+
+// AfterFunc is the method context.AfterFunc uses for a context that has
+// one.
+func (c *lateContext) AfterFunc(f func()) (stop func() bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a := &lateFunc{f: f}
+	c.after = append(c.after, a)
+	return func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		stopped := !a.settled
+		a.settled = true
+		return stopped
+	}
+}
+
+// runAfterFuncs runs the AfterFuncs neither run nor stopped.
+func (c *lateContext) runAfterFuncs() {
+	c.mu.Lock()
+	var run []func()
+	for _, a := range c.after {
+		if !a.settled {
+			a.settled = true
+			run = append(run, a.f)
+		}
+	}
+	c.mu.Unlock()
+	for _, f := range run {
+		f()
+	}
 }
 
 // A stream whose events carry ids may be resumed: its client leaving is no
