@@ -13,12 +13,15 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/caddymcp/caddy-mcp/examples/demo/demoserver"
@@ -85,11 +88,12 @@ var (
 )
 
 // FreeLoopbackAddr returns a "127.0.0.1:PORT" address that was free when the
-// function returned, and that it has not returned before in this process:
-// addresses taken one after the other for the sites of one config, or for a
-// site and an address where nothing listens, are distinct. The listener is
-// closed again, so another process, or a listener on port 0 in this one,
-// could grab the port; good enough for tests.
+// function returned, and that it has not returned before in this process
+// nor in any other test process of this machine (see claimPort): addresses
+// taken one after the other for the sites of one config, or for a site and
+// an address where nothing listens, are distinct, and two packages' tests
+// that run at once never get one port. The listener is closed again, so a
+// process that does not claim its ports could still grab it.
 func FreeLoopbackAddr(t testing.TB) string {
 	t.Helper()
 	portsMu.Lock()
@@ -108,7 +112,7 @@ func FreeLoopbackAddr(t testing.TB) string {
 			t.Fatalf("mcptest: listen: %v", err)
 		}
 		port := ln.Addr().(*net.TCPAddr).Port
-		if ports[port] {
+		if ports[port] || !claimPort(port) {
 			taken = append(taken, ln)
 			continue
 		}
@@ -121,6 +125,34 @@ func FreeLoopbackAddr(t testing.TB) string {
 	}
 	t.Fatalf("mcptest: no loopback port left that was not handed out before")
 	return ""
+}
+
+// claimed are the lock files of the ports this process claimed, open until
+// it ends.
+var claimed []*os.File
+
+// claimPort reports whether this process may take port: no other test
+// process of this machine took it. Caddy listens with SO_REUSEPORT, so two
+// processes' gateways given one port would both bind it, and the kernel
+// would split connections between them; a port found free, then closed,
+// may be found free by another process before the first binds it. The
+// claim is an exclusive lock on a file named after the port, held until
+// the process ends. Where locks cannot be taken, every port may be.
+func claimPort(port int) bool {
+	dir := filepath.Join(os.TempDir(), "caddy-mcp-test-ports")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return true
+	}
+	f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(port)), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return true
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = f.Close()
+		return !errors.Is(err, syscall.EWOULDBLOCK)
+	}
+	claimed = append(claimed, f)
+	return true
 }
 
 // CertPoolFromPEMFile returns a pool holding the PEM certificates of file
