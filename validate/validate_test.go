@@ -2,7 +2,6 @@ package validate
 
 import (
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -10,11 +9,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/feature/featuretest"
+	"github.com/caddymcp/caddy-mcp/internal/panics/panicstest"
 	"github.com/caddymcp/caddy-mcp/toolschema"
 )
 
@@ -129,37 +128,13 @@ func TestValidateLearnsNothingFromWhatItCannotReadWithCertainty(t *testing.T) {
 	}
 }
 
-// panickingLog is a log that panics on the count of calls passed
-// unchecked, which the log sampler's timer writes, and records the other
-// lines' messages.
-type panickingLog struct {
-	zapcore.Core
-	mu    sync.Mutex
-	lines []string
-}
-
-func (p *panickingLog) Enabled(zapcore.Level) bool { return true }
-func (p *panickingLog) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
-	return ce.AddCore(e, p)
-}
-
-func (p *panickingLog) Write(e zapcore.Entry, _ []zapcore.Field) error {
-	if strings.HasPrefix(e.Message, "more calls' arguments") {
-		panic("the log panics")
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.lines = append(p.lines, e.Message)
-	return nil
-}
-
 // The count of calls passed unchecked is written on the log sampler's
 // timer, a goroutine of its own: a log that panics there costs the line,
 // and the sampler goes on.
 func TestALogThatPanicsOnTheSamplersTimerCostsTheLineOnly(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		log := &panickingLog{Core: zapcore.NewNopCore()}
-		f := New(Config{Catalog: toolschema.NewCatalog(0), Logger: zap.New(log)})
+		log, logger := panicstest.New("more calls' arguments")
+		f := New(Config{Catalog: toolschema.NewCatalog(0), Logger: logger})
 		defer f.Stop()
 		for range 2 {
 			for range 3 {
@@ -171,9 +146,7 @@ func TestALogThatPanicsOnTheSamplersTimerCostsTheLineOnly(t *testing.T) {
 			synctest.Wait()
 		}
 		const checking = "checking a call's arguments would cost more than their budget: the call passes unchecked"
-		log.mu.Lock()
-		defer log.mu.Unlock()
-		assert.Equal(t, []string{checking, "recovered a panic", checking, "recovered more panics"}, log.lines,
+		assert.Equal(t, []string{checking, "recovered a panic", checking, "recovered more panics"}, log.Lines(),
 			"the first call of each minute logged; the panic of each count recovered and told")
 	})
 }
