@@ -145,7 +145,12 @@ func (t *sseTracker) observe(p []byte) []byte {
 		t.out = append(t.out, t.raw[t.sent:]...)
 		t.sent, t.kept = len(t.raw), true
 	}
-	t.raw = append(t.raw[:0], t.raw[t.sent:]...)
+	if t.sent > 0 {
+		// Only what was let go of is dropped: an event held whole is not
+		// copied onto itself at every write, which made holding it cost
+		// the square of its size in writes of a few bytes.
+		t.raw = append(t.raw[:0], t.raw[t.sent:]...)
+	}
 	if len(t.raw) == 0 {
 		t.raw = shrink(t.raw)
 	}
