@@ -34,7 +34,7 @@ var errResponseOverrun error = &feature.TooLargeError{What: "the response is lar
 // closed on it: past the hook's bound, or the core's (where it is
 // withheld), or past what the cut reading it reads.
 func (t *sseTracker) checkBound() {
-	if t.stop != nil || t.probed || t.hooks == nil || t.owed.left == 0 {
+	if t.stop != nil || t.probed || t.hooks == nil || t.owed.msgs == nil {
 		return
 	}
 	if len(t.event) > 0 && string(t.event) != "message" {
@@ -99,8 +99,11 @@ func (t *sseTracker) partialData() (value []byte, ok bool) {
 }
 
 // mayBeOwed reports whether a message that has not ended, of which kn is
-// known, may still be the response to a request still owed: unless it is
-// certainly no response, or one to none of them.
+// known, may still be a response to a request of the POST: unless it is
+// certainly no response, or one to none of them. One to a request answered
+// already counts: a client may have refused the first (the TypeScript
+// SDK's schema refuses a response with a member it does not know), and
+// take this one.
 func (t *sseTracker) mayBeOwed(kn jsonrpc.Known) bool {
 	switch {
 	case kn.Uncertain:
@@ -108,12 +111,7 @@ func (t *sseTracker) mayBeOwed(kn jsonrpc.Known) bool {
 	case kn.Method:
 		return false
 	case kn.ID != nil:
-		for m := range t.owed.all() {
-			if jsonrpc.MayAnswer(m.ID, kn.ID) {
-				return true
-			}
-		}
-		return false
+		return t.owed.answers(kn.ID)
 	}
 	return true
 }
@@ -137,7 +135,9 @@ func (t *sseTracker) cutGaveUp() {
 func (h *Handler) answerStopped(x *exchange, u *upstreamWatch, next caddyhttp.Handler) error {
 	t := u.sse
 	out := t.appendUnfinished(nil)
-	if id := u.hooks.id; id != nil && t.owed.settle(id) != nil {
+	if id := u.hooks.id; id != nil {
+		// Answered already, perhaps, by a response a client refused.
+		t.owed.settle(id)
 		out = sse.AppendMessage(out, nil, false, h.unreadableMessage(x, t.stop, id))
 	}
 	if t.owed.left > 0 {

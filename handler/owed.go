@@ -20,13 +20,12 @@ type owedResponses struct {
 	// counts them.
 	owed []bool
 	left int
-	// one are the keys of the only request, when there is one; when there
-	// are more, byInt holds those whose id is a small integer by it (the
-	// usual batch: see jsonrpc.SmallInt), byKey the others by each key of
-	// their ids.
-	one   jsonrpc.IDKeys
-	byInt map[int64][]int
-	byKey map[string][]int
+	// one are the keys of the only request, msgs[oneAt], when there is
+	// one; when there are more, owedIndex files those still owed, and
+	// sent all of them.
+	one             jsonrpc.IDKeys
+	oneAt           int
+	owedIndex, sent *idIndex
 	// oneBuf and keyBuf back owed and one for a single message, the usual
 	// case, without allocating.
 	oneBuf [1]bool
@@ -49,78 +48,114 @@ func (o *owedResponses) init(msgs []jsonrpc.Message) bool {
 		o.owed[i] = true
 		o.left++
 		if o.left == 1 {
-			o.one = jsonrpc.ReadID(o.keyBuf[:0], msgs[i].ID)
+			o.one, o.oneAt = jsonrpc.ReadID(o.keyBuf[:0], msgs[i].ID), i
 			continue
 		}
-		if o.byKey == nil {
-			o.byInt, o.byKey = map[int64][]int{}, map[string][]int{}
-			o.index(o.first())
+		if o.sent == nil {
+			o.owedIndex, o.sent = newIDIndex(), newIDIndex()
+			o.owedIndex.add(o.oneAt, msgs[o.oneAt].ID)
+			o.sent.add(o.oneAt, msgs[o.oneAt].ID)
 		}
-		o.index(i)
+		o.owedIndex.add(i, msgs[i].ID)
+		o.sent.add(i, msgs[i].ID)
 	}
 	return o.left > 0
-}
-
-// index files the request msgs[i] under its id's small integer, or each
-// key of its id.
-func (o *owedResponses) index(i int) {
-	if n, ok := jsonrpc.SmallInt(o.msgs[i].ID); ok {
-		o.byInt[n] = append(o.byInt[n], i)
-		return
-	}
-	var buf [96]byte
-	keys := jsonrpc.ReadID(buf[:0], o.msgs[i].ID)
-	for key := range keys.All {
-		o.byKey[string(key)] = append(o.byKey[string(key)], i)
-	}
-}
-
-// first is the index of the first owed request.
-func (o *owedResponses) first() int {
-	for i, owed := range o.owed {
-		if owed {
-			return i
-		}
-	}
-	return -1
 }
 
 // settle notes the response with this id, and returns the request it
 // settled (nil: none). Among the requests it may answer, the one whose id
 // has the same bytes is settled first, then the first sent.
 func (o *owedResponses) settle(id []byte) *jsonrpc.Message {
-	if o.left == 0 || len(id) == 0 || len(id) > maxResponseID {
+	if o.left == 0 {
 		return nil
 	}
-	var buf [96]byte
-	keys := jsonrpc.ReadID(buf[:0], id)
-	i := -1
-	if o.byKey == nil {
-		if first := o.first(); bytes.Equal(o.msgs[first].ID, id) || o.one.Shares(&keys) {
-			i = first
-		}
-	} else {
-		i = o.pick(&keys, id)
-	}
-	if i < 0 {
+	i := o.find(o.owedIndex, id)
+	if i < 0 || !o.owed[i] {
 		return nil
 	}
 	o.owed[i] = false
 	o.left--
-	if o.byKey != nil {
-		o.unindex(i)
+	if o.owedIndex != nil {
+		o.owedIndex.remove(i, o.msgs[i].ID)
 	}
 	return &o.msgs[i]
 }
 
-// pick is the owed request a response with id (whose keys are keys) may
-// answer, -1 when none.
-func (o *owedResponses) pick(keys *jsonrpc.IDKeys, id []byte) int {
+// answering is the request of the exchange, owed or answered already, a
+// client may take a response with id for (nil: none): the one whose id
+// has the same bytes first, then the first sent.
+func (o *owedResponses) answering(id []byte) *jsonrpc.Message {
+	if i := o.find(o.sent, id); i >= 0 {
+		return &o.msgs[i]
+	}
+	return nil
+}
+
+// find is the request of index (the only request, without one) that a
+// response with id may answer, -1 when none.
+func (o *owedResponses) find(index *idIndex, id []byte) int {
+	if len(id) == 0 || len(id) > maxResponseID || (o.sent == nil && o.one.Empty()) {
+		return -1
+	}
+	var buf [96]byte
+	keys := jsonrpc.ReadID(buf[:0], id)
+	if index == nil {
+		if bytes.Equal(o.msgs[o.oneAt].ID, id) || o.one.Shares(&keys) {
+			return o.oneAt
+		}
+		return -1
+	}
+	return index.pick(o.msgs, &keys, id)
+}
+
+// idIndex files requests by what a response's id may be read as: by the
+// small integer of an id that is one (every reading reads it so, see
+// jsonrpc.SmallInt), by each key of any other.
+type idIndex struct {
+	byInt map[int64][]int
+	byKey map[string][]int
+}
+
+func newIDIndex() *idIndex {
+	return &idIndex{byInt: map[int64][]int{}, byKey: map[string][]int{}}
+}
+
+// add files the request i, whose id is id.
+func (x *idIndex) add(i int, id []byte) {
+	if n, ok := jsonrpc.SmallInt(id); ok {
+		x.byInt[n] = append(x.byInt[n], i)
+		return
+	}
+	var buf [96]byte
+	keys := jsonrpc.ReadID(buf[:0], id)
+	for key := range keys.All {
+		x.byKey[string(key)] = append(x.byKey[string(key)], i)
+	}
+}
+
+// remove takes the request i, whose id is id, out of the index, so that a
+// batch of many requests with one id settles each in turn.
+func (x *idIndex) remove(i int, id []byte) {
+	if n, ok := jsonrpc.SmallInt(id); ok {
+		x.byInt[n] = without(x.byInt[n], i)
+		return
+	}
+	var buf [96]byte
+	keys := jsonrpc.ReadID(buf[:0], id)
+	for key := range keys.All {
+		x.byKey[string(key)] = without(x.byKey[string(key)], i)
+	}
+}
+
+// pick is the request filed that a response with id (whose keys are keys)
+// may answer: the one whose id has the same bytes, or the first sent; -1
+// when none.
+func (x *idIndex) pick(msgs []jsonrpc.Message, keys *jsonrpc.IDKeys, id []byte) int {
 	pick := -1
 	consider := func(idx []int) bool {
 		for _, i := range idx {
 			switch {
-			case bytes.Equal(o.msgs[i].ID, id):
+			case bytes.Equal(msgs[i].ID, id):
 				pick = i
 				return false
 			case pick < 0 || i < pick:
@@ -130,30 +165,16 @@ func (o *owedResponses) pick(keys *jsonrpc.IDKeys, id []byte) int {
 		return true
 	}
 	for n := range keys.Ints {
-		if !consider(o.byInt[n]) {
+		if !consider(x.byInt[n]) {
 			return pick
 		}
 	}
 	for key := range keys.All {
-		if !consider(o.byKey[string(key)]) {
+		if !consider(x.byKey[string(key)]) {
 			return pick
 		}
 	}
 	return pick
-}
-
-// unindex removes the settled request msgs[i] from where index filed it,
-// so that a batch of many requests with one id settles each in turn.
-func (o *owedResponses) unindex(i int) {
-	if n, ok := jsonrpc.SmallInt(o.msgs[i].ID); ok {
-		o.byInt[n] = without(o.byInt[n], i)
-		return
-	}
-	var buf [96]byte
-	keys := jsonrpc.ReadID(buf[:0], o.msgs[i].ID)
-	for key := range keys.All {
-		o.byKey[string(key)] = without(o.byKey[string(key)], i)
-	}
 }
 
 // without is idx without i.
@@ -166,18 +187,7 @@ func without(idx []int, i int) []int {
 
 // answers reports whether a response with id may answer a request of the
 // exchange, owed or answered already.
-func (o *owedResponses) answers(id []byte) bool { return answersAny(o.msgs, id) }
-
-// answersAny reports whether a response with id may answer a request of
-// msgs.
-func answersAny(msgs []jsonrpc.Message, id []byte) bool {
-	for i := range msgs {
-		if msgs[i].Kind == jsonrpc.Request && jsonrpc.MayAnswer(msgs[i].ID, id) {
-			return true
-		}
-	}
-	return false
-}
+func (o *owedResponses) answers(id []byte) bool { return o.answering(id) != nil }
 
 // errStrayResponse: an answer to a POST holds a response to none of its
 // requests, which a client may take for the response to a request it sent
@@ -187,12 +197,13 @@ var errStrayResponse = errors.New("the answer holds a response to no request it 
 // strayResponse reports whether body, the answer to msgs when they hold a
 // request, holds a response that answers none of them.
 func strayResponse(msgs []jsonrpc.Message, body []byte) bool {
-	if !slices.ContainsFunc(msgs, func(m jsonrpc.Message) bool { return m.Kind == jsonrpc.Request }) {
+	var o owedResponses
+	if !o.init(msgs) {
 		return false
 	}
 	stray := false
 	_, _ = jsonrpc.Each(body, func(m jsonrpc.Message) error {
-		stray = stray || (m.Kind == jsonrpc.Response && !answersAny(msgs, m.ID))
+		stray = stray || (m.Kind == jsonrpc.Response && !o.answers(m.ID))
 		return nil
 	})
 	return stray

@@ -106,6 +106,9 @@ func smallIntOf(key []byte, r reading, isString bool) (int64, bool) {
 	return int64(f), f == math.Trunc(f) && f >= -most && f <= most
 }
 
+// Empty reports whether no reading reads the id (no id was read).
+func (k *IDKeys) Empty() bool { return k.has == [readings]bool{} }
+
 // All yields each key of the id.
 func (k *IDKeys) All(yield func([]byte) bool) {
 	start := 0
