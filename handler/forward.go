@@ -102,6 +102,9 @@ func (h *Handler) settleBroken(v any, x *exchange, u *upstreamWatch, next caddyh
 // the envelope for a proxy error; or the end of an event stream that owes
 // responses. settled reports whether it answered.
 func (h *Handler) settle(x *exchange, u *upstreamWatch, err error, broke bool, next caddyhttp.Handler) (_ error, settled bool) {
+	if u.sse != nil {
+		u.sse.owed.unconfirm() // its last CR is its last byte: no LF will come
+	}
 	if x.stream.dropsAnswers() {
 		// The body was refused while it streamed, and the upstream's
 		// request aborted for it: what the proxy says of that is nobody's

@@ -3,6 +3,7 @@ package handler
 import (
 	"bytes"
 	"cmp"
+	"errors"
 	"net/http"
 	"time"
 
@@ -57,6 +58,21 @@ func (t *sseTracker) checkBound() {
 	t.probed = true
 	if t.mayBeOwed(skim.Known()) {
 		t.stop = cmp.Or(t.cutErr, errResponseOverrun)
+	}
+}
+
+// errLinesTwoWays stops a stream whose lines clients read two ways.
+var errLinesTwoWays = errors.New("the answer ends lines with a carriage return alone, which MCP clients read two ways")
+
+// checkLines stops reading a stream, where a hook fails closed, once a
+// line of it ended with a CR alone: the Go SDK's client ends lines at LF
+// only, so that what it takes for an event is not what the gateway read
+// (an event it reads whole where the gateway read two, neither over a
+// budget; data that is JSON for it and not for the gateway). Servers end
+// lines with LF, or CRLF.
+func (t *sseTracker) checkLines() {
+	if t.loneCR && t.stop == nil && t.hooks != nil && t.hooks.failClosed {
+		t.stop = errLinesTwoWays
 	}
 }
 

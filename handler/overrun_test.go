@@ -132,3 +132,48 @@ func BenchmarkTrackerHoldsAnEventInSmallWrites(b *testing.B) {
 		}
 	}
 }
+
+// A line ended by a CR alone, which the Go SDK's client does not take for
+// a line's end, stops a stream a hook fails closed on: the clients would
+// read two streams. Where no hook fails closed, it is followed as the SSE
+// specification reads it.
+func TestALoneCRStopsAStreamAHookFailsClosedOn(t *testing.T) {
+	for _, writes := range [][]string{
+		{"data: {\"jsonrpc\":\"2.0\",\r\"id\":1,\"result\":{}}\n\n"},
+		{"data: {\"jsonrpc\":\"2.0\",\r", "\"id\":1,\"result\":{}}\n\n"},
+	} {
+		for _, failClosed := range []bool{true, false} {
+			tr := trackerFor(t, callOne)
+			editWith(tr, failClosed, func([]byte) ([]byte, error) { return nil, nil }, func(error, json.RawMessage) []byte { return nil })
+			for _, w := range writes {
+				tr.observe([]byte(w))
+			}
+			if failClosed {
+				assert.ErrorIs(t, tr.stop, errLinesTwoWays, "%q", writes)
+			} else {
+				assert.NoError(t, tr.stop, "%q", writes)
+			}
+		}
+	}
+	tr := trackerFor(t, callOne)
+	editWith(tr, true, func([]byte) ([]byte, error) { return nil, nil }, nil)
+	tr.observe([]byte("data: " + resultOne + "\r"))
+	tr.observe([]byte("\n\r\n"))
+	assert.NoError(t, tr.stop, "CRLF cut across writes is no lone CR")
+}
+
+// An event whose blank line is a CR that ends the stream is not read by a
+// client that waits for the byte after a CR (the TypeScript SDK's): the
+// response it carried is owed again, and the stream repaired.
+func TestAResponseEndedByTheStreamsLastCRIsOwedAgain(t *testing.T) {
+	h := provision(t, &Handler{})
+	w := httptest.NewRecorder()
+	require.NoError(t, h.ServeHTTP(w, post(callOne), answering(http.StatusOK, map[string]string{"Content-Type": "text/event-stream"}, "data: "+resultOne+"\n\r")))
+	events := parseEvents(t, w.Body.String())
+	require.NotEmpty(t, events)
+	assert.Contains(t, events[len(events)-1], "HANDOFF_UPSTREAM_UNAVAILABLE", "repaired: %q", w.Body.String())
+
+	w = httptest.NewRecorder()
+	require.NoError(t, h.ServeHTTP(w, post(callOne), answering(http.StatusOK, map[string]string{"Content-Type": "text/event-stream"}, "data: "+resultOne+"\n\r", "\n")))
+	assert.NotContains(t, w.Body.String(), "HANDOFF_UPSTREAM_UNAVAILABLE", "a byte came after the CR: every client read the event")
+}

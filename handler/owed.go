@@ -26,6 +26,13 @@ type owedResponses struct {
 	one             jsonrpc.IDKeys
 	oneAt           int
 	owedIndex, sent *idIndex
+	// tentative: the responses settled now come in an event whose blank
+	// line ended with a CR the stream has not followed yet; unconfirmed
+	// are their requests. A client that takes a CR for a line's end only
+	// once the next byte comes (the TypeScript SDK's parser: it may be a
+	// CRLF) never reads that event if the stream ends there.
+	tentative   bool
+	unconfirmed []int
 	// oneBuf and keyBuf back owed and one for a single message, the usual
 	// case, without allocating.
 	oneBuf [1]bool
@@ -78,7 +85,27 @@ func (o *owedResponses) settle(id []byte) *jsonrpc.Message {
 	if o.owedIndex != nil {
 		o.owedIndex.remove(i, o.msgs[i].ID)
 	}
+	if o.tentative {
+		o.unconfirmed = append(o.unconfirmed, i)
+	}
 	return &o.msgs[i]
+}
+
+// confirm notes that the stream went on after the CR that ended the last
+// event: every client has read it.
+func (o *owedResponses) confirm() { o.unconfirmed = o.unconfirmed[:0] }
+
+// unconfirm owes again, the stream having ended, the responses of an event
+// whose CR no byte followed.
+func (o *owedResponses) unconfirm() {
+	for _, i := range o.unconfirmed {
+		o.owed[i] = true
+		o.left++
+		if o.owedIndex != nil {
+			o.owedIndex.add(i, o.msgs[i].ID)
+		}
+	}
+	o.confirm()
 }
 
 // answering is the request of the exchange, owed or answered already, a

@@ -88,6 +88,10 @@ type sseTracker struct {
 	// stopped reading the stream (overrun.go).
 	probed       bool
 	cutErr, stop error
+	// loneCR: a line ended with a CR alone, which the Go SDK's client does
+	// not take for a line's end (the SSE specification and the TypeScript
+	// client do).
+	loneCR bool
 	// cut reads a withheld event's data for the hook that answers for it
 	// (feature.Cutter); maxData is what is held of an event's data, when
 	// the hooks read more than maxEventData of a message.
@@ -138,6 +142,7 @@ func (t *sseTracker) observe(p []byte) []byte {
 		t.outgrown()
 	}
 	t.checkBound()
+	t.checkLines()
 	switch {
 	case t.withheld:
 		t.sent, t.kept = len(t.raw), false
@@ -181,13 +186,17 @@ func (t *sseTracker) scan(p []byte, base int) {
 	if n == 0 {
 		return // the CR of a CRLF may still be waiting for its LF
 	}
-	if t.lastCR && p[0] == '\n' {
+	t.owed.confirm()
+	switch {
+	case t.lastCR && p[0] == '\n':
 		p = p[1:]
 		if t.edit && t.sent == base {
 			// The line its CR ended is gone already: the LF goes as it did.
 			t.lineEnd = base + 1
 			t.release(t.kept)
 		}
+	case t.lastCR:
+		t.loneCR = true
 	}
 	t.lastCR = len(p) > 0 && p[len(p)-1] == '\r'
 	for len(p) > 0 {
@@ -195,6 +204,9 @@ func (t *sseTracker) scan(p []byte, base int) {
 		if i < 0 {
 			t.appendPartial(p)
 			return
+		}
+		if p[i] == '\r' && i+1 < len(p) && p[i+1] != '\n' {
+			t.loneCR = true
 		}
 		line := p[:i]
 		if len(t.partial) > 0 || t.long || len(line) > t.limit() {
@@ -208,11 +220,13 @@ func (t *sseTracker) scan(p []byte, base int) {
 		}
 		p = p[end+1:]
 		t.lineEnd = base + n - len(p)
+		t.owed.tentative = len(p) == 0 && t.lastCR
 		if t.long {
 			t.endLong()
 		} else {
 			t.line(line)
 		}
+		t.owed.tentative = false
 		t.partial = shrink(t.partial)
 	}
 }
