@@ -19,8 +19,12 @@ import (
 // came, rewritten, or, withheld, in the form the client may have.
 func (t *sseTracker) dispatch() {
 	message := t.dataLines > 0 && (len(t.event) == 0 || string(t.event) == "message")
+	// The hooks read an event of another type as a message too: the Go
+	// SDK's client reads some as one (a type followed by a space, a type
+	// field after a byte order mark). It settles no response: the other
+	// clients do not read it.
 	switch {
-	case !message:
+	case t.dataLines == 0:
 	case t.over && t.cut != nil:
 		t.answerCut()
 	case t.over:
@@ -28,7 +32,7 @@ func (t *sseTracker) dispatch() {
 			t.answerUnread(errEventTooLarge)
 		}
 	default:
-		t.read()
+		t.read(message)
 	}
 	if t.edit {
 		switch {
@@ -43,9 +47,10 @@ func (t *sseTracker) dispatch() {
 	t.over, t.skim, t.cut, t.cutErr, t.passing, t.withheld, t.dropped, t.probed = false, nil, nil, nil, false, false, false, false
 }
 
-// read reads the data of a message event: the responses it settles, the
-// tools it says changed, and, in edit mode, what to send in its place.
-func (t *sseTracker) read() {
+// read reads the data of an event: the responses it settles (a message
+// event's only), the tools it says changed, and, in edit mode, what to
+// send in its place.
+func (t *sseTracker) read(message bool) {
 	var (
 		msg      jsonrpc.Message
 		answered *jsonrpc.Message
@@ -54,7 +59,11 @@ func (t *sseTracker) read() {
 	batch, err := jsonrpc.Each(t.data, func(m jsonrpc.Message) error {
 		msg = m
 		if m.Kind == jsonrpc.Response {
-			answered = t.owed.settle(m.ID)
+			if message {
+				answered = t.owed.settle(m.ID)
+			} else {
+				answered = t.owed.answering(m.ID)
+			}
 			stray = stray || (answered == nil && !t.owed.answers(m.ID))
 		}
 		return nil
@@ -198,6 +207,8 @@ func (t *sseTracker) sendEvent() {
 		t.hasID = false
 		return
 	}
+	// As a message event, whatever its type was: a client may have read
+	// one of another type as a message, and every client reads this one.
 	t.out = sse.AppendMessage(t.out, t.id, t.hasID, t.rewritten)
 	t.sent, t.kept = t.lineEnd, false
 	t.rewritten, t.hasID = nil, false

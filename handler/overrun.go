@@ -38,9 +38,6 @@ func (t *sseTracker) checkBound() {
 	if t.stop != nil || t.probed || t.hooks == nil || t.owed.msgs == nil {
 		return
 	}
-	if len(t.event) > 0 && string(t.event) != "message" {
-		return // an event of a type clients do not read
-	}
 	var skim *jsonrpc.Skimmer
 	switch {
 	case t.cutErr != nil:

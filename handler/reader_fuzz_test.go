@@ -369,19 +369,20 @@ func stillOwed(msgs []jsonrpc.Message, responses []string) []string {
 // what a client reads of it.
 func checkStreamReading(t *testing.T, msgs []jsonrpc.Message, stream []byte) {
 	events, responses := clientReads(stream)
-	messages := messagesOf(events)
+	messages := dataOf(events)
 	owed := stillOwed(msgs, responses)
 	// What the editing hook is given (data that begins a JSON object or
-	// array), and what the client then reads.
+	// array, of an event of any type: a client may read one of another
+	// type as a message), and what the client then reads.
 	var editable []string
 	edited := slices.Clone(events)
 	for i, e := range edited {
-		if e.typ != "message" || !jsonrpc.BeginsMessage([]byte(e.data)) {
+		if !jsonrpc.BeginsMessage([]byte(e.data)) {
 			continue
 		}
 		editable = append(editable, e.data)
 		if out := editResult([]byte(e.data)); out != nil {
-			edited[i].data = string(out)
+			edited[i].data, edited[i].typ = string(out), "message" // sent as a message event
 		}
 	}
 
@@ -395,7 +396,7 @@ func checkStreamReading(t *testing.T, msgs []jsonrpc.Message, stream []byte) {
 	cuts = append(cuts, bytewise)
 	for _, c := range cuts {
 		watched := readStream(t, msgs, stream, false, c)
-		if !assert.Equal(t, messages, watched.seen, "watching, cut at %v: the messages a client reads, in order", c) ||
+		if !assert.Equal(t, messages, watched.seen, "watching, cut at %v: the data of the events a client reads, in order", c) ||
 			!assert.Equal(t, string(stream), string(watched.out), "watching, cut at %v: the client gets the stream as it came", c) ||
 			!assert.Equal(t, owed, watched.owed, "watching, cut at %v: the responses still owed", c) ||
 			!assert.Equal(t, len(owed), watched.left, "watching, cut at %v", c) {

@@ -79,6 +79,19 @@ func sseClient(stream []byte) (events []sseEvent, lastID string) {
 
 // messagesOf keeps the events a client hands to its JSON-RPC layer: those of
 // type message.
+// dataOf is the data of every event, of any type: what a client may read
+// as a message (the Go SDK's reads some types the others do not).
+func dataOf(events []sseEvent) []string {
+	out := make([]string, 0, len(events))
+	for _, e := range events {
+		out = append(out, e.data)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
 func messagesOf(events []sseEvent) []string {
 	var out []string
 	for _, e := range events {
