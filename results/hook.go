@@ -18,7 +18,8 @@ import (
 )
 
 // held is a call's answer, held to the budget: a response over it is
-// refused (RESULT_TOO_LARGE).
+// refused (RESULT_TOO_LARGE). Without a call (id nil: a GET's stream,
+// tool ""), every response is held to it.
 type held struct {
 	b      *Budgets
 	tool   string
@@ -51,6 +52,10 @@ func (h *held) Message(_ *feature.Exchange, msg []byte) ([]byte, error) {
 	return nil, errOverBudget{size: len(msg)}
 }
 
+// replayed reports whether the answer held is a GET's stream, whose
+// responses answer no request of its own.
+func (h *held) replayed() bool { return h.id == nil }
+
 // notTheCalls reports whether msg is certainly not the call's response: a
 // notification or request of the server's, or a response no client takes
 // for the call's (jsonrpc.MayAnswer). What cannot be read with certainty
@@ -61,7 +66,8 @@ func notTheCalls(msg, id []byte) bool {
 	if err != nil || batch {
 		return false
 	}
-	return m.Kind == jsonrpc.Notification || m.Kind == jsonrpc.Request || (m.Kind == jsonrpc.Response && !jsonrpc.MayAnswer(id, m.ID))
+	// Without a call (id nil), any response is the one held.
+	return m.Kind == jsonrpc.Notification || m.Kind == jsonrpc.Request || (m.Kind == jsonrpc.Response && id != nil && !jsonrpc.MayAnswer(id, m.ID))
 }
 
 // Message cuts the call's response when it is over the budget.
@@ -90,23 +96,28 @@ func (c *cut) Close() ([]byte, error) {
 // Unreadable is RESULT_TOO_LARGE for a response over the budget, or one
 // the gateway stopped reading at it.
 func (h *held) Unreadable(_ *feature.Exchange, err error) envelope.Envelope {
-	var over errOverBudget
+	var (
+		over     errOverBudget
+		declared *feature.TooLargeError
+		size     int
+	)
 	switch {
 	case errors.As(err, &over):
-		h.over(actionRefused, over.size)
-		return tooLarge(h.tool, over.size, h.budget, h.paging)
+		size = over.size
 	case errors.Is(err, feature.ErrTooLarge):
 		// Not read past the budget: its size is what the server declared,
-		// if it did.
-		size := 0
-		var declared *feature.TooLargeError
-		if errors.As(err, &declared) && declared.Declared > 0 && declared.Declared <= math.MaxInt {
+		// if it did (0: it did not).
+		if errors.As(err, &declared) && declared.Declared <= math.MaxInt {
 			size = int(declared.Declared)
 		}
-		h.over(actionRefused, size)
-		return tooLarge(h.tool, size, h.budget, h.paging)
+	default:
+		return unreadable(h.tool, err)
 	}
-	return unreadable(h.tool, err)
+	h.over(actionRefused, size)
+	if h.replayed() {
+		return replayedTooLarge(size, h.budget)
+	}
+	return tooLarge(h.tool, size, h.budget, h.paging)
 }
 
 func (h *held) End(*feature.Exchange, feature.Ending) {}
@@ -128,6 +139,10 @@ func (h *held) appendHead(dst []byte, warning envelope.Envelope) []byte {
 	return append(dst, ',')
 }
 
+// replayedTool names, in the metric and the log, a result sent on a GET's
+// stream, whose tool is not known.
+const replayedTool = "(resumed stream)"
+
 // The actions counted.
 const (
 	actionRefused   = "refused"
@@ -137,8 +152,11 @@ const (
 // over counts and logs a result over its budget, size bytes (0: more than
 // the budget, not read further).
 func (h *held) over(action string, size int) {
-	overBudget.WithLabelValues(toolLabels.Of(h.tool), action).Inc()
 	tool := feature.Clip(h.tool)
+	if h.replayed() {
+		tool = replayedTool
+	}
+	overBudget.WithLabelValues(toolLabels.Of(tool), action).Inc()
 	if log, _ := h.b.logs.Note(tool, ""); log {
 		h.b.logger.Warn("a tool's result is over its budget",
 			zap.String("tool", tool), zap.Int("bytes", size), zap.Int("budget", h.budget), zap.String("action", action))

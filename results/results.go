@@ -130,6 +130,20 @@ func (b *Budgets) Budget(tool string) (int, string) {
 	return int(budget), rule
 }
 
+// strictest is the smallest budget a tool's result has.
+func (b *Budgets) strictest() int {
+	least := b.cfg.Max
+	for _, r := range b.cfg.Tools {
+		if least == 0 || r.Max < least {
+			least = r.Max
+		}
+	}
+	if t := b.cfg.Tokens * BytesPerToken; t > 0 && (least == 0 || t < least) {
+		least = t
+	}
+	return int(least)
+}
+
 // truncates reports whether tool's results are cut rather than refused.
 func (b *Budgets) truncates(tool string) bool {
 	for _, g := range b.cuts {
@@ -156,8 +170,15 @@ func (b *Budgets) Check(x *feature.Exchange) *feature.Refusal {
 }
 
 // Open opens the hook holding the result of a call to its budget: one
-// that cuts it, for the tools truncate names.
+// that cuts it, for the tools truncate names. On a GET's stream, which
+// replays what a POST's stream carried when a client resumes it (and on
+// which a server may send any response), every response is held to the
+// strictest budget: nothing there says which call, and so which tool, it
+// answers.
 func (b *Budgets) Open(x *feature.Exchange) feature.Hook {
+	if x.Request.Method == "GET" {
+		return &held{b: b, budget: b.strictest()}
+	}
 	m := x.Single()
 	if m == nil || !feature.IsCall(m) {
 		return nil

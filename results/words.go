@@ -30,6 +30,19 @@ func tooLarge(tool string, size, budget int, paging []string) envelope.Envelope 
 		Envelope()
 }
 
+// replayedTooLarge: a result replayed on a resumed stream, size bytes, is
+// over budget, the smallest any tool has.
+func replayedTooLarge(size, budget int) envelope.Envelope {
+	how := strconv.Itoa(size) + " bytes, over " + budgetWords(budget)
+	if size == 0 {
+		how = "larger than " + budgetWords(budget)
+	}
+	return envelope.New(TooLarge, "A tool's result sent on a resumed stream is too large to be given to you: "+how+", the smallest budget of this server's tools (which tool it came from is not known here)").
+		Suggest("Ask for less: call the tool again with a narrower query, fewer items or the next page, or ask for a summary.").
+		Details(envelope.Detail{Key: "budget_bytes", Value: strconv.Itoa(budget)}).
+		Envelope()
+}
+
 // truncated: the result of tool, size bytes, was cut to kept bytes of
 // content to fit budget, and dropped content blocks were left out.
 func truncated(tool string, size, kept, dropped, budget int, paging []string) envelope.Envelope {
@@ -86,5 +99,6 @@ func Words() []feature.Word {
 		{Name: "a result cut to its budget, of a tool whose schema has paging arguments", Envelope: truncated("search_logs", 3145728, 101871, 0, 102400, paging)},
 		{Name: "a result that could not be read to hold it to its budget", Envelope: unreadable("search_logs", errors.New("the answer is compressed"))},
 		{Name: "a call with a budget, in a batch", Envelope: callInBatch("search_logs")},
+		{Name: "a result over the smallest budget, sent on a resumed stream", Envelope: replayedTooLarge(3145728, 20480)},
 	}
 }
