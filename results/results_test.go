@@ -80,3 +80,25 @@ func TestOnlyTheCallsResponseIsHeldToTheBudget(t *testing.T) {
 	require.NotNil(t, b.Check(batch), "a batch of calls with budgets is refused: they are held only alone")
 	assert.Nil(t, b.Check(x))
 }
+
+// On a GET's stream, where nothing says which call a response answers,
+// every response is held to the strictest budget any tool has; the
+// server's notifications pass.
+func TestAResponseOnAGETsStreamIsHeldToTheStrictestBudget(t *testing.T) {
+	b := newBudgets(t, &Config{Max: 1000, Tokens: 500, Tools: []Rule{{Match: "small", Max: 100}}})
+	x := featuretest.Get(t)
+	h := b.Open(x)
+	require.NotNil(t, h)
+	assert.Equal(t, feature.Needs{Edit: true, Max: 100, MaxEvent: 100, FailClosed: true}, h.Needs(), "the strictest budget: small's")
+	long := `"` + strings.Repeat("x", 110) + `"`
+	_, err := h.Message(x, []byte(`{"jsonrpc":"2.0","method":"notifications/message","params":{"data":`+long+`}}`))
+	assert.NoError(t, err, "a notification passes")
+	_, err = h.Message(x, []byte(`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"short"}]}}`))
+	assert.NoError(t, err, "a response within the budget passes")
+	_, err = h.Message(x, []byte(`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":`+long+`}]}}`))
+	require.Error(t, err, "any response over it is refused")
+	env := h.Unreadable(x, err)
+	assert.Equal(t, TooLarge, env.Code)
+	assert.Contains(t, env.Message, "sent on a resumed stream is too large to be given to you")
+	assert.Contains(t, h.Unreadable(x, feature.ErrTooLarge).Message, "larger than 100 bytes")
+}
