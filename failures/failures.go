@@ -52,8 +52,15 @@ func (f *Failures) ErrorPage(status int, hdr http.Header, body []byte) (envelope
 }
 
 // Unreached is the envelope for an error reverse_proxy returned before
-// writing anything: the upstream could not be reached or did not answer;
-// ok is false for an error that is no such failure.
+// writing anything: the upstream could not be reached, or was and did not
+// answer; ok is false for an error that is no such failure.
+//
+// A call that never reached a server (the connection refused, or no
+// healthy upstream: reverse_proxy's DialError and 503) is safe to retry,
+// after RetryAfter. One the proxy sent and whose connection then broke (a
+// 502 with any other cause: EOF, a reset) may have run: the server may
+// have died in the middle of it, or after it, so the model is told to
+// check its effect rather than to retry.
 func (f *Failures) Unreached(err error) (env envelope.Envelope, status int, ok bool) {
 	var he caddyhttp.HandlerError
 	if !errors.As(err, &he) {
@@ -70,7 +77,7 @@ func (f *Failures) Unreached(err error) (env envelope.Envelope, status int, ok b
 	case he.StatusCode == http.StatusServiceUnavailable:
 		return Unavailable("no healthy upstream", retry), http.StatusBadGateway, true
 	case he.StatusCode == http.StatusBadGateway:
-		return Unavailable("", retry), http.StatusBadGateway, true
+		return brokenAfterSent(), http.StatusBadGateway, true
 	}
 	return envelope.Envelope{}, 0, false
 }
@@ -117,7 +124,8 @@ func bodyExcerpt(body []byte) string {
 }
 
 // Broken is the envelope that closes an answer the upstream broke, or
-// ended without the responses it owed: what says which.
+// ended without the responses it owed: what says which. The call reached
+// the server, and may have run.
 func (f *Failures) Broken(what string) envelope.Envelope {
-	return streamBroken(what, f.RetryAfter)
+	return streamBroken(what)
 }

@@ -176,8 +176,13 @@ func TestProxyErrorBecomesTheEnvelopeForIt(t *testing.T) {
 			timedOut, http.StatusGatewayTimeout},
 		{"no healthy upstream", caddyhttp.Error(http.StatusServiceUnavailable, errors.New("no upstreams available")),
 			unavailable("The MCP server behind this gateway is unavailable: no healthy upstream"), http.StatusBadGateway},
-		{"any other 502", caddyhttp.Error(http.StatusBadGateway, errors.New("EOF")),
-			unavailable("The MCP server behind this gateway is unavailable"), http.StatusBadGateway},
+		// Sent, then the connection broke: the call may have run.
+		{"any other 502: the connection broke after the call was sent", caddyhttp.Error(http.StatusBadGateway, errors.New("EOF")),
+			envelope.Envelope{
+				Code: envelope.HandoffUpstreamUnavailable, Severity: envelope.SeverityCritical,
+				Message:  "The MCP server stopped before answering: the connection to it broke after the call was sent",
+				Recovery: "The call may have run: check its effect before retrying, so that it does not run twice.",
+			}, http.StatusBadGateway},
 	}
 	f := &Failures{RetryAfter: DefaultRetryAfter}
 	for _, tt := range tests {

@@ -73,13 +73,27 @@ func upstreamFailed(status int, answered, excerpt string) envelope.Envelope {
 	return b.Envelope()
 }
 
+// mayHaveRun is what the model is told to do of a call that reached the
+// server and broke: it may have run (a payment, an email, a deploy), and
+// must not be retried blindly, which severity critical says too.
+const mayHaveRun = "The call may have run: check its effect before retrying, so that it does not run twice."
+
+// brokenAfterSent: the call was sent to the MCP server, whose connection
+// broke before any answer (the server died, or restarted, in the middle of
+// the call, or after it).
+func brokenAfterSent() envelope.Envelope {
+	return envelope.New(envelope.HandoffUpstreamUnavailable, "The MCP server stopped before answering: the connection to it broke after the call was sent").
+		Suggest(mayHaveRun).
+		Critical().
+		Envelope()
+}
+
 // streamBroken: an event stream ended (what says how) before the response
 // it owed, and cannot be resumed.
-func streamBroken(what string, retry time.Duration) envelope.Envelope {
-	secs, _ := feature.InSeconds(retry)
+func streamBroken(what string) envelope.Envelope {
 	return envelope.New(envelope.HandoffUpstreamUnavailable, "The MCP server did not finish answering: "+what+" before the response to this request").
-		Suggest("The call may have run: check its effect before retrying, so that it does not run twice.").
-		RetryAfter(float64(secs)).
+		Suggest(mayHaveRun).
+		Critical().
 		Envelope()
 }
 
@@ -92,6 +106,7 @@ func Words() []feature.Word {
 		{Name: "the upstream is busy", Envelope: upstreamBusy("it answered 503 Service Unavailable", 12*time.Second, true)},
 		{Name: "the upstream rate-limited the call", Envelope: upstreamRateLimited("it answered 429 Too Many Requests", 45*time.Second, true)},
 		{Name: "the tool failed in the upstream", Envelope: upstreamFailed(500, "it answered 500 Internal Server Error", "KeyError")},
-		{Name: "a broken stream", Envelope: streamBroken("the connection to the MCP server broke", 30*time.Second)},
+		{Name: "the connection broke after the call was sent", Envelope: brokenAfterSent()},
+		{Name: "a broken stream", Envelope: streamBroken("the connection to the MCP server broke")},
 	}
 }

@@ -43,11 +43,15 @@ func TestEveryEnvelopeOfAFailureSaysWhatHappenedAndWhatToDo(t *testing.T) {
 			Recovery: "Do not blindly retry: the same call is likely to fail the same way. Tell the user what failed, or try another approach.",
 			Details:  []envelope.Detail{{Key: "upstream_status", Value: "500"}, {Key: "upstream_body", Value: "KeyError"}},
 		}},
-		{Name: "a broken stream", Env: streamBroken("the connection to the MCP server broke", 30*time.Second), Want: envelope.Envelope{
-			Code: envelope.HandoffUpstreamUnavailable, Severity: envelope.SeverityError,
-			Message:    "The MCP server did not finish answering: the connection to the MCP server broke before the response to this request",
-			Recovery:   "The call may have run: check its effect before retrying, so that it does not run twice.",
-			RetryAfter: 30,
+		{Name: "the connection broke after the call was sent", Env: brokenAfterSent(), Want: envelope.Envelope{
+			Code: envelope.HandoffUpstreamUnavailable, Severity: envelope.SeverityCritical,
+			Message:  "The MCP server stopped before answering: the connection to it broke after the call was sent",
+			Recovery: "The call may have run: check its effect before retrying, so that it does not run twice.",
+		}},
+		{Name: "a broken stream", Env: streamBroken("the connection to the MCP server broke"), Want: envelope.Envelope{
+			Code: envelope.HandoffUpstreamUnavailable, Severity: envelope.SeverityCritical,
+			Message:  "The MCP server did not finish answering: the connection to the MCP server broke before the response to this request",
+			Recovery: "The call may have run: check its effect before retrying, so that it does not run twice.",
 		}},
 	})
 }

@@ -392,7 +392,8 @@ func TestBrokenEventStreamIsSettledByARepairEvent(t *testing.T) {
 	assert.Equal(t, progress, msgs[0])
 	env, _ := toolError(t, members(t, []byte(msgs[1]))["result"])
 	assert.Equal(t, "The MCP server did not finish answering: the connection to the MCP server broke before the response to this request", env.Message)
-	assert.Equal(t, 30.0, env.RetryAfter)
+	assert.Zero(t, env.RetryAfter, "the call reached the server: no retry_after")
+	assert.Equal(t, envelope.SeverityCritical, env.Severity, "the call may have run")
 }
 
 func TestPanicsTheGatewayCannotSettleAreReraised(t *testing.T) {

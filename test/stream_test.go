@@ -211,7 +211,9 @@ func assertRepairEvent(t *testing.T, ev sseEvent, id string, call bool) envelope
 	r := decodeReply(t, []byte(ev.data))
 	assert.Equal(t, "2.0", r.JSONRPC)
 	assert.Equal(t, id, string(r.ID), "the pending id, byte for byte")
-	want := wantEnvelope{code: envelope.HandoffUpstreamUnavailable, retryAfter: 30, recovery: "may have run"}
+	// The call reached the server: it may have run, and carries no
+	// retry_after.
+	want := wantEnvelope{code: envelope.HandoffUpstreamUnavailable, recovery: "may have run", critical: true}
 	if !call {
 		require.NotNil(t, r.Error, "another request gets a JSON-RPC error: %s", ev.data)
 		assertRPCErrorCarries(t, r, want)
@@ -378,7 +380,8 @@ func TestGoClientGetsTheRepairedStreamAsAToolResult(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, envelope.HandoffUpstreamUnavailable, env.Code)
 			assert.Contains(t, env.Recovery, "may have run")
-			assert.Equal(t, float64(30), env.RetryAfter)
+			assert.Equal(t, envelope.SeverityCritical, env.Severity)
+			assert.False(t, env.HasRetryAfter(), "the call reached the server: no retry_after")
 			select {
 			case p := <-progress:
 				assert.Equal(t, float64(1), p, "the progress sent before the break arrived")

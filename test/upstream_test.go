@@ -46,6 +46,17 @@ type wantEnvelope struct {
 	status int
 	// recovery is a phrase the recovery must hold, in any letter case.
 	recovery string
+	// critical: the severity is critical (the call may have run), not
+	// error.
+	critical bool
+}
+
+// severity is the severity want says.
+func (w wantEnvelope) severity() envelope.Severity {
+	if w.critical {
+		return envelope.SeverityCritical
+	}
+	return envelope.SeverityError
 }
 
 // decodeReply reads one JSON-RPC response, failing the test if it is none.
@@ -133,7 +144,7 @@ func assertWireHeaders(t *testing.T, resp *http.Response, status int, want wantE
 func assertEnvelope(t *testing.T, env envelope.Parsed, want wantEnvelope) {
 	t.Helper()
 	assert.Equal(t, want.code, env.Code)
-	assert.Equal(t, envelope.SeverityError, env.Severity)
+	assert.Equal(t, want.severity(), env.Severity)
 	assert.NotEmpty(t, env.Message)
 	assert.Contains(t, strings.ToLower(env.Recovery), strings.ToLower(want.recovery))
 	if want.retryAfter == 0 {
@@ -149,7 +160,7 @@ func assertRPCErrorCarries(t *testing.T, r wire.Reply, want wantEnvelope) {
 	e := r.Error
 	assert.Equal(t, envelope.CodeServerError, e.Code)
 	assert.Equal(t, string(want.code), e.Data.Code)
-	assert.Equal(t, "error", e.Data.Severity)
+	assert.Equal(t, string(want.severity()), e.Data.Severity)
 	assert.Contains(t, strings.ToLower(e.Data.Recovery), strings.ToLower(want.recovery))
 	if want.retryAfter == 0 {
 		assert.Nil(t, e.Data.RetryAfter, "no retryAfter")
