@@ -41,6 +41,10 @@ type Gate struct {
 	perName              bool
 	// warned is when an unreachable issuer was last logged (UnixNano).
 	warned atomic.Int64
+	// stepUps are the challenges given for a name's scope (stepup.go);
+	// now is the clock they are remembered by.
+	stepUps stepUps
+	now     func() time.Time
 }
 
 // MetadataPath is where the Protected Resource Metadata (RFC 9728) is
@@ -62,6 +66,9 @@ func fetchClient() *http.Client {
 // resource, the canonical URL (cfg.CanonicalURL). now is the clock
 // (time.Now when nil).
 func New(cfg *Config, resource string, logger *zap.Logger, now func() time.Time) *Gate {
+	if now == nil {
+		now = time.Now
+	}
 	logger.Info("authorization: access tokens must be issued for this resource", zap.String("resource", resource))
 	issuers := make([]Issuer, len(cfg.Issuers))
 	urls := make([]string, len(cfg.Issuers))
@@ -77,6 +84,7 @@ func New(cfg *Config, resource string, logger *zap.Logger, now func() time.Time)
 		resource: resource, metadata: metadataURL(resource),
 		tools: compileRules(cfg.ToolScopes), prompts: compileRules(cfg.PromptScopes), uris: compileRules(cfg.ResourceScopes),
 		perName: len(cfg.ToolScopes)+len(cfg.PromptScopes)+len(cfg.ResourceScopes) > 0,
+		now:     now,
 	}
 }
 

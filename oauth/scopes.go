@@ -18,10 +18,11 @@ import (
 // 2025-11-25 on, a client re-authorizes on 403 insufficient_scope asking
 // for the scope the challenge names (step-up): a single request of such a
 // client is answered so, and the model never sees the refusal unless the
-// user declines. A request of an earlier version, or in a batch, is
-// answered 200 with a FORBIDDEN envelope in the request's answer, the
-// form such a client hands the model: it reads which scope to ask the
-// user for.
+// user declines. A request of an earlier version, or in a batch, or of a
+// principal challenged for the same name already (a client that could not
+// step up: stepup.go), is answered 200 with a FORBIDDEN envelope in the
+// request's answer, the form a client hands the model: it reads which
+// scope to ask the user for.
 
 // stepUpSince is the first protocol version whose clients re-authorize on
 // 403 insufficient_scope.
@@ -86,7 +87,8 @@ func (g *Gate) Check(x *feature.Exchange) *feature.Refusal {
 		}
 		outcomes.WithLabelValues("insufficient_scope").Inc()
 		env := scopeLacking(what, name, missing)
-		if x.Batch || !steppingUp(x.Request) {
+		p := x.Principal
+		if x.Batch || !steppingUp(x.Request) || g.stepUps.challenged(stepUpKey(p.Issuer, p.ClientID, p.Subject, what, name), g.now()) {
 			return &feature.Refusal{Envelope: env, Status: http.StatusForbidden, By: feature.Rule{Kind: "authorization"}}
 		}
 		// All the scopes the request needs: a client asks for them, with

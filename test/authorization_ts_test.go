@@ -120,3 +120,34 @@ func claimsOf(t *testing.T, token string) jwtClaims {
 	require.NoError(t, json.Unmarshal(payload, &c), "%s", payload)
 	return c
 }
+
+// A tool needs a scope the client's authorization server never grants it
+// (client credentials have fixed scopes). The TypeScript SDK client steps
+// up once on the gateway's 403 insufficient_scope, comes back with a new
+// token that still lacks the scope, and would throw "Server returned 403
+// after trying upscoping", a transport error the model never reads: the
+// gateway answers the second refusal with the FORBIDDEN envelope as the
+// call's result instead.
+func TestAStepUpTheTypeScriptClientCannotTakeReachesTheModel(t *testing.T) {
+	a := startAuthorized(t, "\t\ttool echo tools:admin", "")
+	out := mcptest.RunTSClient(t, mcptest.TSScript{
+		URL:        a.endpoint,
+		OAuth:      &mcptest.TSOAuth{ClientID: agent.ID, ClientSecret: agent.Secret, ExpectedIssuer: a.as.Issuer, Scope: agent.Scope},
+		RecordHTTP: true,
+		Steps:      []mcptest.TSStep{mcptest.CallToolStep("echo", map[string]any{"text": "x"})},
+	})
+	require.Len(t, out.Results, 1)
+	r := out.Results[0]
+	require.True(t, r.OK, "the refusal is a result: %v", r.Error)
+	res := r.CallToolResult(t)
+	assert.True(t, res.IsError)
+	assert.Equal(t, "FORBIDDEN", resultCode(r.Text()))
+	assert.Contains(t, r.Text(), "tools:admin", "the model reads which scope to ask the user for")
+	var forbidden int
+	for _, ex := range out.HTTP {
+		if ex.Status == http.StatusForbidden {
+			forbidden++
+		}
+	}
+	assert.Equal(t, 1, forbidden, "one step-up challenge, which the client took: %+v", out.HTTP)
+}
