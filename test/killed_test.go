@@ -65,7 +65,7 @@ var killedClients = map[string]clientCall{
 }
 
 func TestAServerKilledMidCallIsToldAsACallThatMayHaveRun(t *testing.T) {
-	bin := mcptest.BuildDyingServer(t)
+	bin := mcptest.BuildBigServer(t)
 	for _, sse := range []bool{false, true} {
 		for name, call := range killedClients {
 			t.Run(fmt.Sprintf("sse=%v,client=%s", sse, name), func(t *testing.T) {

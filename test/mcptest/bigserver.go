@@ -6,8 +6,9 @@ import (
 )
 
 // BigServerPkg is test/bigserver: an official Go SDK server whose tool big
-// answers {n} bytes of text, run as a process of its own so that what it
-// allocates is not counted in the test process's heap.
+// answers {n} bytes of text, and whose tool work never answers, run as a
+// process of its own so that what it allocates is not counted in the test
+// process's heap, and so that a test can kill it mid-call.
 const BigServerPkg = "github.com/caddymcp/caddy-mcp/test/bigserver"
 
 // BuildBigServer builds test/bigserver into a temporary folder and returns

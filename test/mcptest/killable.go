@@ -9,19 +9,8 @@ import (
 	"time"
 )
 
-// DyingServerPkg is test/dyingserver: an official Go SDK server whose tool
-// work never answers, run as a process of its own so that a test can kill
-// it in the middle of a call.
-const DyingServerPkg = "github.com/caddymcp/caddy-mcp/test/dyingserver"
-
-// BuildDyingServer builds test/dyingserver into a temporary folder and
-// returns the binary.
-func BuildDyingServer(t testing.TB) string {
-	t.Helper()
-	return buildProgram(t, DyingServerPkg)
-}
-
-// DyingServer is a running test/dyingserver.
+// DyingServer is a running test/bigserver that a test kills in the middle
+// of a call of its tool work, which never answers.
 type DyingServer struct {
 	// URL is its endpoint ("http://127.0.0.1:PORT/mcp").
 	URL string
@@ -31,7 +20,7 @@ type DyingServer struct {
 	exited <-chan struct{}
 }
 
-// StartDyingServer runs bin (see BuildDyingServer), answering event
+// StartDyingServer runs bin (see BuildBigServer), answering event
 // streams when sse, else JSON, once it listens. It is stopped by
 // t.Cleanup, if Kill did not stop it before.
 func StartDyingServer(t testing.TB, bin string, sse bool) *DyingServer {
@@ -49,7 +38,7 @@ func StartDyingServer(t testing.TB, bin string, sse bool) *DyingServer {
 	if _, err := cmd.StdinPipe(); err != nil {
 		t.Fatal(err)
 	}
-	exited := startProcess(t, cmd, "dyingserver", &logs)
+	exited := startProcess(t, cmd, "bigserver", &logs)
 	lines := bufio.NewScanner(out)
 	url := make(chan string, 1)
 	called := make(chan struct{}, 16)
@@ -69,9 +58,9 @@ func StartDyingServer(t testing.TB, bin string, sse bool) *DyingServer {
 	case s.URL = <-url:
 		return s
 	case <-exited:
-		t.Fatalf("mcptest: dyingserver exited before it listened:\n%s", logs.String())
+		t.Fatalf("mcptest: bigserver exited before it listened:\n%s", logs.String())
 	case <-time.After(listenTimeout):
-		t.Fatalf("mcptest: dyingserver did not listen within %v:\n%s", listenTimeout, logs.String())
+		t.Fatalf("mcptest: bigserver did not listen within %v:\n%s", listenTimeout, logs.String())
 	}
 	return nil
 }
