@@ -38,3 +38,24 @@ type Deadline interface {
 type Unreached interface {
 	Unreached(x *Exchange, err error) *Refusal
 }
+
+// Reopener is implemented by a hook that can give a request a new upstream
+// session when the upstream answered 404 to the one it names: the
+// transport's "session not found", as a stateful server answers once it
+// restarted and lost its sessions (sessions: a pinned session whose token
+// carries the client's initialize).
+//
+// Reinitialize returns the params of the client's initialize request, as
+// it sent them, or false when the hook cannot reopen the session. The core
+// then sends initialize with them, and notifications/initialized, under no
+// session id, to the upstream the session is pinned to, and calls
+// Reopened with r, the initialize request as it was sent (its context holds
+// what the selection policy wrote), and id, the session id the upstream
+// answered with. Reopened makes x's request name the new session (its
+// header, its pin), and the request is sent again, once, under it: a 404
+// means the upstream never ran it. The client keeps the session id it
+// holds.
+type Reopener interface {
+	Reinitialize(x *Exchange) (params []byte, ok bool)
+	Reopened(x *Exchange, r *http.Request, id string)
+}
