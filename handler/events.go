@@ -19,6 +19,7 @@ import (
 // came, rewritten, or, withheld, in the form the client may have.
 func (t *sseTracker) dispatch() {
 	message := t.dataLines > 0 && (len(t.event) == 0 || string(t.event) == "message")
+	t.resume.dispatched()
 	// The hooks read an event of another type as a message too: the Go
 	// SDK's client reads some as one (a type followed by a space, a type
 	// field after a byte order mark). It settles no response: the other

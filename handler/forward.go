@@ -58,6 +58,7 @@ func (h *Handler) forward(w http.ResponseWriter, x *exchange, next caddyhttp.Han
 		defer cancel(nil)
 		defer d.timer.Stop()
 	}
+	u.upstream = up
 	if abandon != nil {
 		abandon.watch()
 		defer abandon.done()
@@ -87,8 +88,8 @@ func (h *Handler) forward(w http.ResponseWriter, x *exchange, next caddyhttp.Han
 func (h *Handler) settleBroken(v any, x *exchange, u *upstreamWatch, next caddyhttp.Handler) error {
 	u.stopKeepalive()
 	if v == http.ErrAbortHandler {
-		u.broke = true
-		if err, settled := h.settle(x, u, nil, true, next); settled {
+		u.broke = !h.resumeBroken(x, u, next)
+		if err, settled := h.settle(x, u, nil, u.broke, next); settled || !u.broke {
 			return err
 		}
 	}

@@ -405,7 +405,6 @@ func TestPanicsTheGatewayCannotSettleAreReraised(t *testing.T) {
 	}{
 		{"another panic, mid-stream", boom, []string{"data: " + progress + "\n\n"}},
 		{"an abort once the response was sent", http.ErrAbortHandler, []string{"data: " + resultOne + "\n\n"}},
-		{"an abort of a resumable stream", http.ErrAbortHandler, []string{"id: 4\ndata: " + progress + "\n\n"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -47,6 +47,11 @@ var (
 		Help: "Requests the gateway told the upstream to stop (notifications/cancelled before MCP 2026-07-28, the closed stream from it on), by reason: deadline (a tool's timeout passed) or client_left (the client of a request holding guard places left).",
 	}, []string{"reason"})
 
+	resumes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "caddy", Subsystem: "mcp", Name: "stream_resumes_total",
+		Help: "GETs with Last-Event-ID the gateway sent to resume an upstream's event stream that broke while it owed responses, by outcome: streamed (the upstream replayed it) or refused (anything else: the responses owed were answered with an envelope).",
+	}, []string{"outcome"})
+
 	requestDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: "caddy", Subsystem: "mcp", Name: "request_duration_seconds",
 		Help:    "Time from the handler receiving a POST to its response being written, by method.",
@@ -90,7 +95,7 @@ func registerMetrics(ctx caddy.Context) error {
 	if err := promreg.Register(ctx, panics.Collectors()...); err != nil {
 		return err
 	}
-	return promreg.Register(ctx, requestsTotal, envelopesTotal, requestDuration, cancellations)
+	return promreg.Register(ctx, requestsTotal, envelopesTotal, requestDuration, cancellations, resumes)
 }
 
 // Outcomes of a request that was not answered with an envelope.

@@ -99,6 +99,8 @@ type sseTracker struct {
 	maxData int
 	// begun: the stream's first line was read.
 	begun bool
+	// resume is where the gateway would resume the stream (resume.go).
+	resume resumePoint
 }
 
 // longField is what a line too long to keep is.
@@ -322,6 +324,7 @@ func (t *sseTracker) startLong(p []byte) {
 		// Not kept: an event sent in place of this one carries no id.
 		t.longField = longID
 		t.hasID = false
+		t.resume.idTooLong()
 	}
 	t.unreadable = t.unreadable || !t.withheld
 	t.partial = shrink(t.partial)
@@ -390,5 +393,8 @@ func (t *sseTracker) line(line []byte) {
 		if t.edit && bytes.IndexByte(value, 0) < 0 {
 			t.id, t.hasID = append(t.id[:0], value...), true
 		}
+		t.resume.idField(value)
+	case "retry":
+		t.resume.retryField(value)
 	}
 }

@@ -48,6 +48,10 @@ type upstreamWatch struct {
 	// drain: the answer is read to its end even when the client is gone;
 	// gone: it is, and what the upstream writes is dropped.
 	drain, gone bool
+	// upstream is the request as it went to the upstream (its context
+	// holds the deadline and outlives a client that left), which a
+	// resuming GET is sent in (resume.go).
+	upstream *http.Request
 	// read reads (and may edit) the answer for the hooks that edit (nil:
 	// none); deadline is the call's (nil: none), and cut says it passed
 	// before the upstream answered, whose request was then cancelled.
@@ -228,29 +232,37 @@ func (u *upstreamWatch) Write(p []byte) (int, error) {
 		}
 	}
 	if u.sse != nil {
-		out := u.sse.observe(p)
-		if u.sse.stop != nil {
-			// Stop the proxy's copy: settle answers for what was not read.
-			if _, err := u.toClient(out); err != nil {
-				return 0, err
-			}
-			return 0, u.sse.stop
-		}
-		if u.sse.resumable {
-			u.resumable.Store(true)
-		}
-		if u.sse.owed.left == 0 {
-			u.deadline.answered()
-			u.answered.Store(true)
-		}
-		if u.sse.edit || len(out) != len(p) {
-			if _, err := u.toClient(out); err != nil {
-				return 0, err
-			}
-			return len(p), nil
-		}
-	} else if u.seen != nil {
+		return u.writeEvents(p)
+	}
+	if u.seen != nil {
 		u.seen.write(u, p)
+	}
+	return u.toClient(p)
+}
+
+// writeEvents follows what the upstream wrote of a followed event stream,
+// and sends the client what the tracker lets through.
+func (u *upstreamWatch) writeEvents(p []byte) (int, error) {
+	out := u.sse.observe(p)
+	if u.sse.stop != nil {
+		// Stop the proxy's copy: settle answers for what was not read.
+		if _, err := u.toClient(out); err != nil {
+			return 0, err
+		}
+		return 0, u.sse.stop
+	}
+	if u.sse.resumable {
+		u.resumable.Store(true)
+	}
+	if u.sse.owed.left == 0 {
+		u.deadline.answered()
+		u.answered.Store(true)
+	}
+	if u.sse.edit || len(out) != len(p) {
+		if _, err := u.toClient(out); err != nil {
+			return 0, err
+		}
+		return len(p), nil
 	}
 	return u.toClient(p)
 }

@@ -247,6 +247,10 @@ func TestBrokenStreamIsRepairedWithOneEventForThePendingCall(t *testing.T) {
 		// MCP 2026-07-28 has no resumption: an event id does not make the
 		// client reconnect, so the stream must be ended for it.
 		{"2026-07-28: an event id, then a break", brokenStream{chunks: []string{"id: 42\n" + progressEvent}}, "broke"},
+		// Before it, the gateway resumes the stream with Last-Event-ID;
+		// this upstream cannot (resume_test.go has one that can).
+		{"a priming event id, then a break", brokenStream{chunks: []string{"id: ev-1\ndata:\n\n", progressEvent}}, "broke"},
+		{"an event id on a progress event, then a break", brokenStream{chunks: []string{"id: 42\n" + progressEvent}}, "broke"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			endpoint := mcptest.StartGateway(t, "mcp\n"+mcptest.ProxyTo(startStreamUpstream(t, map[string]brokenStream{"broken": tc.stream}))).URL + mcptest.MCPPath
@@ -277,9 +281,7 @@ func TestResumableOrAnsweredStreamIsNotRepaired(t *testing.T) {
 		name   string
 		stream brokenStream
 	}{
-		{"a priming event id, then a break", brokenStream{chunks: []string{"id: ev-1\ndata:\n\n", progressEvent}}},
 		{"a priming event id, then a clean end", brokenStream{chunks: []string{"id: ev-1\ndata:\n\n", progressEvent}, clean: true}},
-		{"an event id on a progress event, then a break", brokenStream{chunks: []string{"id: 42\n" + progressEvent}}},
 		{"the response, then a break", brokenStream{chunks: []string{progressEvent, responseEvent}}},
 		{"the response with CR LF line ends, then a break", brokenStream{chunks: []string{strings.ReplaceAll(responseEvent, "\n", "\r\n")}}},
 		{"the response in pieces, then a break", brokenStream{chunks: []string{responseEvent[:20], responseEvent[20:60], responseEvent[60:]}}},

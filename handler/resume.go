@@ -1,0 +1,266 @@
+package handler
+
+import (
+	"bytes"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+)
+
+// Resuming a broken stream. An upstream whose events carry ids (the
+// TypeScript SDK's servers with an event store, the Go SDK's with one) can
+// replay a stream after any of them: a GET with Last-Event-ID. When such
+// a stream to a POST breaks while it still owes responses, the gateway
+// resumes it itself, on the same upstream (the request's session and pin),
+// and splices what the upstream replays into the client's stream: the
+// client sees one stream, whose events pass as the upstream wrote them.
+// When the upstream cannot resume it (the connection refused: the server
+// died; 404: it restarted and lost the session; any other answer but an
+// event stream), the gateway ends the client's stream with the envelope
+// for each response still owed, which says the call may have run. The
+// client is never left to resume a stream only to meet a server that is
+// gone, with an answer it cannot match to its call.
+//
+// A stream the upstream ended whole, without a response, is its own to
+// close (a server may close one and ask the client to come back with
+// Last-Event-ID): it is left to the client, as it always was.
+
+// maxResumes bounds the GETs the gateway sends to resume one answer: a
+// server that breaks every stream it resumes costs that many, and then
+// the envelope.
+const maxResumes = 3
+
+// maxResumeWait bounds how long a stream's retry field makes the gateway
+// wait before it resumes: the client waits meanwhile.
+const maxResumeWait = 2 * time.Second
+
+// maxResumeID bounds the event id the gateway keeps to resume a stream; a
+// stream whose last id is longer is not resumed, and the responses it
+// owes get the envelope.
+const maxResumeID = 1 << 10
+
+// resumePoint is where a followed stream would resume: its last event id,
+// as the SSE specification keeps it (the id field sets a buffer, and each
+// event's dispatch makes the buffer the stream's last id), and the wait
+// its retry field asks for.
+type resumePoint struct {
+	buf     []byte
+	bufLong bool
+	id      []byte
+	long    bool
+	retry   time.Duration
+}
+
+// idField reads an id field's value.
+func (r *resumePoint) idField(value []byte) {
+	if bytes.IndexByte(value, 0) >= 0 {
+		return // ignored, as clients ignore it
+	}
+	r.bufLong = len(value) > maxResumeID
+	if !r.bufLong {
+		r.buf = append(r.buf[:0], value...)
+	}
+}
+
+// idTooLong reads an id field too long to keep.
+func (r *resumePoint) idTooLong() { r.bufLong = true }
+
+// retryField reads a retry field: milliseconds, in ASCII digits only.
+func (r *resumePoint) retryField(value []byte) {
+	if len(value) == 0 || len(value) > 9 {
+		return
+	}
+	ms, err := strconv.Atoi(string(value))
+	if err != nil || ms < 0 || value[0] == '+' || value[0] == '-' {
+		return
+	}
+	r.retry = min(time.Duration(ms)*time.Millisecond, maxResumeWait)
+}
+
+// dispatched is an event's end: its id, if the stream set one, is the
+// stream's last.
+func (r *resumePoint) dispatched() {
+	r.long = r.bufLong
+	r.id = append(r.id[:0], r.buf...)
+}
+
+// lastID is the Last-Event-ID to resume the stream with, false when there
+// is none the gateway can send.
+func (r *resumePoint) lastID() (string, bool) {
+	if r.long || len(r.id) == 0 {
+		return "", false
+	}
+	return string(r.id), true
+}
+
+// resumeBroken resumes the stream the upstream broke, while it owes
+// responses, on up to maxResumes GETs, and reports whether the resumed
+// stream ended whole: the client has then had what it replayed, and what
+// it still owes, if anything, is settled as for any stream its upstream
+// ended. Otherwise the stream is no longer resumable, and settle ends it
+// with the envelope for each response it still owes.
+func (h *Handler) resumeBroken(x *exchange, u *upstreamWatch, next caddyhttp.Handler) bool {
+	t := u.sse
+	if t == nil || !t.resumable || t.owed.left == 0 || t.stop != nil {
+		return false
+	}
+	if h.resumeAgain(x, u, next) {
+		return true
+	}
+	t.resumable = false
+	return false
+}
+
+// resumeAgain sends the GETs of resumeBroken, one after the other while
+// each resumed stream breaks again.
+func (h *Handler) resumeAgain(x *exchange, u *upstreamWatch, next caddyhttp.Handler) bool {
+	t := u.sse
+	for range maxResumes {
+		id, ok := t.resume.lastID()
+		if !ok || x.Request.Context().Err() != nil || u.deadline.passed() || !u.waitToResume(t.resume.retry) {
+			return false
+		}
+		if _, err := u.toClient(t.restart()); err != nil {
+			return false
+		}
+		streamed, broke := h.resumeOnce(x, u, next, id)
+		switch {
+		case !streamed || t.stop != nil:
+			return false
+		case !broke || t.owed.left == 0:
+			// Ended whole, or broken after its last response: the client
+			// has its answers, or the stream is the upstream's to end.
+			return true
+		}
+	}
+	return false
+}
+
+// waitToResume waits what the stream's retry field asked for, at most
+// maxResumeWait, and reports whether the upstream request is still on.
+func (u *upstreamWatch) waitToResume(d time.Duration) bool {
+	ctx := u.upstream.Context()
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// resumeOnce sends the GET that resumes the stream after id, through the
+// rest of the route (to the session's upstream), and passes what it
+// answers into the client's stream when it is an event stream. streamed
+// reports that it was, broke that the upstream broke it again.
+func (h *Handler) resumeOnce(x *exchange, u *upstreamWatch, next caddyhttp.Handler, id string) (streamed, broke bool) {
+	r := x.Request.Clone(u.upstream.Context())
+	r.Method, r.Body, r.ContentLength, r.GetBody = http.MethodGet, http.NoBody, 0, nil
+	for _, k := range []string{"Content-Length", "Content-Type", "Content-Encoding", "Transfer-Encoding", "Mcp-Method", "Mcp-Name", "Expect"} {
+		delete(r.Header, k)
+	}
+	r.Header["Accept"] = []string{"text/event-stream"}
+	r.Header["Last-Event-Id"] = []string{id}
+	repl := caddy.NewReplacer()
+	w := &resumeWriter{u: u, header: make(http.Header)}
+	srv, _ := x.Request.Context().Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
+	vars := requestVars(x)
+	r = caddyhttp.PrepareRequest(r, repl, w, srv)
+	if own, ok := r.Context().Value(caddyhttp.VarsCtxKey).(map[string]any); ok {
+		for k, v := range vars {
+			own[k] = v
+		}
+	}
+	repl.Map(x.placeholder)
+	defer func() {
+		if v := recover(); v != nil {
+			if v != http.ErrAbortHandler {
+				panic(v)
+			}
+			streamed, broke = w.streamed, true
+		}
+	}()
+	if u.keepaliveEvery > 0 {
+		u.ka = startKeepalive(u.ResponseWriterWrapper.ResponseWriter, u.keepaliveEvery, h.logger)
+		defer u.stopKeepalive()
+	}
+	err := next.ServeHTTP(w, r)
+	if w.status == 0 {
+		resumes.WithLabelValues("refused").Inc()
+	}
+	if !w.streamed {
+		h.logger.Debug("the upstream did not resume a broken stream", zap.String("last_event_id", id), zap.Int("status", w.status), zap.Error(err))
+	}
+	return w.streamed, err != nil
+}
+
+// resumeWriter takes the upstream's answer to a resuming GET: an event
+// stream passes into the client's, as the stream it resumes; anything else
+// is dropped.
+type resumeWriter struct {
+	u        *upstreamWatch
+	header   http.Header
+	status   int
+	streamed bool
+}
+
+func (w *resumeWriter) Header() http.Header { return w.header }
+
+func (w *resumeWriter) WriteHeader(status int) {
+	if w.status != 0 || status < 200 {
+		return
+	}
+	w.status = status
+	w.streamed = status == http.StatusOK && isEventStream(w.header) && identityEncoded(w.header)
+	outcome := "refused"
+	if w.streamed {
+		outcome = "streamed"
+	}
+	resumes.WithLabelValues(outcome).Inc()
+}
+
+func (w *resumeWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	if !w.streamed {
+		return len(p), nil
+	}
+	return w.u.writeEvents(p)
+}
+
+// FlushError flushes the client's stream, as the proxy does after each
+// event.
+func (w *resumeWriter) FlushError() error {
+	if !w.streamed {
+		return nil
+	}
+	return w.u.FlushError()
+}
+
+// restart readies the tracker for the stream that resumes the one that
+// broke, and returns what the client must be sent first: the end of the
+// event the break cut off, if part of it reached the client, named so
+// that clients drop it (the upstream replays it whole). The new stream is
+// read from its start; what the stream owes stays owed.
+func (t *sseTracker) restart() []byte {
+	var out []byte
+	if !t.edit || t.passing {
+		out = t.appendUnfinished(nil)
+	}
+	t.partial, t.long, t.data, t.event, t.dataLines = t.partial[:0], false, t.data[:0], t.event[:0], 0
+	t.over, t.midEvent, t.lastCR, t.begun = false, false, false, false
+	t.raw, t.sent, t.kept, t.out = t.raw[:0], 0, false, t.out[:0]
+	t.passing, t.withheld, t.skim, t.cut, t.cutErr, t.probed, t.dropped = false, false, nil, nil, nil, false, false
+	t.hasID, t.rewritten = false, nil
+	t.resume.buf, t.resume.bufLong = append(t.resume.buf[:0], t.resume.id...), t.resume.long
+	return out
+}
