@@ -30,6 +30,7 @@ func (h *Handler) forward(w http.ResponseWriter, x *exchange, next caddyhttp.Han
 	*u = upstreamWatch{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, h: h, x: x, keepaliveEvery: time.Duration(h.SSEKeepalive)}
 	if u.openHooks(h.responders, x.undos) {
 		defer func() { u.hooks.end(&x.Exchange, u.ending(err)) }()
+		u.mayReopen(x)
 	}
 	up := x.Request
 	var abandon *abandonment
@@ -72,6 +73,9 @@ func (h *Handler) forward(w http.ResponseWriter, x *exchange, next caddyhttp.Han
 		// A call whose deadline passed while it waited for a place is
 		// answered TIMEOUT below without ever going upstream.
 		err = next.ServeHTTP(u, up)
+		if err == nil && u.held && u.reopen != nil && u.reopen.lost {
+			err = h.reopenAndResend(x, u, up, next)
+		}
 	}
 	u.stopKeepalive()
 	u.trailer()

@@ -48,6 +48,9 @@ type upstreamWatch struct {
 	// drain: the answer is read to its end even when the client is gone;
 	// gone: it is, and what the upstream writes is dropped.
 	drain, gone bool
+	// reopen, when set, can reopen a session the upstream answers 404
+	// for (reopen.go).
+	reopen *reopening
 	// upstream is the request as it went to the upstream (its context
 	// holds the deadline and outlives a client that left), which a
 	// resuming GET is sent in (resume.go).
@@ -123,6 +126,12 @@ func (u *upstreamWatch) WriteHeader(status int) {
 	u.status = status
 	hdr := u.Header()
 	u.hooks.header(&u.x.Exchange, status, hdr)
+	if status == http.StatusNotFound && u.reopen != nil {
+		// Perhaps a session the upstream lost: held until the gateway
+		// knows (reopen.go).
+		u.reopen.lost, u.held = true, true
+		return
+	}
 	eventStream, readable := isEventStream(hdr), identityEncoded(hdr)
 	if (status >= 500 || status == http.StatusTooManyRequests) && !eventStream && readable {
 		u.held = true

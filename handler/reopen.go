@@ -1,0 +1,242 @@
+package handler
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+
+	"github.com/caddymcp/caddy-mcp/feature"
+)
+
+// Reopening a session the upstream lost. A stateful server that restarted
+// answers 404 to every session it held: the official clients then drop
+// theirs, and the Go SDK's closes the whole client session on its
+// standalone GET before the model makes another call. When a hook can
+// give the request a new upstream session (feature.Reopener: sessions,
+// whose token carries the client's initialize), the 404 is held back, the
+// gateway initializes a new session on the same upstream on the client's
+// behalf (initialize with the client's params, then
+// notifications/initialized), and sends the request again under it, once:
+// a 404 means the upstream never ran it. The client keeps the session id
+// it holds, and sees the answer to its request. When anything of this
+// fails, the client gets the upstream's 404 as it was.
+
+// maxInitAnswer bounds what the gateway reads of the upstream's answer to
+// the initialize it sends: a server's capabilities and instructions.
+const maxInitAnswer = 256 << 10
+
+// reopenID is the id of the gateway's own initialize.
+const reopenID = `"caddy-mcp-reopen"`
+
+// reopenTimeout bounds the gateway's own initialize and
+// notifications/initialized.
+const reopenTimeout = cancelTimeout
+
+// reopening is what the watch keeps of an answer that may be a lost
+// session's 404: the hook that reopens, the client's initialize params,
+// and the response header as it was before the upstream wrote to it (a
+// second answer is copied into it).
+type reopening struct {
+	hook   feature.Reopener
+	params []byte
+	header http.Header
+	// lost: the upstream answered 404, held back.
+	lost bool
+}
+
+// mayReopen readies the watch to reopen the session of x, when a hook can
+// and the request can be sent again: a POST whose body was read whole, or
+// a GET.
+func (u *upstreamWatch) mayReopen(x *exchange) {
+	switch {
+	case x.Request.Method == http.MethodGet:
+	case x.Request.Method == http.MethodPost && x.Body != nil && x.stream == nil:
+	default:
+		return
+	}
+	for _, hook := range u.hooks.list {
+		if r, ok := hook.(feature.Reopener); ok {
+			if params, ok := r.Reinitialize(&x.Exchange); ok {
+				u.reopen = &reopening{hook: r, params: params, header: u.Header().Clone()}
+				return
+			}
+		}
+	}
+}
+
+// reopenAndResend reopens the session the upstream answered 404 for, and
+// sends the request again under the new one, through up; it returns what
+// the proxy returned for it. When the session cannot be reopened, the
+// held 404 is sent as the upstream wrote it.
+func (h *Handler) reopenAndResend(x *exchange, u *upstreamWatch, up *http.Request, next caddyhttp.Handler) error {
+	ro := u.reopen
+	u.reopen = nil
+	id, init, err := h.reinitialize(x, ro.params, next)
+	if err != nil {
+		h.logger.Warn("the upstream lost the session, and a new one could not be opened: the client is told the session is gone",
+			zap.Error(err))
+		return u.release()
+	}
+	ro.hook.Reopened(&x.Exchange, init, id)
+	// The request again, as it was, under the new session: its body from
+	// its start, the answer's header as before the 404.
+	hdr := u.Header()
+	clear(hdr)
+	maps.Copy(hdr, ro.header)
+	u.status, u.held, u.heldBody, u.overflow = 0, false, nil, false
+	if up.Method == http.MethodGet {
+		// The stream it would resume died with the old session.
+		delete(up.Header, "Last-Event-Id")
+	} else {
+		x.reader.Reset(x.sentBody())
+	}
+	return next.ServeHTTP(u, up)
+}
+
+// sentBody is the body as it goes upstream: with the messages' trace
+// context when the request is traced.
+func (x *exchange) sentBody() []byte {
+	if x.traced != nil {
+		return *x.traced
+	}
+	return x.Body
+}
+
+// reinitialize sends initialize with params, then notifications/initialized,
+// through next, as x's client would, to the upstream x's session is pinned
+// to, and returns the new session's id and the initialize request sent.
+func (h *Handler) reinitialize(x *exchange, params []byte, next caddyhttp.Handler) (string, *http.Request, error) {
+	ctx, stop := context.WithTimeout(context.WithoutCancel(x.Request.Context()), reopenTimeout)
+	defer stop()
+	body := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"method":"initialize","params":%s}`, reopenID, params)
+	init, answer, err := h.sendOwnRequest(ctx, x, body, "")
+	if err == nil {
+		err = serveOwn(next, answer, init)
+	}
+	if err != nil {
+		return "", nil, fmt.Errorf("initialize: %w", err)
+	}
+	id := answer.header.Get("Mcp-Session-Id")
+	if err := answer.initialized(); err != nil || id == "" {
+		return "", nil, errors.Join(err, errors.New("the upstream's answer to initialize named no session"))
+	}
+	notify, ack, err := h.sendOwnRequest(ctx, x, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), id)
+	if err == nil {
+		err = serveOwn(next, ack, notify)
+	}
+	if err != nil || ack.status >= 300 {
+		return "", nil, fmt.Errorf("notifications/initialized: status %d: %w", ack.status, err)
+	}
+	return id, init, nil
+}
+
+// serveOwn sends a request of the gateway's own through next: a panic of
+// the route is its failure (reverse_proxy's ErrAbortHandler, when the
+// upstream breaks its answer), not the client's request's.
+func serveOwn(next caddyhttp.Handler, w http.ResponseWriter, r *http.Request) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("the route panicked: %v", v)
+		}
+	}()
+	return next.ServeHTTP(w, r)
+}
+
+// sendOwnRequest makes a POST of body with x's credentials and variables
+// (its pin), under session id (none when empty), and the writer that
+// keeps its answer, to be sent with serveOwn.
+func (h *Handler) sendOwnRequest(ctx context.Context, x *exchange, body []byte, session string) (*http.Request, *ownAnswer, error) {
+	r := x.Request.Clone(ctx)
+	r.Method, r.ContentLength, r.GetBody = http.MethodPost, int64(len(body)), nil
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	for _, k := range []string{"Content-Length", "Content-Encoding", "Transfer-Encoding", "Last-Event-Id", "Mcp-Method", "Mcp-Name", "Expect", "Mcp-Session-Id"} {
+		delete(r.Header, k)
+	}
+	if session != "" {
+		r.Header["Mcp-Session-Id"] = []string{session}
+	} else {
+		delete(r.Header, "Mcp-Protocol-Version") // initialize names its version in its params
+	}
+	r.Header["Content-Type"] = contentTypeJSON
+	r.Header["Accept"] = []string{"application/json, text/event-stream"}
+	answer := &ownAnswer{header: make(http.Header)}
+	srv, _ := x.Request.Context().Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
+	vars := requestVars(x)
+	r = caddyhttp.PrepareRequest(r, caddy.NewReplacer(), answer, srv)
+	own, ok := r.Context().Value(caddyhttp.VarsCtxKey).(map[string]any)
+	if !ok {
+		return nil, nil, errors.New("no request variables")
+	}
+	maps.Copy(own, vars)
+	return r, answer, nil
+}
+
+// ownAnswer keeps the answer to a request the gateway sent itself, up to
+// maxInitAnswer bytes.
+type ownAnswer struct {
+	header http.Header
+	status int
+	body   []byte
+}
+
+func (a *ownAnswer) Header() http.Header { return a.header }
+
+func (a *ownAnswer) WriteHeader(status int) {
+	if a.status == 0 && status >= 200 {
+		a.status = status
+	}
+}
+
+func (a *ownAnswer) Write(p []byte) (int, error) {
+	a.WriteHeader(http.StatusOK)
+	if len(a.body)+len(p) > maxInitAnswer {
+		return 0, errors.New("the answer to initialize is larger than the gateway reads")
+	}
+	a.body = append(a.body, p...)
+	return len(p), nil
+}
+
+// initialized reports whether the answer holds the result of the gateway's
+// initialize: in JSON, or as an event of a stream.
+func (a *ownAnswer) initialized() error {
+	if a.status != http.StatusOK {
+		return fmt.Errorf("initialize: status %d", a.status)
+	}
+	if !isEventStream(a.header) {
+		return initResult(a.body)
+	}
+	lines := bufio.NewScanner(bytes.NewReader(a.body))
+	lines.Buffer(nil, maxInitAnswer)
+	for lines.Scan() {
+		if data, ok := bytes.CutPrefix(lines.Bytes(), []byte("data:")); ok && initResult(bytes.TrimPrefix(data, []byte(" "))) == nil {
+			return nil
+		}
+	}
+	return errors.New("initialize: no result in the upstream's stream")
+}
+
+// initResult reports whether msg is the result of the gateway's initialize.
+func initResult(msg []byte) error {
+	var r struct {
+		ID     json.RawMessage `json:"id"`
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
+	if err := json.Unmarshal(msg, &r); err != nil {
+		return fmt.Errorf("initialize: %w", err)
+	}
+	if string(r.ID) != reopenID || len(r.Result) == 0 || len(r.Error) > 0 {
+		return fmt.Errorf("initialize: the upstream answered %.200s", msg)
+	}
+	return nil
+}
