@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -73,6 +74,8 @@ type TSStep struct {
 	TimeoutMS int `json:"timeoutMs,omitempty"`
 	// Steps are the concurrently run sub-steps of a "parallel" step.
 	Steps []TSStep `json:"steps,omitempty"`
+	// URL is what a "pause" step GETs, waiting for its answer (see Pause).
+	URL string `json:"url,omitempty"`
 }
 
 // ListToolsStep returns a listTools step.
@@ -325,3 +328,33 @@ func TryRunTSClient(t testing.TB, script TSScript) (TSOutput, error) {
 		return out, fmt.Errorf("running tsclient: %w (stdout %q)", runErr, stdout.String())
 	}
 }
+
+// Pause lets a test act between two steps of a TypeScript client's script:
+// the client's "pause" step (Step) waits until the test calls Resume.
+type Pause struct {
+	// Reached receives a value when the client reaches the step.
+	Reached <-chan struct{}
+	url     string
+	resume  chan struct{}
+}
+
+// NewPause serves a pause on a free loopback port, until the test ends.
+func NewPause(t testing.TB) *Pause {
+	t.Helper()
+	reached := make(chan struct{}, 1)
+	p := &Pause{Reached: reached, resume: make(chan struct{})}
+	p.url = ServeMCP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached <- struct{}{}
+		select {
+		case <-p.resume:
+		case <-r.Context().Done():
+		}
+	}))
+	return p
+}
+
+// Step is the script's step that waits for Resume.
+func (p *Pause) Step() TSStep { return TSStep{Op: "pause", URL: p.url} }
+
+// Resume lets the client go on.
+func (p *Pause) Resume() { p.resume <- struct{}{} }

@@ -280,6 +280,14 @@ async function runStep(step) {
                 result = { results: await Promise.all(step.steps.map(runStep)) };
                 break;
             }
+            case 'pause': {
+                // The test acts between two steps (kills or restarts a
+                // server): it answers this GET once it is done.
+                const res = await fetch(step.url);
+                await res.text();
+                result = null;
+                break;
+            }
             case 'terminateSession':
                 await transport.terminateSession();
                 result = null;
