@@ -69,7 +69,7 @@ func TestAServerKilledMidCallIsToldAsACallThatMayHaveRun(t *testing.T) {
 	for _, sse := range []bool{false, true} {
 		for name, call := range killedClients {
 			t.Run(fmt.Sprintf("sse=%v,client=%s", sse, name), func(t *testing.T) {
-				server := mcptest.StartDyingServer(t, bin, sse)
+				server := mcptest.StartKillable(t, mcptest.KillableGo{Bin: bin, SSE: sse})
 				gw := mcptest.StartGateway(t, "mcp\n"+mcptest.ProxyTo(server.URL))
 				got := make(chan envelope.Parsed, 1)
 				go call(t, gw.URL+mcptest.MCPPath, got)

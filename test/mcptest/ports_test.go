@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
@@ -44,4 +45,31 @@ func TestAPortAnotherProcessClaimedIsNotTakenWhileItLives(t *testing.T) {
 	require.NoError(t, stdin.Close())
 	_ = child.Wait()
 	assert.True(t, claimPort(port), "free once the child ended")
+}
+
+// A server started again while another socket holds its port (a listener
+// here; a connection another process made from that port, on a busy
+// machine) is started again until it binds the port, rather than failing
+// the test.
+func TestARestartWaitsUntilItsPortIsFree(t *testing.T) {
+	programs := map[string]KillableProgram{"go": KillableGo{Bin: BuildBigServer(t)}, "ts": KillableTS{}}
+	for name, program := range programs {
+		t.Run(name, func(t *testing.T) {
+			server := StartKillable(t, program)
+			server.Kill()
+			holder, err := net.Listen("tcp", server.addr)
+			require.NoError(t, err)
+			taken := 0
+			server.portTaken = func() {
+				taken++
+				assert.NoError(t, holder.Close())
+			}
+			server.Restart(t)
+			assert.Equal(t, 1, taken, "the first process found its port taken, the second bound it")
+			res, err := http.Get(server.URL)
+			require.NoError(t, err)
+			_ = res.Body.Close()
+			assert.Equal(t, http.StatusMethodNotAllowed, res.StatusCode, "the server listens: a stateless one refuses GET")
+		})
+	}
 }

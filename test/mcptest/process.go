@@ -56,14 +56,10 @@ func startListening(t testing.TB, cmd *exec.Cmd, name string) string {
 // test failed. The channel returned is closed when it has exited.
 func startProcess(t testing.TB, cmd *exec.Cmd, name string, logs *lockedBuffer) <-chan struct{} {
 	t.Helper()
-	if err := cmd.Start(); err != nil {
+	exited, err := launch(cmd)
+	if err != nil {
 		t.Fatalf("mcptest: starting %s: %v", name, err)
 	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		<-exited
@@ -72,6 +68,20 @@ func startProcess(t testing.TB, cmd *exec.Cmd, name string, logs *lockedBuffer) 
 		}
 	})
 	return exited
+}
+
+// launch starts cmd and returns a channel closed once it has exited and
+// what it wrote to Stdout and Stderr writers (not pipes) has been copied.
+func launch(cmd *exec.Cmd) (<-chan struct{}, error) {
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	return exited, nil
 }
 
 // lockedBuffer collects a process's output while it runs.
