@@ -76,6 +76,9 @@ type TSStep struct {
 	Steps []TSStep `json:"steps,omitempty"`
 	// URL is what a "pause" step GETs, waiting for its answer (see Pause).
 	URL string `json:"url,omitempty"`
+	// ProgressURL is sent a GET for each progress notification the step
+	// receives (see Signal).
+	ProgressURL string `json:"progressUrl,omitempty"`
 }
 
 // ListToolsStep returns a listTools step.
@@ -358,3 +361,24 @@ func (p *Pause) Step() TSStep { return TSStep{Op: "pause", URL: p.url} }
 
 // Resume lets the client go on.
 func (p *Pause) Resume() { p.resume <- struct{}{} }
+
+// Signal tells a test that a client reached a point (a TypeScript client's
+// progress, with TSStep.ProgressURL): each GET of URL sends a value on
+// Reached.
+type Signal struct {
+	URL     string
+	Reached <-chan struct{}
+}
+
+// NewSignal serves a signal on a free loopback port, until the test ends.
+func NewSignal(t testing.TB) *Signal {
+	t.Helper()
+	reached := make(chan struct{}, 16)
+	url := ServeMCP(t, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		select {
+		case reached <- struct{}{}:
+		default:
+		}
+	}))
+	return &Signal{URL: url, Reached: reached}
+}

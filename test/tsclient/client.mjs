@@ -247,7 +247,13 @@ async function runStep(step) {
     const progress = [];
     const opts = {};
     if (step.timeoutMs !== undefined) opts.timeout = step.timeoutMs;
-    if (step.progress) opts.onprogress = (p) => progress.push(p);
+    if (step.progress) {
+        opts.onprogress = (p) => {
+            progress.push(p);
+            // A test may wait for the notification to have reached the client.
+            if (step.progressUrl) fetch(step.progressUrl).then((res) => res.text(), () => {});
+        };
+    }
     try {
         let result;
         switch (step.op) {
