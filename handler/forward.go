@@ -153,7 +153,12 @@ func (h *Handler) settle(x *exchange, u *upstreamWatch, err error, broke bool, n
 			return h.repairStream(u, what), true
 		}
 	case u.status == 0:
-		if ref := u.hooks.unreached(x.view(), err); ref != nil {
+		ref := u.hooks.unreached(x.view(), err)
+		if comesBack(x) && (ref == nil || ref.Status != http.StatusNotFound) {
+			// Out of reach for now; a session gone is gone (404).
+			return h.comeBack(u.ResponseWriterWrapper.ResponseWriter, x, err), true
+		}
+		if ref != nil {
 			return h.refuseWith(u.ResponseWriterWrapper.ResponseWriter, x, ref), true
 		}
 		if env, status, ok := h.failures.Unreached(err); ok {
