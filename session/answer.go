@@ -58,8 +58,9 @@ func (*opened) End(*feature.Exchange, feature.Ending) {}
 
 // Header seals the session id the upstream answered with, before the
 // client sees it: with the token the client sent when it names the same
-// session, or a new token naming the upstream that answered. An
-// informational answer (1xx) carries none.
+// session, or a new token naming the upstream that answered (and, on the
+// answer to an initialize, carrying its params). An informational answer
+// (1xx) carries none.
 func (o *opened) Header(x *feature.Exchange, status int, hdr http.Header) {
 	if status < 200 {
 		delete(hdr, "Mcp-Session-Id") // an upstream's own id, in a 1xx
@@ -79,15 +80,12 @@ func (o *opened) seal(x *feature.Exchange, hdr http.Header) {
 		hdr["Mcp-Session-Id"] = ids[:1]
 		return
 	}
-	var upstream string
-	if selected, ok := caddyhttp.GetVar(x.Request.Context(), SelectedVar).(*string); ok {
-		upstream = *selected
-	} else {
-		// Another selection policy chose: the address it dialled.
-		upstream = x.Replacer.ReplaceAll("{http.reverse_proxy.upstream.hostport}", "")
-	}
 	p := o.p
-	token, err := p.ring().Seal(Session{Upstream: upstream, ID: ids[0], Issued: p.now()}, o.principal)
+	s := Session{Upstream: answeredBy(x.Request.Context(), x.Replacer), ID: ids[0], Issued: p.now(), Params: initializeParams(x)}
+	if s.Params != nil && tokenLen(s, o.principal != nil) > MaxToken {
+		s.Params = nil // a long session id leaves no room: it is not reopened
+	}
+	token, err := p.ring().Seal(s, o.principal)
 	if err != nil {
 		// Never hand out the upstream's own id: the client could not use
 		// it, and it would name the session to anyone who reads it.
