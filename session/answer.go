@@ -15,13 +15,16 @@ import (
 // opened is what the sessions keep of one request: the session its token
 // opened to (if pinned), the token the client sent, and the principal a
 // session the answer opens is bound to. It is the hook that seals the
-// answer's session id (feature.HeaderHook), and answers for a replica the
-// session is pinned to that is gone (feature.Unreached).
+// answer's session id (feature.HeaderHook), answers for a replica the
+// session is pinned to that is gone (feature.Unreached), and reopens a
+// session its upstream lost (feature.Reopener, reopen.go).
 type opened struct {
 	p       *Pins
 	session Session
 	token   string
-	pinned  bool
+	// ref names the token in the node's remap.
+	ref    tokenRef
+	pinned bool
 	// principal points at principalBuf with Bind, and is nil without.
 	principal    *Principal
 	principalBuf Principal
@@ -130,4 +133,5 @@ var (
 	_ feature.Responder  = (*opened)(nil)
 	_ feature.HeaderHook = (*opened)(nil)
 	_ feature.Unreached  = (*opened)(nil)
+	_ feature.Reopener   = (*opened)(nil)
 )
