@@ -15,13 +15,16 @@ import (
 // opened is what the sessions keep of one request: the session its token
 // opened to (if pinned), the token the client sent, and the principal a
 // session the answer opens is bound to. It is the hook that seals the
-// answer's session id (feature.HeaderHook), and answers for a replica the
-// session is pinned to that is gone (feature.Unreached).
+// answer's session id (feature.HeaderHook), answers for a replica the
+// session is pinned to that is gone (feature.Unreached), and reopens a
+// session its upstream lost (feature.Reopener, reopen.go).
 type opened struct {
 	p       *Pins
 	session Session
 	token   string
-	pinned  bool
+	// ref names the token in the node's remap.
+	ref    tokenRef
+	pinned bool
 	// principal points at principalBuf with Bind, and is nil without.
 	principal    *Principal
 	principalBuf Principal
@@ -58,8 +61,9 @@ func (*opened) End(*feature.Exchange, feature.Ending) {}
 
 // Header seals the session id the upstream answered with, before the
 // client sees it: with the token the client sent when it names the same
-// session, or a new token naming the upstream that answered. An
-// informational answer (1xx) carries none.
+// session, or a new token naming the upstream that answered (and, on the
+// answer to an initialize, carrying its params). An informational answer
+// (1xx) carries none.
 func (o *opened) Header(x *feature.Exchange, status int, hdr http.Header) {
 	if status < 200 {
 		delete(hdr, "Mcp-Session-Id") // an upstream's own id, in a 1xx
@@ -79,15 +83,12 @@ func (o *opened) seal(x *feature.Exchange, hdr http.Header) {
 		hdr["Mcp-Session-Id"] = ids[:1]
 		return
 	}
-	var upstream string
-	if selected, ok := caddyhttp.GetVar(x.Request.Context(), SelectedVar).(*string); ok {
-		upstream = *selected
-	} else {
-		// Another selection policy chose: the address it dialled.
-		upstream = x.Replacer.ReplaceAll("{http.reverse_proxy.upstream.hostport}", "")
-	}
 	p := o.p
-	token, err := p.ring().Seal(Session{Upstream: upstream, ID: ids[0], Issued: p.now()}, o.principal)
+	s := Session{Upstream: answeredBy(x.Request.Context(), x.Replacer), ID: ids[0], Issued: p.now(), Params: initializeParams(x)}
+	if s.Params != nil && tokenLen(s, o.principal != nil) > MaxToken {
+		s.Params = nil // a long session id leaves no room: it is not reopened
+	}
+	token, err := p.ring().Seal(s, o.principal)
 	if err != nil {
 		// Never hand out the upstream's own id: the client could not use
 		// it, and it would name the session to anyone who reads it.
@@ -132,4 +133,5 @@ var (
 	_ feature.Responder  = (*opened)(nil)
 	_ feature.HeaderHook = (*opened)(nil)
 	_ feature.Unreached  = (*opened)(nil)
+	_ feature.Reopener   = (*opened)(nil)
 )

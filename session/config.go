@@ -19,8 +19,11 @@ import (
 // in. A token that does not open (tampered, expired, sealed with a key no
 // longer held, or, with Bind, presented by other credentials) gets HTTP
 // 404, the revisions' "session not found": the client must initialize a
-// new session. Requests of the stateless 2026-07-28 revision have no
-// sessions and are left alone.
+// new session. A token also carries, sealed, the params of the client's
+// initialize (up to 2 KiB): when the upstream answers 404 to a session it
+// lost (it restarted), the gateway opens a new one there with them, and
+// the client goes on with the token it holds. Requests of the stateless
+// 2026-07-28 revision have no sessions and are left alone.
 type Config struct {
 	// Secrets derive the keys that seal session tokens: the first seals,
 	// every one opens, so a secret is rotated by putting a new one first

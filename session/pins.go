@@ -32,12 +32,15 @@ type Pins struct {
 	// session is not available (the handler's upstream_retry_after).
 	retryAfter time.Duration
 	logger     *zap.Logger
+	// remap is where the sessions this node reopened live now.
+	remap *remap
 }
 
 // New provisions the sessions cfg configures: their keys from its secrets,
 // or kept in ctx's storage.
 func New(ctx caddy.Context, cfg *Config, retryAfter time.Duration, logger *zap.Logger) (*Pins, error) {
-	p := &Pins{ttl: cmp.Or(time.Duration(cfg.TTL), DefaultTTL), now: time.Now, retryAfter: retryAfter, logger: logger}
+	p := &Pins{ttl: cmp.Or(time.Duration(cfg.TTL), DefaultTTL), now: time.Now, retryAfter: retryAfter, logger: logger,
+		remap: newRemap(maxRemapped, maxRemappedBytes)}
 	if cfg.Bind != "" {
 		// Read as keys read it: the Authorization header as servers read
 		// it, so that "bearer  alice" is the principal of "Bearer alice".
@@ -131,12 +134,15 @@ func (o *opened) open(x *feature.Exchange) error {
 		delete(x.Request.Header, "Mcp-Session-Id") // no session: the same as none
 		return nil
 	}
-	s, err := p.ring().Open(token, x.Start, p.ttl, o.principal)
+	s, ref, err := p.ring().open(token, x.Start, p.ttl, o.principal)
 	if err != nil {
 		return err
 	}
 	tokensOpened.Inc()
-	o.session, o.token, o.pinned = s, token, true
+	if upstream, id, ok := p.remap.find(ref, x.Start); ok {
+		s.Upstream, s.ID = upstream, id // reopened on this node
+	}
+	o.session, o.token, o.ref, o.pinned = s, token, ref, true
 	values[0] = s.ID // the request's own slice: no other reads it
 	x.Replica = s.Upstream
 	caddyhttp.SetVar(x.Request.Context(), PinVar, &o.session.Upstream)

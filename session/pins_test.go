@@ -19,7 +19,7 @@ import (
 
 const testSecret = "a-session-secret-for-the-tests-0123456789"
 
-func testPins(t *testing.T, bind string) *Pins {
+func testPins(t testing.TB, bind string) *Pins {
 	t.Helper()
 	p, err := New(caddy.Context{}, &Config{Secrets: []string{testSecret}, Bind: bind}, 30*time.Second, zap.NewNop())
 	require.NoError(t, err)
@@ -28,7 +28,7 @@ func testPins(t *testing.T, bind string) *Pins {
 
 // exchange is a POST of body with the request variables Caddy's server
 // gives every request, and the headers set.
-func exchange(t *testing.T, body string, headers map[string]string) *feature.Exchange {
+func exchange(t testing.TB, body string, headers map[string]string) *feature.Exchange {
 	x := featuretest.Post(t, body)
 	x.Request = x.Request.WithContext(context.WithValue(x.Request.Context(), caddyhttp.VarsCtxKey, map[string]any{}))
 	for k, v := range headers {
@@ -43,7 +43,7 @@ const (
 )
 
 // hooked admits x and returns the hook on its answer.
-func hooked(t *testing.T, p *Pins, x *feature.Exchange) *opened {
+func hooked(t testing.TB, p *Pins, x *feature.Exchange) *opened {
 	t.Helper()
 	u, ref := p.Admit(x)
 	require.Nil(t, ref)

@@ -14,10 +14,20 @@ type Status struct {
 	TTL        string `json:"ttl"`
 	// Bound: a session works only for the principal that opened it.
 	Bound bool `json:"bound"`
+	// Reopened is how many sessions this handler reopened upstream on
+	// this node, and sends to their new upstream session, now.
+	Reopened int `json:"reopened"`
 }
 
 // Status is the sessions as they stand.
 func (p *Pins) Status() *Status {
 	ring := p.ring()
-	return &Status{Keys: p.source, KeysHeld: ring.Len(), SealingKey: ring.SealingID(), TTL: feature.Window(p.ttl), Bound: p.bind != nil}
+	return &Status{
+		Keys:       p.source,
+		KeysHeld:   ring.Len(),
+		SealingKey: ring.SealingID(),
+		TTL:        feature.Window(p.ttl),
+		Bound:      p.bind != nil,
+		Reopened:   p.remap.len(p.now()),
+	}
 }

@@ -2,8 +2,12 @@
 // them, with no state shared between gateway nodes: the session id a client
 // sees is a token sealed by the gateway (AES-256-GCM), holding the upstream
 // that answered initialize, the upstream's own session id, when the token
-// was issued and, when sessions are bound, a digest of the principal that
-// opened it. Any node with the same keys opens it.
+// was issued, the params of the client's initialize and, when sessions are
+// bound, a digest of the principal that opened it. Any node with the same
+// keys opens it. With the params, a session the upstream lost (it
+// restarted) is opened anew there for the client, who keeps its token
+// (reopen.go); each node remembers where the sessions it reopened live now
+// (remap.go).
 //
 // The handler (package handler) seals the upstream's Mcp-Session-Id on the
 // way out and opens the client's on the way in; the selection policy
@@ -31,15 +35,20 @@ import (
 // with the first five bytes as additional data, and the plaintext
 //
 //	issued (8, unix seconds) | bound (1: 0 or 1) | principal digest (16, when bound)
-//	| upstream length (2) | upstream | the upstream's session id (the rest)
+//	| upstream length (2) | upstream | params length (2) | params
+//	| the upstream's session id (the rest)
+//
+// Version 1, which earlier versions sealed, has no params (nor their
+// length); it still opens.
 const (
-	version   = 1
+	version   = 2
 	keyIDSize = 4
 	headSize  = 1 + keyIDSize
 	nonceSize = 12
 	digestLen = 16
 	// MaxToken bounds the tokens Open reads: a longer one is refused before
-	// it is decoded. It leaves about 6 KiB for the upstream's own id.
+	// it is decoded. It leaves about 6 KiB for the upstream's own id and
+	// the initialize params together.
 	MaxToken = 8 << 10
 )
 
@@ -52,6 +61,11 @@ type Session struct {
 	ID string
 	// Issued is when the token was sealed, to the second.
 	Issued time.Time
+	// Params are the params of the client's initialize request (a JSON
+	// object, compacted), with which the session can be opened again
+	// upstream once the upstream lost it; nil when the token carries none.
+	// Open's point into the token it decoded.
+	Params []byte
 }
 
 // Why a token does not open. Each is a "session not found" for the client:
@@ -142,10 +156,13 @@ func (kr *Keyring) Seal(s Session, p *Principal) (string, error) {
 	if k == nil {
 		return "", errors.New("no session key")
 	}
-	if len(s.Upstream) > 0xffff {
-		return "", errors.New("upstream address too long")
+	if len(s.Upstream) > 0xffff || len(s.Params) > 0xffff {
+		return "", errors.New("upstream address or initialize params too long")
 	}
-	plain := make([]byte, 0, 8+1+digestLen+2+len(s.Upstream)+len(s.ID))
+	if n := tokenLen(s, p != nil); n > MaxToken {
+		return "", fmt.Errorf("a session id of %d bytes and initialize params of %d make a token of %d bytes, over the %d bytes Open reads", len(s.ID), len(s.Params), n, MaxToken)
+	}
+	plain := make([]byte, 0, plainLen(s, p != nil))
 	plain = binary.BigEndian.AppendUint64(plain, uint64(s.Issued.Unix()))
 	if p != nil {
 		plain = append(plain, 1)
@@ -155,6 +172,8 @@ func (kr *Keyring) Seal(s Session, p *Principal) (string, error) {
 	}
 	plain = binary.BigEndian.AppendUint16(plain, uint16(len(s.Upstream)))
 	plain = append(plain, s.Upstream...)
+	plain = binary.BigEndian.AppendUint16(plain, uint16(len(s.Params)))
+	plain = append(plain, s.Params...)
 	plain = append(plain, s.ID...)
 
 	raw := make([]byte, headSize+nonceSize, headSize+nonceSize+len(plain)+k.aead.Overhead())
@@ -164,41 +183,68 @@ func (kr *Keyring) Seal(s Session, p *Principal) (string, error) {
 		return "", err
 	}
 	raw = k.aead.Seal(raw, raw[headSize:headSize+nonceSize], plain, raw[:headSize])
-	if base64.RawURLEncoding.EncodedLen(len(raw)) > MaxToken {
-		return "", fmt.Errorf("a session id of %d bytes makes a token over the %d bytes Open reads", len(s.ID), MaxToken)
-	}
 	return base64.RawURLEncoding.EncodeToString(raw), nil
 }
+
+// plainLen is the length of s's plaintext, bound or not.
+func plainLen(s Session, bound bool) int {
+	n := 8 + 1 + 2 + len(s.Upstream) + 2 + len(s.Params) + len(s.ID)
+	if bound {
+		n += digestLen
+	}
+	return n
+}
+
+// tokenLen is the length of the token Seal writes for s, bound or not.
+func tokenLen(s Session, bound bool) int {
+	const tagSize = 16 // AES-GCM's
+	return base64.RawURLEncoding.EncodedLen(headSize + nonceSize + plainLen(s, bound) + tagSize)
+}
+
+// tokenRef names one sealed token: the id of the key that sealed it and
+// its nonce, drawn at random for it alone. Both are authenticated, so a
+// token that opens is the only one with its ref.
+type tokenRef [keyIDSize + nonceSize]byte
 
 // Open reads a token: it must be sealed by one of the keyring's keys and no
 // older than ttl at now. With p (sessions are bound), it must have been
 // bound to p when sealed: a token sealed before binding was configured
 // opens for no one.
 func (kr *Keyring) Open(token string, now time.Time, ttl time.Duration, p *Principal) (Session, error) {
+	s, _, err := kr.open(token, now, ttl, p)
+	return s, err
+}
+
+// open is Open, which also returns the token's ref.
+func (kr *Keyring) open(token string, now time.Time, ttl time.Duration, p *Principal) (Session, tokenRef, error) {
+	var ref tokenRef
 	if len(token) > MaxToken || len(token) < base64.RawURLEncoding.EncodedLen(headSize+nonceSize+16) {
-		return Session{}, ErrMalformed
+		return Session{}, ref, ErrMalformed
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(token)
-	if err != nil || raw[0] != version {
-		return Session{}, ErrMalformed
+	if err != nil || (raw[0] != 1 && raw[0] != version) {
+		return Session{}, ref, ErrMalformed
 	}
 	var id [keyIDSize]byte
 	copy(id[:], raw[1:headSize])
 	k, ok := kr.byID[id]
 	if !ok {
-		return Session{}, ErrMalformed
+		return Session{}, ref, ErrMalformed
 	}
 	sealed := raw[headSize+nonceSize:]
 	plain, err := k.aead.Open(sealed[:0], raw[headSize:headSize+nonceSize], sealed, raw[:headSize])
 	if err != nil {
-		return Session{}, ErrMalformed
+		return Session{}, ref, ErrMalformed
 	}
-	return decode(plain, now, ttl, p)
+	copy(ref[:], raw[1:headSize+nonceSize])
+	s, err := decode(raw[0], plain, now, ttl, p)
+	return s, ref, err
 }
 
-// decode reads an opened token's plaintext; sealed by this gateway, it is
-// well formed, but a key shared with an older format is not ruled out.
-func decode(plain []byte, now time.Time, ttl time.Duration, p *Principal) (Session, error) {
+// decode reads an opened token's plaintext, of format version v; sealed
+// by this gateway, it is well formed, but a key shared with another
+// format is not ruled out.
+func decode(v byte, plain []byte, now time.Time, ttl time.Duration, p *Principal) (Session, error) {
 	if len(plain) < 8+1+2 {
 		return Session{}, ErrMalformed
 	}
@@ -217,13 +263,34 @@ func decode(plain []byte, now time.Time, ttl time.Duration, p *Principal) (Sessi
 	if p != nil && (held == nil || *held != *p) {
 		return Session{}, ErrPrincipal
 	}
-	n := int(binary.BigEndian.Uint16(rest))
-	rest = rest[2:]
-	if len(rest) < n {
+	upstream, rest, ok := cut(rest)
+	if !ok {
 		return Session{}, ErrMalformed
+	}
+	var params []byte
+	if v >= 2 {
+		if params, rest, ok = cut(rest); !ok {
+			return Session{}, ErrMalformed
+		}
 	}
 	if now.Sub(issued) > ttl {
 		return Session{}, ErrExpired
 	}
-	return Session{Upstream: string(rest[:n]), ID: string(rest[n:]), Issued: issued}, nil
+	s := Session{Upstream: string(upstream), ID: string(rest), Issued: issued}
+	if len(params) > 0 {
+		s.Params = params[:len(params):len(params)]
+	}
+	return s, nil
+}
+
+// cut reads a field written with its length (2 bytes) before it.
+func cut(b []byte) (field, rest []byte, ok bool) {
+	if len(b) < 2 {
+		return nil, nil, false
+	}
+	n := int(binary.BigEndian.Uint16(b))
+	if len(b)-2 < n {
+		return nil, nil, false
+	}
+	return b[2 : 2+n], b[2+n:], true
 }

@@ -1,7 +1,9 @@
 package session
 
 import (
+	"crypto/rand"
 	"encoding/base64"
+	"encoding/binary"
 	"strings"
 	"testing"
 	"time"
@@ -44,6 +46,68 @@ func TestTokenRoundTrip(t *testing.T) {
 	assert.NotEqual(t, tok, again, "a fresh nonce for every token")
 }
 
+// clientInit is what the Go SDK's client sends as its initialize params.
+const clientInit = `{"protocolVersion":"2025-06-18","capabilities":{"roots":{"listChanged":true},"sampling":{}},"clientInfo":{"name":"acme-agent","version":"v1.4.2"}}`
+
+func TestATokenCarriesTheClientsInitializeParams(t *testing.T) {
+	kr := ring(t, secretA)
+	alice := PrincipalOf("Bearer alice")
+	in := Session{Upstream: "10.0.0.2:9000", ID: "upstream-session-7f3a", Issued: t0, Params: []byte(clientInit)}
+	tok, err := kr.Seal(in, &alice)
+	require.NoError(t, err)
+	assert.NotContains(t, tok, "acme-agent", "the params are sealed")
+	assert.Equal(t, tokenLen(in, true), len(tok))
+	raw, err := base64.RawURLEncoding.DecodeString(tok)
+	require.NoError(t, err)
+	assert.Equal(t, byte(2), raw[0], "format version 2")
+
+	out, err := kr.Open(tok, t0.Add(time.Hour), 24*time.Hour, &alice)
+	require.NoError(t, err)
+	assert.Equal(t, in, out)
+
+	in.Params = nil
+	tok, err = kr.Seal(in, nil)
+	require.NoError(t, err)
+	out, err = kr.Open(tok, t0, time.Hour, nil)
+	require.NoError(t, err)
+	assert.Equal(t, in, out, "no params: none come back, not an empty slice")
+}
+
+// sealV1 seals s as versions before params were carried did.
+func sealV1(t *testing.T, kr *Keyring, s Session, p *Principal) string {
+	t.Helper()
+	k := kr.sealing
+	plain := binary.BigEndian.AppendUint64(nil, uint64(s.Issued.Unix()))
+	if p != nil {
+		plain = append(append(plain, 1), p[:]...)
+	} else {
+		plain = append(plain, 0)
+	}
+	plain = binary.BigEndian.AppendUint16(plain, uint16(len(s.Upstream)))
+	plain = append(append(plain, s.Upstream...), s.ID...)
+	raw := append([]byte{1}, k.id[:]...)
+	raw = append(raw, make([]byte, nonceSize)...)
+	_, err := rand.Read(raw[headSize:])
+	require.NoError(t, err)
+	return base64.RawURLEncoding.EncodeToString(k.aead.Seal(raw, raw[headSize:], plain, raw[:headSize]))
+}
+
+func TestATokenOfTheFirstFormatStillOpens(t *testing.T) {
+	kr := ring(t, secretA)
+	alice := PrincipalOf("Bearer alice")
+	in := Session{Upstream: "10.0.0.2:9000", ID: "upstream-session-7f3a", Issued: t0}
+	out, err := kr.Open(sealV1(t, kr, in, &alice), t0, time.Hour, &alice)
+	require.NoError(t, err)
+	assert.Equal(t, in, out, "its session, with no params: it is not reopened")
+
+	_, err = kr.Open(sealV1(t, kr, in, &alice), t0, time.Hour, nil)
+	assert.NoError(t, err)
+	_, err = kr.Open(sealV1(t, kr, in, nil), t0, time.Hour, &alice)
+	assert.ErrorIs(t, err, ErrPrincipal)
+	_, err = kr.Open(sealV1(t, kr, in, nil), t0.Add(2*time.Hour), time.Hour, nil)
+	assert.ErrorIs(t, err, ErrExpired)
+}
+
 func TestTokenKeepsAnyUpstreamID(t *testing.T) {
 	kr := ring(t, secretA)
 	for _, id := range []string{"", "x", strings.Repeat("é", 3000), "\x00\xff", `"},{"id":1`} {
@@ -59,6 +123,13 @@ func TestAnIDTooLongForATokenIsNotSealed(t *testing.T) {
 	kr := ring(t, secretA)
 	_, err := kr.Seal(Session{Upstream: "u:1", ID: strings.Repeat("x", 6200), Issued: t0}, nil)
 	assert.ErrorContains(t, err, "over the 8192 bytes")
+	s := Session{Upstream: "u:1", ID: strings.Repeat("x", 5000), Issued: t0, Params: []byte(`{"a":"` + strings.Repeat("p", maxInit-8) + `"}`)}
+	_, err = kr.Seal(s, nil)
+	assert.ErrorContains(t, err, "over the 8192 bytes", "the id and the params share the room")
+	s.Params = nil
+	tok, err := kr.Seal(s, nil)
+	require.NoError(t, err)
+	assert.LessOrEqual(t, len(tok), MaxToken)
 }
 
 func TestTamperedTokensDoNotOpen(t *testing.T) {
@@ -138,30 +209,85 @@ func TestSecretsTooShortAreRefused(t *testing.T) {
 	assert.Error(t, err)
 }
 
+// benchSessions are a session with no params, and one with the Go SDK
+// client's initialize params.
+var benchSessions = []struct {
+	name string
+	s    Session
+}{
+	{"no params", Session{Upstream: "10.0.0.2:9000", ID: "3RZHGKQ4XN7VYJ2M5WTB6CPD8E", Issued: t0}},
+	{"initialize params", Session{Upstream: "10.0.0.2:9000", ID: "3RZHGKQ4XN7VYJ2M5WTB6CPD8E", Issued: t0, Params: []byte(clientInit)}},
+}
+
 func BenchmarkSeal(b *testing.B) {
 	kr := ring(b, secretA)
-	s := Session{Upstream: "10.0.0.2:9000", ID: "3RZHGKQ4XN7VYJ2M5WTB6CPD8E", Issued: t0}
 	p := PrincipalOf("Bearer eyJhbGciOiJIUzI1NiJ9.e30.x")
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := kr.Seal(s, &p); err != nil {
-			b.Fatal(err)
-		}
+	for _, bs := range benchSessions {
+		b.Run(bs.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := kr.Seal(bs.s, &p); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
 func BenchmarkOpen(b *testing.B) {
 	kr := ring(b, secretA, secretB)
-	s := Session{Upstream: "10.0.0.2:9000", ID: "3RZHGKQ4XN7VYJ2M5WTB6CPD8E", Issued: t0}
 	p := PrincipalOf("Bearer eyJhbGciOiJIUzI1NiJ9.e30.x")
-	tok, err := kr.Seal(s, &p)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := kr.Open(tok, t0, time.Hour, &p); err != nil {
+	for _, bs := range benchSessions {
+		tok, err := kr.Seal(bs.s, &p)
+		if err != nil {
 			b.Fatal(err)
 		}
+		b.Run(bs.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := kr.Open(tok, t0, time.Hour, &p); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(tok)), "token-bytes")
+		})
 	}
+}
+
+// FuzzTokenDecode holds decoding to what was sealed: any session seals
+// and opens to itself, and no plaintext of either format, however made,
+// makes decode read past it.
+func FuzzTokenDecode(f *testing.F) {
+	f.Add("10.0.0.2:9000", "upstream-session-7f3a", []byte(clientInit), true, []byte{})
+	f.Add("", "", []byte(nil), false, []byte("\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x05abcde\x00\x02{}"))
+	f.Add("u:1", "\x00\xff", []byte("{}"), false, []byte("\x00\x00\x00\x00\x00\x00\x00\x00\x01"+strings.Repeat("d", 16)+"\xff\xff"))
+	kr := ring(f, secretA)
+	alice := PrincipalOf("Bearer alice")
+	f.Fuzz(func(t *testing.T, upstream, id string, params []byte, bound bool, plain []byte) {
+		in := Session{Upstream: upstream, ID: id, Issued: t0, Params: params}
+		if len(params) == 0 {
+			in.Params = nil
+		}
+		var p *Principal
+		if bound {
+			p = &alice
+		}
+		if tok, err := kr.Seal(in, p); err == nil {
+			out, err := kr.Open(tok, t0, time.Hour, p)
+			require.NoError(t, err)
+			require.Equal(t, in, out)
+		} else {
+			require.Greater(t, tokenLen(in, bound), MaxToken, "only a session too long for a token is not sealed")
+		}
+		for _, v := range []byte{1, 2} {
+			s, err := decode(v, plain, t0, time.Hour, nil)
+			if err != nil {
+				continue
+			}
+			require.LessOrEqual(t, len(s.Upstream)+len(s.ID)+len(s.Params), len(plain))
+			if v == 1 {
+				require.Nil(t, s.Params)
+			}
+		}
+	})
 }
