@@ -98,7 +98,10 @@ func (h *Handler) reopenAndResend(x *exchange, u *upstreamWatch, up *http.Reques
 		// The stream it would resume died with the old session.
 		delete(up.Header, "Last-Event-Id")
 	} else {
-		x.reader.Reset(x.sentBody())
+		// A copy: the first request's transport may not have let go of
+		// the body yet (an upstream may answer before it read it), and
+		// the buffer goes back to the pool once it has.
+		up.Body, up.GetBody = io.NopCloser(bytes.NewReader(bytes.Clone(x.sentBody()))), nil
 	}
 	return next.ServeHTTP(u, up)
 }
