@@ -122,7 +122,10 @@ type TSOutput struct {
 
 // TSSession describes the client's session after the script ran.
 type TSSession struct {
-	SessionID          string              `json:"sessionId"`
+	SessionID string `json:"sessionId"`
+	// FirstSessionID is the session id the client held once connected,
+	// before its first step.
+	FirstSessionID     string              `json:"firstSessionId"`
 	ProtocolVersion    string              `json:"protocolVersion"`
 	ServerVersion      *mcp.Implementation `json:"serverVersion"`
 	ServerCapabilities json.RawMessage     `json:"serverCapabilities"`

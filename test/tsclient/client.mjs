@@ -215,9 +215,13 @@ if (script.oauth) {
 }
 const transport = new StreamableHTTPClientTransport(new URL(script.url), transportOpts);
 
+// The session id the client held once connected, before any step.
+let firstSessionId = null;
+
 function sessionInfo() {
     return {
         sessionId: transport.sessionId ?? null,
+        firstSessionId,
         protocolVersion: transport.protocolVersion ?? null,
         serverVersion: client.getServerVersion() ?? null,
         serverCapabilities: client.getServerCapabilities() ?? null,
@@ -309,6 +313,7 @@ async function runStep(step) {
 
 try {
     await client.connect(transport);
+    firstSessionId = transport.sessionId ?? null;
 } catch (err) {
     console.error(`tsclient: connect: ${err?.message ?? err}`);
     writeAndExit({ results: [], session: sessionInfo(), notifications, transportErrors, connectError: serializeError(err), ...extras() }, 3);
