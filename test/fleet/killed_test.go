@@ -31,11 +31,11 @@ var killableServers = map[string]func(bin string) mcptest.KillableProgram{
 }
 
 // twoNodes starts two nodes with sessions sealed by one secret in front of
-// server, and returns the endpoint of a front that sends each request to
-// them in turn, and the transport that does.
-func twoNodes(t *testing.T, server *mcptest.KillableServer) (string, *alternating) {
+// server (its endpoint), and returns the endpoint of a front that sends
+// each request to them in turn, and the transport that does.
+func twoNodes(t *testing.T, server string) (string, *alternating) {
 	t.Helper()
-	upstream := strings.TrimSuffix(strings.TrimPrefix(server.URL, "http://"), mcptest.MCPPath)
+	upstream := strings.TrimSuffix(strings.TrimPrefix(server, "http://"), mcptest.MCPPath)
 	site := "mcp {\n\tsessions {\n\t\tsecret " + secretA + "\n\t}\n}\n" +
 		"reverse_proxy " + upstream + " {\n\tlb_policy mcp_session\n\theader_up Host {upstream_hostport}\n}"
 	a, b := fleettest.StartNode(t, site), fleettest.StartNode(t, site)
@@ -64,13 +64,35 @@ func TestAServerKilledMidCallBehindTwoNodesIsToldAsACallThatMayHaveRun(t *testin
 		for _, client := range mcptest.Clients {
 			t.Run(fmt.Sprintf("server=%s,client=%s", name, client), func(t *testing.T) {
 				server := mcptest.StartKillable(t, program(bin))
-				endpoint, turns := twoNodes(t, server)
+				endpoint, turns := twoNodes(t, server.URL)
 				env, after := mcptest.KillMidCall(t, client, endpoint, server, true)
 				requireBothNodes(t, turns)
 				t.Logf("the client had its result %v after the kill", after)
 				assert.Equal(t, envelope.HandoffUpstreamUnavailable, env.Code)
 				assert.Equal(t, envelope.SeverityCritical, env.Severity)
 				assert.False(t, env.HasRetryAfter())
+			})
+		}
+	}
+}
+
+// The same servers restarted between two calls of a client session whose
+// requests alternate between the nodes: each node meets the 404 of the
+// restarted server and reopens the session on its own (each remembers
+// where the sessions it reopened live), and the client's next call
+// succeeds in the same session.
+func TestARestartedServerBehindTwoNodesKeepsItsClientsSessions(t *testing.T) {
+	bin := mcptest.BuildBigServer(t)
+	for name, program := range killableServers {
+		for _, client := range mcptest.Clients {
+			t.Run(fmt.Sprintf("server=%s,client=%s", name, client), func(t *testing.T) {
+				server := mcptest.StartKillable(t, program(bin))
+				watched, streams := mcptest.WatchStreams(t, server.URL)
+				endpoint, turns := twoNodes(t, watched)
+				texts, first, last := mcptest.EchoAcrossRestart(t, client, endpoint, server, streams)
+				requireBothNodes(t, turns)
+				assert.Equal(t, []string{"one", "two"}, texts)
+				assert.Equal(t, first, last, "the client kept its session id")
 			})
 		}
 	}
