@@ -185,6 +185,8 @@ type Handler struct {
 	origins  originPolicy
 	shared   SharedStore
 	sessions *session.Pins
+	// reopens are the sessions being reopened on this node (reopens.go).
+	reopens *reopenFlights
 	// failures words the upstream's failures.
 	failures    feature.Failures
 	catalog     *toolschema.Catalog
@@ -246,6 +248,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		h.logger = ctx.Logger()
 	}
 	h.logSampler = logsample.New(logEvery, maxLogKinds, h.logRepeated)
+	h.reopens = newReopenFlights()
 	if err := registerMetrics(ctx); err != nil {
 		return err
 	}

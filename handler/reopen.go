@@ -81,13 +81,25 @@ func (u *upstreamWatch) mayReopen(x *exchange) {
 func (h *Handler) reopenAndResend(x *exchange, u *upstreamWatch, up *http.Request, next caddyhttp.Handler) error {
 	ro := u.reopen
 	u.reopen = nil
-	id, init, err := h.reinitialize(x, ro.params, next)
-	if err != nil {
-		h.logger.Warn("the upstream lost the session, and a new one could not be opened: the client is told the session is gone",
-			zap.Error(err))
+	fl, lead := h.reopens.join(x.Replica + "\x00" + x.Request.Header.Get("Mcp-Session-Id"))
+	if lead {
+		id, init, err := h.reinitialize(x, ro.params, next)
+		h.reopens.finish(fl, id, init, err)
+	} else {
+		select {
+		case <-fl.done:
+		case <-up.Context().Done():
+			return u.release()
+		}
+	}
+	if fl.err != nil {
+		if lead {
+			h.logger.Warn("the upstream lost the session, and a new one could not be opened: the client is told the session is gone",
+				zap.Error(fl.err))
+		}
 		return u.release()
 	}
-	ro.hook.Reopened(&x.Exchange, init, id)
+	ro.hook.Reopened(&x.Exchange, fl.init, fl.id)
 	// The request again, as it was, under the new session: its body from
 	// its start, the answer's header as before the 404.
 	hdr := u.Header()

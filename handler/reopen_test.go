@@ -53,9 +53,16 @@ type restarted struct {
 	// initAnswer, when set, is its status for initialize.
 	initStatus int
 	seen       []string
+	// together, when set, holds each request of the old session until
+	// that many have come, so that they all meet the 404 at once.
+	together *sync.WaitGroup
 }
 
 func (s *restarted) ServeHTTP(w http.ResponseWriter, r *http.Request) error {
+	if s.together != nil && r.Header.Get("Mcp-Session-Id") == "old" {
+		s.together.Done()
+		s.together.Wait()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	body, _ := io.ReadAll(r.Body)
@@ -151,4 +158,30 @@ func TestADeleteOfALostSessionIsNotReopened(t *testing.T) {
 	require.NoError(t, h.ServeHTTP(w, newRequest(http.MethodDelete, "", withSession("old")), caddyhttp.HandlerFunc(up.ServeHTTP)))
 	assert.Equal(t, http.StatusNotFound, w.Code)
 	assert.Equal(t, []string{"DELETE  old"}, up.seen)
+}
+
+func TestRequestsThatMeetTheSame404TogetherReopenOneSession(t *testing.T) {
+	f := &reopener{params: []byte(`{}`)}
+	h := provision(t, &Handler{})
+	h.responders = append(h.responders, f)
+	var together sync.WaitGroup
+	together.Add(2)
+	up := &restarted{sessions: map[string]bool{}, together: &together}
+	var wg sync.WaitGroup
+	for _, req := range []*http.Request{post(callOne, withSession("old")), newRequest(http.MethodGet, "", withSession("old"))} {
+		wg.Go(func() {
+			w := httptest.NewRecorder()
+			assert.NoError(t, h.ServeHTTP(w, req, caddyhttp.HandlerFunc(up.ServeHTTP)))
+			assert.Equal(t, http.StatusOK, w.Code)
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, []string{"new-a", "new-a"}, f.reopened, "both sent again under the one session reopened")
+	inits := 0
+	for _, s := range up.seen {
+		if s == "POST initialize " {
+			inits++
+		}
+	}
+	assert.Equal(t, 1, inits, "%q", up.seen)
 }
