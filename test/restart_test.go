@@ -26,6 +26,22 @@ var restartedServers = map[string]func(bin string) mcptest.KillableProgram{
 	"ts,resumable": func(string) mcptest.KillableProgram { return mcptest.KillableTS{Stateful: true, Events: true} },
 }
 
+// A stateless server (the Go SDK's, which gives no session id) has
+// no sessions to lose: behind a gateway with sessions, its restart changes
+// nothing, and nothing is reopened.
+func TestARestartedStatelessServerIsLeftAlone(t *testing.T) {
+	bin := mcptest.BuildBigServer(t)
+	server := mcptest.StartKillable(t, mcptest.KillableGo{Bin: bin})
+	gw := mcptest.StartGatewayWith(t, mcptest.GatewayConfig{Admin: true, Site: sessionsSite + mcptest.ProxyTo(server.URL)})
+	const reopened = "caddy_mcp_sessions_reopened_total{}"
+	before := mcpMetrics(t, gw.AdminURL)[reopened]
+	texts, first, last := mcptest.EchoAcrossRestart(t, "go", gw.URL+mcptest.MCPPath, server, nil)
+	assert.Equal(t, []string{"one", "two"}, texts)
+	assert.Empty(t, first, "no session")
+	assert.Empty(t, last)
+	assert.Equal(t, before, mcpMetrics(t, gw.AdminURL)[reopened])
+}
+
 func TestARestartedServerKeepsItsClientsSessions(t *testing.T) {
 	bin := mcptest.BuildBigServer(t)
 	for name, program := range restartedServers {
