@@ -2,6 +2,7 @@ package test
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -48,20 +50,29 @@ type resumableServer struct {
 	gets    atomic.Int32
 	mu      sync.Mutex
 	lastIDs []string
+	// callID is the id of the last call, which the replay answers.
+	callID   json.RawMessage
+	scripted scripted
 }
 
 func (s *resumableServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Mcp-Session-Id", "resumable-session")
+	w.Header().Set("Mcp-Session-Id", upstreamSession)
 	if r.Method == http.MethodGet {
 		s.resume(w, r)
 		return
 	}
 	var req scriptedRequest
 	body, _ := io.ReadAll(r.Body)
-	if err := json.Unmarshal(body, &req); err != nil || req.ID == nil {
-		w.WriteHeader(http.StatusAccepted)
+	if err := json.Unmarshal(body, &req); err != nil || req.Method != "tools/call" {
+		// The rest of a session (initialize, the lists) as the scripted
+		// server answers it.
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		s.scripted.ServeHTTP(w, r)
 		return
 	}
+	s.mu.Lock()
+	s.callID = req.ID
+	s.mu.Unlock()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
 	_, _ = io.WriteString(w, "id: e1\nevent: message\ndata: "+progress(1)+"\n\n")
@@ -71,6 +82,10 @@ func (s *resumableServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *resumableServer) resume(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Last-Event-Id") == "" {
+		w.WriteHeader(http.StatusMethodNotAllowed) // no standalone stream
+		return
+	}
 	n := s.gets.Add(1)
 	s.mu.Lock()
 	s.lastIDs = append(s.lastIDs, r.Header.Get("Last-Event-Id"))
@@ -89,7 +104,10 @@ func (s *resumableServer) resume(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
 	_, _ = io.WriteString(w, "id: e2\nevent: message\ndata: "+progress(2)+"\n\n")
-	_, _ = io.WriteString(w, "id: e3\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"done\"}]}}\n\n")
+	s.mu.Lock()
+	id := string(s.callID)
+	s.mu.Unlock()
+	_, _ = io.WriteString(w, "id: e3\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":"+id+",\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"done\"}]}}\n\n")
 }
 
 func progress(n int) string {
@@ -208,4 +226,34 @@ func envelopeOfEvent(t *testing.T, event string) envelope.Parsed {
 	env, err := envelope.Parse(msg.Result.Content[0].Text)
 	require.NoError(t, err)
 	return env
+}
+
+// The official clients take the result the server replayed, through the
+// stream the gateway resumed: they never see the break.
+func TestTheClientsTakeTheResultOfAStreamTheGatewayResumed(t *testing.T) {
+	for _, client := range mcptest.Clients {
+		t.Run(client, func(t *testing.T) {
+			s := &resumableServer{mode: replays}
+			gw := mcptest.StartGateway(t, "mcp\n"+mcptest.ProxyTo(mcptest.ServeMCP(t, s)))
+			endpoint := gw.URL + mcptest.MCPPath
+			var res *mcp.CallToolResult
+			switch client {
+			case "go":
+				session, err := mcp.NewClient(&mcp.Implementation{Name: "resumed", Version: "0"}, nil).
+					Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: endpoint, DisableStandaloneSSE: true}, nil)
+				require.NoError(t, err)
+				defer session.Close()
+				res, err = session.CallTool(t.Context(), &mcp.CallToolParams{Name: "work"})
+				require.NoError(t, err)
+			case "ts":
+				out := mcptest.RunTSClient(t, mcptest.TSScript{URL: endpoint, Steps: []mcptest.TSStep{mcptest.CallToolStep("work", nil)}})
+				require.Len(t, out.Results, 1)
+				require.True(t, out.Results[0].OK, "%v", out.Results[0].Error)
+				res = out.Results[0].CallToolResult(t)
+			}
+			assert.False(t, res.IsError)
+			assert.Equal(t, "done", mcptest.TextOf(t, res))
+			assert.Equal(t, int32(1), s.gets.Load())
+		})
+	}
 }
