@@ -2,6 +2,7 @@ package handler
 
 import (
 	"bytes"
+	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -33,6 +34,10 @@ import (
 // server that breaks every stream it resumes costs that many, and then
 // the envelope.
 const maxResumes = 3
+
+// errNotResumed refuses the body of an answer to a resuming GET that is
+// no event stream.
+var errNotResumed = errors.New("caddy-mcp: the upstream's answer resumes no stream")
 
 // maxResumeWait bounds how long a stream's retry field makes the gateway
 // wait before it resumes: the client waits meanwhile.
@@ -204,7 +209,7 @@ func (h *Handler) resumeOnce(x *exchange, u *upstreamWatch, next caddyhttp.Handl
 
 // resumeWriter takes the upstream's answer to a resuming GET: an event
 // stream passes into the client's, as the stream it resumes; anything else
-// is dropped.
+// is refused at its first byte, which stops the proxy reading it.
 type resumeWriter struct {
 	u        *upstreamWatch
 	header   http.Header
@@ -232,7 +237,8 @@ func (w *resumeWriter) Write(p []byte) (int, error) {
 		w.WriteHeader(http.StatusOK)
 	}
 	if !w.streamed {
-		return len(p), nil
+		// Not read on: an answer that is no stream may never end.
+		return 0, errNotResumed
 	}
 	return w.u.writeEvents(p)
 }

@@ -40,6 +40,9 @@ const (
 	// breaksAgain: one more progress event with a new id, then a break,
 	// every time.
 	breaksAgain
+	// endless: 200 with a JSON body that never ends, written until the
+	// gateway stops reading it.
+	endless
 )
 
 // resumableServer breaks each POST's stream after a progress event with
@@ -47,9 +50,11 @@ const (
 type resumableServer struct {
 	mode resumeMode
 	// gets counts the resuming GETs; lastIDs are their Last-Event-IDs.
-	gets    atomic.Int32
-	mu      sync.Mutex
-	lastIDs []string
+	gets atomic.Int32
+	// abandoned is closed when the gateway stops reading an endless body.
+	abandoned chan struct{}
+	mu        sync.Mutex
+	lastIDs   []string
 	// callID is the id of the last call, which the replay answers.
 	callID   json.RawMessage
 	scripted scripted
@@ -100,6 +105,16 @@ func (s *resumableServer) resume(w http.ResponseWriter, r *http.Request) {
 		_, _ = fmt.Fprintf(w, "id: r%d\nevent: message\ndata: %s\n\n", n, progress(1+int(n)))
 		http.NewResponseController(w).Flush()
 		panic(http.ErrAbortHandler)
+	case endless:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		chunk := bytes.Repeat([]byte(" "), 64<<10)
+		for {
+			if _, err := w.Write(chunk); err != nil {
+				close(s.abandoned)
+				return
+			}
+		}
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
@@ -203,6 +218,23 @@ func TestAServerThatBreaksEveryResumeIsResumedThreeTimes(t *testing.T) {
 	assert.Equal(t, envelope.HandoffUpstreamUnavailable, env.Code)
 	assert.Equal(t, envelope.SeverityCritical, env.Severity)
 	assert.Equal(t, before+3, mcpMetrics(t, gw.AdminURL)[streamed])
+}
+
+// A hostile server answers the resuming GET with a body that never ends
+// and is no event stream: the gateway stops reading it at once (no loop
+// over its bytes, no memory for them), and the client's stream ends with
+// the envelope.
+func TestAResumeAnsweredWithAnEndlessBodyIsNotReadOn(t *testing.T) {
+	s := &resumableServer{mode: endless, abandoned: make(chan struct{})}
+	gw := mcptest.StartGatewayWith(t, mcptest.GatewayConfig{Admin: true, Site: "mcp\n" + mcptest.ProxyTo(mcptest.ServeMCP(t, s))})
+	const refused = `caddy_mcp_stream_resumes_total{outcome="refused"}`
+	before := mcpMetrics(t, gw.AdminURL)[refused]
+	events := callStream(t, gw.URL+mcptest.MCPPath)
+	env := envelopeOfEvent(t, events[len(events)-1])
+	assert.Equal(t, envelope.SeverityCritical, env.Severity)
+	assert.Equal(t, int32(1), s.gets.Load(), "no second resume after an answer that is no stream")
+	<-s.abandoned
+	assert.Equal(t, before+1, mcpMetrics(t, gw.AdminURL)[refused])
 }
 
 // envelopeOfEvent is the envelope in the result of an event's data.
