@@ -4,8 +4,12 @@ import "time"
 
 // Admitter is a feature that takes something for a request before it runs
 // (a session opened, a rate limit's tokens, a guard's places), which it
-// may have to give back. Admitters run in three phases:
+// may have to give back. Admitters run in four phases:
 //
+//   - identity (authorization), for every request, before its body is
+//     read: who the request's credential speaks for (the Principal it
+//     writes on the exchange), or a refusal that costs no more than the
+//     headers;
 //   - session (sessions), for every request, once its body is read: what
 //     the request is pinned to, and the request's own session id restored
 //     for the upstream (the one place a feature rewrites the request);

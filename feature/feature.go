@@ -6,7 +6,7 @@
 // On the way in, each Admitter takes what a request needs (a rate limit's
 // tokens) and says how to give it back (an Undo), then each Check decides
 // on it; either may refuse it (a Refusal the core writes, logs and
-// counts).
+// counts). Once it is over, each Observer is told how it ended.
 //
 // On the way out, each Responder may open a Hook on the answer to a
 // request. The core reads the answer as a sequence of JSON-RPC messages (a
@@ -17,8 +17,10 @@
 // within a bound, failing closed or open past it. Once the answer is over
 // the hook is told how it ended (Ending).
 //
-// docs/architecture.md shows the steps in order, the order the features
-// run in, and how to add one.
+// The built-in features are plugged by the core; a feature from outside it
+// is a Caddy guest module (Plugin, plugin.go) whose Parts the core runs
+// with theirs. docs/architecture.md shows the steps in order, the order
+// the features run in, and how to add one.
 package feature
 
 import (
@@ -31,7 +33,10 @@ import (
 )
 
 // Exchange is what a feature may read of one request. The core fills it
-// once the body has been read; nothing in it may be changed.
+// step by step: the identity phase sees it before the body is read
+// (Messages and Body are nil then), every later step once it has been
+// read. Nothing in it may be changed but what a step is said to write
+// (the identity phase its Principal, the session phase its Replica).
 type Exchange struct {
 	// Request is the HTTP request, as the client sent it.
 	Request *http.Request

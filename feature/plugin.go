@@ -1,0 +1,77 @@
+package feature
+
+import "time"
+
+// Namespace is the Caddy module namespace of the features the mcp handler
+// loads as guest modules, from its "features" list, each named by its
+// "feature" key: {"feature": "audit", ...} loads the module
+// http.handlers.mcp.features.audit. In a Caddyfile, a feature's name is a
+// subdirective of mcp, whose block the module reads itself when it
+// implements caddyfile.Unmarshaler.
+//
+// A guest feature is a Caddy module like any other: Caddy provisions,
+// validates and cleans it up with the config that loads it (caddy.Context
+// gives it its logger and the config's metrics registry). Adding one is a
+// package of its own and one import line in the build; nothing in the
+// core names it.
+const Namespace = "http.handlers.mcp.features"
+
+// Plugin is a guest feature. Once the module is provisioned, the core
+// asks it, once, for its Parts, and runs each where its phase runs.
+type Plugin interface {
+	Parts() Parts
+}
+
+// Parts is what a guest feature plugs into the core: each part it has, in
+// the phase it runs in (nil: none). The core asks a Check it is given
+// whether it is Governing, reads WholeBody or is a Deadline, and an
+// Admitter of the entry phase whether it reads WholeBody, once, when the
+// config loads.
+type Parts struct {
+	// Order places the feature among the guest features of its phases:
+	// lower first, and equal ones in the order they are configured. Guest
+	// features run after the built-in ones of each phase
+	// (docs/architecture.md lists those).
+	Order int
+	// Identity verifies a request's credentials, before its body is read;
+	// Session opens its session; Admission takes what it needs before the
+	// checks; Entry after them (see Admitter).
+	Identity, Session, Admission, Entry Admitter
+	// Check decides on a request on its way in.
+	Check Check
+	// Responder opens hooks on the upstream's answers.
+	Responder Responder
+	// Observer is told how each request ended.
+	Observer Observer
+	// Status is the feature's section of the admin API's /mcp/status,
+	// under its name; nil: none. It is called for each GET of the status,
+	// from any goroutine.
+	Status func() any
+}
+
+// Observer is told how each request the handler took ended, once, after
+// what the admitters took was given back: a request refused on its way
+// in, answered by the gateway in the upstream's place, or passed through.
+// It is called on the request's goroutine, and may keep nothing of the
+// exchange past its return: its buffers are recycled.
+type Observer interface {
+	Observe(x *Exchange, o Outcome)
+}
+
+// Outcome is how a request ended.
+type Outcome struct {
+	// Code is the envelope code the gateway answered with (a refusal, or
+	// an upstream failure it answered for: HANDOFF_UPSTREAM_UNAVAILABLE,
+	// TIMEOUT…); "" when the upstream's answer passed. A server's own
+	// error (a tool's isError result, a JSON-RPC error) passes: it is the
+	// server's to tell.
+	Code string
+	// ClientGone: the client left before its answer.
+	ClientGone bool
+	// End is when the request was over for the gateway.
+	End time.Time
+}
+
+// Duration is how long the request of x took, from its arrival to the
+// outcome's end.
+func (o Outcome) Duration(x *Exchange) time.Duration { return o.End.Sub(x.Start) }
