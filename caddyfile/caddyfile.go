@@ -50,6 +50,7 @@
 //			timeout    <duration>             # per decision, default 50ms
 //			on_error   local|allow|deny       # when Redis does not answer, default local
 //		}
+//		<feature> ...                         # a guest feature (features.go), in its own words
 //	}
 package caddyfile
 
@@ -201,6 +202,9 @@ func (a *adaptation) unmarshalOption(d *caddyfile.Dispenser, cfg *handler.Handle
 	case "max_batch":
 		cfg.MaxBatch, err = positiveInt(d)
 	default:
+		if guestFeature(sub) {
+			return a.unmarshalFeature(d, cfg, sub)
+		}
 		return unrecognized(d, "", sub)
 	}
 	return err
@@ -210,7 +214,11 @@ func (a *adaptation) unmarshalOption(d *caddyfile.Dispenser, cfg *handler.Handle
 // know, at its line, with the known one it is closest to.
 func unrecognized(d *caddyfile.Dispenser, block, name string) error {
 	what := strings.TrimPrefix(block+" subdirective", " ")
-	if near := spelling.Nearest(name, subdirectives[block]); near != "" {
+	known := subdirectives[block]
+	if block == "" {
+		known = mcpSubdirectives()
+	}
+	if near := spelling.Nearest(name, known); near != "" {
 		return d.Errf("unrecognized %s %q: did you mean %q?", what, name, near)
 	}
 	return d.Errf("unrecognized %s %q", what, name)

@@ -89,6 +89,9 @@ type HandlerStatus struct {
 	// issuer's keys (how many, fetched how long ago, the last fetch's
 	// error); absent without authorization.
 	Authorization *AuthorizationStatus `json:"authorization,omitempty"`
+	// Features are the guest features' sections, by name; absent when
+	// none has one.
+	Features map[string]any `json:"features,omitempty"`
 }
 
 // AuthorizationStatus is authorization in the status view.
@@ -167,6 +170,12 @@ func (h *Handler) status() HandlerStatus {
 	if h.concurrency != nil {
 		cs := h.concurrency.Status(h.LogKey)
 		s.Concurrency = &cs
+	}
+	for _, p := range h.pluggedStatus {
+		if s.Features == nil {
+			s.Features = make(map[string]any, len(h.pluggedStatus))
+		}
+		s.Features[p.name] = p.status()
 	}
 	return s
 }

@@ -1,8 +1,10 @@
 package handler
 
 import (
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/caddymcp/caddy-mcp/guard"
 	"github.com/caddymcp/caddy-mcp/limits"
@@ -78,4 +80,62 @@ func (h *Handler) principalWithoutAuthorization() []error {
 		check("sessions: bind", h.Sessions.Bind)
 	}
 	return errs
+}
+
+// Validate checks the configuration, with the same rules the Caddyfile
+// applies.
+func (h *Handler) Validate() error {
+	var errs []error
+	if h.MaxRequestBody < 0 {
+		errs = append(errs, fmt.Errorf("max_request_body: %d is negative", h.MaxRequestBody))
+	}
+	if h.StreamAbove < 0 {
+		errs = append(errs, fmt.Errorf("stream_above: %d is negative", h.StreamAbove))
+	}
+	if h.MaxBatch < 0 {
+		errs = append(errs, fmt.Errorf("max_batch: %d is negative", h.MaxBatch))
+	}
+	if h.MaxCatalogSize < 0 {
+		errs = append(errs, fmt.Errorf("max_catalog_size: %d is negative", h.MaxCatalogSize))
+	}
+	if h.ReadBodyTimeout < 0 {
+		errs = append(errs, fmt.Errorf("read_body_timeout: %s is negative", time.Duration(h.ReadBodyTimeout)))
+	}
+	if h.UpstreamRetryAfter < 0 {
+		errs = append(errs, fmt.Errorf("upstream_retry_after: %s is negative", time.Duration(h.UpstreamRetryAfter)))
+	}
+	for _, name := range sortedNames(h.RateLimits) {
+		if rl := h.RateLimits[name]; rl != nil {
+			if err := rl.Validate(); err != nil {
+				errs = append(errs, fmt.Errorf("rate_limit %q: %w", name, err))
+			}
+		}
+	}
+	if h.Contract != nil {
+		if err := h.Contract.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("contract: %w", err))
+		}
+	}
+	if h.Tools != nil {
+		if err := h.Tools.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("tools: %w", err))
+		}
+	}
+	if h.Sessions != nil {
+		if err := h.Sessions.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("sessions: %w", err))
+		}
+	}
+	if h.Concurrency != nil {
+		if err := h.Concurrency.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("concurrency: %w", err))
+		}
+	}
+	if h.Authorization != nil {
+		if err := h.Authorization.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("authorization: %w", err))
+		}
+	}
+	errs = append(errs, h.principalWithoutAuthorization()...)
+	return errors.Join(errs...)
 }

@@ -8,7 +8,6 @@ package handler
 import (
 	"cmp"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -176,6 +175,12 @@ type Handler struct {
 	// negative value turns it off. Default: 25s.
 	SSEKeepalive caddy.Duration `json:"sse_keepalive,omitempty"`
 
+	// Features are guest features: modules of the namespace
+	// http.handlers.mcp.features (package feature's Plugin), each named by
+	// its "feature" key, whose parts run in the core's phases after the
+	// built-in features' (handler/plugins.go). Default: none.
+	FeaturesRaw []json.RawMessage `json:"features,omitempty" caddy:"namespace=http.handlers.mcp.features inline_key=feature"`
+
 	// LogKey shows rate-limit and guard keys as they are: in the log line
 	// of a refused request, and in the admin API's /mcp/status. Keys can
 	// hold secrets (tokens, addresses), so by default both show only a
@@ -220,6 +225,10 @@ type Handler struct {
 	// call's whole body (see feature.Governing, feature.WholeBody).
 	governs, wholeBody bool
 	responders         []feature.Responder
+	// observers are told how each request ended; pluggedStatus are the
+	// guest features' sections of /mcp/status (plugins.go).
+	observers     []feature.Observer
+	pluggedStatus []pluggedStatus
 	// keyInputs are the parts of a request key templates read, which a
 	// request may give once at most.
 	keyInputs keys.Inputs
@@ -292,67 +301,12 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err = h.provisionAdmission(ctx); err != nil {
 		return err
 	}
+	if err = h.loadPlugins(ctx); err != nil {
+		return err
+	}
 	h.askFeatures()
 	addLive(h)
 	return nil
-}
-
-// Validate checks the configuration, with the same rules the Caddyfile
-// applies.
-func (h *Handler) Validate() error {
-	var errs []error
-	if h.MaxRequestBody < 0 {
-		errs = append(errs, fmt.Errorf("max_request_body: %d is negative", h.MaxRequestBody))
-	}
-	if h.StreamAbove < 0 {
-		errs = append(errs, fmt.Errorf("stream_above: %d is negative", h.StreamAbove))
-	}
-	if h.MaxBatch < 0 {
-		errs = append(errs, fmt.Errorf("max_batch: %d is negative", h.MaxBatch))
-	}
-	if h.MaxCatalogSize < 0 {
-		errs = append(errs, fmt.Errorf("max_catalog_size: %d is negative", h.MaxCatalogSize))
-	}
-	if h.ReadBodyTimeout < 0 {
-		errs = append(errs, fmt.Errorf("read_body_timeout: %s is negative", time.Duration(h.ReadBodyTimeout)))
-	}
-	if h.UpstreamRetryAfter < 0 {
-		errs = append(errs, fmt.Errorf("upstream_retry_after: %s is negative", time.Duration(h.UpstreamRetryAfter)))
-	}
-	for _, name := range sortedNames(h.RateLimits) {
-		if rl := h.RateLimits[name]; rl != nil {
-			if err := rl.Validate(); err != nil {
-				errs = append(errs, fmt.Errorf("rate_limit %q: %w", name, err))
-			}
-		}
-	}
-	if h.Contract != nil {
-		if err := h.Contract.Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("contract: %w", err))
-		}
-	}
-	if h.Tools != nil {
-		if err := h.Tools.Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("tools: %w", err))
-		}
-	}
-	if h.Sessions != nil {
-		if err := h.Sessions.Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("sessions: %w", err))
-		}
-	}
-	if h.Concurrency != nil {
-		if err := h.Concurrency.Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("concurrency: %w", err))
-		}
-	}
-	if h.Authorization != nil {
-		if err := h.Authorization.Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("authorization: %w", err))
-		}
-	}
-	errs = append(errs, h.principalWithoutAuthorization()...)
-	return errors.Join(errs...)
 }
 
 // Cleanup releases the buckets and guards this handler took; they live on

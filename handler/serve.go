@@ -193,6 +193,7 @@ func (h *Handler) finish(x *exchange) {
 	x.undo(now, true)
 	x.spans.Finish(now)
 	h.observe(x, now)
+	h.tellObservers(x, now)
 	x.recycle()
 }
 
