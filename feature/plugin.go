@@ -43,6 +43,8 @@ type Parts struct {
 	Responder Responder
 	// Observer is told how each request ended.
 	Observer Observer
+	// Router sends a request to one of the handler's upstream routes.
+	Router Router
 	// Status is the feature's section of the admin API's /mcp/status,
 	// under its name; nil: none. It is called for each GET of the status,
 	// from any goroutine.
@@ -75,3 +77,14 @@ type Outcome struct {
 // Duration is how long the request of x took, from its arrival to the
 // outcome's end.
 func (o Outcome) Duration(x *Exchange) time.Duration { return o.End.Sub(x.Start) }
+
+// Router sends a request to one of the handler's upstream routes: its
+// "upstreams", named lists of Caddy routes, each with its own
+// reverse_proxy (load balancing, health checks, transport), rather than
+// to the handler's next one. It runs once the request was admitted, just
+// before it goes on. The first router that names a route decides.
+type Router interface {
+	// Route is the name of the upstream route x goes to; "" leaves it to
+	// the next handler.
+	Route(x *Exchange) string
+}

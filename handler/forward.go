@@ -22,9 +22,19 @@ import (
 // passed through as it is.
 const maxHeldBody = 64 << 10
 
-// forward hands the request to the next handler and settles what the
-// upstream could not say for itself.
-func (h *Handler) forward(w http.ResponseWriter, x *exchange, next caddyhttp.Handler) (err error) {
+// forward hands the request to the next handler, or the upstream route a
+// router names (route.go).
+func (h *Handler) forward(w http.ResponseWriter, x *exchange, next caddyhttp.Handler) error {
+	next, ok, err := h.route(w, x, next)
+	if !ok {
+		return err
+	}
+	return h.forwardTo(w, x, next)
+}
+
+// forwardTo hands the request to next and settles what the upstream could
+// not say for itself.
+func (h *Handler) forwardTo(w http.ResponseWriter, x *exchange, next caddyhttp.Handler) (err error) {
 	x.forwarded = true
 	u := &x.watch
 	*u = upstreamWatch{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, h: h, x: x, keepaliveEvery: time.Duration(h.SSEKeepalive)}

@@ -53,6 +53,7 @@ func TestEveryWordOfTheGatewayInOnePlace(t *testing.T) {
 	core = append(core, []feature.Word{
 		{Name: "an origin not allowed", Envelope: originRefused("https://evil.example")},
 		{Name: "an HTTP method MCP does not use", Envelope: methodRefused("PUT")},
+		{Name: "a request routed to an upstream route the handler lacks", Envelope: noUpstreamRoute("github")},
 		{Name: "an id too long", Envelope: messageRefused(idTooLong(300))},
 		{Name: "an id that is no string or number", Envelope: messageRefused(idNotScalar([]byte("{}")))},
 		{Name: "a method name too long", Envelope: messageRefused(methodTooLong(200))},

@@ -181,6 +181,12 @@ type Handler struct {
 	// built-in features' (handler/plugins.go). Default: none.
 	FeaturesRaw []json.RawMessage `json:"features,omitempty" caddy:"namespace=http.handlers.mcp.features inline_key=feature"`
 
+	// Upstreams are named lists of Caddy routes, each with its own
+	// reverse_proxy, that a guest feature's router (feature.Router) may
+	// send a request to instead of the next handler (handler/route.go).
+	// Default: none.
+	Upstreams map[string]caddyhttp.RouteList `json:"upstreams,omitempty"`
+
 	// LogKey shows rate-limit and guard keys as they are: in the log line
 	// of a refused request, and in the admin API's /mcp/status. Keys can
 	// hold secrets (tokens, addresses), so by default both show only a
@@ -229,6 +235,8 @@ type Handler struct {
 	// guest features' sections of /mcp/status (plugins.go).
 	observers     []feature.Observer
 	pluggedStatus []pluggedStatus
+	// routers may send a request to one of the Upstreams (route.go).
+	routers []feature.Router
 	// keyInputs are the parts of a request key templates read, which a
 	// request may give once at most.
 	keyInputs keys.Inputs
@@ -299,6 +307,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		h.openers = append(h.openers, h.sessions)
 	}
 	if err = h.provisionAdmission(ctx); err != nil {
+		return err
+	}
+	if err = h.provisionUpstreams(ctx); err != nil {
 		return err
 	}
 	if err = h.loadPlugins(ctx); err != nil {

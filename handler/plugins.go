@@ -75,6 +75,9 @@ func (h *Handler) plug(name string, p feature.Parts) {
 	if p.Observer != nil {
 		h.observers = append(h.observers, p.Observer)
 	}
+	if p.Router != nil {
+		h.routers = append(h.routers, p.Router)
+	}
 	if p.Status != nil {
 		h.pluggedStatus = append(h.pluggedStatus, pluggedStatus{name, p.Status})
 	}

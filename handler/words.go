@@ -16,6 +16,14 @@ import (
 // recovery says what to do next; a retry_after is given in whole seconds,
 // rounded up, whenever a delay is known.
 
+// noUpstreamRoute: a feature routed a request to an upstream route the
+// handler does not have (its configuration is wrong).
+func noUpstreamRoute(name string) envelope.Envelope {
+	return envelope.New(envelope.InternalError, "This gateway has no upstream route named "+quote(clip(name))+" for the request").
+		Suggest("Do not retry: tell the gateway's operator that its configuration routes to an upstream it does not define.").
+		Envelope()
+}
+
 // Requests the gateway refuses as they are.
 
 // originRefused: a web page from an origin not allowed.
