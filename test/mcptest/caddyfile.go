@@ -2,6 +2,7 @@ package mcptest
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -100,13 +101,17 @@ func Load(cfg []byte) error {
 	return err
 }
 
-// loadCaddyfile adapts and loads c, failing the test if either fails.
-func loadCaddyfile(t testing.TB, c Caddyfile) {
+// loadCaddyfile adapts and loads c, failing the test if either fails;
+// handler, when not nil, is given each mcp handler's JSON to change.
+func loadCaddyfile(t testing.TB, c Caddyfile, handler func(map[string]any)) {
 	t.Helper()
 	cfg := c.String()
 	adapted, warnings, err := Adapt(cfg)
 	if err != nil {
 		t.Fatalf("mcptest: adapting Caddyfile: %v\n%s", err, cfg)
+	}
+	if handler != nil {
+		adapted = rewriteHandlers(t, adapted, handler)
 	}
 	for _, w := range warnings {
 		if !strings.Contains(w.Message, "not formatted") {
@@ -128,4 +133,37 @@ func ProxyTo(upstream string) string {
 		panic(err)
 	}
 	return fmt.Sprintf("reverse_proxy %s {\n\theader_up Host {upstream_hostport}\n}", u.Host)
+}
+
+// rewriteHandlers gives each mcp handler of the JSON config cfg to
+// rewrite, wherever it is in the routes' tree.
+func rewriteHandlers(t testing.TB, cfg []byte, rewrite func(map[string]any)) []byte {
+	t.Helper()
+	var tree any
+	if err := json.Unmarshal(cfg, &tree); err != nil {
+		t.Fatalf("mcptest: reading the adapted config: %v", err)
+	}
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if v["handler"] == "mcp" {
+				rewrite(v)
+				return
+			}
+			for _, e := range v {
+				walk(e)
+			}
+		case []any:
+			for _, e := range v {
+				walk(e)
+			}
+		}
+	}
+	walk(tree)
+	out, err := json.Marshal(tree)
+	if err != nil {
+		t.Fatalf("mcptest: writing the config: %v", err)
+	}
+	return out
 }

@@ -39,6 +39,8 @@ type Gateway struct {
 	// address.
 	global  Caddyfile
 	address string
+	// handler rewrites the mcp handler's JSON (GatewayConfig.Handler).
+	handler func(map[string]any)
 }
 
 var gatewayMu sync.Mutex
@@ -74,6 +76,10 @@ type GatewayConfig struct {
 	// lets the old server finish its requests in flight. Default: 1ns, so
 	// that tests stop at once.
 	GracePeriod time.Duration
+	// Handler, when set, is given the JSON config of each mcp handler of
+	// the site as adapted, and may change it before it loads: for what
+	// only JSON says.
+	Handler func(map[string]any)
 }
 
 // StartGatewayWith runs Caddy as cfg says. Caddy is stopped by t.Cleanup.
@@ -104,7 +110,7 @@ func start(t testing.TB, cfg GatewayConfig, catchAll bool) *Gateway {
 	t.Helper()
 	gatewayMu.Lock()
 	httpAddr := FreeLoopbackAddr(t)
-	g := &Gateway{URL: "http://" + httpAddr, Storage: t.TempDir()}
+	g := &Gateway{URL: "http://" + httpAddr, Storage: t.TempDir(), handler: cfg.Handler}
 	g.global = Caddyfile{
 		AutoHTTPS: "disable_redirects", GracePeriod: cfg.GracePeriod,
 		Storage: g.Storage, Log: cfg.Log, Global: cfg.Global,
@@ -145,7 +151,7 @@ func (g *Gateway) Reload(t testing.TB, site string) {
 	t.Helper()
 	c := g.global
 	c.Sites = []Site{{Address: g.address, Body: site}}
-	loadCaddyfile(t, c)
+	loadCaddyfile(t, c, g.handler)
 }
 
 // stopAdmin turns the admin API off: caddy.Stop stops the config's apps but
