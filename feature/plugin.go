@@ -1,6 +1,9 @@
 package feature
 
-import "time"
+import (
+	"net/http"
+	"time"
+)
 
 // Namespace is the Caddy module namespace of the features the mcp handler
 // loads as guest modules, from its "features" list, each named by its
@@ -45,6 +48,10 @@ type Parts struct {
 	Observer Observer
 	// Router sends a request to one of the handler's upstream routes.
 	Router Router
+	// Rewriter rewrites a request's body before it goes upstream.
+	Rewriter Rewriter
+	// Answerer answers a request in the upstream's place.
+	Answerer Answerer
 	// Status is the feature's section of the admin API's /mcp/status,
 	// under its name; nil: none. It is called for each GET of the status,
 	// from any goroutine.
@@ -87,4 +94,28 @@ type Router interface {
 	// Route is the name of the upstream route x goes to; "" leaves it to
 	// the next handler.
 	Route(x *Exchange) string
+}
+
+// Rewriter rewrites a request's body before it goes upstream, once it was
+// admitted (a tool's name as clients know it to its server's own). The
+// features read the body as the client sent it; the upstream, its
+// retries and resends get the rewritten one. A handler with a rewriter
+// reads every body whole: none streams to the upstream as it arrives.
+type Rewriter interface {
+	// Rewrite is given the body as the rewriters before it left it (with
+	// the trace context already spliced in, when the request is traced),
+	// and returns the body to send instead, or nil to leave it as it is.
+	// It may not change body.
+	Rewrite(x *Exchange, body []byte) []byte
+}
+
+// Answerer answers a request in the upstream's place, with an answer
+// that is not a refusal (a list from a cache). Its answer goes through
+// the core as the upstream's would: every hook reads it (a policy filters
+// a list it answers), and it is counted as passed. It runs once the
+// request was admitted, before the routers; the first that answers
+// decides.
+type Answerer interface {
+	// Answer is the handler that answers x, or nil to let it go on.
+	Answer(x *Exchange) http.Handler
 }

@@ -62,6 +62,10 @@ type exchange struct {
 	// body sent upstream with their context, when it differs.
 	spans  *tracing.Spans
 	traced *[]byte
+	// rewritten is the body sent upstream instead of Body, with the trace
+	// context spliced in (forward.go) and as the rewriters left it
+	// (route.go); nil when it is Body.
+	rewritten []byte
 }
 
 // view is the exchange as the features read it, as it stands now: the

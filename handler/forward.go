@@ -64,6 +64,7 @@ func (h *Handler) forwardTo(w http.ResponseWriter, x *exchange, next caddyhttp.H
 		up = up.WithContext(ctx)
 	}
 	x.traceUpstream(up)
+	x.rewrite(h.rewriters, up)
 	if d, cut, cancel := h.startDeadline(x, up); d != nil {
 		u.deadline, up = d, cut
 		defer cancel(nil)
@@ -195,6 +196,7 @@ func (x *exchange) traceUpstream(up *http.Request) {
 	if cap(body) == cap(*buf) {
 		x.traced = buf // recycled with the body's own
 	}
+	x.rewritten = body
 	x.reader.Reset(body)
 	up.ContentLength = int64(len(body))
 }

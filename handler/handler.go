@@ -235,8 +235,11 @@ type Handler struct {
 	// guest features' sections of /mcp/status (plugins.go).
 	observers     []feature.Observer
 	pluggedStatus []pluggedStatus
-	// routers may send a request to one of the Upstreams (route.go).
-	routers []feature.Router
+	// answerers may answer a request themselves, routers send it to one
+	// of the Upstreams, rewriters rewrite its body (route.go).
+	answerers []feature.Answerer
+	routers   []feature.Router
+	rewriters []feature.Rewriter
 	// keyInputs are the parts of a request key templates read, which a
 	// request may give once at most.
 	keyInputs keys.Inputs

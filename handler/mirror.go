@@ -145,3 +145,19 @@ func decodeMirror(v string) (_ string, ok bool) {
 	}
 	return string(b), true
 }
+
+// encodeMirror is value as a client writes it in a mirror header: as it
+// is when it is visible ASCII, without a space at either end, and not
+// marked as base64 itself; otherwise in base64 between the markers.
+func encodeMirror(value []byte) string {
+	v := string(value)
+	plain := v != "" && v[0] != ' ' && v[len(v)-1] != ' ' &&
+		!(strings.HasPrefix(v, base64Prefix) && strings.HasSuffix(v, base64Suffix))
+	for i := 0; plain && i < len(v); i++ {
+		plain = v[i] >= 0x20 && v[i] <= 0x7e
+	}
+	if plain {
+		return v
+	}
+	return base64Prefix + base64.StdEncoding.EncodeToString(value) + base64Suffix
+}

@@ -78,6 +78,13 @@ func (h *Handler) plug(name string, p feature.Parts) {
 	if p.Router != nil {
 		h.routers = append(h.routers, p.Router)
 	}
+	if p.Rewriter != nil {
+		h.rewriters = append(h.rewriters, p.Rewriter)
+		h.wholeBody = true // no body streams past it unrewritten
+	}
+	if p.Answerer != nil {
+		h.answerers = append(h.answerers, p.Answerer)
+	}
 	if p.Status != nil {
 		h.pluggedStatus = append(h.pluggedStatus, pluggedStatus{name, p.Status})
 	}

@@ -119,10 +119,10 @@ func (h *Handler) reopenAndResend(x *exchange, u *upstreamWatch, up *http.Reques
 }
 
 // sentBody is the body as it goes upstream: with the messages' trace
-// context when the request is traced.
+// context when the request is traced, as the rewriters left it.
 func (x *exchange) sentBody() []byte {
-	if x.traced != nil {
-		return *x.traced
+	if x.rewritten != nil {
+		return x.rewritten
 	}
 	return x.Body
 }
