@@ -1,6 +1,7 @@
 package test
 
 import (
+	"bytes"
 	"net/http"
 	"strings"
 	"sync"
@@ -20,13 +21,16 @@ import (
 // feature built only here: one handler, two upstream routes, each a Caddy
 // route with its own reverse_proxy to a server of its own (the Go SDK's,
 // stateless), and a router that sends each tools/call to the route its
-// tool is given to. Everything else goes to the handler's next
+// tool is given to, renaming it on the way when clients know it under
+// its route's name. Everything else goes to the handler's next
 // reverse_proxy, a third server.
 func init() {
 	caddy.RegisterModule(routeByTool{})
 }
 
-// routeByTool routes a tools/call to the upstream route its tool names.
+// routeByTool routes a tools/call to the upstream route its tool names,
+// and a tool named "<route>.<tool>" to that route as "<tool>": the name
+// its server knows it by.
 type routeByTool struct {
 	Tools map[string]string `json:"tools"`
 }
@@ -35,13 +39,29 @@ func (routeByTool) CaddyModule() caddy.ModuleInfo {
 	return caddy.ModuleInfo{ID: feature.Namespace + ".test_route_by_tool", New: func() caddy.Module { return new(routeByTool) }}
 }
 
-func (r *routeByTool) Parts() feature.Parts { return feature.Parts{Router: r} }
+func (r *routeByTool) Parts() feature.Parts { return feature.Parts{Router: r, Rewriter: r} }
 
 func (r *routeByTool) Route(x *feature.Exchange) string {
-	if m := x.Single(); m != nil && feature.IsCall(m) {
-		return r.Tools[string(m.Name)]
+	m := x.Single()
+	if m == nil || !feature.IsCall(m) {
+		return ""
 	}
-	return ""
+	if route, _, ok := strings.Cut(string(m.Name), "."); ok {
+		return route
+	}
+	return r.Tools[string(m.Name)]
+}
+
+func (r *routeByTool) Rewrite(x *feature.Exchange, body []byte) []byte {
+	m := x.Single()
+	if m == nil || !feature.IsCall(m) {
+		return nil
+	}
+	route, tool, ok := strings.Cut(string(m.Name), ".")
+	if !ok {
+		return nil
+	}
+	return bytes.Replace(body, []byte(`"name":"`+route+"."+tool+`"`), []byte(`"name":"`+tool+`"`), 1)
 }
 
 // seenServer is a stateless demo server that records the JSON-RPC method
@@ -108,10 +128,15 @@ func TestARouterSendsEachToolsCallsToItsOwnServer(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, text, mcptest.TextOf(t, res))
 	}
+	// Under the name clients know it by, to the server that knows it as
+	// add.
+	res, err = session.CallTool(t.Context(), &mcp.CallToolParams{Name: "calc.add", Arguments: map[string]any{"a": 1, "b": 1}})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"sum": 2.0}, res.StructuredContent)
 	_, err = session.ListTools(t.Context(), nil)
 	require.NoError(t, err)
 
-	assert.Equal(t, 1, calc.calls())
+	assert.Equal(t, 2, calc.calls())
 	assert.Equal(t, 2, texts.calls())
 	assert.Zero(t, rest.calls(), "no call went to the next handler")
 	assert.Contains(t, rest.methods, "tools/list")
