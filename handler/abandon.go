@@ -3,6 +3,7 @@ package handler
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/http/httptrace"
 	"sync"
 	"sync/atomic"
@@ -67,10 +68,12 @@ type abandonment struct {
 	// cancelGrace is how long the places are held after the client left
 	// (feature.Lingering).
 	cancelGrace time.Duration
-	// vars are the request's variables as it went upstream: the route
-	// writes to them while it serves the request, so the cancellation,
-	// sent meanwhile, has a copy of its own.
-	vars map[string]any
+	// vars and header are the request's variables and header as it went
+	// upstream: the route writes to the first while it serves the
+	// request, and a session reopened to the second, so the
+	// cancellation, sent meanwhile, has copies of its own.
+	vars   map[string]any
+	header http.Header
 	// stop stops watching the client; handled is done once its leaving
 	// has been dealt with, or will never be.
 	stop    func() bool
@@ -88,7 +91,7 @@ type abandonment struct {
 // upstream request is over.
 func (h *Handler) detach(x *exchange, u *upstreamWatch, next caddyhttp.Handler, grace time.Duration) (*abandonment, context.Context) {
 	ctx, cut := context.WithCancelCause(context.WithoutCancel(x.Request.Context()))
-	return &abandonment{h: h, x: x, u: u, next: next, cut: cut, vars: requestVars(x), cancelGrace: grace}, ctx
+	return &abandonment{h: h, x: x, u: u, next: next, cut: cut, vars: requestVars(x), header: x.Request.Header.Clone(), cancelGrace: grace}, ctx
 }
 
 // watch starts watching the client.
@@ -121,7 +124,7 @@ func (a *abandonment) clientLeft() {
 		a.grace = time.AfterFunc(a.cancelGrace, a.graceOver)
 		if !u.resumable.Load() && u.cancelled.CompareAndSwap(false, true) {
 			cancellations.WithLabelValues(reasonLabelClientLeft).Inc()
-			a.h.sendCancelled(a.x, a.vars, a.next, reasonClientLeft)
+			a.h.sendCancelled(a.x, a.header, a.vars, a.next, reasonClientLeft)
 		}
 	}
 }

@@ -51,13 +51,13 @@ const (
 // through the route on a request of its own, with its own replacer and
 // variables, since x's may still be on its way, and the route writes to
 // those. Its placeholders read x's messages, as x's did.
-func (h *Handler) sendCancelled(x *exchange, vars map[string]any, next caddyhttp.Handler, reason string) {
+func (h *Handler) sendCancelled(x *exchange, header http.Header, vars map[string]any, next caddyhttp.Handler, reason string) {
 	if x.Era.ClosingCancels() {
 		return
 	}
 	for i := range x.Messages {
 		if m := &x.Messages[i]; m.Kind == jsonrpc.Request {
-			h.sendOwn(x, vars, next, fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%s,"reason":%q}}`, m.ID, reason))
+			h.sendOwn(x, header, vars, next, fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%s,"reason":%q}}`, m.ID, reason))
 		}
 	}
 }
@@ -68,11 +68,14 @@ func (h *Handler) sendCancelled(x *exchange, vars map[string]any, next caddyhttp
 // it would abort a connection whose client has its answer (deadline.go).
 // reverse_proxy panics with http.ErrAbortHandler when the upstream breaks
 // its answer, which is logged at debug.
-func (h *Handler) sendOwn(x *exchange, vars map[string]any, next caddyhttp.Handler, body []byte) {
+func (h *Handler) sendOwn(x *exchange, header http.Header, vars map[string]any, next caddyhttp.Handler, body []byte) {
 	defer panics.Recover(h.logger, siteCancellation)
 	ctx, stop := context.WithTimeout(context.WithoutCancel(x.Request.Context()), cancelTimeout)
 	defer stop()
-	r := x.Request.Clone(ctx)
+	// header, not the request's own, which the request's goroutine may
+	// be writing meanwhile (a session reopened).
+	r := x.Request.WithContext(ctx)
+	r.Header = header.Clone()
 	r.Method = http.MethodPost
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
@@ -96,10 +99,19 @@ func (h *Handler) sendOwn(x *exchange, vars map[string]any, next caddyhttp.Handl
 	}
 }
 
-// requestVars is a copy of the variables of x's request.
+// requestVars is a copy of the variables of x's request. A variable that
+// points at a string (a session's pin) points at a copy: the request's
+// goroutine may write the string while the copy is read elsewhere.
 func requestVars(x *exchange) map[string]any {
 	vars, _ := x.Request.Context().Value(caddyhttp.VarsCtxKey).(map[string]any)
-	return maps.Clone(vars)
+	vars = maps.Clone(vars)
+	for k, v := range vars {
+		if p, ok := v.(*string); ok && p != nil {
+			s := *p
+			vars[k] = &s
+		}
+	}
+	return vars
 }
 
 // discard is the response writer of a request the gateway sends itself.

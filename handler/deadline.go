@@ -113,6 +113,6 @@ func (h *Handler) timeUp(x *exchange, u *upstreamWatch, next caddyhttp.Handler) 
 func (h *Handler) cancelAtDeadline(x *exchange, u *upstreamWatch, next caddyhttp.Handler) {
 	if u.delivery.reached.Load() && u.cancelled.CompareAndSwap(false, true) {
 		cancellations.WithLabelValues(reasonLabelDeadline).Inc()
-		h.sendCancelled(x, requestVars(x), next, reasonDeadline)
+		h.sendCancelled(x, x.Request.Header, requestVars(x), next, reasonDeadline)
 	}
 }

@@ -344,6 +344,9 @@ func (h *Handler) Cleanup() error {
 	if h.budgets != nil {
 		h.budgets.Stop()
 	}
+	if h.sessions != nil {
+		h.sessions.Release()
+	}
 	for _, l := range h.limits {
 		l.Release()
 	}

@@ -174,6 +174,6 @@ func (h *Handler) cancelUnread(x *exchange, u *upstreamWatch, next caddyhttp.Han
 	x.release(time.Now())
 	if u.cancelled.CompareAndSwap(false, true) {
 		cancellations.WithLabelValues(reasonLabelUnread).Inc()
-		h.sendCancelled(x, requestVars(x), next, reasonUnread)
+		h.sendCancelled(x, x.Request.Header, requestVars(x), next, reasonUnread)
 	}
 }

@@ -2,6 +2,7 @@ package handler
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -52,6 +53,11 @@ func (h *Handler) loadPlugins(ctx caddy.Context) error {
 	slices.SortStableFunc(plugins, func(a, b plugin) int { return cmp.Compare(a.parts.Order, b.parts.Order) })
 	for _, p := range plugins {
 		h.plug(p.name, p.parts)
+	}
+	if len(h.routers) > 0 && h.sessions != nil {
+		// A session's token names one upstream: a request routed to
+		// another would carry its session id there.
+		return errors.New("features: sessions cannot be combined yet with a feature that routes requests to upstream routes")
 	}
 	return nil
 }

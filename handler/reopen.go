@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddymcp/caddy-mcp/feature"
+	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 )
 
 // Reopening a session the upstream lost. A stateful server that restarted
@@ -34,6 +35,10 @@ import (
 // maxInitAnswer bounds what the gateway reads of the upstream's answer to
 // the initialize it sends: a server's capabilities and instructions.
 const maxInitAnswer = 256 << 10
+
+// maxReopenedID bounds the session id an upstream gives a reopened
+// session: the official SDKs' are under 40 bytes.
+const maxReopenedID = 1 << 10
 
 // reopenID is the id of the gateway's own initialize.
 const reopenID = `"caddy-mcp-reopen"`
@@ -59,6 +64,10 @@ type reopening struct {
 // a GET.
 func (u *upstreamWatch) mayReopen(x *exchange) {
 	switch {
+	case !x.Era.Resumes():
+		// From MCP 2026-07-28 on there are no sessions: a 404 is a
+		// method the server does not know.
+		return
 	case x.Request.Method == http.MethodGet:
 	case x.Request.Method == http.MethodPost && x.Body != nil && x.stream == nil:
 	default:
@@ -81,7 +90,18 @@ func (u *upstreamWatch) mayReopen(x *exchange) {
 func (h *Handler) reopenAndResend(x *exchange, u *upstreamWatch, up *http.Request, next caddyhttp.Handler) error {
 	ro := u.reopen
 	u.reopen = nil
-	fl, lead := h.reopens.join(x.Replica + "\x00" + x.Request.Header.Get("Mcp-Session-Id"))
+	if answersRequest(u.heldBody, x) {
+		// A JSON-RPC response to the request: the server read it, and
+		// may have run it. Its session is not what it lacks.
+		return u.release()
+	}
+	key := x.Replica + "\x00" + x.Request.Header.Get("Mcp-Session-Id")
+	if p := x.Principal; p != nil {
+		// Two callers never share a reopen, whatever ids an upstream
+		// hands out.
+		key += "\x00" + p.Issuer + "\x00" + p.Subject
+	}
+	fl, lead := h.reopens.join(key)
 	if lead {
 		id, init, err := h.reinitialize(x, ro.params, next)
 		h.reopens.finish(fl, id, init, err)
@@ -97,6 +117,11 @@ func (h *Handler) reopenAndResend(x *exchange, u *upstreamWatch, up *http.Reques
 			h.logger.Warn("the upstream lost the session, and a new one could not be opened: the client is told the session is gone",
 				zap.Error(fl.err))
 		}
+		return u.release()
+	}
+	if x.Request.Context().Err() != nil || u.cancelled.Load() {
+		// The client left, and the upstream may have been told to stop:
+		// nobody waits for the request sent again.
 		return u.release()
 	}
 	ro.hook.Reopened(&x.Exchange, fl.init, fl.id)
@@ -145,6 +170,9 @@ func (h *Handler) reinitialize(x *exchange, params []byte, next caddyhttp.Handle
 	if err := answer.initialized(); err != nil || id == "" {
 		return "", nil, errors.Join(err, errors.New("the upstream's answer to initialize named no session"))
 	}
+	if len(id) > maxReopenedID {
+		return "", nil, fmt.Errorf("the upstream's new session id is %d bytes long, over the %d the gateway keeps", len(id), maxReopenedID)
+	}
 	notify, ack, err := h.sendOwnRequest(ctx, x, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), id)
 	if err == nil {
 		err = serveOwn(next, ack, notify)
@@ -174,7 +202,7 @@ func (h *Handler) sendOwnRequest(ctx context.Context, x *exchange, body []byte, 
 	r := x.Request.Clone(ctx)
 	r.Method, r.ContentLength, r.GetBody = http.MethodPost, int64(len(body)), nil
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	for _, k := range []string{"Content-Length", "Content-Encoding", "Transfer-Encoding", "Last-Event-Id", "Mcp-Method", "Mcp-Name", "Expect", "Mcp-Session-Id"} {
+	for _, k := range []string{"Content-Length", "Content-Encoding", "Transfer-Encoding", "Last-Event-Id", "Mcp-Method", "Mcp-Name", "Expect", "Mcp-Session-Id", "Accept-Encoding"} {
 		delete(r.Header, k)
 	}
 	if session != "" {
@@ -227,6 +255,9 @@ func (a *ownAnswer) initialized() error {
 	if a.status != http.StatusOK {
 		return fmt.Errorf("initialize: status %d", a.status)
 	}
+	if !identityEncoded(a.header) {
+		return errors.New("initialize: the upstream's answer is compressed, though the gateway asked for it plain")
+	}
 	if !isEventStream(a.header) {
 		return initResult(a.body)
 	}
@@ -254,4 +285,27 @@ func initResult(msg []byte) error {
 		return fmt.Errorf("initialize: the upstream answered %.200s", msg)
 	}
 	return nil
+}
+
+// answersRequest reports whether body holds a JSON-RPC response to a
+// request of x: an upstream that lost the session answers none (the Go
+// SDK's servers answer in plain text, the TypeScript SDK's with a null
+// id).
+func answersRequest(body []byte, x *exchange) bool {
+	var buf [1]jsonrpc.Message
+	msgs, _, err := jsonrpc.Parse(body, buf[:0], 16)
+	if err != nil {
+		return false
+	}
+	for _, m := range msgs {
+		if m.Kind != jsonrpc.Response {
+			continue
+		}
+		for _, req := range x.Messages {
+			if req.Kind == jsonrpc.Request && jsonrpc.MayAnswer(req.ID, m.ID) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -20,7 +20,7 @@ import (
 const reopenRemembered = 30 * time.Second
 
 // maxReopensHeld bounds the reopens a node remembers, and maxReopenBytes
-// the bytes of their keys (an upstream's session id may be kilobytes);
+// the bytes of their keys and new ids (maxReopenedID each at most);
 // past either, a lost session is reopened by each request that meets it.
 const (
 	maxReopensHeld = 4096
@@ -43,6 +43,7 @@ func newReopenFlights() *reopenFlights {
 // reopenFlight is one reopen: done is closed once id, init and err say how
 // it went, at ended.
 type reopenFlight struct {
+	key   string
 	done  chan struct{}
 	id    string
 	init  *http.Request
@@ -60,9 +61,10 @@ func (f *reopenFlights) join(old string) (flight *reopenFlight, lead bool) {
 	if fl, ok := f.m[old]; ok && (!fl.over() || now.Sub(fl.ended) < reopenRemembered) {
 		return fl, false
 	}
-	fl := &reopenFlight{done: make(chan struct{})}
-	if _, ok := f.m[old]; ok {
+	fl := &reopenFlight{done: make(chan struct{}), key: old}
+	if prev, ok := f.m[old]; ok {
 		f.m[old] = fl // in place of one long over
+		f.bytes -= len(prev.id)
 		return fl, true
 	}
 	f.sweep(now)
@@ -73,10 +75,14 @@ func (f *reopenFlights) join(old string) (flight *reopenFlight, lead bool) {
 	return fl, true
 }
 
-// finish ends a flight the caller led.
+// finish ends a flight the caller led. The new session's id counts in the
+// bytes remembered.
 func (f *reopenFlights) finish(fl *reopenFlight, id string, init *http.Request, err error) {
 	f.mu.Lock()
 	fl.id, fl.init, fl.err, fl.ended = id, init, err, f.now()
+	if f.m[fl.key] == fl {
+		f.bytes += len(id)
+	}
 	f.mu.Unlock()
 	close(fl.done)
 }
@@ -93,7 +99,7 @@ func (f *reopenFlights) sweep(now time.Time) {
 	for old, fl := range f.m {
 		if fl.over() && now.Sub(fl.ended) >= reopenRemembered {
 			delete(f.m, old)
-			f.bytes -= len(old)
+			f.bytes -= len(old) + len(fl.id)
 		}
 	}
 }

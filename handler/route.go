@@ -36,7 +36,7 @@ func (h *Handler) route(w http.ResponseWriter, x *exchange, next caddyhttp.Handl
 	for _, a := range h.answerers {
 		if own := a.Answer(x.view()); own != nil {
 			return caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
-				own.ServeHTTP(w, r)
+				own.ServeHTTP(&ownAnswerWriter{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}}, r)
 				return nil
 			}), true, nil
 		}
@@ -48,7 +48,8 @@ func (h *Handler) route(w http.ResponseWriter, x *exchange, next caddyhttp.Handl
 		}
 		routes, ok := h.Upstreams[name]
 		if !ok {
-			h.logger.Error("a feature routed a request to an upstream route the handler does not have", zap.String("route", name))
+			// Debug: a router may name a route from what a client sent.
+			h.logger.Debug("a feature routed a request to an upstream route the handler does not have", zap.String("route", clip(name)))
 			env := noUpstreamRoute(name)
 			return nil, false, h.answer(w, x, &env, http.StatusBadGateway)
 		}
@@ -99,4 +100,27 @@ func remirror(h http.Header, body []byte) {
 	if _, value, _ := mirrorOf(m); value != nil && h.Get("Mcp-Name") != "" {
 		h.Set("Mcp-Name", encodeMirror(value))
 	}
+}
+
+// ownAnswerWriter is what an answerer writes its answer to: no upstream
+// opened a session, so a session id it gives (a cached answer's headers
+// replayed) is not passed on, nor sealed into a token for the client.
+type ownAnswerWriter struct {
+	caddyhttp.ResponseWriterWrapper
+	wrote bool
+}
+
+func (w *ownAnswerWriter) WriteHeader(status int) {
+	if !w.wrote && status >= 200 {
+		w.wrote = true
+		w.Header().Del("Mcp-Session-Id")
+	}
+	w.ResponseWriterWrapper.WriteHeader(status)
+}
+
+func (w *ownAnswerWriter) Write(p []byte) (int, error) {
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriterWrapper.Write(p)
 }

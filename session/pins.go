@@ -39,39 +39,55 @@ type Pins struct {
 // New provisions the sessions cfg configures: their keys from its secrets,
 // or kept in ctx's storage.
 func New(ctx caddy.Context, cfg *Config, retryAfter time.Duration, logger *zap.Logger) (*Pins, error) {
-	p := &Pins{ttl: cmp.Or(time.Duration(cfg.TTL), DefaultTTL), now: time.Now, retryAfter: retryAfter, logger: logger,
-		remap: newRemap(maxRemapped, maxRemappedBytes)}
+	remap, err := takeRemap()
+	if err != nil {
+		return nil, err
+	}
+	p := &Pins{ttl: cmp.Or(time.Duration(cfg.TTL), DefaultTTL), now: time.Now, retryAfter: retryAfter, logger: logger, remap: remap}
+	if err := p.setUp(ctx, cfg); err != nil {
+		p.Release()
+		return nil, err
+	}
+	return p, nil
+}
+
+// Release gives back what New took (the node's remap); the handler calls
+// it once, when its config is cleaned up.
+func (p *Pins) Release() { releaseRemap() }
+
+// setUp reads the bind and the keys of cfg.
+func (p *Pins) setUp(ctx caddy.Context, cfg *Config) error {
 	if cfg.Bind != "" {
 		// Read as keys read it: the Authorization header as servers read
 		// it, so that "bearer  alice" is the principal of "Bearer alice".
 		bind, err := keys.Parse(cfg.Bind)
 		if err != nil {
-			return nil, fmt.Errorf("bind %q: %w", feature.Clip(cfg.Bind), err)
+			return fmt.Errorf("bind %q: %w", feature.Clip(cfg.Bind), err)
 		}
 		p.bind = bind
 	}
 	if len(cfg.Secrets) > 0 {
 		secrets, err := expandSecrets(cfg.Secrets)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if left := len(cfg.Secrets) - len(secrets); left > 0 {
 			// Between rotations, as expected; a misspelt variable shows here.
-			logger.Info("sessions: old secrets that came out empty are left out", zap.Int("left_out", left), zap.Int("secrets", len(secrets)))
+			p.logger.Info("sessions: old secrets that came out empty are left out", zap.Int("left_out", left), zap.Int("secrets", len(secrets)))
 		}
 		ring, err := FromSecrets(secrets)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		p.ring, p.source = func() *Keyring { return ring }, "secrets"
-		return p, nil
+		return nil
 	}
-	keeper, err := NewKeeper(ctx, ctx.Storage(), logger)
+	keeper, err := NewKeeper(ctx, ctx.Storage(), p.logger)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	p.ring, p.source = keeper.Ring, "storage"
-	return p, nil
+	return nil
 }
 
 // errUpstreamRemoved: the session's upstream left the configuration.

@@ -23,6 +23,7 @@ func testPins(t testing.TB, bind string) *Pins {
 	t.Helper()
 	p, err := New(caddy.Context{}, &Config{Secrets: []string{testSecret}, Bind: bind}, 30*time.Second, zap.NewNop())
 	require.NoError(t, err)
+	t.Cleanup(p.Release)
 	return p
 }
 

@@ -2,6 +2,7 @@ package session
 
 import (
 	"container/heap"
+	"github.com/caddyserver/caddy/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,6 +52,33 @@ type remapped struct {
 }
 
 func (e *remapped) cost() int { return len(e.upstream) + len(e.id) + remappedOverhead }
+
+// remaps holds the node's remap across config reloads: a reload that
+// kept sessions would otherwise send each reopened session to the
+// upstream session it lost again, and open yet another. One remap serves
+// every config: its entries are found by tokens that open, whose nonces
+// no two sessions share.
+var remaps = caddy.NewUsagePool()
+
+// remapKey is the remap's key in remaps.
+const remapKey = "remap"
+
+// takeRemap takes the node's remap, made on first use; releaseRemap gives
+// it back, and the last config to give it back lets it go.
+func takeRemap() (*remap, error) {
+	v, _, err := remaps.LoadOrNew(remapKey, func() (caddy.Destructor, error) {
+		return newRemap(maxRemapped, maxRemappedBytes), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*remap), nil
+}
+
+func releaseRemap() { _, _ = remaps.Delete(remapKey) }
+
+// Destruct lets the remap go, once no config uses it.
+func (m *remap) Destruct() error { return nil }
 
 func newRemap(maxEntries, maxBytes int) *remap {
 	return &remap{byRef: make(map[tokenRef]*remapped), maxEntries: maxEntries, maxBytes: maxBytes}

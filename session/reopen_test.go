@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -147,36 +148,40 @@ func initializeSent(upstream string, selected bool) *http.Request {
 
 func TestAReopenedSessionIsTheOneTheClientsTokenNames(t *testing.T) {
 	for _, selected := range []bool{true, false} {
-		p := testPins(t, "")
-		token := session(t, p, "lost-id")
-		before := featuretest.Counted(t, sessionsReopened)
-
-		x := exchange(t, call, map[string]string{"Mcp-Session-Id": token})
-		o := hooked(t, p, x)
-		require.Equal(t, "lost-id", x.Request.Header.Get("Mcp-Session-Id"))
-		_, ok := o.Reinitialize(x)
-		require.True(t, ok)
-		o.Reopened(x, initializeSent("10.0.0.8:8080", selected), "new-id")
-		assert.Equal(t, []string{"new-id"}, x.Request.Header["Mcp-Session-Id"], "the request is sent again to the new session")
-		assert.Equal(t, "10.0.0.8:8080", x.Replica)
-		pin, _ := caddyhttp.GetVar(x.Request.Context(), PinVar).(*string)
-		require.NotNil(t, pin)
-		assert.Equal(t, "10.0.0.8:8080", *pin, "on the upstream that answered the initialize")
-		assert.Equal(t, before+1, featuretest.Counted(t, sessionsReopened))
-
-		hdr := http.Header{"Mcp-Session-Id": {"new-id"}}
-		o.Header(x, http.StatusOK, hdr)
-		assert.Equal(t, []string{token}, hdr["Mcp-Session-Id"], "the client keeps its token")
-
-		next := exchange(t, call, map[string]string{"Mcp-Session-Id": token})
-		o = hooked(t, p, next)
-		assert.Equal(t, "new-id", next.Request.Header.Get("Mcp-Session-Id"), "the next request goes to the new session, with no second reopen")
-		assert.Equal(t, "10.0.0.8:8080", next.Replica)
-		params, ok := o.Reinitialize(next)
-		assert.True(t, ok, "and may be reopened again")
-		assert.JSONEq(t, clientInit, string(params))
-		assert.Equal(t, 1, p.Status().Reopened)
+		t.Run(fmt.Sprintf("selected=%v", selected), func(t *testing.T) { reopenedAsTokenNames(t, selected) })
 	}
+}
+
+func reopenedAsTokenNames(t *testing.T, selected bool) {
+	p := testPins(t, "")
+	token := session(t, p, "lost-id")
+	before := featuretest.Counted(t, sessionsReopened)
+
+	x := exchange(t, call, map[string]string{"Mcp-Session-Id": token})
+	o := hooked(t, p, x)
+	require.Equal(t, "lost-id", x.Request.Header.Get("Mcp-Session-Id"))
+	_, ok := o.Reinitialize(x)
+	require.True(t, ok)
+	o.Reopened(x, initializeSent("10.0.0.8:8080", selected), "new-id")
+	assert.Equal(t, []string{"new-id"}, x.Request.Header["Mcp-Session-Id"], "the request is sent again to the new session")
+	assert.Equal(t, "10.0.0.8:8080", x.Replica)
+	pin, _ := caddyhttp.GetVar(x.Request.Context(), PinVar).(*string)
+	require.NotNil(t, pin)
+	assert.Equal(t, "10.0.0.8:8080", *pin, "on the upstream that answered the initialize")
+	assert.Equal(t, before+1, featuretest.Counted(t, sessionsReopened))
+
+	hdr := http.Header{"Mcp-Session-Id": {"new-id"}}
+	o.Header(x, http.StatusOK, hdr)
+	assert.Equal(t, []string{token}, hdr["Mcp-Session-Id"], "the client keeps its token")
+
+	next := exchange(t, call, map[string]string{"Mcp-Session-Id": token})
+	o = hooked(t, p, next)
+	assert.Equal(t, "new-id", next.Request.Header.Get("Mcp-Session-Id"), "the next request goes to the new session, with no second reopen")
+	assert.Equal(t, "10.0.0.8:8080", next.Replica)
+	params, ok := o.Reinitialize(next)
+	assert.True(t, ok, "and may be reopened again")
+	assert.JSONEq(t, clientInit, string(params))
+	assert.Equal(t, 1, p.Status().Reopened)
 }
 
 func TestASecondReopeningReplacesTheFirst(t *testing.T) {
