@@ -244,8 +244,8 @@ type Handler struct {
 	// logSampler logs the first envelope of each kind, and counts the
 	// ones that repeat it (log.go).
 	logSampler *logsample.Sampler[envelopeKind]
-	// load is the config this handler belongs to.
-	load   any
+	// joined is the state of the config this handler belongs to
+	// (configs.go), until it is cleaned up.
 	joined *load
 }
 
@@ -276,8 +276,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	h.SSEKeepalive = cmp.Or(h.SSEKeepalive, caddy.Duration(DefaultSSEKeepalive))
 	h.UpstreamRetryAfter = cmp.Or(h.UpstreamRetryAfter, caddy.Duration(DefaultUpstreamRetryAfter))
 	h.failures = &failures.Failures{RetryAfter: time.Duration(h.UpstreamRetryAfter)}
-	h.load = loadOf(ctx)
-	h.joined = joinLoad(h.load)
+	h.joined = joinLoad(loadOf(ctx))
 	if err := h.joined.checkRoutes(ctx); err != nil {
 		return err
 	}
@@ -316,7 +315,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return err
 	}
 	h.askFeatures()
-	addLive(h)
+	h.joined.addLive(h)
 	return nil
 }
 
@@ -329,7 +328,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 // gone would skip it). It logs the envelopes counted and not yet logged;
 // those requests' envelopes are then each logged.
 func (h *Handler) Cleanup() error {
-	removeLive(h)
+	if h.joined != nil {
+		h.joined.removeLive(h)
+	}
 	h.unlockContract()
 	if h.catalog != nil {
 		releaseCatalog()
@@ -348,7 +349,9 @@ func (h *Handler) Cleanup() error {
 		h.concurrency.Release()
 	}
 	if h.joined != nil {
-		leaveLoad(h.load)
+		// Last: the config's state goes with its last handler.
+		h.joined.leave()
+		h.joined = nil
 	}
 	return nil
 }

@@ -1,0 +1,133 @@
+package handler
+
+import (
+	"context"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+
+	"github.com/caddymcp/caddy-mcp/contract"
+)
+
+// inConfig provisions h as a handler of the config ctx stands for (a
+// handler provisioned on its own is a config of its own), logging nowhere.
+// The test cleans it up.
+func inConfig(t *testing.T, ctx caddy.Context, h *Handler) *Handler {
+	t.Helper()
+	h.logger = zap.NewNop()
+	require.NoError(t, h.Provision(ctx))
+	require.NoError(t, h.Validate())
+	return h
+}
+
+// alive reports whether the config ctx stands for has a load.
+func alive(ctx caddy.Context) bool {
+	configs.Lock()
+	defer configs.Unlock()
+	return slices.ContainsFunc(configs.loads, func(l *load) bool { return l.id == loadOf(ctx) })
+}
+
+// guardsListed are the guard names /mcp/status lists, in its order.
+func guardsListed(t *testing.T, names ...string) []string {
+	t.Helper()
+	var listed []string
+	for _, h := range liveHandlers() {
+		if s := h.status(); s.Concurrency != nil && slices.Contains(names, s.Concurrency.Name) {
+			listed = append(listed, s.Concurrency.Name)
+		}
+	}
+	return listed
+}
+
+func TestDuringAReloadTheStatusListsBothConfigsHandlersUntilTheOldIsCleanedUp(t *testing.T) {
+	oldCtx, cancelOld := newCaddyContext()
+	defer cancelOld()
+	newCtx, cancelNew := newCaddyContext()
+	defer cancelNew()
+	old := inConfig(t, oldCtx, &Handler{Concurrency: &Concurrency{Name: "reload_old", Max: 1}})
+	assert.Equal(t, []string{"reload_old"}, guardsListed(t, "reload_old", "reload_new"))
+
+	// The new config is provisioned before the old one is cleaned up.
+	fresh := inConfig(t, newCtx, &Handler{Concurrency: &Concurrency{Name: "reload_new", Max: 1}})
+	assert.Equal(t, []string{"reload_old", "reload_new"}, guardsListed(t, "reload_old", "reload_new"), "the old config's first")
+	statusOf(t, "reload_old")
+	statusOf(t, "reload_new")
+
+	require.NoError(t, old.Cleanup())
+	assert.Equal(t, []string{"reload_new"}, guardsListed(t, "reload_old", "reload_new"))
+	assert.False(t, alive(oldCtx), "the old config's state went with its last handler")
+	require.NoError(t, fresh.Cleanup())
+	assert.Empty(t, guardsListed(t, "reload_old", "reload_new"))
+	assert.False(t, alive(newCtx))
+}
+
+func TestAConfigsStateGoesWithItsLastHandlerEvenOneThatFailed(t *testing.T) {
+	ctx, cancel := newCaddyContext()
+	defer cancel()
+	a := inConfig(t, ctx, &Handler{Concurrency: &Concurrency{Name: "state_a", Max: 1}})
+	b := inConfig(t, ctx, &Handler{Concurrency: &Concurrency{Name: "state_b", Max: 1}})
+	require.Same(t, a.joined, b.joined, "one config, one state")
+	failed := &Handler{Concurrency: &Concurrency{Name: "state_a", Max: 2}, logger: zap.NewNop()}
+	require.Error(t, failed.Provision(ctx), "settings that differ from a's")
+	assert.Equal(t, []string{"state_a", "state_b"}, guardsListed(t, "state_a", "state_b"), "a handler that failed is not listed")
+
+	require.NoError(t, failed.Cleanup())
+	require.NoError(t, failed.Cleanup(), "a second Cleanup does not leave twice")
+	require.NoError(t, a.Cleanup())
+	assert.True(t, alive(ctx), "b is still there")
+	assert.Equal(t, []string{"state_b"}, guardsListed(t, "state_a", "state_b"))
+	require.NoError(t, b.Cleanup())
+	assert.False(t, alive(ctx))
+
+	// A config loaded afterwards starts anew: the name is free again.
+	again, cancelAgain := newCaddyContext()
+	defer cancelAgain()
+	c := inConfig(t, again, &Handler{Concurrency: &Concurrency{Name: "state_a", Max: 2}})
+	require.NoError(t, c.Cleanup())
+}
+
+// references counts the uses of key in pool.
+func references(pool *caddy.UsagePool, key string) int {
+	n, _ := pool.References(key)
+	return n
+}
+
+func TestThePoolsAreLetGoWithTheLastConfigThatUsesThem(t *testing.T) {
+	dir := t.TempDir()
+	lockfile := filepath.Join(dir, "mcp.lock.json")
+	raw, err := (&contract.Lockfile{Version: contract.Version, Server: "http://pools.test/mcp", Tools: []contract.Tool{{Name: "pools_test_tool"}}}).Marshal()
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(lockfile, raw, 0o600))
+	l, err := contract.Load(lockfile)
+	require.NoError(t, err)
+	digest, err := l.Digest()
+	require.NoError(t, err)
+	key := hex.EncodeToString(digest[:])
+	catalogBefore := references(catalogs, catalogKey)
+
+	var handlers []*Handler
+	var cancels []context.CancelFunc
+	for range 2 { // an old config and the new one, during a reload
+		ctx, cancel := newCaddyContext()
+		cancels = append(cancels, cancel)
+		handlers = append(handlers, inConfig(t, ctx, &Handler{ValidateCalls: true, Contract: &Contract{File: lockfile}}))
+	}
+	assert.Equal(t, 2, references(contractLists, key))
+	assert.Equal(t, catalogBefore+2, references(catalogs, catalogKey))
+	assert.Same(t, handlers[0].locked.lists, handlers[1].locked.lists, "a reload keeps what the lists learned")
+	for i, h := range handlers {
+		require.NoError(t, h.Cleanup())
+		cancels[i]()
+		assert.Equal(t, 1-i, references(contractLists, key))
+		assert.Equal(t, catalogBefore+1-i, references(catalogs, catalogKey))
+	}
+	_, kept := contractLists.References(key)
+	assert.False(t, kept, "the lockfile's entry is gone with the last config")
+}
