@@ -5,16 +5,19 @@ import (
 	"sync"
 
 	"github.com/caddyserver/caddy/v2"
+
+	"github.com/caddymcp/caddy-mcp/results"
 )
 
 // What lives as long as one config, and what outlives it.
 //
 // A config's own state is its load: made by the Provision of its first mcp
 // handler, and let go by the Cleanup of its last. It holds the handlers
-// /mcp/status lists, and what they must agree on (shared.go). A reload
-// provisions the new config before it cleans up the old one, so the new
-// one starts with nothing of the old, and nothing of the old is left once
-// its last handler is cleaned up.
+// /mcp/status lists, what they must agree on (shared.go), and the tool
+// names its budgets' metric is labelled with. A reload provisions the new
+// config before it cleans up the old one, so the new one starts with
+// nothing of the old, and nothing of the old is left once its last handler
+// is cleaned up.
 //
 // What must survive a reload belongs to the process, each in one place,
 // taken in Provision and given back in Cleanup, and let go with the last
@@ -53,6 +56,10 @@ type load struct {
 	routesChecked bool
 	// maxCatalogSize is the largest max_catalog_size given so far.
 	maxCatalogSize int64
+	// toolLabels are the tool names the budgets' metric is labelled with,
+	// shared by the config's handlers: bounded per config, and a reload
+	// starts a new set (nil until a handler holds results to budgets).
+	toolLabels *results.ToolLabels
 }
 
 // loadOf identifies the config a module is provisioned for: the app at the
@@ -118,4 +125,14 @@ func liveHandlers() []*Handler {
 		l.mu.Unlock()
 	}
 	return all
+}
+
+// resultLabels are the config's tool labels, made on first use.
+func (l *load) resultLabels() *results.ToolLabels {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.toolLabels == nil {
+		l.toolLabels = results.NewToolLabels()
+	}
+	return l.toolLabels
 }

@@ -3,6 +3,7 @@ package handler
 import (
 	"context"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddymcp/caddy-mcp/contract"
+	"github.com/caddymcp/caddy-mcp/internal/promreg"
+	"github.com/caddymcp/caddy-mcp/results"
 )
 
 // inConfig provisions h as a handler of the config ctx stands for (a
@@ -91,6 +94,29 @@ func TestAConfigsStateGoesWithItsLastHandlerEvenOneThatFailed(t *testing.T) {
 	defer cancelAgain()
 	c := inConfig(t, again, &Handler{Concurrency: &Concurrency{Name: "state_a", Max: 2}})
 	require.NoError(t, c.Cleanup())
+}
+
+func TestAReloadStartsAFreshSetOfToolLabels(t *testing.T) {
+	oldCtx, cancelOld := newCaddyContext()
+	defer cancelOld()
+	budget := &Results{Max: 10}
+	a := inConfig(t, oldCtx, &Handler{Results: budget})
+	b := inConfig(t, oldCtx, &Handler{Results: budget})
+	defer func() { _ = a.Cleanup(); _ = b.Cleanup() }()
+	labels := a.joined.resultLabels()
+	require.Same(t, labels, b.joined.resultLabels(), "the handlers of a config share its labels")
+	for i := range results.MaxTools {
+		require.Equal(t, fmt.Sprint("tool_", i), labels.Of(fmt.Sprint("tool_", i)))
+	}
+	assert.Equal(t, promreg.Other, labels.Of("one_more"), "bounded per config")
+
+	newCtx, cancelNew := newCaddyContext()
+	defer cancelNew()
+	c := inConfig(t, newCtx, &Handler{Results: budget})
+	defer func() { _ = c.Cleanup() }()
+	assert.NotSame(t, labels, c.joined.resultLabels())
+	assert.Equal(t, "one_more", c.joined.resultLabels().Of("one_more"), "the new config's set is its own")
+	assert.Equal(t, "tool_0", c.joined.resultLabels().Of("tool_0"), "a name the old set labelled is labelled again")
 }
 
 // references counts the uses of key in pool.

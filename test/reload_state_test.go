@@ -14,6 +14,7 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/handler"
 	"github.com/caddymcp/caddy-mcp/test/mcptest"
+	"github.com/caddymcp/caddy-mcp/test/wire"
 )
 
 // What a config owns is listed until it is cleaned up, and starts afresh
@@ -95,4 +96,38 @@ func TestDuringAReloadTheStatusListsTheOldAndTheNewConfigsHandlers(t *testing.T)
 	_, status, err = getStatus(g.AdminURL)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"status_new"}, guardsOf(status), "the old config's handler went with it")
+}
+
+func TestAReloadStartsAFreshSetOfToolNamesInTheBudgetsMetric(t *testing.T) {
+	up := startUpstream(t)
+	site := func(retry int) string {
+		return fmt.Sprintf("mcp {\n\tresults {\n\t\tmax 10\n\t}\n\tupstream_retry_after %ds\n}\nreverse_proxy %s", retry, up.addr)
+	}
+	g := mcptest.StartGatewayWith(t, mcptest.GatewayConfig{Admin: true, Site: site(30)})
+	endpoint := g.URL + "/mcp"
+	call := func(tool string) {
+		t.Helper()
+		_, body := post(t, endpoint, wire.ToolCall("1", tool))
+		require.Contains(t, string(body), "RESULT_TOO_LARGE", tool)
+	}
+	refused := func(tool string) float64 {
+		return mcpMetrics(t, g.AdminURL)[fmt.Sprintf(`caddy_mcp_results_over_budget_total{action="refused",tool=%q}`, tool)]
+	}
+	// A new config's set is empty, whatever the tests before this one
+	// called: the first 100 names are its own.
+	for i := range 100 {
+		call(fmt.Sprint("fresh_", i))
+	}
+	other := refused("_OTHER")
+	call("fresh_late")
+	assert.Equal(t, other+1, refused("_OTHER"), "the 101st name of a config")
+	assert.Zero(t, refused("fresh_late"))
+
+	g.Reload(t, site(31))
+	call("fresh_late")
+	call("fresh_0")
+	metrics := mcpMetrics(t, g.AdminURL)
+	assert.Equal(t, 1.0, metrics[`caddy_mcp_results_over_budget_total{action="refused",tool="fresh_late"}`], "named by the new config's set")
+	assert.Equal(t, 2.0, metrics[`caddy_mcp_results_over_budget_total{action="refused",tool="fresh_0"}`], "a series of the old config's goes on counting")
+	assert.Contains(t, metrics, `caddy_mcp_results_over_budget_total{action="refused",tool="fresh_99"}`, "the old config's series stay")
 }
