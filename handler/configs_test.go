@@ -3,6 +3,7 @@ package handler
 import (
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
@@ -126,16 +128,7 @@ func references(pool *caddy.UsagePool, key string) int {
 }
 
 func TestThePoolsAreLetGoWithTheLastConfigThatUsesThem(t *testing.T) {
-	dir := t.TempDir()
-	lockfile := filepath.Join(dir, "mcp.lock.json")
-	raw, err := (&contract.Lockfile{Version: contract.Version, Server: "http://pools.test/mcp", Tools: []contract.Tool{{Name: "pools_test_tool"}}}).Marshal()
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(lockfile, raw, 0o600))
-	l, err := contract.Load(lockfile)
-	require.NoError(t, err)
-	digest, err := l.Digest()
-	require.NoError(t, err)
-	key := hex.EncodeToString(digest[:])
+	lockfile, key := writeLockfile(t)
 	catalogBefore := references(catalogs, catalogKey)
 
 	var handlers []*Handler
@@ -156,4 +149,65 @@ func TestThePoolsAreLetGoWithTheLastConfigThatUsesThem(t *testing.T) {
 	}
 	_, kept := contractLists.References(key)
 	assert.False(t, kept, "the lockfile's entry is gone with the last config")
+}
+
+// writeLockfile writes a lockfile of one tool, and returns its path and the
+// key of its lists.
+func writeLockfile(t *testing.T) (path, key string) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "mcp.lock.json")
+	raw, err := (&contract.Lockfile{Version: contract.Version, Server: "http://pools.test/mcp", Tools: []contract.Tool{{Name: "pools_test_tool"}}}).Marshal()
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, raw, 0o600))
+	l, err := contract.Load(path)
+	require.NoError(t, err)
+	digest, err := l.Digest()
+	require.NoError(t, err)
+	return path, hex.EncodeToString(digest[:])
+}
+
+// caddyLoaded reports whether a config Caddy loaded has a load.
+func caddyLoaded() bool {
+	configs.Lock()
+	defer configs.Unlock()
+	return slices.ContainsFunc(configs.loads, func(l *load) bool {
+		_, ok := l.id.(*caddyhttp.App)
+		return ok
+	})
+}
+
+// Caddy itself loads a config, reloads it and stops: the old config's
+// state and its uses of the pools are gone once it is cleaned up, and the
+// last config's once Caddy stops.
+func TestConfigsCaddyLoadsLeaveNoStateNorPoolEntryBehind(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", t.TempDir())
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	lockfile, key := writeLockfile(t)
+	config := func(guard string) []byte {
+		mcp, err := json.Marshal(map[string]any{
+			"handler": "mcp", "validate": true, "contract": map[string]any{"file": lockfile},
+			"results": map[string]any{"max": 100}, "concurrency": map[string]any{"name": guard, "max": 1},
+		})
+		require.NoError(t, err)
+		return fmt.Appendf(nil, `{"admin":{"disabled":true},"logging":{"logs":{"default":{"level":"ERROR"}}},
+			"apps":{"http":{"servers":{"s":{"listen":["127.0.0.1:0"],"automatic_https":{"disable":true},
+			"routes":[{"handle":[%s,{"handler":"static_response","body":"ok"}]}]}}}}}`, mcp)
+	}
+	catalogBefore := references(catalogs, catalogKey)
+	require.NoError(t, caddy.Load(config("caddy_old"), true))
+	t.Cleanup(func() { _ = caddy.Stop() })
+	require.True(t, caddyLoaded())
+	assert.Equal(t, []string{"caddy_old"}, guardsListed(t, "caddy_old", "caddy_new"))
+
+	require.NoError(t, caddy.Load(config("caddy_new"), true))
+	assert.Equal(t, []string{"caddy_new"}, guardsListed(t, "caddy_old", "caddy_new"), "the old config was cleaned up")
+	assert.Equal(t, 1, references(contractLists, key), "the new config's use only")
+	assert.Equal(t, catalogBefore+1, references(catalogs, catalogKey))
+
+	require.NoError(t, caddy.Stop())
+	assert.Empty(t, guardsListed(t, "caddy_old", "caddy_new"))
+	assert.False(t, caddyLoaded(), "no config's state is left")
+	_, kept := contractLists.References(key)
+	assert.False(t, kept, "no entry of the lockfile's lists is left")
+	assert.Equal(t, catalogBefore, references(catalogs, catalogKey))
 }
