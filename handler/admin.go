@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"slices"
-	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -37,26 +35,6 @@ func (adminStatus) CaddyModule() caddy.ModuleInfo {
 // Routes returns the admin routes.
 func (adminStatus) Routes() []caddy.AdminRoute {
 	return []caddy.AdminRoute{{Pattern: "/mcp/status", Handler: caddy.AdminHandlerFunc(serveStatus)}}
-}
-
-// live are the provisioned handlers, in provisioning order. During a reload
-// the old and the new config's handlers are both listed, until the old ones
-// are cleaned up.
-var live struct {
-	sync.Mutex
-	handlers []*Handler
-}
-
-func addLive(h *Handler) {
-	live.Lock()
-	live.handlers = append(live.handlers, h)
-	live.Unlock()
-}
-
-func removeLive(h *Handler) {
-	live.Lock()
-	live.handlers = slices.DeleteFunc(live.handlers, func(o *Handler) bool { return o == h })
-	live.Unlock()
 }
 
 // Status is the body of GET /mcp/status. Durations are written as Go
@@ -127,9 +105,9 @@ func serveStatus(w http.ResponseWriter, r *http.Request) error {
 	if r.Method != http.MethodGet {
 		return caddy.APIError{HTTPStatus: http.StatusMethodNotAllowed, Err: errors.New("method not allowed")}
 	}
-	live.Lock()
-	handlers := slices.Clone(live.handlers)
-	live.Unlock()
+	// Every live config's handlers: during a reload, the old config's and
+	// the new one's, until the old one is cleaned up (configs.go).
+	handlers := liveHandlers()
 	status := Status{Version: version.String(), Handlers: make([]HandlerStatus, 0, len(handlers))}
 	for _, h := range handlers {
 		status.Handlers = append(status.Handlers, h.status())

@@ -39,7 +39,9 @@ func (c *Contract) Validate() error {
 
 // contractLists holds the live lists compared with each lockfile, by the
 // lockfile's digest, across config reloads: clients list tools once, and
-// a reload must not forget what changed.
+// a reload must not forget what changed. Each handler with a contract
+// takes its lockfile's entry in Provision and gives it back in Cleanup:
+// the entry goes with the last config that uses the lockfile.
 var contractLists = caddy.NewUsagePool()
 
 // lockedContract is a handler's lockfile, and the lists compared with it.

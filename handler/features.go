@@ -34,7 +34,7 @@ func (h *Handler) provisionTools() error {
 		if err = h.Results.Validate(); err != nil {
 			return err
 		}
-		h.budgets = results.New(h.Results, h.logger)
+		h.budgets = results.New(h.Results, h.joined.resultLabels(), h.logger)
 	}
 	// The tools' schemas are learned for whatever reads them: the checks,
 	// the contract, and the budgets' words (a tool's paging arguments).

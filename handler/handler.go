@@ -247,8 +247,8 @@ type Handler struct {
 	// logSampler logs the first envelope of each kind, and counts the
 	// ones that repeat it (log.go).
 	logSampler *logsample.Sampler[envelopeKind]
-	// load is the config this handler belongs to.
-	load   any
+	// joined is the state of the config this handler belongs to
+	// (configs.go), until it is cleaned up.
 	joined *load
 }
 
@@ -279,8 +279,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	h.SSEKeepalive = cmp.Or(h.SSEKeepalive, caddy.Duration(DefaultSSEKeepalive))
 	h.UpstreamRetryAfter = cmp.Or(h.UpstreamRetryAfter, caddy.Duration(DefaultUpstreamRetryAfter))
 	h.failures = &failures.Failures{RetryAfter: time.Duration(h.UpstreamRetryAfter)}
-	h.load = loadOf(ctx)
-	h.joined = joinLoad(h.load)
+	h.joined = joinLoad(loadOf(ctx))
 	if err := h.joined.checkRoutes(ctx); err != nil {
 		return err
 	}
@@ -319,7 +318,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return err
 	}
 	h.askFeatures()
-	addLive(h)
+	h.joined.addLive(h)
 	return nil
 }
 
@@ -332,7 +331,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 // gone would skip it). It logs the envelopes counted and not yet logged;
 // those requests' envelopes are then each logged.
 func (h *Handler) Cleanup() error {
-	removeLive(h)
+	if h.joined != nil {
+		h.joined.removeLive(h)
+	}
 	h.unlockContract()
 	if h.catalog != nil {
 		releaseCatalog()
@@ -354,7 +355,9 @@ func (h *Handler) Cleanup() error {
 		h.concurrency.Release()
 	}
 	if h.joined != nil {
-		leaveLoad(h.load)
+		// Last: the config's state goes with its last handler.
+		h.joined.leave()
+		h.joined = nil
 	}
 	return nil
 }

@@ -24,7 +24,12 @@ import (
 
 // The handler's metrics, in Caddy's registry: namespace caddy, subsystem mcp.
 // They are created once per process and registered with every config load's
-// registry (Caddy makes a new one each time).
+// registry (Caddy makes a new one each time), so that a reload does not
+// reset a counter: they are the process's state, as reverse_proxy's
+// upstreams_healthy is, and this file (with each feature's Collectors) is
+// the one place they live. A config's registry, and the registration with
+// it, goes with the config; the collectors and their series stay, bounded
+// by the labels below, and hold nothing else (no goroutine, no config).
 //
 // Label values are bounded by construction: a method label is one of the
 // MCP methods (feature.Methods; anything else is "other"), an outcome is "forwarded",
@@ -106,7 +111,9 @@ const (
 
 // The per-method series are resolved once per label value, on first use, so
 // the request path does no label hashing and no series exists before it has
-// something to count.
+// something to count. Like the collectors they cache, they are the
+// process's: a series goes on counting across reloads, and there are at
+// most as many as methods times outcomes.
 var (
 	forwardedCounters = promreg.ByLabel[prometheus.Counter](requestsTotal.MustCurryWith(prometheus.Labels{"outcome": outcomeForwarded}))
 	durationObservers = promreg.ByLabel[prometheus.Observer](requestDuration)

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -26,65 +25,11 @@ import (
 // its places (and capacity never doubles while the old config's requests
 // finish).
 
-// loads are the configs being provisioned or running, by identity.
-var loads = struct {
-	sync.Mutex
-	m map[any]*load
-}{m: make(map[any]*load)}
-
-// load is what one config's handlers declared.
-type load struct {
-	handlers int
-	// limits and guards are the settings given to each name.
-	limits, guards map[string]string
-	// unnamed counts the unnamed guards provisioned so far, by settings.
-	unnamed map[string]int
-	// routesChecked: the config's routes were checked for duplicate
-	// handlers.
-	routesChecked bool
-	// maxCatalogSize is the largest max_catalog_size given so far.
-	maxCatalogSize int64
-}
-
-// loadOf identifies the config a module is provisioned for: the app at the
-// root of its ancestry (the http app, a new one per config), or, for a
-// handler provisioned on its own, its context.
-func loadOf(ctx caddy.Context) any {
-	if mods := ctx.Modules(); len(mods) > 0 {
-		return mods[0]
-	}
-	return ctx.Context
-}
-
-// joinLoad registers a handler with its config's load.
-func joinLoad(id any) *load {
-	loads.Lock()
-	defer loads.Unlock()
-	l := loads.m[id]
-	if l == nil {
-		l = &load{limits: make(map[string]string), guards: make(map[string]string), unnamed: make(map[string]int)}
-		loads.m[id] = l
-	}
-	l.handlers++
-	return l
-}
-
-// leaveLoad undoes joinLoad, when the handler is cleaned up.
-func leaveLoad(id any) {
-	loads.Lock()
-	defer loads.Unlock()
-	if l := loads.m[id]; l != nil {
-		if l.handlers--; l.handlers <= 0 {
-			delete(loads.m, id)
-		}
-	}
-}
-
 // Declare records that a handler gives name these settings, in the map of
 // its kind, and refuses settings that differ from another handler's.
 func (l *load) Declare(kind, name, settings string) error {
-	loads.Lock()
-	defer loads.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	m := l.limits
 	if kind == "concurrency" {
 		m = l.guards
@@ -100,8 +45,8 @@ func (l *load) Declare(kind, name, settings string) error {
 // returns the largest the config gave so far (0: none): the bound of the
 // catalog every handler shares.
 func (l *load) catalogSize(size int64) int64 {
-	loads.Lock()
-	defer loads.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	l.maxCatalogSize = max(l.maxCatalogSize, size)
 	return l.maxCatalogSize
 }
@@ -109,8 +54,8 @@ func (l *load) catalogSize(size int64) int64 {
 // Ordinal numbers the unnamed guards of one config with the same settings,
 // in provisioning order.
 func (l *load) Ordinal(settings string) int {
-	loads.Lock()
-	defer loads.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	l.unnamed[settings]++
 	return l.unnamed[settings]
 }
@@ -123,10 +68,10 @@ func (l *load) Ordinal(settings string) int {
 // JSON once it has loaded it, so a route is read from its provisioned
 // matchers and handlers when it has them, and from its JSON otherwise.
 func (l *load) checkRoutes(ctx caddy.Context) error {
-	loads.Lock()
+	l.mu.Lock()
 	done := l.routesChecked
 	l.routesChecked = true
-	loads.Unlock()
+	l.mu.Unlock()
 	if done {
 		return nil
 	}

@@ -156,7 +156,7 @@ func (h *held) over(action string, size int) {
 	if h.replayed() {
 		tool = replayedTool
 	}
-	overBudget.WithLabelValues(toolLabels.Of(tool), action).Inc()
+	overBudget.WithLabelValues(h.b.labels.Of(tool), action).Inc()
 	if log, _ := h.b.logs.Note(tool, ""); log {
 		h.b.logger.Warn("a tool's result is over its budget",
 			zap.String("tool", tool), zap.Int("bytes", size), zap.Int("budget", h.budget), zap.String("action", action))
@@ -188,17 +188,28 @@ func (b *Budgets) logRepeated(c logsample.Count[string]) {
 }
 
 // overBudget counts the results over their budget, by tool (the first
-// MaxTools names, then "_OTHER") and what was done: refused, or
-// truncated.
+// MaxTools names a config's budgets see, then "_OTHER") and what was done:
+// refused, or truncated. It is the process's, registered with each
+// config's registry, so that its counts go on across reloads.
 var overBudget = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Namespace: "caddy", Subsystem: "mcp", Name: "results_over_budget_total",
-	Help: "Tool results over their budget, by tool (the first 100 names, then _OTHER) and action: refused (RESULT_TOO_LARGE) or truncated (cut to fit).",
+	Help: "Tool results over their budget, by tool (the first 100 names a config sees, then _OTHER) and action: refused (RESULT_TOO_LARGE) or truncated (cut to fit).",
 }, []string{"tool", "action"})
 
-// MaxTools bounds the tool names the metric is labelled with.
+// MaxTools bounds the tool names the metric is labelled with, per config.
 const MaxTools = 100
 
-var toolLabels = promreg.NewBoundedLabels(MaxTools)
+// ToolLabels are the tool names the metric is labelled with: the first
+// MaxTools seen, every other one "_OTHER" (clients choose names, and each
+// would be a series). A set belongs to a config, whose budgets share it:
+// a reload starts a new one, and lets the old one go with the old config.
+// The series of names an older set labelled stay, and go on counting when
+// a newer set labels the same name; so each config adds at most MaxTools
+// names to the metric.
+type ToolLabels = promreg.BoundedLabels
+
+// NewToolLabels returns an empty set of MaxTools tool labels.
+func NewToolLabels() *ToolLabels { return promreg.NewBoundedLabels(MaxTools) }
 
 // Collectors are the metrics of the budgets, for a config's registry.
 func Collectors() []prometheus.Collector { return []prometheus.Collector{overBudget} }

@@ -16,7 +16,7 @@ import (
 func TestALogThatPanicsOnTheSamplersTimerCostsTheLineOnly(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		log, logger := panicstest.New("more of a tool's results")
-		b := New(&Config{Max: 10}, logger)
+		b := New(&Config{Max: 10}, nil, logger)
 		defer b.Stop()
 		h := &held{b: b, tool: "big", budget: 10}
 		for range 2 {

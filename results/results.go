@@ -83,6 +83,9 @@ type Budgets struct {
 	schemas     Schemas
 	logger      *zap.Logger
 	logs        *logsample.Sampler[string]
+	// labels are the tool names the metric is labelled with, the
+	// config's.
+	labels *ToolLabels
 }
 
 // Schemas gives the names of a tool's arguments, as its learned input
@@ -92,9 +95,14 @@ type Schemas interface {
 	Arguments(x *feature.Exchange, tool string) []string
 }
 
-// New returns the budgets of cfg, which must be valid, logging to logger.
-func New(cfg *Config, logger *zap.Logger) *Budgets {
-	b := &Budgets{cfg: cfg, logger: logger}
+// New returns the budgets of cfg, which must be valid, logging to logger,
+// and labelling the metric with labels: the set of the config they belong
+// to, which every budgets of the config share (nil: a set of their own).
+func New(cfg *Config, labels *ToolLabels, logger *zap.Logger) *Budgets {
+	if labels == nil {
+		labels = NewToolLabels()
+	}
+	b := &Budgets{cfg: cfg, logger: logger, labels: labels}
 	for _, r := range cfg.Tools {
 		b.globs = append(b.globs, toolpolicy.CompileGlob(r.Match))
 	}

@@ -17,7 +17,7 @@ import (
 func newBudgets(t *testing.T, cfg *Config) *Budgets {
 	t.Helper()
 	require.NoError(t, cfg.Validate())
-	b := New(cfg, zap.NewNop())
+	b := New(cfg, nil, zap.NewNop())
 	t.Cleanup(b.Stop)
 	return b
 }

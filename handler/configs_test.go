@@ -1,0 +1,213 @@
+package handler
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+
+	"github.com/caddymcp/caddy-mcp/contract"
+	"github.com/caddymcp/caddy-mcp/internal/promreg"
+	"github.com/caddymcp/caddy-mcp/results"
+)
+
+// inConfig provisions h as a handler of the config ctx stands for (a
+// handler provisioned on its own is a config of its own), logging nowhere.
+// The test cleans it up.
+func inConfig(t *testing.T, ctx caddy.Context, h *Handler) *Handler {
+	t.Helper()
+	h.logger = zap.NewNop()
+	require.NoError(t, h.Provision(ctx))
+	require.NoError(t, h.Validate())
+	return h
+}
+
+// alive reports whether the config ctx stands for has a load.
+func alive(ctx caddy.Context) bool {
+	configs.Lock()
+	defer configs.Unlock()
+	return slices.ContainsFunc(configs.loads, func(l *load) bool { return l.id == loadOf(ctx) })
+}
+
+// guardsListed are the guard names /mcp/status lists, in its order.
+func guardsListed(t *testing.T, names ...string) []string {
+	t.Helper()
+	var listed []string
+	for _, h := range liveHandlers() {
+		if s := h.status(); s.Concurrency != nil && slices.Contains(names, s.Concurrency.Name) {
+			listed = append(listed, s.Concurrency.Name)
+		}
+	}
+	return listed
+}
+
+func TestDuringAReloadTheStatusListsBothConfigsHandlersUntilTheOldIsCleanedUp(t *testing.T) {
+	oldCtx, cancelOld := newCaddyContext()
+	defer cancelOld()
+	newCtx, cancelNew := newCaddyContext()
+	defer cancelNew()
+	old := inConfig(t, oldCtx, &Handler{Concurrency: &Concurrency{Name: "reload_old", Max: 1}})
+	assert.Equal(t, []string{"reload_old"}, guardsListed(t, "reload_old", "reload_new"))
+
+	// The new config is provisioned before the old one is cleaned up.
+	fresh := inConfig(t, newCtx, &Handler{Concurrency: &Concurrency{Name: "reload_new", Max: 1}})
+	assert.Equal(t, []string{"reload_old", "reload_new"}, guardsListed(t, "reload_old", "reload_new"), "the old config's first")
+	statusOf(t, "reload_old")
+	statusOf(t, "reload_new")
+
+	require.NoError(t, old.Cleanup())
+	assert.Equal(t, []string{"reload_new"}, guardsListed(t, "reload_old", "reload_new"))
+	assert.False(t, alive(oldCtx), "the old config's state went with its last handler")
+	require.NoError(t, fresh.Cleanup())
+	assert.Empty(t, guardsListed(t, "reload_old", "reload_new"))
+	assert.False(t, alive(newCtx))
+}
+
+func TestAConfigsStateGoesWithItsLastHandlerEvenOneThatFailed(t *testing.T) {
+	ctx, cancel := newCaddyContext()
+	defer cancel()
+	a := inConfig(t, ctx, &Handler{Concurrency: &Concurrency{Name: "state_a", Max: 1}})
+	b := inConfig(t, ctx, &Handler{Concurrency: &Concurrency{Name: "state_b", Max: 1}})
+	require.Same(t, a.joined, b.joined, "one config, one state")
+	failed := &Handler{Concurrency: &Concurrency{Name: "state_a", Max: 2}, logger: zap.NewNop()}
+	require.Error(t, failed.Provision(ctx), "settings that differ from a's")
+	assert.Equal(t, []string{"state_a", "state_b"}, guardsListed(t, "state_a", "state_b"), "a handler that failed is not listed")
+
+	require.NoError(t, failed.Cleanup())
+	require.NoError(t, failed.Cleanup(), "a second Cleanup does not leave twice")
+	require.NoError(t, a.Cleanup())
+	assert.True(t, alive(ctx), "b is still there")
+	assert.Equal(t, []string{"state_b"}, guardsListed(t, "state_a", "state_b"))
+	require.NoError(t, b.Cleanup())
+	assert.False(t, alive(ctx))
+
+	// A config loaded afterwards starts anew: the name is free again.
+	again, cancelAgain := newCaddyContext()
+	defer cancelAgain()
+	c := inConfig(t, again, &Handler{Concurrency: &Concurrency{Name: "state_a", Max: 2}})
+	require.NoError(t, c.Cleanup())
+}
+
+func TestAReloadStartsAFreshSetOfToolLabels(t *testing.T) {
+	oldCtx, cancelOld := newCaddyContext()
+	defer cancelOld()
+	budget := &Results{Max: 10}
+	a := inConfig(t, oldCtx, &Handler{Results: budget})
+	b := inConfig(t, oldCtx, &Handler{Results: budget})
+	defer func() { _ = a.Cleanup(); _ = b.Cleanup() }()
+	labels := a.joined.resultLabels()
+	require.Same(t, labels, b.joined.resultLabels(), "the handlers of a config share its labels")
+	for i := range results.MaxTools {
+		require.Equal(t, fmt.Sprint("tool_", i), labels.Of(fmt.Sprint("tool_", i)))
+	}
+	assert.Equal(t, promreg.Other, labels.Of("one_more"), "bounded per config")
+
+	newCtx, cancelNew := newCaddyContext()
+	defer cancelNew()
+	c := inConfig(t, newCtx, &Handler{Results: budget})
+	defer func() { _ = c.Cleanup() }()
+	assert.NotSame(t, labels, c.joined.resultLabels())
+	assert.Equal(t, "one_more", c.joined.resultLabels().Of("one_more"), "the new config's set is its own")
+	assert.Equal(t, "tool_0", c.joined.resultLabels().Of("tool_0"), "a name the old set labelled is labelled again")
+}
+
+// references counts the uses of key in pool.
+func references(pool *caddy.UsagePool, key string) int {
+	n, _ := pool.References(key)
+	return n
+}
+
+func TestThePoolsAreLetGoWithTheLastConfigThatUsesThem(t *testing.T) {
+	lockfile, key := writeLockfile(t)
+	catalogBefore := references(catalogs, catalogKey)
+
+	var handlers []*Handler
+	var cancels []context.CancelFunc
+	for range 2 { // an old config and the new one, during a reload
+		ctx, cancel := newCaddyContext()
+		cancels = append(cancels, cancel)
+		handlers = append(handlers, inConfig(t, ctx, &Handler{ValidateCalls: true, Contract: &Contract{File: lockfile}}))
+	}
+	assert.Equal(t, 2, references(contractLists, key))
+	assert.Equal(t, catalogBefore+2, references(catalogs, catalogKey))
+	assert.Same(t, handlers[0].locked.lists, handlers[1].locked.lists, "a reload keeps what the lists learned")
+	for i, h := range handlers {
+		require.NoError(t, h.Cleanup())
+		cancels[i]()
+		assert.Equal(t, 1-i, references(contractLists, key))
+		assert.Equal(t, catalogBefore+1-i, references(catalogs, catalogKey))
+	}
+	_, kept := contractLists.References(key)
+	assert.False(t, kept, "the lockfile's entry is gone with the last config")
+}
+
+// writeLockfile writes a lockfile of one tool, and returns its path and the
+// key of its lists.
+func writeLockfile(t *testing.T) (path, key string) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "mcp.lock.json")
+	raw, err := (&contract.Lockfile{Version: contract.Version, Server: "http://pools.test/mcp", Tools: []contract.Tool{{Name: "pools_test_tool"}}}).Marshal()
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, raw, 0o600))
+	l, err := contract.Load(path)
+	require.NoError(t, err)
+	digest, err := l.Digest()
+	require.NoError(t, err)
+	return path, hex.EncodeToString(digest[:])
+}
+
+// caddyLoaded reports whether a config Caddy loaded has a load.
+func caddyLoaded() bool {
+	configs.Lock()
+	defer configs.Unlock()
+	return slices.ContainsFunc(configs.loads, func(l *load) bool {
+		_, ok := l.id.(*caddyhttp.App)
+		return ok
+	})
+}
+
+// Caddy itself loads a config, reloads it and stops: the old config's
+// state and its uses of the pools are gone once it is cleaned up, and the
+// last config's once Caddy stops.
+func TestConfigsCaddyLoadsLeaveNoStateNorPoolEntryBehind(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", t.TempDir())
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	lockfile, key := writeLockfile(t)
+	config := func(guard string) []byte {
+		mcp, err := json.Marshal(map[string]any{
+			"handler": "mcp", "validate": true, "contract": map[string]any{"file": lockfile},
+			"results": map[string]any{"max": 100}, "concurrency": map[string]any{"name": guard, "max": 1},
+		})
+		require.NoError(t, err)
+		return fmt.Appendf(nil, `{"admin":{"disabled":true},"logging":{"logs":{"default":{"level":"ERROR"}}},
+			"apps":{"http":{"servers":{"s":{"listen":["127.0.0.1:0"],"automatic_https":{"disable":true},
+			"routes":[{"handle":[%s,{"handler":"static_response","body":"ok"}]}]}}}}}`, mcp)
+	}
+	catalogBefore := references(catalogs, catalogKey)
+	require.NoError(t, caddy.Load(config("caddy_old"), true))
+	t.Cleanup(func() { _ = caddy.Stop() })
+	require.True(t, caddyLoaded())
+	assert.Equal(t, []string{"caddy_old"}, guardsListed(t, "caddy_old", "caddy_new"))
+
+	require.NoError(t, caddy.Load(config("caddy_new"), true))
+	assert.Equal(t, []string{"caddy_new"}, guardsListed(t, "caddy_old", "caddy_new"), "the old config was cleaned up")
+	assert.Equal(t, 1, references(contractLists, key), "the new config's use only")
+	assert.Equal(t, catalogBefore+1, references(catalogs, catalogKey))
+
+	require.NoError(t, caddy.Stop())
+	assert.Empty(t, guardsListed(t, "caddy_old", "caddy_new"))
+	assert.False(t, caddyLoaded(), "no config's state is left")
+	_, kept := contractLists.References(key)
+	assert.False(t, kept, "no entry of the lockfile's lists is left")
+	assert.Equal(t, catalogBefore, references(catalogs, catalogKey))
+}
