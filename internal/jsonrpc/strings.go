@@ -9,9 +9,9 @@ import (
 )
 
 // maxMemberKey bounds the raw bytes of an object key that could name one of
-// our members: the longest name ("jsonrpc") has 7 characters, and a
+// our members: the longest name ("traceparent") has 11 characters, and a
 // character is at most 12 bytes when written as an escaped surrogate pair.
-const maxMemberKey = 7 * 12
+const maxMemberKey = 11 * 12
 
 // memberKey reads an object key of a message or its params, decoded as
 // encoding/json decodes it (into buf when it must be) when it could name one
