@@ -43,8 +43,9 @@ type Spans struct {
 	// may finish (a client that left).
 	mu   sync.Mutex
 	msgs []message
-	// carriers is where each message holds trace context in the body.
-	carriers []carrier
+	// splice: the body was read, and holds requests and notifications
+	// only, each with a span: the upstream is sent each one's context.
+	splice bool
 	// outcome is the gateway's envelope for the messages not answered
 	// otherwise, once it wrote one; ending how the answer ended.
 	envelope *envelope.Envelope
@@ -61,9 +62,14 @@ type message struct {
 	tool   string // the tool a tools/call names
 	start  time.Time
 	done   bool
+	// carrier is where the message holds trace context in the body.
+	carrier jsonrpc.Carrier
 }
 
-var propagator = propagation.TraceContext{}
+var (
+	propagator   = propagation.TraceContext{}
+	emptyContext = context.Background()
+)
 
 // Start opens the spans of x's messages, nil when Caddy does not trace
 // x's request.
@@ -74,31 +80,27 @@ func Start(x *feature.Exchange) *Spans {
 		return nil
 	}
 	tracer := http.TracerProvider().Tracer(Instrumentation)
-	s := &Spans{msgs: make([]message, 0, len(x.Messages))}
-	if x.Body != nil {
-		s.carriers = carriers(x.Body)
-	}
+	s := &Spans{msgs: make([]message, 0, len(x.Messages)), splice: x.Body != nil}
 	common := commonAttributes(x.Request)
 	for i := range x.Messages {
 		m := &x.Messages[i]
 		if m.Kind != jsonrpc.Request && m.Kind != jsonrpc.Notification {
+			// A body holding responses as well: which span is whose is
+			// not sure; its messages keep what the client sent.
+			s.splice = false
 			continue
 		}
 		parent, opts := ctx, []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer), trace.WithTimestamp(x.Start)}
-		if i < len(s.carriers) && s.carriers[i].ok && s.carriers[i].traceparent != "" {
+		if remote, ok := clientContext(x.Body, &m.Carrier); ok {
 			// The conventions: the context the message carries is the
 			// parent; the HTTP request's, a link.
-			c := s.carriers[i]
-			remote := propagator.Extract(context.Background(), propagation.MapCarrier{"traceparent": c.traceparent, "tracestate": c.tracestate})
-			if trace.SpanContextFromContext(remote).IsValid() {
-				parent = trace.ContextWithSpanContext(ctx, trace.SpanContextFromContext(remote))
-				opts = append(opts, trace.WithLinks(trace.Link{SpanContext: http.SpanContext()}))
-			}
+			parent = trace.ContextWithSpanContext(ctx, remote)
+			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: http.SpanContext()}))
 		}
 		name, attrs := describe(m)
 		opts = append(opts, trace.WithAttributes(append(attrs, common...)...))
 		_, sp := tracer.Start(parent, name, opts...)
-		msg := message{span: sp, method: feature.MethodName(m.Method), start: x.Start}
+		msg := message{span: sp, method: feature.MethodName(m.Method), start: x.Start, carrier: m.Carrier}
 		if m.Kind == jsonrpc.Request {
 			msg.id = string(m.ID)
 		}
@@ -171,30 +173,25 @@ func protocolVersion(r *http.Request) string {
 	return "1.1"
 }
 
-// meta is the trace context the upstream is sent for each message of a
-// body of requests and notifications only (one span each, in order):
-// traceparent and tracestate.
-func (s *Spans) meta() [][2]string {
-	values := make([][2]string, len(s.msgs))
-	for i := range s.msgs {
-		c := propagation.MapCarrier{}
-		propagator.Inject(trace.ContextWithSpan(context.Background(), s.msgs[i].span), c)
-		values[i] = [2]string{c["traceparent"], c["tracestate"]}
-	}
-	return values
-}
-
 // AppendBody appends body (the request's, as the client sent it) to dst
 // (a recycled buffer, MetaBytes per message larger than body), with each
 // message's span context in its params._meta, for the upstream, and says
 // whether it changed anything: nothing when the request is not traced.
 func (s *Spans) AppendBody(dst, body []byte) ([]byte, bool) {
-	if s == nil || len(s.carriers) == 0 || len(s.carriers) != len(s.msgs) {
-		// A body holding responses as well: which span is whose is not
-		// sure; its messages keep what the client sent.
+	if s == nil || !s.splice {
 		return dst, false
 	}
-	return appendInjected(dst, body, s.carriers, s.meta())
+	out, last, changed := dst, 0, false
+	for i := range s.msgs {
+		m := &s.msgs[i]
+		sc := m.span.SpanContext()
+		if m.carrier.Unsure || !sc.IsValid() {
+			continue
+		}
+		out, last = splice(out, body, last, &m.carrier, sc)
+		changed = true
+	}
+	return append(out, body[last:]...), changed
 }
 
 // MetaBytes is room enough for what AppendBody adds to a message:
