@@ -115,3 +115,33 @@ func TestAResponseEndsTheSpanOfTheRequestAClientTakesItFor(t *testing.T) {
 		"tools/call string": "tool_error", "tools/call fraction": "-32602", "tools/call other": "no_response",
 	}, errorTypes(rec))
 }
+
+// Each span's name and attributes, by the conventions, whatever the id
+// and the method.
+func TestEachSpanIsNamedAndDescribedByTheConventions(t *testing.T) {
+	s, rec := traced(t, `[`+strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_weather"}}`,
+		`{"jsonrpc":"2.0","id":"a\"b","method":"prompts/get","params":{"name":"review"}}`,
+		`{"jsonrpc":"2.0","id":"plain","method":"x/invented"}`,
+		`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"notified"}}`,
+	}, ",")+`]`)
+	s.Finish(time.Now())
+	got := map[string]map[string]string{}
+	for _, sp := range rec.Ended() {
+		attrs := map[string]string{}
+		for _, a := range sp.Attributes() {
+			attrs[string(a.Key)] = a.Value.Emit()
+		}
+		delete(attrs, "error.type")
+		delete(attrs, "network.transport")
+		delete(attrs, "network.protocol.name")
+		delete(attrs, "network.protocol.version")
+		got[sp.Name()] = attrs
+	}
+	assert.Equal(t, map[string]map[string]string{
+		"tools/call get_weather": {"mcp.method.name": "tools/call", "jsonrpc.request.id": "1", "gen_ai.tool.name": "get_weather", "gen_ai.operation.name": "execute_tool"},
+		"prompts/get review":     {"mcp.method.name": "prompts/get", "jsonrpc.request.id": `a"b`, "gen_ai.prompt.name": "review"},
+		"x/invented":             {"mcp.method.name": "x/invented", "jsonrpc.request.id": "plain"},
+		"tools/call notified":    {"mcp.method.name": "tools/call", "gen_ai.tool.name": "notified", "gen_ai.operation.name": "execute_tool"},
+	}, got)
+}

@@ -43,6 +43,8 @@ type Spans struct {
 	// may finish (a client that left).
 	mu   sync.Mutex
 	msgs []message
+	// one holds the message of a body of one, in the same allocation.
+	one [1]message
 	// splice: the body was read, and holds requests and notifications
 	// only, each with a span: the upstream is sent each one's context.
 	splice bool
@@ -69,6 +71,7 @@ type message struct {
 var (
 	propagator   = propagation.TraceContext{}
 	emptyContext = context.Background()
+	serverKind   = trace.WithSpanKind(trace.SpanKindServer)
 )
 
 // Start opens the spans of x's messages, nil when Caddy does not trace
@@ -80,8 +83,13 @@ func Start(x *feature.Exchange) *Spans {
 		return nil
 	}
 	tracer := http.TracerProvider().Tracer(Instrumentation)
-	s := &Spans{msgs: make([]message, 0, len(x.Messages)), splice: x.Body != nil}
+	s := &Spans{splice: x.Body != nil}
+	s.msgs = s.one[:0]
+	if len(x.Messages) > len(s.one) {
+		s.msgs = make([]message, 0, len(x.Messages))
+	}
 	common := commonAttributes(x.Request)
+	start := trace.WithTimestamp(x.Start)
 	for i := range x.Messages {
 		m := &x.Messages[i]
 		if m.Kind != jsonrpc.Request && m.Kind != jsonrpc.Notification {
@@ -90,39 +98,55 @@ func Start(x *feature.Exchange) *Spans {
 			s.splice = false
 			continue
 		}
-		parent, opts := ctx, []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer), trace.WithTimestamp(x.Start)}
+		msg := message{method: feature.MethodName(m.Method), start: x.Start, carrier: m.Carrier}
+		name, attrs := describe(m, &msg, make([]attribute.KeyValue, 0, maxAttributes))
+		opts := append(make([]trace.SpanStartOption, 0, 4), serverKind, start, trace.WithAttributes(append(attrs, common...)...))
+		parent := ctx
 		if remote, ok := clientContext(x.Body, &m.Carrier); ok {
 			// The conventions: the context the message carries is the
 			// parent; the HTTP request's, a link.
 			parent = trace.ContextWithSpanContext(ctx, remote)
 			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: http.SpanContext()}))
 		}
-		name, attrs := describe(m)
-		opts = append(opts, trace.WithAttributes(append(attrs, common...)...))
-		_, sp := tracer.Start(parent, name, opts...)
-		msg := message{span: sp, method: feature.MethodName(m.Method), start: x.Start, carrier: m.Carrier}
-		if m.Kind == jsonrpc.Request {
-			msg.id = string(m.ID)
-		}
-		if feature.IsCall(m) {
-			msg.tool = string(m.Name)
-		}
+		_, msg.span = tracer.Start(parent, name, opts...)
 		s.msgs = append(s.msgs, msg)
 	}
 	return s
 }
 
-// describe is the span name and attributes of m.
-func describe(m *jsonrpc.Message) (string, []attribute.KeyValue) {
-	method := feature.Clip(string(m.Method))
-	attrs := []attribute.KeyValue{attribute.String("mcp.method.name", method)}
+// maxAttributes is room for the attributes of a message's span.
+const maxAttributes = 10
+
+// describe appends the attributes of m's span to attrs, says its name, and
+// notes in msg what the metric and the answer need: the request's id as
+// sent, the tool a tools/call names. Each string is made once, and none
+// for a method of the specification.
+func describe(m *jsonrpc.Message, msg *message, attrs []attribute.KeyValue) (string, []attribute.KeyValue) {
+	method := msg.method
+	if method == "other" {
+		method = feature.Clip(string(m.Method))
+	}
+	attrs = append(attrs, attribute.String("mcp.method.name", method))
 	if m.Kind == jsonrpc.Request {
-		attrs = append(attrs, attribute.String("jsonrpc.request.id", idString(m.ID)))
+		msg.id = string(m.ID)
+		id := msg.id
+		switch {
+		case len(id) < 2 || id[0] != '"':
+		case strings.IndexByte(id, '\\') < 0:
+			id = id[1 : len(id)-1]
+		default:
+			id = idString(m.ID)
+		}
+		attrs = append(attrs, attribute.String("jsonrpc.request.id", id))
 	}
 	name := method
-	switch string(m.Method) {
+	switch method {
 	case "tools/call":
-		tool := feature.Clip(string(m.Name))
+		tool := string(m.Name)
+		if m.Kind == jsonrpc.Request {
+			msg.tool = tool
+		}
+		tool = feature.Clip(tool)
 		name += " " + tool
 		attrs = append(attrs, attribute.String("gen_ai.tool.name", tool), attribute.String("gen_ai.operation.name", "execute_tool"))
 	case "prompts/get":
@@ -211,9 +235,10 @@ func (s *Spans) Event(name string, attrs ...attribute.KeyValue) {
 }
 
 func (s *Spans) event(name string, attrs ...attribute.KeyValue) {
+	opt := trace.WithAttributes(attrs...)
 	for i := range s.msgs {
 		if !s.msgs[i].done {
-			s.msgs[i].span.AddEvent(name, trace.WithAttributes(attrs...))
+			s.msgs[i].span.AddEvent(name, opt)
 		}
 	}
 }
