@@ -27,6 +27,7 @@ import (
 	"github.com/caddymcp/caddy-mcp/session"
 	"github.com/caddymcp/caddy-mcp/toolpolicy"
 	"github.com/caddymcp/caddy-mcp/toolschema"
+	"github.com/caddymcp/caddy-mcp/tracing"
 	"github.com/caddymcp/caddy-mcp/validate"
 )
 
@@ -247,6 +248,8 @@ type Handler struct {
 	// load is the config this handler belongs to.
 	load   any
 	joined *load
+	// tools are the tool names its config labels the spans' metric with.
+	tools *tracing.Tools
 }
 
 // CaddyModule returns the Caddy module information.
@@ -269,6 +272,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err := registerMetrics(ctx); err != nil {
 		return err
 	}
+	h.tools = tracing.ToolsOf(ctx)
 	h.MaxRequestBody = cmp.Or(h.MaxRequestBody, DefaultMaxRequestBody)
 	h.MaxBatch = cmp.Or(h.MaxBatch, DefaultMaxBatch)
 	h.StreamAbove = cmp.Or(h.StreamAbove, DefaultStreamAbove)
@@ -330,6 +334,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 // those requests' envelopes are then each logged.
 func (h *Handler) Cleanup() error {
 	removeLive(h)
+	h.tools.Release()
 	h.unlockContract()
 	if h.catalog != nil {
 		releaseCatalog()

@@ -26,7 +26,7 @@ func traced(t *testing.T, body string) (*Spans, *tracetest.SpanRecorder) {
 	t.Cleanup(func() { http.End() })
 	x := featuretest.Post(t, body)
 	x.Request = x.Request.WithContext(ctx)
-	s := Start(x)
+	s := Start(x, nil)
 	require.NotNil(t, s)
 	return s, rec
 }
@@ -86,7 +86,7 @@ func TestTheGatewaysEnvelopeEndsWhatItAnswers(t *testing.T) {
 
 func TestAnUntracedRequestCostsNothing(t *testing.T) {
 	x := featuretest.Post(t, `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
-	s := Start(x)
+	s := Start(x, nil)
 	assert.Nil(t, s)
 	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
 	out, changed := s.AppendBody(nil, body)
@@ -94,7 +94,7 @@ func TestAnUntracedRequestCostsNothing(t *testing.T) {
 	assert.Empty(t, out)
 	s.Event("e")
 	s.Finish(time.Now())
-	allocs := testing.AllocsPerRun(100, func() { _ = Start(x) })
+	allocs := testing.AllocsPerRun(100, func() { _ = Start(x, nil) })
 	assert.Zero(t, allocs)
 }
 

@@ -49,7 +49,7 @@ func benchmarkMessageSpan(b *testing.B, size int) {
 			b.Fatal(err)
 		}
 		x := &feature.Exchange{Request: r, Messages: msgs, Body: body, Batch: batch, Start: time.Now()}
-		s := Start(x)
+		s := Start(x, nil)
 		s.Phase("caddy.mcp.limits", time.Microsecond)
 		s.Phase("caddy.mcp.guard", time.Microsecond)
 		out, changed := s.AppendBody(buf[:0], body)

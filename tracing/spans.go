@@ -41,8 +41,9 @@ const Instrumentation = "github.com/caddymcp/caddy-mcp"
 type Spans struct {
 	// mu: the answer's goroutine reads the answer while the request's
 	// may finish (a client that left).
-	mu   sync.Mutex
-	msgs []message
+	mu    sync.Mutex
+	msgs  []message
+	tools *Tools
 	// one holds the message of a body of one, in the same allocation.
 	one [1]message
 	// splice: the body was read, and holds requests and notifications
@@ -75,15 +76,15 @@ var (
 )
 
 // Start opens the spans of x's messages, nil when Caddy does not trace
-// x's request.
-func Start(x *feature.Exchange) *Spans {
+// x's request; their durations are labelled by tools, the config's.
+func Start(x *feature.Exchange, tools *Tools) *Spans {
 	ctx := x.Request.Context()
 	http := trace.SpanFromContext(ctx)
 	if !http.IsRecording() || len(x.Messages) == 0 {
 		return nil
 	}
 	tracer := http.TracerProvider().Tracer(Instrumentation)
-	s := &Spans{splice: x.Body != nil}
+	s := &Spans{splice: x.Body != nil, tools: tools}
 	s.msgs = s.one[:0]
 	if len(x.Messages) > len(s.one) {
 		s.msgs = make([]message, 0, len(x.Messages))
@@ -307,5 +308,5 @@ func (s *Spans) end(m *message, errorType, description string, now time.Time) {
 		m.span.SetStatus(codes.Error, feature.Clip(description))
 	}
 	m.span.End(trace.WithTimestamp(now))
-	observe(m, errorType, now)
+	s.tools.observe(m, errorType, now)
 }
