@@ -141,9 +141,6 @@ func (s *scanner) object(depth int, members []member, member func(bit uint8) err
 		return nil
 	}
 	var seen uint8
-	// keyBuf holds a decoded key, on the stack, since a key goes no further
-	// than memberBit; a byte of invalid UTF-8 decodes to three.
-	var keyBuf [3 * maxMemberKey]byte
 	for {
 		s.ws()
 		if s.peek() != '"' {
@@ -152,10 +149,8 @@ func (s *scanner) object(depth int, members []member, member func(bit uint8) err
 		var bit uint8
 		var err error
 		if member != nil {
-			var key []byte
 			s.key = s.i
-			key, err = s.memberKey(keyBuf[:0])
-			bit = s.memberBit(key, members)
+			bit, err = s.keyBit(members)
 			if seen&bit&^noted != 0 {
 				s.ambiguous = true // given twice
 				bit = 0
