@@ -130,7 +130,7 @@ func TestEachSpanIsNamedAndDescribedByTheConventions(t *testing.T) {
 	for _, sp := range rec.Ended() {
 		attrs := map[string]string{}
 		for _, a := range sp.Attributes() {
-			attrs[string(a.Key)] = a.Value.Emit()
+			attrs[string(a.Key)] = a.Value.String()
 		}
 		delete(attrs, "error.type")
 		delete(attrs, "network.transport")
