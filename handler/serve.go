@@ -72,7 +72,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 			}
 			return h.refuseBody(w, x, err)
 		}
-		x.spans = tracing.Start(&x.Exchange)
+		x.spans = tracing.Start(&x.Exchange, h.tools)
 		if x.stream != nil {
 			return h.serveStreamed(w, x, next)
 		}

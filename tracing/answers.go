@@ -99,15 +99,15 @@ func (s *Spans) response(msg []byte, now time.Time) {
 	if err != nil || id == nil || !answered {
 		return
 	}
-	s.answer(string(id), errCode, errMessage, isError, now)
+	s.answer(id, errCode, errMessage, isError, now)
 }
 
 // answer ends the span of the request of id, with the outcome its response
 // gave.
-func (s *Spans) answer(id string, errCode, errMessage []byte, isError bool, now time.Time) {
+func (s *Spans) answer(id, errCode, errMessage []byte, isError bool, now time.Time) {
 	for i := range s.msgs {
 		m := &s.msgs[i]
-		if m.done || m.id == "" || !jsonrpc.MayAnswer([]byte(m.id), []byte(id)) {
+		if m.done || m.id == "" || !jsonrpc.MayAnswer([]byte(m.id), id) {
 			continue
 		}
 		switch {

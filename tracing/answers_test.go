@@ -26,7 +26,7 @@ func traced(t *testing.T, body string) (*Spans, *tracetest.SpanRecorder) {
 	t.Cleanup(func() { http.End() })
 	x := featuretest.Post(t, body)
 	x.Request = x.Request.WithContext(ctx)
-	s := Start(x)
+	s := Start(x, nil)
 	require.NotNil(t, s)
 	return s, rec
 }
@@ -86,7 +86,7 @@ func TestTheGatewaysEnvelopeEndsWhatItAnswers(t *testing.T) {
 
 func TestAnUntracedRequestCostsNothing(t *testing.T) {
 	x := featuretest.Post(t, `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
-	s := Start(x)
+	s := Start(x, nil)
 	assert.Nil(t, s)
 	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
 	out, changed := s.AppendBody(nil, body)
@@ -94,7 +94,7 @@ func TestAnUntracedRequestCostsNothing(t *testing.T) {
 	assert.Empty(t, out)
 	s.Event("e")
 	s.Finish(time.Now())
-	allocs := testing.AllocsPerRun(100, func() { _ = Start(x) })
+	allocs := testing.AllocsPerRun(100, func() { _ = Start(x, nil) })
 	assert.Zero(t, allocs)
 }
 
@@ -114,4 +114,34 @@ func TestAResponseEndsTheSpanOfTheRequestAClientTakesItFor(t *testing.T) {
 	assert.Equal(t, map[string]string{
 		"tools/call string": "tool_error", "tools/call fraction": "-32602", "tools/call other": "no_response",
 	}, errorTypes(rec))
+}
+
+// Each span's name and attributes, by the conventions, whatever the id
+// and the method.
+func TestEachSpanIsNamedAndDescribedByTheConventions(t *testing.T) {
+	s, rec := traced(t, `[`+strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_weather"}}`,
+		`{"jsonrpc":"2.0","id":"a\"b","method":"prompts/get","params":{"name":"review"}}`,
+		`{"jsonrpc":"2.0","id":"plain","method":"x/invented"}`,
+		`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"notified"}}`,
+	}, ",")+`]`)
+	s.Finish(time.Now())
+	got := map[string]map[string]string{}
+	for _, sp := range rec.Ended() {
+		attrs := map[string]string{}
+		for _, a := range sp.Attributes() {
+			attrs[string(a.Key)] = a.Value.String()
+		}
+		delete(attrs, "error.type")
+		delete(attrs, "network.transport")
+		delete(attrs, "network.protocol.name")
+		delete(attrs, "network.protocol.version")
+		got[sp.Name()] = attrs
+	}
+	assert.Equal(t, map[string]map[string]string{
+		"tools/call get_weather": {"mcp.method.name": "tools/call", "jsonrpc.request.id": "1", "gen_ai.tool.name": "get_weather", "gen_ai.operation.name": "execute_tool"},
+		"prompts/get review":     {"mcp.method.name": "prompts/get", "jsonrpc.request.id": `a"b`, "gen_ai.prompt.name": "review"},
+		"x/invented":             {"mcp.method.name": "x/invented", "jsonrpc.request.id": "plain"},
+		"tools/call notified":    {"mcp.method.name": "tools/call", "gen_ai.tool.name": "notified", "gen_ai.operation.name": "execute_tool"},
+	}, got)
 }

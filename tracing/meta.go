@@ -1,7 +1,9 @@
 package tracing
 
 import (
-	"bytes"
+	"encoding/hex"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 )
@@ -10,192 +12,221 @@ import (
 // propagation): a client may send traceparent and tracestate there, and
 // the gateway sends its own span's there to the upstream, so that an MCP
 // server that reads it continues the trace. The body is edited by
-// splicing bytes: everything else stays as the client wrote it.
+// splicing bytes where the core's parse found params and _meta
+// (jsonrpc.Carrier): everything else stays as the client wrote it, and
+// the body is not read again.
 
-// carrier is what one message of a body holds of trace context, and where.
-type carrier struct {
-	traceparent, tracestate string
-	// params is where the message's params object lies ({ to }), zero
-	// when it has none; object the message's own braces.
-	params, object span
-	// meta is where params._meta lies, zero when params has none.
-	meta span
-	// ok: the message is an object read with certainty (its params and
-	// _meta, and their keys, each given once).
-	ok bool
+// clientContext is the trace context the message c describes carries in
+// its params._meta, when it carries a valid one, read with certainty.
+func clientContext(body []byte, c *jsonrpc.Carrier) (trace.SpanContext, bool) {
+	if body == nil || c.Unsure || c.Traceparent.End == 0 {
+		return trace.SpanContext{}, false
+	}
+	tp, ok := plainString(body, c.Traceparent)
+	if !ok {
+		return trace.SpanContext{}, false
+	}
+	ts, _ := plainString(body, c.Tracestate)
+	sc := trace.SpanContextFromContext(propagator.Extract(emptyContext, headers{tp, ts}))
+	return sc, sc.IsValid()
 }
 
-type span struct{ start, end int }
-
-// carriers reads the trace context of each message of body (an object, or
-// an array of them), in order; nil when body is not JSON.
-func carriers(body []byte) []carrier {
-	var out []carrier
-	w := jsonrpc.NewWalker(body)
-	var err error
-	if w.Peek() == '[' {
-		err = w.Array(func() error {
-			c, err := readMessage(w, body)
-			out = append(out, c)
-			return err
-		})
-	} else {
-		var c carrier
-		c, err = readMessage(w, body)
-		out = append(out, c)
+// plainString is the value of mm, when it is a string without escapes.
+func plainString(body []byte, mm jsonrpc.MetaMember) (string, bool) {
+	v := body[mm.Value:mm.End]
+	if mm.End == 0 || len(v) < 2 || v[0] != '"' {
+		return "", false
 	}
-	if err != nil || w.End() != nil {
-		return nil
+	v = v[1 : len(v)-1]
+	for _, c := range v {
+		if c == '\\' {
+			return "", false
+		}
+	}
+	return string(v), true
+}
+
+// headers carries a traceparent and a tracestate to the propagator.
+type headers [2]string
+
+func (h headers) Get(key string) string {
+	switch key {
+	case "traceparent":
+		return h[0]
+	case "tracestate":
+		return h[1]
+	}
+	return ""
+}
+func (headers) Set(string, string) {}
+func (headers) Keys() []string     { return []string{"traceparent", "tracestate"} }
+
+// splice appends body from last to where the message c describes is given
+// sc in its params._meta, and what goes there: a new _meta (and params),
+// or the client's _meta with its traceparent and tracestate replaced. It
+// returns where the body goes on.
+func splice(out, body []byte, last int, c *jsonrpc.Carrier, sc trace.SpanContext) ([]byte, int) {
+	switch {
+	case c.Meta.End != 0:
+		out = append(out, body[last:c.Meta.Start]...)
+		return appendMeta(out, body, c, sc), c.Meta.End
+	case c.Params.End != 0:
+		at := c.Params.Start + 1
+		out = append(out, body[last:at]...)
+		out = append(out, `"_meta":`...)
+		out = appendContext(out, sc)
+		if !isEmptyObject(body, c.Params) {
+			out = append(out, ',')
+		}
+		return out, at
+	}
+	at := c.Object.Start + 1
+	out = append(out, body[last:at]...)
+	out = append(out, `"params":{"_meta":`...)
+	out = appendContext(out, sc)
+	out = append(out, '}')
+	if !isEmptyObject(body, c.Object) {
+		out = append(out, ',')
+	}
+	return out, at
+}
+
+// appendContext appends the _meta object that holds sc alone.
+func appendContext(out []byte, sc trace.SpanContext) []byte {
+	out = append(out, '{')
+	out = appendMembers(out, sc)
+	return append(out, '}')
+}
+
+// appendMembers appends sc as the members traceparent and, when it has
+// one, tracestate, written as the W3C propagator writes them.
+func appendMembers(out []byte, sc trace.SpanContext) []byte {
+	tid, sid := sc.TraceID(), sc.SpanID()
+	out = append(out, `"traceparent":"00-`...)
+	out = hex.AppendEncode(out, tid[:])
+	out = append(out, '-')
+	out = hex.AppendEncode(out, sid[:])
+	out = append(out, '-')
+	out = hex.AppendEncode(out, []byte{byte(sc.TraceFlags() & trace.FlagsSampled)})
+	out = append(out, '"')
+	if ts := sc.TraceState(); ts.Len() > 0 {
+		out = append(out, `,"tracestate":`...)
+		out = appendString(out, ts.String())
 	}
 	return out
 }
 
-// readMessage reads the message that comes next in the walk over body. A
-// member given twice leaves the message not ok (its context is neither
-// read nor written), and the walk goes on.
-func readMessage(w *jsonrpc.Walker, body []byte) (carrier, error) {
-	c := carrier{ok: true}
-	if w.Peek() != '{' {
-		return carrier{}, w.Skip()
-	}
-	c.object.start = w.Pos()
-	err := w.Object(func(key []byte) error {
-		if string(key) != "params" || w.Peek() != '{' {
-			return w.Skip()
-		}
-		c.ok = c.ok && c.params.end == 0
-		c.params.start = w.Pos()
-		err := w.Object(func(key []byte) error {
-			if string(key) != "_meta" || w.Peek() != '{' {
-				return w.Skip()
-			}
-			c.ok = c.ok && c.meta.end == 0
-			c.meta.start = w.Pos()
-			err := readMeta(w, body, &c)
-			c.meta.end = w.Offset()
-			return err
-		})
-		c.params.end = w.Offset()
-		return err
-	})
-	c.object.end = w.Offset()
-	return c, err
-}
-
-// readMeta reads the _meta object that comes next: its traceparent and
-// tracestate, when they are strings given once.
-func readMeta(w *jsonrpc.Walker, body []byte, c *carrier) error {
-	seen := [2]bool{}
-	return w.Object(func(key []byte) error {
-		var into *string
-		var i int
-		switch string(key) {
-		case "traceparent":
-			into, i = &c.traceparent, 0
-		case "tracestate":
-			into, i = &c.tracestate, 1
+// appendString appends s as a JSON string. A tracestate is printable
+// ASCII, which may hold a quote or a backslash (one from the client's
+// tracestate header).
+func appendString(out []byte, s string) []byte {
+	out = append(out, '"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			out = append(out, '\\', c)
+		case c < 0x20:
+			out = append(out, `\u00`...)
+			out = hex.AppendEncode(out, []byte{c})
 		default:
-			return w.Skip()
+			out = append(out, c)
 		}
-		c.ok = c.ok && !seen[i]
-		seen[i] = true
-		start := w.Pos()
-		isString := w.Peek() == '"'
-		if err := w.Skip(); err != nil || !isString {
-			return err
-		}
-		raw := body[start+1 : w.Offset()-1]
-		if bytes.IndexByte(raw, '\\') < 0 {
-			*into = string(raw)
-		}
-		return nil
-	})
+	}
+	return append(out, '"')
 }
 
-// appendInjected appends body to dst with each message's params._meta
-// holding the trace context of its span (values[i]: traceparent,
-// tracestate), replacing the client's; a message whose value is empty, or
-// that cannot be read with certainty, is left as it is. It says whether it
-// changed anything.
-func appendInjected(dst, body []byte, cs []carrier, values [][2]string) (out []byte, changed bool) {
-	out, last := dst, 0
-	for i, c := range cs {
-		if i >= len(values) || values[i][0] == "" || !c.ok {
+// appendMeta appends the client's _meta, which c describes, with sc's
+// members first, in place of its own traceparent and tracestate, every
+// other member as written.
+func appendMeta(out, body []byte, c *jsonrpc.Carrier, sc trace.SpanContext) []byte {
+	out = append(out, '{')
+	out = appendMembers(out, sc)
+	cuts := cuts(body, c.Traceparent, c.Tracestate)
+	// The rest of _meta's inside: up to three pieces around the cuts.
+	var rest [3][]byte
+	n, at := 0, c.Meta.Start+1
+	for _, k := range cuts {
+		if k.End == 0 {
 			continue
 		}
-		at, insert := c.insertion(body, values[i])
-		out = append(out, body[last:at.start]...)
-		out = append(out, insert...)
-		last, changed = at.end, true
-	}
-	return append(out, body[last:]...), changed
-}
-
-// insertion is where the trace context goes in the message c describes,
-// and the bytes that go there: a new _meta (and params), or the client's
-// _meta with its traceparent and tracestate replaced.
-func (c carrier) insertion(body []byte, v [2]string) (at span, insert []byte) {
-	members := `"traceparent":"` + v[0] + `"`
-	if v[1] != "" {
-		members += `,"tracestate":"` + v[1] + `"`
-	}
-	switch {
-	case c.meta.end != 0:
-		return c.meta, rewriteMeta(body[c.meta.start:c.meta.end], members)
-	case c.params.end != 0:
-		after := c.params.start + 1
-		sep := ","
-		if isEmptyObject(body[c.params.start:c.params.end]) {
-			sep = ""
+		if k.Start > at {
+			rest[n], n = body[at:k.Start], n+1
 		}
-		return span{after, after}, []byte(`"_meta":{` + members + `}` + sep)
+		at = k.End
 	}
-	after := c.object.start + 1
-	sep := ","
-	if isEmptyObject(body[c.object.start:c.object.end]) {
-		sep = ""
-	}
-	return span{after, after}, []byte(`"params":{"_meta":{` + members + `}}` + sep)
-}
-
-// rewriteMeta is the _meta object meta with members in place of its own
-// traceparent and tracestate, every other member kept as written.
-func rewriteMeta(meta []byte, members string) []byte {
-	out := append([]byte(nil), '{')
-	out = append(out, members...)
-	_ = jsonrpc.Members(meta, func(m jsonrpc.Member) bool {
-		if string(m.Key) == "traceparent" || string(m.Key) == "tracestate" {
-			return true
-		}
+	rest[n], n = body[at:c.Meta.End-1], n+1
+	if !allSpace(rest[:n]) {
 		out = append(out, ',')
-		out = append(out, memberBytes(meta, m)...)
-		return true
-	})
+		for _, p := range rest[:n] {
+			out = append(out, p...)
+		}
+	}
 	return append(out, '}')
 }
 
-// memberBytes is member m of obj as written: its key and its value.
-func memberBytes(obj []byte, m jsonrpc.Member) []byte {
-	// The key ends at the last quote before the colon before the value.
-	colon := bytes.LastIndexByte(obj[:m.Start], ':')
-	quote := bytes.LastIndexByte(obj[:colon], '"')
-	open := quote - 1
-	for open > 0 && (obj[open] != '"' || isEscaped(obj, open)) {
-		open--
+// cuts are what goes with the members a and b of _meta when they are
+// taken out, in order: each with one comma, or both with one when they
+// are next to each other.
+func cuts(body []byte, a, b jsonrpc.MetaMember) [2]jsonrpc.Span {
+	if b.Start < a.Start {
+		a, b = b, a
 	}
-	return obj[open:m.End]
+	if a.End != 0 {
+		if comma := spaceAfter(body, a.End); body[comma] == ',' && spaceAfter(body, comma+1) == b.Start {
+			return [2]jsonrpc.Span{{}, cut(body, jsonrpc.MetaMember{Start: a.Start, End: b.End})}
+		}
+	}
+	return [2]jsonrpc.Span{cut(body, a), cut(body, b)}
 }
 
-// isEscaped reports whether the quote at i is escaped by the backslashes
-// before it.
-func isEscaped(b []byte, i int) bool {
-	n := 0
-	for j := i - 1; j >= 0 && b[j] == '\\'; j-- {
-		n++
+// cut is what goes with the member mm of _meta when it is taken out: the
+// member, and the comma that parts it from the member before it, or else
+// from the one after it, with the spaces around that comma. Zero when mm
+// is.
+func cut(body []byte, mm jsonrpc.MetaMember) jsonrpc.Span {
+	if mm.End == 0 {
+		return jsonrpc.Span{}
 	}
-	return n%2 == 1
+	before := spaceBefore(body, mm.Start)
+	if body[before-1] == ',' {
+		return jsonrpc.Span{Start: spaceBefore(body, before-1), End: mm.End}
+	}
+	after := spaceAfter(body, mm.End)
+	if body[after] == ',' {
+		return jsonrpc.Span{Start: mm.Start, End: spaceAfter(body, after+1)}
+	}
+	return jsonrpc.Span{Start: mm.Start, End: mm.End}
 }
 
-func isEmptyObject(obj []byte) bool {
-	return len(bytes.TrimSpace(obj[1:len(obj)-1])) == 0
+// spaceBefore is where the whitespace that ends at i begins.
+func spaceBefore(b []byte, i int) int {
+	for i > 0 && isSpace(b[i-1]) {
+		i--
+	}
+	return i
+}
+
+// spaceAfter is where the whitespace that begins at i ends.
+func spaceAfter(b []byte, i int) int {
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	return i
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// allSpace reports whether pieces hold whitespace only.
+func allSpace(pieces [][]byte) bool {
+	for _, p := range pieces {
+		if spaceAfter(p, 0) != len(p) {
+			return false
+		}
+	}
+	return true
+}
+
+// isEmptyObject reports whether the object at o holds no member.
+func isEmptyObject(b []byte, o jsonrpc.Span) bool {
+	return spaceAfter(b, o.Start+1) == o.End-1
 }

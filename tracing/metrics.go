@@ -1,37 +1,23 @@
 package tracing
 
 import (
-	"time"
-
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/caddymcp/caddy-mcp/internal/promreg"
 )
 
 // duration is the conventions' mcp.server.operation.duration, by method,
 // tool and error type, in seconds: the time from the request's arrival to
 // its response written (a notification's: to the answer's end). Tool
 // names are the client's to choose: the first MaxTools seen are labels of
-// their own, every other one "_OTHER", so that the series stay bounded.
+// their own, every other one "_OTHER", so that the series stay bounded
+// (tools.go).
 var duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 	Namespace: "caddy", Subsystem: "mcp", Name: "server_operation_duration_seconds",
 	Help:    "Time from an MCP message's arrival to its response written (mcp.server.operation.duration), for messages Caddy's tracing traces, by method, tool and error type.",
 	Buckets: []float64{0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300},
 }, []string{"mcp_method_name", "gen_ai_tool_name", "error_type"})
 
-// MaxTools bounds the tool names the duration is labelled with.
+// MaxTools bounds the tool names a config labels the duration with.
 const MaxTools = 100
-
-var tools = promreg.NewBoundedLabels(MaxTools)
-
-// toolLabel is tool as a label: itself among the first MaxTools, else
-// "_OTHER".
-func toolLabel(tool string) string {
-	if tool == "" {
-		return ""
-	}
-	return tools.Of(tool)
-}
 
 // errorLabel is an error type as a label: the envelope codes, the JSON-RPC
 // codes and the endings are few; a JSON-RPC code is the upstream's to
@@ -47,10 +33,6 @@ func errorLabel(t string) string {
 // or MCP's: -32768 to -32000.
 func inRPCRange(t string) bool {
 	return len(t) == 6 && t >= "-32000" && t <= "-32768"
-}
-
-func observe(m *message, errorType string, now time.Time) {
-	duration.WithLabelValues(m.method, toolLabel(m.tool), errorLabel(errorType)).Observe(now.Sub(m.start).Seconds())
 }
 
 // Collectors are the metrics of tracing, for a config's registry.

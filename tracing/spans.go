@@ -41,10 +41,14 @@ const Instrumentation = "github.com/caddymcp/caddy-mcp"
 type Spans struct {
 	// mu: the answer's goroutine reads the answer while the request's
 	// may finish (a client that left).
-	mu   sync.Mutex
-	msgs []message
-	// carriers is where each message holds trace context in the body.
-	carriers []carrier
+	mu    sync.Mutex
+	msgs  []message
+	tools *Tools
+	// one holds the message of a body of one, in the same allocation.
+	one [1]message
+	// splice: the body was read, and holds requests and notifications
+	// only, each with a span: the upstream is sent each one's context.
+	splice bool
 	// outcome is the gateway's envelope for the messages not answered
 	// otherwise, once it wrote one; ending how the answer ended.
 	envelope *envelope.Envelope
@@ -61,66 +65,89 @@ type message struct {
 	tool   string // the tool a tools/call names
 	start  time.Time
 	done   bool
+	// carrier is where the message holds trace context in the body.
+	carrier jsonrpc.Carrier
 }
 
-var propagator = propagation.TraceContext{}
+var (
+	propagator   = propagation.TraceContext{}
+	emptyContext = context.Background()
+	serverKind   = trace.WithSpanKind(trace.SpanKindServer)
+)
 
 // Start opens the spans of x's messages, nil when Caddy does not trace
-// x's request.
-func Start(x *feature.Exchange) *Spans {
+// x's request; their durations are labelled by tools, the config's.
+func Start(x *feature.Exchange, tools *Tools) *Spans {
 	ctx := x.Request.Context()
 	http := trace.SpanFromContext(ctx)
 	if !http.IsRecording() || len(x.Messages) == 0 {
 		return nil
 	}
 	tracer := http.TracerProvider().Tracer(Instrumentation)
-	s := &Spans{msgs: make([]message, 0, len(x.Messages))}
-	if x.Body != nil {
-		s.carriers = carriers(x.Body)
+	s := &Spans{splice: x.Body != nil, tools: tools}
+	s.msgs = s.one[:0]
+	if len(x.Messages) > len(s.one) {
+		s.msgs = make([]message, 0, len(x.Messages))
 	}
 	common := commonAttributes(x.Request)
+	start := trace.WithTimestamp(x.Start)
 	for i := range x.Messages {
 		m := &x.Messages[i]
 		if m.Kind != jsonrpc.Request && m.Kind != jsonrpc.Notification {
+			// A body holding responses as well: which span is whose is
+			// not sure; its messages keep what the client sent.
+			s.splice = false
 			continue
 		}
-		parent, opts := ctx, []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer), trace.WithTimestamp(x.Start)}
-		if i < len(s.carriers) && s.carriers[i].ok && s.carriers[i].traceparent != "" {
+		msg := message{method: feature.MethodName(m.Method), start: x.Start, carrier: m.Carrier}
+		name, attrs := describe(m, &msg, make([]attribute.KeyValue, 0, maxAttributes))
+		opts := append(make([]trace.SpanStartOption, 0, 4), serverKind, start, trace.WithAttributes(append(attrs, common...)...))
+		parent := ctx
+		if remote, ok := clientContext(x.Body, &m.Carrier); ok {
 			// The conventions: the context the message carries is the
 			// parent; the HTTP request's, a link.
-			c := s.carriers[i]
-			remote := propagator.Extract(context.Background(), propagation.MapCarrier{"traceparent": c.traceparent, "tracestate": c.tracestate})
-			if trace.SpanContextFromContext(remote).IsValid() {
-				parent = trace.ContextWithSpanContext(ctx, trace.SpanContextFromContext(remote))
-				opts = append(opts, trace.WithLinks(trace.Link{SpanContext: http.SpanContext()}))
-			}
+			parent = trace.ContextWithSpanContext(ctx, remote)
+			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: http.SpanContext()}))
 		}
-		name, attrs := describe(m)
-		opts = append(opts, trace.WithAttributes(append(attrs, common...)...))
-		_, sp := tracer.Start(parent, name, opts...)
-		msg := message{span: sp, method: feature.MethodName(m.Method), start: x.Start}
-		if m.Kind == jsonrpc.Request {
-			msg.id = string(m.ID)
-		}
-		if feature.IsCall(m) {
-			msg.tool = string(m.Name)
-		}
+		_, msg.span = tracer.Start(parent, name, opts...)
 		s.msgs = append(s.msgs, msg)
 	}
 	return s
 }
 
-// describe is the span name and attributes of m.
-func describe(m *jsonrpc.Message) (string, []attribute.KeyValue) {
-	method := feature.Clip(string(m.Method))
-	attrs := []attribute.KeyValue{attribute.String("mcp.method.name", method)}
+// maxAttributes is room for the attributes of a message's span.
+const maxAttributes = 10
+
+// describe appends the attributes of m's span to attrs, says its name, and
+// notes in msg what the metric and the answer need: the request's id as
+// sent, the tool a tools/call names. Each string is made once, and none
+// for a method of the specification.
+func describe(m *jsonrpc.Message, msg *message, attrs []attribute.KeyValue) (string, []attribute.KeyValue) {
+	method := msg.method
+	if method == "other" {
+		method = feature.Clip(string(m.Method))
+	}
+	attrs = append(attrs, attribute.String("mcp.method.name", method))
 	if m.Kind == jsonrpc.Request {
-		attrs = append(attrs, attribute.String("jsonrpc.request.id", idString(m.ID)))
+		msg.id = string(m.ID)
+		id := msg.id
+		switch {
+		case len(id) < 2 || id[0] != '"':
+		case strings.IndexByte(id, '\\') < 0:
+			id = id[1 : len(id)-1]
+		default:
+			id = idString(m.ID)
+		}
+		attrs = append(attrs, attribute.String("jsonrpc.request.id", id))
 	}
 	name := method
-	switch string(m.Method) {
+	switch method {
 	case "tools/call":
-		tool := feature.Clip(string(m.Name))
+		tool := string(m.Name)
+		if m.Kind == jsonrpc.Request {
+			msg.tool = tool
+		}
+		tool = feature.Clip(tool)
 		name += " " + tool
 		attrs = append(attrs, attribute.String("gen_ai.tool.name", tool), attribute.String("gen_ai.operation.name", "execute_tool"))
 	case "prompts/get":
@@ -171,30 +198,25 @@ func protocolVersion(r *http.Request) string {
 	return "1.1"
 }
 
-// meta is the trace context the upstream is sent for each message of a
-// body of requests and notifications only (one span each, in order):
-// traceparent and tracestate.
-func (s *Spans) meta() [][2]string {
-	values := make([][2]string, len(s.msgs))
-	for i := range s.msgs {
-		c := propagation.MapCarrier{}
-		propagator.Inject(trace.ContextWithSpan(context.Background(), s.msgs[i].span), c)
-		values[i] = [2]string{c["traceparent"], c["tracestate"]}
-	}
-	return values
-}
-
 // AppendBody appends body (the request's, as the client sent it) to dst
 // (a recycled buffer, MetaBytes per message larger than body), with each
 // message's span context in its params._meta, for the upstream, and says
 // whether it changed anything: nothing when the request is not traced.
 func (s *Spans) AppendBody(dst, body []byte) ([]byte, bool) {
-	if s == nil || len(s.carriers) == 0 || len(s.carriers) != len(s.msgs) {
-		// A body holding responses as well: which span is whose is not
-		// sure; its messages keep what the client sent.
+	if s == nil || !s.splice {
 		return dst, false
 	}
-	return appendInjected(dst, body, s.carriers, s.meta())
+	out, last, changed := dst, 0, false
+	for i := range s.msgs {
+		m := &s.msgs[i]
+		sc := m.span.SpanContext()
+		if m.carrier.Unsure || !sc.IsValid() {
+			continue
+		}
+		out, last = splice(out, body, last, &m.carrier, sc)
+		changed = true
+	}
+	return append(out, body[last:]...), changed
 }
 
 // MetaBytes is room enough for what AppendBody adds to a message:
@@ -214,9 +236,10 @@ func (s *Spans) Event(name string, attrs ...attribute.KeyValue) {
 }
 
 func (s *Spans) event(name string, attrs ...attribute.KeyValue) {
+	opt := trace.WithAttributes(attrs...)
 	for i := range s.msgs {
 		if !s.msgs[i].done {
-			s.msgs[i].span.AddEvent(name, trace.WithAttributes(attrs...))
+			s.msgs[i].span.AddEvent(name, opt)
 		}
 	}
 }
@@ -285,5 +308,5 @@ func (s *Spans) end(m *message, errorType, description string, now time.Time) {
 		m.span.SetStatus(codes.Error, feature.Clip(description))
 	}
 	m.span.End(trace.WithTimestamp(now))
-	observe(m, errorType, now)
+	s.tools.observe(m, errorType, now)
 }

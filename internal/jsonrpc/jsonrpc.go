@@ -3,12 +3,14 @@
 // as JSON (json.Valid's grammar, plus the NaN and Infinity tokens and the
 // leading byte order mark that lenient servers take), learns each message's
 // kind, method, id, and the params.name, params.uri and params.taskId it
-// may name, and skips everything else, arguments and
-// results above all, a word at a time. It refuses what different servers
-// could read differently: a member given twice or in another letter case.
+// may name, and where its params and params._meta lie, and skips
+// everything else, arguments and results above all, a word at a time. It
+// refuses what different servers could read differently: a member given
+// twice or in another letter case.
 //
-// It knows nothing of HTTP or MCP beyond those three members of params, which
-// MCP uses for the tool or prompt, the resource and the task a request names.
+// It knows nothing of HTTP or MCP beyond those members of params, which
+// MCP uses for the tool or prompt, the resource and the task a request
+// names, and for the trace context it carries (SEP-414).
 package jsonrpc
 
 import (
@@ -46,6 +48,8 @@ type Message struct {
 	// URI is params.uri and TaskID params.taskId, unescaped; nil when
 	// absent or not a string.
 	URI, TaskID []byte
+	// Carrier is where params and params._meta lie in the body.
+	Carrier Carrier
 }
 
 // ErrAmbiguous marks a message that different JSON-RPC servers could read

@@ -621,6 +621,12 @@ func FuzzParseMessages(f *testing.F) {
 		`{`,
 		`"\ud800"`,
 		`{"id":1,"method":"tools/call","params":{"name":"a","arguments":[NaN,Infinity,-Infinity]}}`,
+		`{"id":1,"method":"m","params":{"_meta":{"traceparent":"00-a","tracestate":"k=v","x":[]},"name":"n"}}`,
+		`{"id":1,"method":"m","params":{"_meta":{},"_meta":{"traceparent":"a"}}}`,
+		`{"id":1,"method":"m","params":{"_Meta":{},"\u005fmeta":{"traceparent":"a","traceparent":1}}}`,
+		`{"id":1,"method":"m","params":{"_meta":"x"}}`,
+		`{"id":1,"method":"m","params":[{"_meta":{}}]}`,
+		`[{"method":"a","params":{"_meta":{"tracestate":"x"}}}, 2, {"method":"b"}]`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -668,6 +674,7 @@ func FuzzParseMessages(f *testing.F) {
 		}
 		for i, elem := range elems {
 			checkAgainstEncodingJSON(t, elem, msgs[i])
+			checkCarrier(t, body, elem, msgs[i])
 		}
 	})
 }

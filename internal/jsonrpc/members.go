@@ -3,8 +3,8 @@ package jsonrpc
 import "bytes"
 
 // Learning what a message is, alone or in a batch: its kind, method and
-// id, and the name, uri and taskId of its params, read from the members
-// whose keys name ours.
+// id, the name, uri and taskId of its params, read from the members whose
+// keys name ours, and where its params and their _meta lie (carrier.go).
 
 // batch reads the elements of a batch, the scanner at its '[': each object
 // as a message, anything else as a value that is no message.
@@ -42,6 +42,7 @@ func (s *scanner) batch(visit func(Message) error) error {
 // members.
 func (s *scanner) message(m *Message, depth int) error {
 	var hasMethod, hasResult, methodIsString bool
+	m.Carrier.Object.Start = s.i
 	err := s.object(depth, jsonrpcMembers, func(bit uint8) error {
 		if bit == 0 {
 			return s.value(depth)
@@ -64,8 +65,12 @@ func (s *scanner) message(m *Message, depth int) error {
 			return nil
 		case memberParams:
 			if s.peek() == '{' {
-				return s.params(m, depth+1)
+				start := s.i
+				err := s.params(m, depth+1)
+				m.Carrier.Params = Span{start, s.i}
+				return err
 			}
+			m.Carrier.Unsure = true
 		case memberResult, memberError:
 			hasResult = true
 		}
@@ -74,6 +79,7 @@ func (s *scanner) message(m *Message, depth int) error {
 	if err != nil {
 		return err
 	}
+	m.Carrier.Object.End = s.i
 	switch {
 	case hasMethod && !methodIsString:
 		m.Kind = Invalid
@@ -88,8 +94,8 @@ func (s *scanner) message(m *Message, depth int) error {
 }
 
 // params reads the params object at the given depth, learning "name",
-// "uri" and "taskId" and skipping the rest (the arguments above all)
-// without decoding it.
+// "uri" and "taskId", and where "_meta" lies, and skipping the rest (the
+// arguments above all) without decoding it.
 func (s *scanner) params(m *Message, depth int) error {
 	return s.object(depth, paramsMembers, func(bit uint8) error {
 		var dst *[]byte
@@ -100,6 +106,8 @@ func (s *scanner) params(m *Message, depth int) error {
 			dst = &m.URI
 		case memberTaskID:
 			dst = &m.TaskID
+		case memberMeta, memberMetaFolded:
+			return s.meta(&m.Carrier, bit, depth)
 		}
 		if dst == nil || s.peek() != '"' {
 			return s.value(depth)
@@ -125,31 +133,55 @@ const (
 	memberName   = memberJSONRPC
 	memberURI    = memberMethod
 	memberTaskID = memberID
+	// Members noted, never decided by (carrier.go): given twice or in
+	// another letter case, they make a message unsure where its trace
+	// context lies, not ambiguous. Each reaches the object's reader every
+	// time it is given.
+	memberMeta        uint8 = 1 << 6
+	memberMetaFolded  uint8 = 1 << 7 // _meta in another letter case
+	memberTraceparent       = memberMeta
+	memberTracestate        = memberMetaFolded
+	noted                   = memberMeta | memberMetaFolded
 )
 
+// member is a key of ours. folded is the bit a key that names it in
+// another letter case gets: for a member we decide by, none (0), and the
+// scan is ambiguous.
 type member struct {
-	name string
-	bit  uint8
+	name   string
+	bit    uint8
+	folded uint8
 }
 
 var (
 	jsonrpcMembers = []member{
-		{"jsonrpc", memberJSONRPC}, {"method", memberMethod}, {"id", memberID},
-		{"params", memberParams}, {"result", memberResult}, {"error", memberError},
+		{"jsonrpc", memberJSONRPC, 0}, {"method", memberMethod, 0}, {"id", memberID, 0},
+		{"params", memberParams, 0}, {"result", memberResult, 0}, {"error", memberError, 0},
 	}
-	paramsMembers = []member{{"name", memberName}, {"uri", memberURI}, {"taskId", memberTaskID}}
+	paramsMembers = []member{
+		{"name", memberName, 0}, {"uri", memberURI, 0}, {"taskId", memberTaskID, 0},
+		{"_meta", memberMeta, memberMetaFolded},
+	}
+	// metaMembers are read in params._meta; traceparent in another letter
+	// case is another member (_meta is read as a map).
+	metaMembers = []member{{"traceparent", memberTraceparent, 0}, {"tracestate", memberTracestate, 0}}
 )
 
 // memberBit names the member key is, or 0 when it is none of ours. A key
 // that is one of ours in another letter case is none of ours, and makes the
 // scan ambiguous. Case is folded as encoding/json folds it, Unicode included:
 // "paramſ" (with a long s) is params to Go's decoder, though longer in bytes.
+// A member only noted (noted) is named in another letter case by its folded
+// bit, or by none, and the scan is not ambiguous.
 func (s *scanner) memberBit(key []byte, members []member) uint8 {
 	for _, mb := range members {
 		if string(key) == mb.name {
 			return mb.bit
 		}
 		if bytes.EqualFold(key, []byte(mb.name)) {
+			if mb.bit&noted != 0 {
+				return mb.folded
+			}
 			s.ambiguous = true
 			return 0
 		}

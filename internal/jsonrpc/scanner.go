@@ -17,6 +17,9 @@ type scanner struct {
 	// ambiguous records that a message was found ambiguous; the scan goes
 	// on, so that a body that is not JSON is reported as such.
 	ambiguous bool
+	// key is where the key of the member being read begins, in an object
+	// read for its members.
+	key int
 
 	// Reading a body as it arrives (ParseStream): src gives the bytes
 	// received so far, of which b holds those the scan may read; open says
@@ -123,7 +126,7 @@ func (s *scanner) expect(c byte) error {
 // scanner positioned at the value, which member must consume. member gets
 // the bit of the member the key names among members, or 0 when the key
 // names none of them, or one already seen (which makes the scan
-// ambiguous). A nil member skips every member, keys included, without
+// ambiguous, but for a member only noted, which is given again). A nil member skips every member, keys included, without
 // decoding them.
 func (s *scanner) object(depth int, members []member, member func(bit uint8) error) error {
 	if depth > MaxDepth {
@@ -138,9 +141,6 @@ func (s *scanner) object(depth int, members []member, member func(bit uint8) err
 		return nil
 	}
 	var seen uint8
-	// keyBuf holds a decoded key, on the stack, since a key goes no further
-	// than memberBit; a byte of invalid UTF-8 decodes to three.
-	var keyBuf [3 * maxMemberKey]byte
 	for {
 		s.ws()
 		if s.peek() != '"' {
@@ -149,10 +149,9 @@ func (s *scanner) object(depth int, members []member, member func(bit uint8) err
 		var bit uint8
 		var err error
 		if member != nil {
-			var key []byte
-			key, err = s.memberKey(keyBuf[:0])
-			bit = s.memberBit(key, members)
-			if seen&bit != 0 {
+			s.key = s.i
+			bit, err = s.keyBit(members)
+			if seen&bit&^noted != 0 {
 				s.ambiguous = true // given twice
 				bit = 0
 			}

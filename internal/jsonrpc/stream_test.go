@@ -62,6 +62,7 @@ func sameParse(t *testing.T, body []byte, sizes ...int) {
 		require.Equal(t, len(want), len(got))
 		for i := range want {
 			assert.Equal(t, textOf(want[i]), textOf(got[i]), "%q in chunks of %d", body, size)
+			assert.Equal(t, want[i].Carrier, got[i].Carrier, "%q in chunks of %d", body, size)
 		}
 	}
 }
@@ -99,6 +100,7 @@ func FuzzParseStream(f *testing.F) {
 	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"q":"x"}}}`), uint8(3))
 	f.Add([]byte(`[1, 2 ,{"id" : 3}]  `), uint8(1))
 	f.Add([]byte(`{"id":-Infinity,"method":"m"} `), uint8(2))
+	f.Add([]byte(`[{"id":1,"method":"m","params":{"_meta":{"traceparent" : "00-a"},"_Meta":1}}, {"method":"n","params":{"_meta":{}}}]`), uint8(4))
 	f.Fuzz(func(t *testing.T, body []byte, size uint8) {
 		sameParse(t, body, int(size)+1)
 	})

@@ -9,28 +9,37 @@ import (
 )
 
 // maxMemberKey bounds the raw bytes of an object key that could name one of
-// our members: the longest name ("jsonrpc") has 7 characters, and a
+// our members: the longest name ("traceparent") has 11 characters, and a
 // character is at most 12 bytes when written as an escaped surrogate pair.
-const maxMemberKey = 7 * 12
+const maxMemberKey = 11 * 12
 
-// memberKey reads an object key of a message or its params, decoded as
-// encoding/json decodes it (into buf when it must be) when it could name one
-// of our members, nil when it is too long to. It never allocates: a body of
-// millions of escaped keys costs what its bytes cost to scan.
-func (s *scanner) memberKey(buf []byte) ([]byte, error) {
+// keyBit reads an object key of a message, its params or their _meta,
+// and names the member it is among members (memberBit), decoded as
+// encoding/json decodes it when it could name one of ours. It never
+// allocates: a body of millions of escaped keys costs what its bytes cost
+// to scan.
+func (s *scanner) keyBit(members []member) (uint8, error) {
 	start := s.i
 	escaped, err := s.scanStr()
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	raw := s.b[start+1 : s.i-1]
 	switch {
 	case len(raw) > maxMemberKey:
-		return nil, nil
+		return 0, nil // too long to name one of ours
 	case !escaped && utf8.Valid(raw):
-		return raw, nil
+		return s.memberBit(raw, members), nil
 	}
-	return unquote(buf, raw), nil
+	return s.decodedKeyBit(raw, members), nil
+}
+
+// decodedKeyBit is keyBit for a key that must be decoded: on the stack
+// here, where a key goes no further than memberBit, rather than in every
+// object read. A byte of invalid UTF-8 decodes to three.
+func (s *scanner) decodedKeyBit(raw []byte, members []member) uint8 {
+	var buf [3 * maxMemberKey]byte
+	return s.memberBit(unquote(buf[:0], raw), members)
 }
 
 // AppendUnquoted appends the content of a valid JSON string (raw, without
