@@ -41,7 +41,7 @@ var ErrTwoWays = errors.New("a member given twice, or again in another letter ca
 // twoWays is ErrTwoWays for one key.
 type twoWays struct{ key string }
 
-func (e twoWays) Error() string { return strconv.Quote(e.key) + ": " + ErrTwoWays.Error() }
+func (e twoWays) Error() string { return strconv.Quote(clipKey(e.key)) + ": " + ErrTwoWays.Error() }
 
 func (e twoWays) Is(target error) bool { return target == ErrTwoWays }
 

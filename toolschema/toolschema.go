@@ -74,7 +74,10 @@ func Compile(raw []byte) (*Schema, error) {
 		return nil, fmt.Errorf("inputSchema of %d bytes, over the %d compiled", len(raw), MaxSchema)
 	}
 	doc, err := decodeDepth(raw, maxSchemaDepth)
-	if err != nil {
+	switch {
+	case errors.Is(err, ErrTwoWays):
+		return nil, fmt.Errorf("inputSchema is read two ways by the SDKs: %w", err)
+	case err != nil:
 		return nil, fmt.Errorf("inputSchema is not JSON, or nested deeper than %d: %w", maxSchemaDepth, err)
 	}
 	c := jsonschema.NewCompiler()
