@@ -20,11 +20,12 @@ import (
 // since the official SDKs read it differently; keys are compared decoded,
 // and invalid UTF-8 becomes U+FFFD, as encoding/json and the JSON package
 // of the Go SDK's servers (segmentio/encoding) read it. A leading
-// byte-order mark is skipped, as the TypeScript and Python SDKs skip it. A number is refused when a float64 cannot hold it, or when it is
-// written in more than maxNumber bytes, or with an exponent over
-// maxExponent (ErrNumberRange): checking a number against a bound makes it
-// a big.Rat, at a cost that grows with its exponent and digits (1e-999999
-// is 3 million bits), and MCP servers read numbers as float64 anyway.
+// byte-order mark is skipped, as the TypeScript and Python SDKs skip it. A
+// number is refused when a float64 cannot hold it, or when it is written
+// in more than maxNumber bytes, or with an exponent over maxExponent
+// (ErrNumberRange): checking a number against a bound makes it a big.Rat,
+// at a cost that grows with its exponent and digits (1e-999999 is 3
+// million bits), and MCP servers read numbers as float64 anyway.
 func decode(b []byte) (any, error) { return decodeDepth(b, maxDepth) }
 
 // Decode is decode for callers outside the package: a JSON-RPC body's
