@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
@@ -81,6 +82,25 @@ var members = [2]map[string]uint16{
 	{"content": seenContent, "isError": seenIsError, "structuredContent": seenStructured},
 }
 
+// memberNames are members' keys, and blockNames those of a block's the
+// cut reads, to tell one given in another letter case.
+var (
+	memberNames = [2][]string{{"id", "result", "error"}, {"content", "isError", "structuredContent"}}
+	blockNames  = []string{"type", "text"}
+)
+
+// anotherCase reports whether key is one of names in another letter case
+// (folded as encoding/json folds it: "reſult" is result), which readers
+// that fold case take for it and the others do not.
+func anotherCase(key string, names []string) bool {
+	for _, name := range names {
+		if key != name && strings.EqualFold(key, name) {
+			return true
+		}
+	}
+	return false
+}
+
 func newCut(h *held) *cut {
 	c := &cut{h: h, head: make([]byte, 0, h.budget)}
 	c.limit, c.maxRead = h.budget-h.overhead(), maxRead
@@ -105,12 +125,9 @@ func (c *cut) Write(p []byte) bool {
 	}
 	for i := 0; i < len(p) && c.sc.err == nil; i++ {
 		if c.sc.state == scanInString && !c.sc.escape && !c.idOn && !c.typeOn {
-			// Plain bytes of a string, the bulk of a result, at speed.
-			j := i
-			for j < len(p) && p[j] >= 0x20 && p[j] != '"' && p[j] != '\\' {
-				j++
-			}
-			if i = j; i == len(p) {
+			// Plain bytes of a string, the bulk of a result, eight at a
+			// time, as the JSON-RPC reader skips them.
+			if i = jsonrpc.SkipPlain(p, i); i == len(p) {
 				break
 			}
 		}
@@ -167,7 +184,9 @@ func (c *cut) step(b byte, pos int) {
 }
 
 // keyRead checks the key just read: the members of the message and the
-// result the cut reads are allowed once, and never escaped.
+// result the cut reads are allowed once, only as written, and never
+// escaped (it might be one of them), as every reader of the gateway reads
+// them (internal/jsonrpc, oneway.go).
 func (c *cut) keyRead() {
 	level := -1
 	switch {
@@ -182,8 +201,8 @@ func (c *cut) keyRead() {
 		return
 	}
 	key := c.sc.memberKey()
-	if key == escapedKey {
-		c.sc.err = errShape // it might be one of these
+	if key == escapedKey || anotherCase(key, memberNames[level]) {
+		c.sc.err = errShape
 	}
 	if bit := members[level][key]; bit != 0 {
 		if c.seen&bit != 0 {
@@ -203,7 +222,7 @@ func (c *cut) blockKey(key string) {
 		bit = 2
 	}
 	switch {
-	case key == escapedKey || c.block.seen&bit != 0:
+	case key == escapedKey || c.block.seen&bit != 0 || anotherCase(key, blockNames):
 		c.block.odd = true
 	default:
 		c.block.seen |= bit

@@ -146,6 +146,17 @@ func TestWhatCannotBeCutIsRefusedWhole(t *testing.T) {
 		"a type that is no string":   `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":null,"text":"` + long + `"}]}}`,
 		"a type given twice":         `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","type":"image","text":"` + long + `"}]}}`,
 		"a block key escaped":        `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","typ\u0065":"image","text":"` + long + `"}]}}`,
+		// What the cut reads is read one way (internal/jsonrpc, oneway.go).
+		"a result given twice":              `{"jsonrpc":"2.0","id":7,"result":{"content":[]},"result":{"content":[{"type":"text","text":"` + long + `"}]}}`,
+		"a result in another case":          `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"` + long + `"}]},"Result":{"content":[]}}`,
+		"an id in another case":             `{"jsonrpc":"2.0","id":7,"ID":8,"result":{"content":[{"type":"text","text":"` + long + `"}]}}`,
+		"an error in another case":          `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"` + long + `"}]},"Error":{"code":1,"message":"x"}}`,
+		"content in another case":           `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"` + long + `"}],"Content":[]}}`,
+		"isError folded":                    `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"` + long + `"}],"iſError":true}}`,
+		"structuredContent in another case": `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"a"}],"StructuredContent":{"rows":"` + long + `"}}}`,
+		"a type in another case":            `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","TYPE":"image","text":"` + long + `"}]}}`,
+		"a text in another case":            `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"` + long + `","Text":"a"}]}}`,
+		"a key of invalid UTF-8 escaped":    `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"` + long + `"}],"\udc00":1}}`,
 	} {
 		_, err := h.Message(x, []byte(msg))
 		var over errOverBudget
@@ -153,6 +164,25 @@ func TestWhatCannotBeCutIsRefusedWhole(t *testing.T) {
 		assert.Equal(t, len(msg), over.size, name)
 		env := h.Unreadable(x, err)
 		assert.Equal(t, TooLarge, env.Code, name)
+	}
+}
+
+// What the cut does not read may be given twice or in another letter
+// case, and invalid UTF-8 is a key of its own: the response is cut.
+func TestWhatTheCutDoesNotReadMayBeGivenTwice(t *testing.T) {
+	x, h := cutter(t, 1000)
+	long := strings.Repeat("x", 2000)
+	for name, msg := range map[string]string{
+		"jsonrpc in another case": `{"jsonrpc":"2.0","JSONRPC":"1","id":7,"result":{"content":[{"type":"text","text":"` + long + `"}]}}`,
+		"_meta twice":             `{"jsonrpc":"2.0","id":7,"result":{"_meta":{},"_META":{"a":1,"A":2},"content":[{"type":"text","text":"` + long + `"}]}}`,
+		"a block's own key twice": `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","x":1,"X":2,"text":"` + long + `"}]}}`,
+		"a key of invalid UTF-8":  "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"is\xffError\":true,\"content\":[{\"type\":\"text\",\"text\":\"" + long + "\"}]}}",
+		"a dotless i is not an i": `{"jsonrpc":"2.0","id":7,"ıd":8,"result":{"content":[{"type":"text","text":"` + long + `"}]}}`,
+	} {
+		out, err := h.Message(x, []byte(msg))
+		require.NoError(t, err, name)
+		r := decodeCut(t, out, 1000)
+		assert.Len(t, r.Result.Content, 2, name)
 	}
 }
 

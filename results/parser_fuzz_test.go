@@ -79,6 +79,10 @@ func FuzzCutReadsAsAParserDoes(f *testing.F) {
 	f.Add(`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"ab"},{"type":"text","text":"cd\n\"ef"}],"isError":false}}`, 40, 1)
 	f.Add(`{"jsonrpc":"2.0","id":7,"result":{"_meta":{"p":"ppppppppppppppppppppppp"},"content":[{"type":"text","text":"ééééééééééééééééé"}]}}`, 20, 7)
 	f.Add(`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"\ud83dabcdeé\ud83dabcdeé\ud83dabcdeé\ud83dabcdeé"}]}}`, 20, 4)
+	// Read two ways: refused, never cut.
+	f.Add(`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"abcdefghijklmnopqrstuvwxyz"}],"IsError":true}}`, 20, 3)
+	f.Add(`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"abcdefghijklmnopqrstuvwxyz"}],"Content":[]}}`, 20, 5)
+	f.Add(`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","Type":"image","text":"abcdefghijklmnopqrstuvwxyz"}]}}`, 20, 2)
 	f.Fuzz(func(t *testing.T, msg string, budget, piece int) {
 		if budget <= 0 || budget > 1<<16 || piece <= 0 || piece > 1<<20 {
 			return

@@ -11,7 +11,9 @@
 // RESULT_TOO_LARGE in the call's place, or, for the tools whose results
 // are cut (truncate), reads the rest as it passes, unheld, and answers
 // with what fits (cut.go). In an event stream, only the call's response is
-// held to it (progress passes).
+// held to it (progress passes). The cut reads a response as every reader
+// of the gateway does, a member it reads given once and only as written,
+// with a scanner of its own (scan.go says why).
 package results
 
 import (

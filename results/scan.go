@@ -13,6 +13,18 @@ import (
 // response of any size costs it the same. It checks the structure it
 // reads (brackets, strings, their escapes), not the scalars: what it lets
 // through is checked whole once cut (cut.close).
+//
+// It reads by the gateway's one rule (internal/jsonrpc, oneway.go): a
+// member the cut reads (id, result, error; content, isError,
+// structuredContent; a block's type and text) given twice, in another
+// letter case, or escaped, is not read. It is not built on the JSON-RPC
+// reader's Walker or Skimmer, though: the Walker reads a value held whole
+// (a cut reads up to 1 GiB, keeping its budget's bytes), and the Skimmer
+// follows the message's top level only, where the cut follows the result,
+// its content, and each block's members, noting where they lie as the
+// pieces pass. Teaching the Skimmer those paths would move what a cut
+// reads into the JSON-RPC reader for one caller; the two share the
+// scanning of a string's plain bytes (jsonrpc.SkipPlain) and the rule.
 
 // errShape: the response is not one a result can be cut from, or it breaks
 // the structure the scanner reads.

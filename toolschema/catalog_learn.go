@@ -2,23 +2,24 @@ package toolschema
 
 import (
 	"crypto/sha256"
-	"encoding/json"
 	"slices"
 	"time"
 	"unsafe"
 )
 
-// listResult is what a tools/list result holds that the catalog reads.
+// listResult is what a tools/list result holds that the catalog reads
+// (readList).
 type listResult struct {
-	Tools      []listedTool `json:"tools"`
-	NextCursor *string      `json:"nextCursor"`
-	TTLMs      *int64       `json:"ttlMs"`
-	CacheScope string       `json:"cacheScope"`
+	Tools      []listedTool
+	NextCursor *string
+	TTLMs      *int64
+	CacheScope string
 }
 
 type listedTool struct {
-	Name        string          `json:"name"`
-	InputSchema json.RawMessage `json:"inputSchema"`
+	Name string
+	// InputSchema is as written, in the result's bytes.
+	InputSchema []byte
 }
 
 // Page is what Learn made of one tools/list result.
@@ -37,8 +38,9 @@ type Page struct {
 
 // Learn records one page of tools/list: result is the JSON-RPC result,
 // first says the request had no cursor (a new listing begins), now is the
-// time it was answered. A result that is not a tools/list result is
-// ignored.
+// time it was answered. A result that is not a tools/list result, or that
+// cannot be read one way (a member read given twice or in another letter
+// case: jsonrpc.ErrUncertain), is not learned: an error.
 func (c *Catalog) Learn(key ListKey, result []byte, first bool, now time.Time) (Page, error) {
 	var whole [32]byte
 	if first {
@@ -47,8 +49,8 @@ func (c *Catalog) Learn(key ListKey, result []byte, first bool, now time.Time) (
 			return page, nil
 		}
 	}
-	var res listResult
-	if err := json.Unmarshal(result, &res); err != nil {
+	res, err := readList(result)
+	if err != nil {
 		return Page{}, err
 	}
 	if res.CacheScope == "public" {

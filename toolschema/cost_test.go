@@ -350,7 +350,7 @@ func TestACallTooLargeToReadStopsBeforeItIsRead(t *testing.T) {
 		b := &budget{ctx: t.Context(), left: MaxSteps, poll: pollSteps}
 		_, err := guarded(func() []envelope.FieldProblem {
 			_, _ = decodeOn(b, []byte(text))
-			_, _ = decodeArguments(b, []byte(text))
+			_, _ = decodeArguments(b, []byte(text), true)
 			return nil
 		})
 		require.NoError(t, err)

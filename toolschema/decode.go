@@ -14,15 +14,18 @@ import (
 // decode reads one JSON value into what the validator takes: maps, slices,
 // strings, json.Number, bools and nil, as jsonschema.UnmarshalJSON does,
 // in one pass over the bytes (encoding/json's Decoder scans them twice),
-// with strings that hold no escape copied once. A member given twice keeps
-// its last value, and invalid UTF-8 becomes U+FFFD, as encoding/json and
-// the JSON package of the Go SDK's servers (segmentio/encoding) read them.
-// A leading byte-order mark is skipped, as the TypeScript and Python SDKs
-// skip it. A number is refused when a float64 cannot hold it, or when it is
-// written in more than maxNumber bytes, or with an exponent over
-// maxExponent (ErrNumberRange): checking a number against a bound makes it
-// a big.Rat, at a cost that grows with its exponent and digits (1e-999999
-// is 3 million bits), and MCP servers read numbers as float64 anyway.
+// with strings that hold no escape copied once. It reads JSON one way, as
+// every reader of the gateway does (internal/jsonrpc, oneway.go): a member
+// given twice, or again in another letter case, is refused (ErrTwoWays),
+// since the official SDKs read it differently; keys are compared decoded,
+// and invalid UTF-8 becomes U+FFFD, as encoding/json and the JSON package
+// of the Go SDK's servers (segmentio/encoding) read it. A leading
+// byte-order mark is skipped, as the TypeScript and Python SDKs skip it. A
+// number is refused when a float64 cannot hold it, or when it is written
+// in more than maxNumber bytes, or with an exponent over maxExponent
+// (ErrNumberRange): checking a number against a bound makes it a big.Rat,
+// at a cost that grows with its exponent and digits (1e-999999 is 3
+// million bits), and MCP servers read numbers as float64 anyway.
 func decode(b []byte) (any, error) { return decodeDepth(b, maxDepth) }
 
 // Decode is decode for callers outside the package: a JSON-RPC body's
@@ -31,6 +34,17 @@ func Decode(b []byte) (any, error) { return decode(b) }
 
 // ErrNumberRange is a number no float64 holds, or one written too long.
 var ErrNumberRange = errors.New("a number out of range")
+
+// ErrTwoWays is JSON the official SDKs read in two ways: an object that
+// gives a member twice, or again in another letter case.
+var ErrTwoWays = errors.New("a member given twice, or again in another letter case")
+
+// twoWays is ErrTwoWays for one key.
+type twoWays struct{ key string }
+
+func (e twoWays) Error() string { return strconv.Quote(clipKey(e.key)) + ": " + ErrTwoWays.Error() }
+
+func (e twoWays) Is(target error) bool { return target == ErrTwoWays }
 
 // maxNumber bounds a number's text, in bytes.
 const maxNumber = 64
@@ -62,7 +76,7 @@ func decodeWith(d decoder) (any, error) {
 }
 
 // maxDepth bounds nesting, as the JSON-RPC scanner does.
-const maxDepth = 1000
+const maxDepth = jsonrpc.MaxDepth
 
 type decoder struct {
 	b        []byte
@@ -74,6 +88,21 @@ type decoder struct {
 	// budget, when there is one, pays two steps for each value and one
 	// for each 64 bytes of a string.
 	budget *budget
+	// keys are the keys of the objects open, to refuse one given twice;
+	// unquoted holds a key decoded.
+	keys     jsonrpc.Keys
+	unquoted []byte
+}
+
+// memberName reads an object's key (d.i at its quote), decoded: a slice
+// of the input, or of a buffer d reuses.
+func (d *decoder) memberName() ([]byte, error) {
+	raw, plain, err := d.scanString()
+	if err != nil || (plain && utf8.Valid(raw)) {
+		return raw, err
+	}
+	d.unquoted = jsonrpc.AppendUnquoted(d.unquoted[:0], raw)
+	return d.unquoted, nil
 }
 
 // step takes a value's steps from the budget.
@@ -145,15 +174,20 @@ func (d *decoder) object(depth int) (any, error) {
 		d.i++
 		return m, nil
 	}
+	keys := d.keys.Open()
 	for {
 		d.space()
 		if d.i == len(d.b) || d.b[d.i] != '"' {
 			return nil, d.fail("expected a member name")
 		}
-		k, err := d.string()
+		key, err := d.memberName()
 		if err != nil {
 			return nil, err
 		}
+		if !d.keys.Add(&keys, key) {
+			return nil, twoWays{string(key)}
+		}
+		k := string(key)
 		d.space()
 		if d.i == len(d.b) || d.b[d.i] != ':' {
 			return nil, d.fail("expected ':'")
@@ -173,6 +207,7 @@ func (d *decoder) object(depth int) (any, error) {
 			d.i++
 		case '}':
 			d.i++
+			d.keys.Close(keys)
 			return m, nil
 		default:
 			return nil, d.fail("expected ',' or '}'")

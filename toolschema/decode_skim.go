@@ -8,10 +8,13 @@ import (
 
 // decodeArguments reads a tools/call body as decode does, checking all of
 // it, but keeps only params.arguments, with its string values read as ""
-// (for a Schema.blind): nil when the body is not an object, its params not
-// an object, or its arguments absent or null.
-func decodeArguments(b *budget, body []byte) (any, error) {
-	d := decoder{b: bytes.TrimPrefix(body, []byte("\xef\xbb\xbf")), maxDepth: maxDepth, blind: true, budget: b}
+// when blind (for a Schema.blind): nil when the body is not an object, its
+// params not an object, or its arguments absent or null. What it reads
+// must read one way (ErrTwoWays): params and arguments, each given once
+// and only as written, and every member of the arguments; the rest is
+// checked as JSON only, as the JSON-RPC reader checks it.
+func decodeArguments(b *budget, body []byte, blind bool) (any, error) {
+	d := decoder{b: bytes.TrimPrefix(body, []byte("\xef\xbb\xbf")), maxDepth: maxDepth, blind: blind, budget: b}
 	v, err := d.skim(0, argumentsPath)
 	if err != nil {
 		return nil, err
@@ -25,8 +28,9 @@ func decodeArguments(b *budget, body []byte) (any, error) {
 
 var argumentsPath = []string{"params", "arguments"}
 
-// skim reads a value as value does, keeping only the member path names
-// (the last of them when given twice), nil when it is not there.
+// skim reads a value as value does, keeping only the member path names,
+// nil when it is not there. The member given twice, or again in another
+// letter case, is ErrTwoWays.
 func (d *decoder) skim(depth int, path []string) (any, error) {
 	if len(path) == 0 {
 		return d.value(depth)
@@ -46,19 +50,21 @@ func (d *decoder) skim(depth int, path []string) (any, error) {
 		return nil, nil
 	}
 	var kept any
+	fields := jsonrpc.Fields{Names: path[:1]}
 	for {
 		d.space()
 		if d.i == len(d.b) || d.b[d.i] != '"' {
 			return nil, d.fail("expected a member name")
 		}
-		raw, plain, err := d.scanString()
+		key, err := d.memberName()
 		if err != nil {
 			return nil, err
 		}
-		match := string(raw) == path[0]
-		if !plain {
-			match = string(jsonrpc.AppendUnquoted(nil, raw)) == path[0]
+		i, err := fields.Which(key)
+		if err != nil {
+			return nil, twoWays{string(key)}
 		}
+		match := i == 0
 		d.space()
 		if d.i == len(d.b) || d.b[d.i] != ':' {
 			return nil, d.fail("expected ':'")

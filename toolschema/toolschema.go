@@ -28,6 +28,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -73,7 +74,10 @@ func Compile(raw []byte) (*Schema, error) {
 		return nil, fmt.Errorf("inputSchema of %d bytes, over the %d compiled", len(raw), MaxSchema)
 	}
 	doc, err := decodeDepth(raw, maxSchemaDepth)
-	if err != nil {
+	switch {
+	case errors.Is(err, ErrTwoWays):
+		return nil, fmt.Errorf("inputSchema is read two ways by the SDKs: %w", err)
+	case err != nil:
 		return nil, fmt.Errorf("inputSchema is not JSON, or nested deeper than %d: %w", maxSchemaDepth, err)
 	}
 	c := jsonschema.NewCompiler()
@@ -190,10 +194,33 @@ var (
 )
 
 func decodeProblem(err error) []envelope.FieldProblem {
-	if errors.Is(err, ErrNumberRange) {
+	var twice twoWays
+	switch {
+	case errors.Is(err, ErrNumberRange):
 		return numberRange
+	case errors.As(err, &twice):
+		return []envelope.FieldProblem{{
+			Problem:  "Field '" + clipKey(twice.key) + "' is given twice, or again in another letter case",
+			Expected: "Expected each field once, spelled one way.",
+		}}
 	}
 	return notJSON
+}
+
+// clipKey is a key cut to its first 47 characters and "..." when longer
+// than 50, as the values a call sent are.
+func clipKey(key string) string {
+	if utf8.RuneCountInString(key) <= 50 {
+		return key
+	}
+	n := 0
+	for i := range key {
+		if n == 47 {
+			return key[:i] + "..."
+		}
+		n++
+	}
+	return key
 }
 
 // CheckCall checks the arguments of the tools/call a JSON-RPC message body
@@ -207,7 +234,7 @@ func (s *Schema) CheckCall(ctx context.Context, body []byte) ([]envelope.FieldPr
 			// Strings read as "": a call that passes so passes as
 			// written. One that does not (or is not JSON) is read again
 			// in full, for the words of its problems.
-			if args, err := decodeArguments(b, body); err == nil {
+			if args, err := decodeArguments(b, body, true); err == nil {
 				if args == nil {
 					args = map[string]any{}
 				}
@@ -216,11 +243,14 @@ func (s *Schema) CheckCall(ctx context.Context, body []byte) ([]envelope.FieldPr
 				}
 			}
 		}
-		msg, err := decodeOn(b, body)
+		args, err := decodeArguments(b, body, false)
 		if err != nil {
 			return decodeProblem(err)
 		}
-		return s.check(b, callArguments(msg))
+		if args == nil {
+			args = map[string]any{} // null arguments are none, as the SDK servers read them
+		}
+		return s.check(b, args)
 	})
 }
 
@@ -237,20 +267,6 @@ func guarded(check func() []envelope.FieldProblem) (problems []envelope.FieldPro
 		}
 	}()
 	return check(), nil
-}
-
-// callArguments is params.arguments of a decoded tools/call ({} when absent
-// or null).
-func callArguments(msg any) any {
-	if m, ok := msg.(map[string]any); ok {
-		if params, ok := m["params"].(map[string]any); ok {
-			// Null arguments are none, as the SDK servers read them.
-			if a, ok := params["arguments"]; ok && a != nil {
-				return a
-			}
-		}
-	}
-	return map[string]any{}
 }
 
 // passes says whether inst is valid, without the words.

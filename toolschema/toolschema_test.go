@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -220,7 +221,7 @@ func TestProblemsAreBounded(t *testing.T) {
 		if i > 0 {
 			args.WriteString(",")
 		}
-		args.WriteString(`"f` + strings.Repeat("x", i%7) + string(rune('a'+i%26)) + `":1`)
+		args.WriteString(`"f` + strings.Repeat("x", i%7) + string(rune('a'+i%26)) + strconv.Itoa(i) + `":1`)
 	}
 	args.WriteString("}")
 	assert.Len(t, mustCheck(t, s, []byte(args.String())), MaxProblems)

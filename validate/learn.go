@@ -136,6 +136,9 @@ func resultFor(msg []byte, id json.RawMessage) []byte {
 func (f *Feature) learn(l Listing, result []byte) {
 	page, err := f.catalog.Learn(l.Key, result, l.First, time.Now())
 	if err != nil {
+		// Not a list, or one read two ways: its calls pass unchecked.
+		f.logger.Debug("a tools/list answer is not learned: its calls pass unchecked",
+			zap.String("endpoint", feature.Clip(l.Key.Endpoint)), zap.Error(err))
 		return
 	}
 	toolsLearned.Add(float64(page.Tools - len(page.Bad)))

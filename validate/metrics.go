@@ -30,7 +30,7 @@ var (
 	})
 	badSchemas = prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: "caddy", Subsystem: "mcp", Name: "tool_schemas_invalid_total",
-		Help: "Tools listed with an inputSchema that does not compile (their calls pass unchecked).",
+		Help: "Tools listed with an inputSchema that does not compile, or that gives a member twice or in another letter case (their calls pass unchecked).",
 	})
 	catalogDescs = struct{ bytes, maxBytes, keys, lists, schemas, evictions *prometheus.Desc }{
 		bytes:     prometheus.NewDesc("caddy_mcp_tool_catalog_bytes", "Memory the tools learned from tools/list answers take: lists, compiled schemas, and an entry per endpoint and scope.", nil, nil),

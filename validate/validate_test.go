@@ -63,6 +63,8 @@ func TestValidateLearnsToolsAndChecksCalls(t *testing.T) {
 			envelope.ValidationError, `<validation_error`},
 		{"a tool the list lacks is unknown, with the nearest names", Config{CheckArguments: true}, true,
 			`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"ecko","arguments":{}}}`, envelope.UnknownAction, ""},
+		{"arguments read two ways are refused", Config{CheckArguments: true}, true, call(`{"text":"hi","Text":5}`),
+			envelope.ValidationError, `Field 'Text' is given twice, or again in another letter case`},
 		{"nothing learned: the call passes unchecked", Config{CheckArguments: true}, false, call(`{"text":5}`), "", ""},
 		{"only absent tools refused: arguments are not checked", Config{RefuseAbsent: true}, true, call(`{"text":5}`), "", ""},
 		{"a batch's arguments are not checked", Config{CheckArguments: true}, true, "[" + call(`{"text":5}`) + "]", "", ""},
@@ -110,12 +112,16 @@ func TestValidateSuggestsOnlyAllowedToolsAndForgetsChangedLists(t *testing.T) {
 }
 
 // A list the gateway cannot read with certainty teaches nothing: a result
-// given twice, a cursor under another letter case.
+// given twice, a cursor under another letter case, tools or a tool's name
+// given twice or in another letter case.
 func TestValidateLearnsNothingFromWhatItCannotReadWithCertainty(t *testing.T) {
 	for name, tt := range map[string]struct{ request, answer string }{
-		"a result given twice": {listRequest, `{"jsonrpc":"2.0","id":1,"result":{"tools":[]},"result":` + listAnswer[strings.Index(listAnswer, `{"tools"`):]},
-		"another id":           {listRequest, strings.Replace(listAnswer, `"id":1`, `"id":2`, 1)},
-		"a Cursor":             {`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"Cursor":"x"}}`, listAnswer},
+		"a result given twice":      {listRequest, `{"jsonrpc":"2.0","id":1,"result":{"tools":[]},"result":` + listAnswer[strings.Index(listAnswer, `{"tools"`):]},
+		"another id":                {listRequest, strings.Replace(listAnswer, `"id":1`, `"id":2`, 1)},
+		"a Cursor":                  {`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"Cursor":"x"}}`, listAnswer},
+		"a cursor given twice":      {`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":null,"cursor":"x"}}`, listAnswer},
+		"tools in another case":     {listRequest, strings.Replace(listAnswer, `{"tools":[`, `{"Tools":[],"tools":[`, 1)},
+		"a tool's name given twice": {listRequest, strings.Replace(listAnswer, `{"name":"echo",`, `{"name":"nope","name":"echo",`, 1)},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newFeature(t, Config{CheckArguments: true})
@@ -149,4 +155,15 @@ func TestALogThatPanicsOnTheSamplersTimerCostsTheLineOnly(t *testing.T) {
 		assert.Equal(t, []string{checking, "recovered a panic", checking, "recovered more panics"}, log.Lines(),
 			"the first call of each minute logged; the panic of each count recovered and told")
 	})
+}
+
+// A tool whose inputSchema is read two ways is not learned: its calls pass
+// unchecked, and the other tools of its list are checked.
+func TestValidateLeavesASchemaReadTwoWaysUnchecked(t *testing.T) {
+	f := newFeature(t, Config{CheckArguments: true})
+	learn(t, f, strings.Replace(listAnswer, `"properties":{"text":{"type":"string"}}`, `"properties":{"text":{"type":"string","Type":"integer"}}`, 1))
+	assert.Nil(t, f.Check(featuretest.Post(t, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":5}}}`)), "unchecked")
+	ref := f.Check(featuretest.Post(t, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"ecko","arguments":{}}}`))
+	require.NotNil(t, ref, "the list is learned")
+	assert.Equal(t, envelope.UnknownAction, ref.Envelope.Code)
 }
