@@ -54,7 +54,9 @@ func FilterEntries(result []byte, list, key string, edit Edit) (out []byte, remo
 		walk      = jsonrpc.NewWalker(result)
 	)
 	err = walk.Object(func(k []byte) error {
-		if len(k) != len(list) || !bytes.EqualFold(k, []byte(list)) {
+		// No length check first: the long s and the Kelvin sign fold to
+		// ASCII letters in other lengths, as encoding/json reads them.
+		if !bytes.EqualFold(k, []byte(list)) {
 			return walk.Skip()
 		}
 		if string(k) != list || entries.Start != 0 {
@@ -142,7 +144,7 @@ func nameOf(walk *jsonrpc.Walker, doc []byte, key string) (name string, ok bool,
 	var raw []byte
 	seen, sure := false, true
 	err = walk.Object(func(k []byte) error {
-		if len(k) != len(key) || !bytes.EqualFold(k, []byte(key)) {
+		if !bytes.EqualFold(k, []byte(key)) { // in any length, as above
 			return walk.Skip()
 		}
 		isString := walk.Peek() == '"'

@@ -121,6 +121,9 @@ func TestFilterListAmbiguous(t *testing.T) {
 	for _, in := range []string{
 		`{"tools":[{"name":"a"}],"tools":[{"name":"admin_x"}]}`,
 		`{"tools":[{"name":"a"}],"Tools":[{"name":"admin_x"}]}`,
+		// The long s and the escaped s: encoding/json reads both as tools.
+		`{"tools":[{"name":"a"}],"toolſ":[{"name":"admin_x"}]}`,
+		`{"tools":[{"name":"a"}],"tool\u0073":[{"name":"admin_x"}]}`,
 		`{"tools":[{"name":"a"}]`,
 		`not json`,
 	} {
