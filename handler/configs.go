@@ -96,6 +96,9 @@ func (l *load) leave() {
 	defer configs.Unlock()
 	if l.joined--; l.joined <= 0 {
 		configs.loads = slices.DeleteFunc(configs.loads, func(o *load) bool { return o == l })
+		if l.toolLabels != nil {
+			l.toolLabels.Release() // the series of names no config labels go
+		}
 	}
 }
 

@@ -156,7 +156,7 @@ func (h *held) over(action string, size int) {
 	if h.replayed() {
 		tool = replayedTool
 	}
-	overBudget.WithLabelValues(h.b.labels.Of(tool), action).Inc()
+	h.b.labels.Observe(tool, func(label string) { overBudget.WithLabelValues(label, action).Inc() })
 	if log, _ := h.b.logs.Note(tool, ""); log {
 		h.b.logger.Warn("a tool's result is over its budget",
 			zap.String("tool", tool), zap.Int("bytes", size), zap.Int("budget", h.budget), zap.String("action", action))
@@ -202,14 +202,19 @@ const MaxTools = 100
 // ToolLabels are the tool names the metric is labelled with: the first
 // MaxTools seen, every other one "_OTHER" (clients choose names, and each
 // would be a series). A set belongs to a config, whose budgets share it:
-// a reload starts a new one, and lets the old one go with the old config.
-// The series of names an older set labelled stay, and go on counting when
-// a newer set labels the same name; so each config adds at most MaxTools
-// names to the metric.
-type ToolLabels = promreg.BoundedLabels
+// a reload starts a new one, and the old one is released with the old
+// config, the series of the names no config labels any more deleted
+// (toolUses): the series stay bounded however often configs are reloaded.
+type ToolLabels = promreg.ConfigLabels
 
-// NewToolLabels returns an empty set of MaxTools tool labels.
-func NewToolLabels() *ToolLabels { return promreg.NewBoundedLabels(MaxTools) }
+// toolUses are the names every config's set labels.
+var toolUses = promreg.NewSharedLabels(func(tool string) {
+	overBudget.DeletePartialMatch(prometheus.Labels{"tool": tool})
+})
+
+// NewToolLabels returns an empty set of MaxTools tool labels, which its
+// config releases (Release) when it is cleaned up.
+func NewToolLabels() *ToolLabels { return toolUses.ForConfig(MaxTools) }
 
 // Collectors are the metrics of the budgets, for a config's registry.
 func Collectors() []prometheus.Collector { return []prometheus.Collector{overBudget} }

@@ -62,31 +62,3 @@ func (c *LabelCache[M]) Get(label string) M {
 
 // Other is the label of the values past a BoundedLabels' bound.
 const Other = "_OTHER"
-
-// BoundedLabels bounds the values of a label a client chooses (a tool's
-// name): the first max seen are labels of their own, every other one
-// Other, so that the series stay bounded. It is safe for concurrent use.
-type BoundedLabels struct {
-	max  int
-	mu   sync.Mutex
-	seen map[string]bool
-}
-
-// NewBoundedLabels returns labels bounded to max values.
-func NewBoundedLabels(max int) *BoundedLabels {
-	return &BoundedLabels{max: max, seen: make(map[string]bool)}
-}
-
-// Of is v as a label: itself among the first max values seen, else Other.
-func (b *BoundedLabels) Of(v string) string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	switch {
-	case b.seen[v]:
-		return v
-	case len(b.seen) >= b.max:
-		return Other
-	}
-	b.seen[v] = true
-	return v
-}
