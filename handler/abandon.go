@@ -71,7 +71,8 @@ type abandonment struct {
 	// vars and header are the request's variables and header as it went
 	// upstream: the route writes to the first while it serves the
 	// request, and a session reopened to the second, so the
-	// cancellation, sent meanwhile, has copies of its own.
+	// cancellation, sent meanwhile, has copies of its own (of the header,
+	// when the session may be reopened: nothing else writes it then).
 	vars   map[string]any
 	header http.Header
 	// stop stops watching the client; handled is done once its leaving
@@ -91,7 +92,13 @@ type abandonment struct {
 // upstream request is over.
 func (h *Handler) detach(x *exchange, u *upstreamWatch, next caddyhttp.Handler, grace time.Duration) (*abandonment, context.Context) {
 	ctx, cut := context.WithCancelCause(context.WithoutCancel(x.Request.Context()))
-	return &abandonment{h: h, x: x, u: u, next: next, cut: cut, vars: requestVars(x), header: x.Request.Header.Clone(), cancelGrace: grace}, ctx
+	header := x.Request.Header
+	if u.reopen != nil {
+		// A reopen rewrites the request's header on its goroutine while
+		// the client's leaving is dealt with on another.
+		header = header.Clone()
+	}
+	return &abandonment{h: h, x: x, u: u, next: next, cut: cut, vars: requestVars(x), header: header, cancelGrace: grace}, ctx
 }
 
 // watch starts watching the client.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 	"unsafe"
 
@@ -63,6 +64,7 @@ func decodeOn(b *budget, body []byte) (any, error) {
 }
 
 func decodeWith(d decoder) (any, error) {
+	defer d.giveKeysRoom(d.takeKeysRoom())
 	d.b = bytes.TrimPrefix(d.b, []byte("\xef\xbb\xbf"))
 	v, err := d.value(0)
 	if err != nil {
@@ -316,4 +318,25 @@ func (d *decoder) escape() bool {
 		return true
 	}
 	return false
+}
+
+// keysRoom recycles the room decoders keep their objects' keys in.
+var keysRoom = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
+
+// maxKeysRoom bounds the room kept for the next decoder.
+const maxKeysRoom = 64 << 10
+
+// takeKeysRoom gives d recycled room for its keys; giveKeysRoom gives it
+// back, as grown.
+func (d *decoder) takeKeysRoom() *[]byte {
+	room := keysRoom.Get().(*[]byte)
+	d.keys.Use(*room)
+	return room
+}
+
+func (d *decoder) giveKeysRoom(room *[]byte) {
+	if r := d.keys.Room(); cap(r) <= maxKeysRoom {
+		*room = r
+		keysRoom.Put(room)
+	}
 }

@@ -15,6 +15,7 @@ import (
 // checked as JSON only, as the JSON-RPC reader checks it.
 func decodeArguments(b *budget, body []byte, blind bool) (any, error) {
 	d := decoder{b: bytes.TrimPrefix(body, []byte("\xef\xbb\xbf")), maxDepth: maxDepth, blind: blind, budget: b}
+	defer d.giveKeysRoom(d.takeKeysRoom())
 	v, err := d.skim(0, argumentsPath)
 	if err != nil {
 		return nil, err

@@ -68,6 +68,13 @@ const keysInline = 16
 
 const separator = 0xff
 
+// Use gives k buf's room for the keys, before its first Open (a buffer
+// the caller recycles); Room gives it back, as grown.
+func (k *Keys) Use(buf []byte) { k.folded = buf[:0] }
+
+// Room is the room k's keys took, to be used again.
+func (k *Keys) Room() []byte { return k.folded[:0] }
+
 // Open begins an object, inside the one open, if any.
 func (k *Keys) Open() Object {
 	if k.folded == nil {
