@@ -14,25 +14,26 @@ import (
 // first MaxTools it sees, every other one "_OTHER". They belong to the
 // config that loads them (its handlers share them, found by the config's
 // metrics registry) and are released with it: a reload starts anew, and
-// the series of a name no config labels any more are deleted, so that the
-// series stay bounded however often the config is reloaded.
+// the series of a name no config labels any more are deleted
+// (promreg.SharedLabels), so that the series stay bounded however often
+// the config is reloaded.
 type Tools struct {
-	reg      *prometheus.Registry
-	seen     map[string]bool
-	users    int
-	released bool
+	reg    *prometheus.Registry
+	labels *promreg.ConfigLabels
+	users  int
 }
 
 var (
-	// toolsMu guards every set, and the observations labelled by them:
-	// a series is never observed after its deletion.
-	toolsMu  sync.Mutex
+	// toolUses are the names every config's set labels.
+	toolUses = promreg.NewSharedLabels(func(name string) {
+		duration.DeletePartialMatch(prometheus.Labels{"gen_ai_tool_name": name})
+	})
+	// setsMu guards toolSets, the sets by their config's registry.
+	setsMu   sync.Mutex
 	toolSets = map[*prometheus.Registry]*Tools{}
-	// toolUses counts the sets that label each name.
-	toolUses = map[string]int{}
 	// processTools label for a handler provisioned without a config's
 	// registry, and for a nil *Tools.
-	processTools = &Tools{seen: map[string]bool{}}
+	processTools = &Tools{labels: toolUses.ForConfig(MaxTools)}
 )
 
 // ToolsOf is the tool names of ctx's config, shared by its handlers: each
@@ -42,11 +43,11 @@ func ToolsOf(ctx caddy.Context) *Tools {
 	if reg == nil {
 		return processTools
 	}
-	toolsMu.Lock()
-	defer toolsMu.Unlock()
+	setsMu.Lock()
+	defer setsMu.Unlock()
 	t := toolSets[reg]
 	if t == nil {
-		t = &Tools{reg: reg, seen: map[string]bool{}}
+		t = &Tools{reg: reg, labels: toolUses.ForConfig(MaxTools)}
 		toolSets[reg] = t
 	}
 	t.users++
@@ -59,45 +60,29 @@ func (t *Tools) Release() {
 	if t == nil || t == processTools {
 		return
 	}
-	toolsMu.Lock()
-	defer toolsMu.Unlock()
-	if t.users--; t.users > 0 || t.released {
+	setsMu.Lock()
+	defer setsMu.Unlock()
+	if t.users--; t.users > 0 {
 		return
 	}
-	t.released = true
-	delete(toolSets, t.reg)
-	for name := range t.seen {
-		if toolUses[name]--; toolUses[name] == 0 {
-			delete(toolUses, name)
-			duration.DeletePartialMatch(prometheus.Labels{"gen_ai_tool_name": name})
-		}
+	if toolSets[t.reg] == t {
+		delete(toolSets, t.reg)
 	}
-	clear(t.seen)
+	t.labels.Release()
 }
 
-// label is tool as a label: itself among the first MaxTools t saw, else
-// "_OTHER"; once t is released (a request of a config reloaded since),
-// itself only while another config labels it. toolsMu is held.
-func (t *Tools) label(tool string) string {
-	switch {
-	case tool == "":
-		return ""
-	case t.released && toolUses[tool] > 0, t.seen[tool]:
-		return tool
-	case t.released, len(t.seen) >= MaxTools:
-		return promreg.Other
-	}
-	t.seen[tool] = true
-	toolUses[tool]++
-	return tool
-}
-
-// observe records m's duration, labelled by t.
+// observe records m's duration, labelled by t: a request of a config
+// released since labels a name only while another config does.
 func (t *Tools) observe(m *message, errorType string, now time.Time) {
 	if t == nil {
 		t = processTools
 	}
-	toolsMu.Lock()
-	defer toolsMu.Unlock()
-	duration.WithLabelValues(m.method, t.label(m.tool), errorLabel(errorType)).Observe(now.Sub(m.start).Seconds())
+	tool := m.tool
+	if tool == "" {
+		duration.WithLabelValues(m.method, "", errorLabel(errorType)).Observe(now.Sub(m.start).Seconds())
+		return
+	}
+	t.labels.Observe(tool, func(label string) {
+		duration.WithLabelValues(m.method, label, errorLabel(errorType)).Observe(now.Sub(m.start).Seconds())
+	})
 }
