@@ -42,16 +42,16 @@ type exchange struct {
 	refusedBy feature.Rule
 
 	// Written by forward: the request went to the upstream, and watch
-	// follows its answer.
-	forwarded bool
-	watch     upstreamWatch
+	// follows its answer. canceled, written where an answer is written:
+	// the client left while the request waited for a place (beside
+	// forwarded, where it takes no room of its own).
+	forwarded, canceled bool
+	watch               upstreamWatch
 
 	// Written where an answer is written: the envelope code the gateway
-	// answered with, and the error behind it; canceled: the client left
-	// while the request waited for a place.
+	// answered with, and the error behind it.
 	errorCode string
 	cause     error
-	canceled  bool
 
 	// frozen holds the messages' placeholder values once the body's buffer
 	// has been recycled.

@@ -38,7 +38,7 @@ func inject(t testing.TB, body string, contexts ...trace.SpanContext) string {
 			continue
 		}
 		span := trace.SpanFromContext(trace.ContextWithSpanContext(context.Background(), contexts[i]))
-		s.msgs = append(s.msgs, message{span: span, carrier: m.Carrier})
+		s.msgs = append(s.msgs, message{span: span, carrier: m.Carrier()})
 	}
 	out, changed := s.AppendBody(nil, []byte(body))
 	if !changed {
@@ -129,7 +129,8 @@ func TestTheClientsContextIsRead(t *testing.T) {
 	read := func(body string) (trace.SpanContext, bool) {
 		msgs, _, err := jsonrpc.Parse([]byte(body), nil, 1)
 		require.NoError(t, err)
-		return clientContext([]byte(body), &msgs[0].Carrier)
+		c := msgs[0].Carrier()
+		return clientContext([]byte(body), &c)
 	}
 	sc, ok := read(`{"id":1,"method":"m","params":{"_meta":{"traceparent":"` + tp + `","tracestate":"k=v"}}}`)
 	require.True(t, ok)

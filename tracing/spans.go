@@ -99,11 +99,11 @@ func Start(x *feature.Exchange, tools *Tools) *Spans {
 			s.splice = false
 			continue
 		}
-		msg := message{method: feature.MethodName(m.Method), start: x.Start, carrier: m.Carrier}
+		msg := message{method: feature.MethodName(m.Method), start: x.Start, carrier: m.Carrier()}
 		name, attrs := describe(m, &msg, make([]attribute.KeyValue, 0, maxAttributes))
 		opts := append(make([]trace.SpanStartOption, 0, 4), serverKind, start, trace.WithAttributes(append(attrs, common...)...))
 		parent := ctx
-		if remote, ok := clientContext(x.Body, &m.Carrier); ok {
+		if remote, ok := clientContext(x.Body, &msg.carrier); ok {
 			// The conventions: the context the message carries is the
 			// parent; the HTTP request's, a link.
 			parent = trace.ContextWithSpanContext(ctx, remote)

@@ -1,5 +1,7 @@
 package jsonrpc
 
+import "math"
+
 // Where trace context goes. A proxy that gives each message trace context
 // of its own in params._meta (SEP-414: traceparent, tracestate) edits the
 // body by splicing bytes; the Carrier says where, read in the one pass
@@ -65,4 +67,36 @@ func (s *scanner) meta(c *Carrier, bit uint8, depth int) error {
 	})
 	c.Meta = Span{start, s.i}
 	return err
+}
+
+// packedCarrier is a Carrier as a message keeps it, in half the room: a
+// message is kept for every request, traced or not. A Carrier whose
+// offsets do not fit (a body over 2 GiB) is kept as unsure.
+type packedCarrier struct {
+	object, params, meta    [2]int32
+	traceparent, tracestate [3]int32
+	unsure                  bool
+}
+
+func (c Carrier) pack() packedCarrier {
+	if c.Object.End > math.MaxInt32 {
+		return packedCarrier{unsure: true}
+	}
+	span := func(s Span) [2]int32 { return [2]int32{int32(s.Start), int32(s.End)} }
+	member := func(m MetaMember) [3]int32 { return [3]int32{int32(m.Start), int32(m.Value), int32(m.End)} }
+	return packedCarrier{
+		object: span(c.Object), params: span(c.Params), meta: span(c.Meta),
+		traceparent: member(c.Traceparent), tracestate: member(c.Tracestate), unsure: c.Unsure,
+	}
+}
+
+// Carrier is where m's params and params._meta lie in the body.
+func (m *Message) Carrier() Carrier {
+	p := &m.carrier
+	span := func(s [2]int32) Span { return Span{int(s[0]), int(s[1])} }
+	member := func(m [3]int32) MetaMember { return MetaMember{int(m[0]), int(m[1]), int(m[2])} }
+	return Carrier{
+		Object: span(p.object), Params: span(p.params), Meta: span(p.meta),
+		Traceparent: member(p.traceparent), Tracestate: member(p.tracestate), Unsure: p.unsure,
+	}
 }

@@ -3,6 +3,7 @@ package jsonrpc
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 
@@ -17,7 +18,7 @@ func TestTheCarrierSaysWhereParamsAndMetaLie(t *testing.T) {
 	body := `{"id":1,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":3, "traceparent" : "00-a","tracestate":"k=v"},"arguments":{}}}`
 	msgs, _, err := Parse([]byte(body), nil, unlimited)
 	require.NoError(t, err)
-	c := msgs[0].Carrier
+	c := msgs[0].Carrier()
 	assert.False(t, c.Unsure)
 	assert.Equal(t, body, at(body, c.Object))
 	assert.Equal(t, `{"name":"x","_meta":{"progressToken":3, "traceparent" : "00-a","tracestate":"k=v"},"arguments":{}}`, at(body, c.Params))
@@ -33,12 +34,12 @@ func TestTheCarrierOfEachMessageOfABatchIsInTheWholeBody(t *testing.T) {
 	msgs, _, err := Parse([]byte(body), nil, unlimited)
 	require.NoError(t, err)
 	require.Len(t, msgs, 3)
-	assert.Equal(t, Carrier{}, msgs[0].Carrier, "not an object")
-	assert.Equal(t, `{"method":"a"}`, at(body, msgs[1].Carrier.Object))
-	assert.Zero(t, msgs[1].Carrier.Params, "no params")
-	assert.Equal(t, `{"_meta":{}}`, at(body, msgs[2].Carrier.Params))
-	assert.Equal(t, `{}`, at(body, msgs[2].Carrier.Meta))
-	assert.Zero(t, msgs[2].Carrier.Traceparent)
+	assert.Equal(t, Carrier{}, msgs[0].Carrier(), "not an object")
+	assert.Equal(t, `{"method":"a"}`, at(body, msgs[1].Carrier().Object))
+	assert.Zero(t, msgs[1].Carrier().Params, "no params")
+	assert.Equal(t, `{"_meta":{}}`, at(body, msgs[2].Carrier().Params))
+	assert.Equal(t, `{}`, at(body, msgs[2].Carrier().Meta))
+	assert.Zero(t, msgs[2].Carrier().Traceparent)
 }
 
 // What leaves the carrier unsure is no reason to refuse the message: the
@@ -58,7 +59,7 @@ func TestACarrierIsUnsureWhereServersCouldReadAnotherMeta(t *testing.T) {
 	} {
 		msgs, _, err := Parse([]byte(`{"id":1,"method":"m","params":`+params+`}`), nil, unlimited)
 		require.NoError(t, err, params)
-		assert.True(t, msgs[0].Carrier.Unsure, params)
+		assert.True(t, msgs[0].Carrier().Unsure, params)
 	}
 	for _, params := range []string{
 		`{"\u005fmeta":{"TraceParent":"x","traceparent":"y","\u0074racestate":"z"}}`,
@@ -67,7 +68,7 @@ func TestACarrierIsUnsureWhereServersCouldReadAnotherMeta(t *testing.T) {
 	} {
 		msgs, _, err := Parse([]byte(`{"id":1,"method":"m","params":`+params+`}`), nil, unlimited)
 		require.NoError(t, err, params)
-		assert.False(t, msgs[0].Carrier.Unsure, params)
+		assert.False(t, msgs[0].Carrier().Unsure, params)
 	}
 	_, _, err := Parse([]byte(`{"id":1,"method":"m","params":{"Name":"x","_meta":{}}}`), nil, unlimited)
 	assert.ErrorIs(t, err, ErrAmbiguous, "a member of ours in another case, as before")
@@ -78,7 +79,7 @@ func TestACarrierIsUnsureWhereServersCouldReadAnotherMeta(t *testing.T) {
 // params or _meta is not an object, _meta is given twice or in another
 // letter case, or traceparent or tracestate twice.
 func checkCarrier(t *testing.T, body []byte, elem json.RawMessage, m Message) {
-	c := m.Carrier
+	c := m.Carrier()
 	elem = bytes.TrimSpace(elem)
 	if len(elem) == 0 || elem[0] != '{' {
 		if c != (Carrier{}) {
@@ -168,4 +169,15 @@ func checkMetaMember(t *testing.T, body []byte, mm MetaMember, key string, value
 		t.Fatalf("%s is not the member %q (%v)", key, body[mm.Start:mm.End], err)
 	}
 	return mm
+}
+
+// A message keeps its carrier in half the room: what fits comes back as
+// it was, and a body too long for it leaves the message unsure.
+func TestACarrierIsKeptPacked(t *testing.T) {
+	c := Carrier{Object: Span{1, 90}, Params: Span{20, 80}, Meta: Span{30, 70},
+		Traceparent: MetaMember{31, 45, 60}, Tracestate: MetaMember{61, 62, 69}, Unsure: true}
+	m := Message{carrier: c.pack()}
+	assert.Equal(t, c, m.Carrier())
+	m = Message{carrier: Carrier{Object: Span{0, math.MaxInt32 + 1}, Params: Span{1, 2}}.pack()}
+	assert.Equal(t, Carrier{Unsure: true}, m.Carrier())
 }

@@ -48,8 +48,9 @@ type Message struct {
 	// URI is params.uri and TaskID params.taskId, unescaped; nil when
 	// absent or not a string.
 	URI, TaskID []byte
-	// Carrier is where params and params._meta lie in the body.
-	Carrier Carrier
+	// carrier is where params and params._meta lie in the body, packed
+	// (Carrier reads it).
+	carrier packedCarrier
 }
 
 // ErrAmbiguous marks a message that different JSON-RPC servers could read

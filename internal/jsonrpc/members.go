@@ -42,7 +42,8 @@ func (s *scanner) batch(visit func(Message) error) error {
 // members.
 func (s *scanner) message(m *Message, depth int) error {
 	var hasMethod, hasResult, methodIsString bool
-	m.Carrier.Object.Start = s.i
+	var c Carrier
+	c.Object.Start = s.i
 	err := s.object(depth, jsonrpcMembers, func(bit uint8) error {
 		if bit == 0 {
 			return s.value(depth)
@@ -66,11 +67,11 @@ func (s *scanner) message(m *Message, depth int) error {
 		case memberParams:
 			if s.peek() == '{' {
 				start := s.i
-				err := s.params(m, depth+1)
-				m.Carrier.Params = Span{start, s.i}
+				err := s.params(m, &c, depth+1)
+				c.Params = Span{start, s.i}
 				return err
 			}
-			m.Carrier.Unsure = true
+			c.Unsure = true
 		case memberResult, memberError:
 			hasResult = true
 		}
@@ -79,7 +80,8 @@ func (s *scanner) message(m *Message, depth int) error {
 	if err != nil {
 		return err
 	}
-	m.Carrier.Object.End = s.i
+	c.Object.End = s.i
+	m.carrier = c.pack()
 	switch {
 	case hasMethod && !methodIsString:
 		m.Kind = Invalid
@@ -96,7 +98,7 @@ func (s *scanner) message(m *Message, depth int) error {
 // params reads the params object at the given depth, learning "name",
 // "uri" and "taskId", and where "_meta" lies, and skipping the rest (the
 // arguments above all) without decoding it.
-func (s *scanner) params(m *Message, depth int) error {
+func (s *scanner) params(m *Message, c *Carrier, depth int) error {
 	return s.object(depth, paramsMembers, func(bit uint8) error {
 		var dst *[]byte
 		switch bit {
@@ -107,7 +109,7 @@ func (s *scanner) params(m *Message, depth int) error {
 		case memberTaskID:
 			dst = &m.TaskID
 		case memberMeta, memberMetaFolded:
-			return s.meta(&m.Carrier, bit, depth)
+			return s.meta(c, bit, depth)
 		}
 		if dst == nil || s.peek() != '"' {
 			return s.value(depth)

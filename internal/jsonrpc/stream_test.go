@@ -62,7 +62,7 @@ func sameParse(t *testing.T, body []byte, sizes ...int) {
 		require.Equal(t, len(want), len(got))
 		for i := range want {
 			assert.Equal(t, textOf(want[i]), textOf(got[i]), "%q in chunks of %d", body, size)
-			assert.Equal(t, want[i].Carrier, got[i].Carrier, "%q in chunks of %d", body, size)
+			assert.Equal(t, want[i].Carrier(), got[i].Carrier(), "%q in chunks of %d", body, size)
 		}
 	}
 }
