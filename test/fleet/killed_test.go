@@ -40,6 +40,12 @@ func twoNodes(t *testing.T, server string) (string, *alternating) {
 		"reverse_proxy " + upstream + " {\n\tlb_policy mcp_session\n\theader_up Host {upstream_hostport}\n}"
 	a, b := fleettest.StartNode(t, site), fleettest.StartNode(t, site)
 	turns := newAlternating(t, a, b)
+	t.Cleanup(func() {
+		if t.Failed() {
+			// Which of the client's requests came back, from which node.
+			t.Logf("the front's exchanges (node %s first): %+v", a.URL(), turns.exchanges())
+		}
+	})
 	front := &httputil.ReverseProxy{
 		Rewrite:       func(r *httputil.ProxyRequest) { r.Out.URL.Scheme, r.Out.URL.Host = "http", "front" },
 		Transport:     turns,
