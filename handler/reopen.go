@@ -101,22 +101,8 @@ func (h *Handler) reopenAndResend(x *exchange, u *upstreamWatch, up *http.Reques
 		// hands out.
 		key += "\x00" + p.Issuer + "\x00" + p.Subject
 	}
-	fl, lead := h.reopens.join(key)
-	if lead {
-		id, init, err := h.reinitialize(x, ro.params, next)
-		h.reopens.finish(fl, id, init, err)
-	} else {
-		select {
-		case <-fl.done:
-		case <-up.Context().Done():
-			return u.release()
-		}
-	}
-	if fl.err != nil {
-		if lead {
-			h.logger.Warn("the upstream lost the session, and a new one could not be opened: the client is told the session is gone",
-				zap.Error(fl.err))
-		}
+	fl, err := h.reopenOnce(x, ro.params, key, up, next)
+	if err != nil {
 		return u.release()
 	}
 	if x.Request.Context().Err() != nil || u.cancelled.Load() {
@@ -141,6 +127,33 @@ func (h *Handler) reopenAndResend(x *exchange, u *upstreamWatch, up *http.Reques
 		up.Body, up.GetBody = io.NopCloser(bytes.NewReader(bytes.Clone(x.sentBody()))), nil
 	}
 	return next.ServeHTTP(u, up)
+}
+
+// reopenOnce reopens the session key names, or joins the reopen under way
+// or just ended. A joiner whose reopen failed leads one of its own, once:
+// a failure (the server still starting, slow to answer) is no answer for
+// the requests that come after it.
+func (h *Handler) reopenOnce(x *exchange, params []byte, key string, up *http.Request, next caddyhttp.Handler) (*reopenFlight, error) {
+	for attempt := 0; ; attempt++ {
+		fl, lead := h.reopens.join(key)
+		if lead {
+			id, init, err := h.reinitialize(x, params, next)
+			h.reopens.finish(fl, id, init, err)
+			if err != nil {
+				h.logger.Warn("the upstream lost the session, and a new one could not be opened: the client is told the session is gone",
+					zap.Error(err))
+			}
+			return fl, err
+		}
+		select {
+		case <-fl.done:
+		case <-up.Context().Done():
+			return nil, context.Cause(up.Context())
+		}
+		if fl.err == nil || attempt > 0 {
+			return fl, fl.err
+		}
+	}
 }
 
 // sentBody is the body as it goes upstream: with the messages' trace

@@ -256,3 +256,31 @@ func TestAReopenedSessionOutlivesAReload(t *testing.T) {
 	assert.Equal(t, int32(1), u.inits.Load(), "reopened once")
 	assert.Equal(t, int32(2), u.calls.Load())
 }
+
+// A reopen that failed (the server still starting) is tried again by the
+// next request that meets the 404, rather than remembered.
+func TestAFailedReopenIsTriedAgain(t *testing.T) {
+	h := provision(t, &Handler{Sessions: &Sessions{Secrets: []string{hostileSecret}}})
+	tok := openSession(t, h)
+	starting := true
+	u := &lostSession{}
+	u.reopen = func(w http.ResponseWriter, _ *http.Request) {
+		if starting {
+			starting = false
+			http.Error(w, "starting", http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Mcp-Session-Id", "s2")
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":"caddy-mcp-reopen","result":{}}`)
+	}
+	call := func() int {
+		w := httptest.NewRecorder()
+		require.NoError(t, h.ServeHTTP(w, post(callOne, header("Mcp-Session-Id", tok), header("Mcp-Protocol-Version", "2025-11-25")), u))
+		return w.Code
+	}
+	assert.Equal(t, http.StatusNotFound, call(), "the first reopen failed")
+	assert.Equal(t, http.StatusOK, call(), "the next request reopens")
+	assert.Equal(t, int32(2), u.inits.Load())
+	assert.Equal(t, int32(1), u.calls.Load())
+}

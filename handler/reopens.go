@@ -52,13 +52,14 @@ type reopenFlight struct {
 }
 
 // join returns the reopen of the upstream session old (named by its
-// upstream and id): one under way or ended recently, or, with lead
-// true, a new one the caller runs and ends with finish.
+// upstream and id): one under way, or one that ended recently and opened
+// a session, or, with lead true, a new one the caller runs and ends with
+// finish (in place of one that failed).
 func (f *reopenFlights) join(old string) (flight *reopenFlight, lead bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := f.now()
-	if fl, ok := f.m[old]; ok && (!fl.over() || now.Sub(fl.ended) < reopenRemembered) {
+	if fl, ok := f.m[old]; ok && (!fl.over() || (fl.err == nil && now.Sub(fl.ended) < reopenRemembered)) {
 		return fl, false
 	}
 	fl := &reopenFlight{done: make(chan struct{}), key: old}

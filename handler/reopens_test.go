@@ -32,6 +32,8 @@ func TestAReopenIsJoinedWhileItRunsAndForAWhileAfter(t *testing.T) {
 	assert.True(t, lead, "long after, the session lost again is reopened again")
 	f.finish(again, "", nil, errors.New("refused"))
 	assert.Len(t, f.m, 1)
+	_, lead = f.join("a")
+	assert.True(t, lead, "a reopen that failed is no answer for the requests after it")
 }
 
 func TestTheReopensANodeRemembersAreBounded(t *testing.T) {
