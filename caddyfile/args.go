@@ -51,19 +51,6 @@ func positiveInt(d *caddyfile.Dispenser) (int, error) {
 	return n, nil
 }
 
-func nonNegativeInt(d *caddyfile.Dispenser) (int, error) {
-	sub := d.Val()
-	s, err := oneArg(d)
-	if err != nil {
-		return 0, err
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 0 {
-		return 0, d.Errf("%s %q: want a whole number, 0 or more", sub, s)
-	}
-	return n, nil
-}
-
 func positiveDuration(d *caddyfile.Dispenser) (caddy.Duration, error) {
 	sub := d.Val()
 	s, err := oneArg(d)

@@ -58,7 +58,6 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
-	"strings"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
@@ -67,15 +66,15 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
+	"github.com/caddymcp/caddy-mcp/feature/featurefile"
 	"github.com/caddymcp/caddy-mcp/handler"
-	"github.com/caddymcp/caddy-mcp/internal/spelling"
 )
 
 // Parse is the mcp directive's unmarshaler, for
 // httpcaddyfile.RegisterHandlerDirective.
 func Parse(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 	cfg := new(handler.Handler)
-	a := &adaptation{names: sharedNames(h.State), warn: warner(h)}
+	a := &adaptation{featurefile.NewAdaptation(h.State, warner(h))}
 	if err := a.unmarshal(h.Dispenser, cfg); err != nil {
 		return nil, err
 	}
@@ -85,15 +84,15 @@ func Parse(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 // Unmarshal reads one mcp directive from d into cfg. Warnings are left
 // out.
 func Unmarshal(d *caddyfile.Dispenser, cfg *handler.Handler) error {
-	a := &adaptation{names: make(map[string]place), warn: func(caddyconfig.Warning) {}}
+	a := &adaptation{featurefile.NewAdaptation(nil, func(caddyconfig.Warning) {})}
 	return a.unmarshal(d, cfg)
 }
 
 // adaptation is what adapting one mcp directive shares with the rest of
-// the Caddyfile: the shared names it must agree with, and the warnings.
+// the Caddyfile (the shared names it must agree with, and the warnings),
+// and the features it configures.
 type adaptation struct {
-	names map[string]place
-	warn  func(caddyconfig.Warning)
+	*featurefile.Adaptation
 }
 
 // warner returns what adds a warning to those the adapter returns. Caddy
@@ -130,13 +129,27 @@ func (a *adaptation) unmarshal(d *caddyfile.Dispenser, cfg *handler.Handler) err
 	seen := make(map[string]bool)
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		sub := d.Val()
-		if seen[sub] && sub != "rate_limit" {
+		if f, ok := featurefile.Lookup(sub); ok && !seen[sub] || ok && f.Repeats {
+			seen[sub] = true
+			if err := f.Read(d, a.Adaptation); err != nil {
+				return err
+			}
+			continue
+		}
+		if seen[sub] {
 			return d.Errf("%s given twice", sub)
 		}
 		seen[sub] = true
 		if err := a.unmarshalOption(d, cfg, sub); err != nil {
 			return err
 		}
+	}
+	features, err := a.Features()
+	if err != nil {
+		return err
+	}
+	if len(features) > 0 {
+		cfg.FeaturesRaw = features
 	}
 	return nil
 }
@@ -145,15 +158,13 @@ func (a *adaptation) unmarshal(d *caddyfile.Dispenser, cfg *handler.Handler) err
 // ("" for the mcp block itself), for suggestions.
 var subdirectives = map[string][]string{
 	"": {
-		"rate_limit", "concurrency", "store", "sessions", "allowed_origins", "sse_keepalive", "log_key",
+		"sessions", "allowed_origins", "sse_keepalive", "log_key",
 		"validate", "contract", "tools", "upstream_cancels_on_close", "upstream_retry_after",
 		"max_request_body", "stream_above", "read_body_timeout", "max_batch", "authorization", "results",
 	},
 	"results":       {"max", "tokens", "truncate"},
 	"authorization": {"issuer", "resource", "scopes", "leeway", "strip_token", "tool", "prompt", "uri"},
 	"issuer":        {"jwks", "introspect"},
-	"rate_limit":    {"key", "rate", "burst", "max_keys", "methods", "tools"},
-	"concurrency":   {"max", "queue", "queue_timeout", "cancel_grace", "key", "methods"},
 	"sessions":      {"secret", "ttl", "bind"},
 	"tools":         {"allow", "deny", "deprecate", "timeout"},
 	"validate":      {"max_catalog_size"},
@@ -164,14 +175,8 @@ var subdirectives = map[string][]string{
 func (a *adaptation) unmarshalOption(d *caddyfile.Dispenser, cfg *handler.Handler, sub string) error {
 	var err error
 	switch sub {
-	case "rate_limit":
-		err = unmarshalRateLimit(d, cfg, a.names)
-	case "concurrency":
-		cfg.Concurrency, err = unmarshalConcurrency(d, a.names)
-	case "store":
-		cfg.StoreRaw, err = unmarshalStore(d)
 	case "sessions":
-		cfg.Sessions, err = unmarshalSessions(d, a.warn)
+		cfg.Sessions, err = unmarshalSessions(d, a.Warn)
 	case "authorization":
 		cfg.Authorization, err = unmarshalAuthorization(d)
 	case "results":
@@ -203,7 +208,7 @@ func (a *adaptation) unmarshalOption(d *caddyfile.Dispenser, cfg *handler.Handle
 		cfg.MaxBatch, err = positiveInt(d)
 	default:
 		if guestFeature(sub) {
-			return a.unmarshalFeature(d, cfg, sub)
+			return a.unmarshalFeature(d, sub)
 		}
 		return unrecognized(d, "", sub)
 	}
@@ -213,13 +218,9 @@ func (a *adaptation) unmarshalOption(d *caddyfile.Dispenser, cfg *handler.Handle
 // unrecognized is the error for a subdirective name that block does not
 // know, at its line, with the known one it is closest to.
 func unrecognized(d *caddyfile.Dispenser, block, name string) error {
-	what := strings.TrimPrefix(block+" subdirective", " ")
 	known := subdirectives[block]
 	if block == "" {
 		known = mcpSubdirectives()
 	}
-	if near := spelling.Nearest(name, known); near != "" {
-		return d.Errf("unrecognized %s %q: did you mean %q?", what, name, near)
-	}
-	return d.Errf("unrecognized %s %q", what, name)
+	return featurefile.Unrecognized(d, block, name, known...)
 }

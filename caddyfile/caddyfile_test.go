@@ -1,6 +1,7 @@
 package caddyfile
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -11,7 +12,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/caddymcp/caddy-mcp/guard"
 	"github.com/caddymcp/caddy-mcp/handler"
+	"github.com/caddymcp/caddy-mcp/limits"
 	"github.com/caddymcp/caddy-mcp/toolpolicy"
 )
 
@@ -50,11 +53,11 @@ func TestUnmarshalBuildsConfig(t *testing.T) {
 			}`,
 			want: handler.Handler{
 				UpstreamCancelsOnClose: true,
-				Concurrency: &handler.Concurrency{
+				FeaturesRaw: features(t, "concurrency", &guard.Config{
 					Name: "tools", Max: 4, Queue: 8, QueueTimeout: caddy.Duration(5 * time.Second),
 					CancelGrace: caddy.Duration(2 * time.Second),
 					Key:         "{http.mcp.tool}", Methods: []string{"tools/call", "prompts/get"},
-				},
+				}),
 				AllowedOrigins:     []string{"https://app.example.com", "http://localhost:3000"},
 				UpstreamRetryAfter: caddy.Duration(time.Minute),
 				SSEKeepalive:       caddy.Duration(10 * time.Second),
@@ -64,7 +67,7 @@ func TestUnmarshalBuildsConfig(t *testing.T) {
 		{
 			name:  "unnamed concurrency with only max; keepalive off",
 			input: "mcp {\n\tconcurrency {\n\t\tmax 2\n\t}\n\tsse_keepalive off\n}",
-			want:  handler.Handler{Concurrency: &handler.Concurrency{Max: 2}, SSEKeepalive: -1},
+			want:  handler.Handler{FeaturesRaw: features(t, "concurrency", &guard.Config{Max: 2}), SSEKeepalive: -1},
 		},
 		{
 			name: "limit with only a rate leaves the rest for the handler to default",
@@ -73,9 +76,9 @@ func TestUnmarshalBuildsConfig(t *testing.T) {
 					rate 10/s
 				}
 			}`,
-			want: handler.Handler{RateLimits: map[string]*handler.RateLimit{
+			want: handler.Handler{FeaturesRaw: features(t, "rate_limits", map[string]*limits.Config{
 				"per_client": {Rate: "10/1s"},
-			}},
+			})},
 		},
 		{
 			name: "every subdirective",
@@ -97,7 +100,7 @@ func TestUnmarshalBuildsConfig(t *testing.T) {
 				StreamAbove:     256 << 10,
 				ReadBodyTimeout: caddy.Duration(30 * time.Second),
 				MaxBatch:        4,
-				RateLimits: map[string]*handler.RateLimit{
+				FeaturesRaw: features(t, "rate_limits", map[string]*limits.Config{
 					"per_tool": {
 						Key:     "{http.mcp.tool}",
 						Rate:    "600/1m",
@@ -106,7 +109,7 @@ func TestUnmarshalBuildsConfig(t *testing.T) {
 						Tools:   []string{"search_*", "admin_*"},
 						MaxKeys: 5000,
 					},
-				},
+				}),
 				MaxRequestBody: 4 << 20,
 			},
 		},
@@ -126,7 +129,7 @@ func TestUnmarshalBuildsConfig(t *testing.T) {
 				}
 			}`,
 			want: handler.Handler{
-				RateLimits: map[string]*handler.RateLimit{
+				FeaturesRaw: features(t, "rate_limits", map[string]*limits.Config{
 					"per_client": {Key: "{client_ip}", Rate: "10/1s"},
 					"slow_tools": {
 						Key:   "{http.mcp.session_id} {http.mcp.tool}",
@@ -134,7 +137,7 @@ func TestUnmarshalBuildsConfig(t *testing.T) {
 						Burst: 1,
 						Tools: []string{"deploy_*"},
 					},
-				},
+				}),
 				MaxRequestBody: 1_000_000,
 			},
 		},
@@ -171,8 +174,10 @@ func TestUnmarshalWritesRatesInCanonicalForm(t *testing.T) {
 			input := fmt.Sprintf("mcp {\n rate_limit r {\n  rate %s\n }\n}", in)
 			var got handler.Handler
 			require.NoError(t, Unmarshal(caddyfile.NewTestDispenser(input), &got))
-			require.Contains(t, got.RateLimits, "r")
-			assert.Equal(t, want, got.RateLimits["r"].Rate)
+			var f limits.Feature
+			require.NoError(t, json.Unmarshal(got.FeaturesRaw["rate_limits"], &f))
+			require.Contains(t, f.Limits, "r")
+			assert.Equal(t, want, f.Limits["r"].Rate)
 		})
 	}
 }

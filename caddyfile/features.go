@@ -8,7 +8,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/caddymcp/caddy-mcp/feature"
-	"github.com/caddymcp/caddy-mcp/handler"
+	"github.com/caddymcp/caddy-mcp/feature/featurefile"
 )
 
 // A guest feature (feature.Namespace) is a subdirective of mcp under its
@@ -22,24 +22,30 @@ import (
 //		}
 //	}
 
-// guestFeature reports whether name is a guest feature's, one that this
-// build holds.
+// guestFeature reports whether name is a feature's of this build that
+// reads its own block.
 func guestFeature(name string) bool {
-	_, err := caddy.GetModule(feature.Namespace + "." + name)
-	return err == nil
+	m, err := caddy.GetModule(feature.Namespace + "." + name)
+	return err == nil && readsBlock(m)
 }
 
-// unmarshalFeature reads the block of the guest feature sub into cfg's
-// features.
-func (a *adaptation) unmarshalFeature(d *caddyfile.Dispenser, cfg *handler.Handler, sub string) error {
+func readsBlock(m caddy.ModuleInfo) bool {
+	_, ok := m.New().(caddyfile.Unmarshaler)
+	return ok
+}
+
+// unmarshalFeature reads the block of the feature sub into the features
+// the block configures.
+func (a *adaptation) unmarshalFeature(d *caddyfile.Dispenser, sub string) error {
 	mod, err := caddyfile.UnmarshalModule(d, feature.Namespace+"."+sub)
 	if err != nil {
 		return err
 	}
 	var warnings []caddyconfig.Warning
-	cfg.FeaturesRaw = append(cfg.FeaturesRaw, caddyconfig.JSONModuleObject(mod, "feature", sub, &warnings))
+	raw := caddyconfig.JSON(mod, &warnings)
+	a.Feature(sub, func() any { return raw })
 	for _, w := range warnings {
-		a.warn(w)
+		a.Warn(w)
 	}
 	return nil
 }
@@ -47,9 +53,11 @@ func (a *adaptation) unmarshalFeature(d *caddyfile.Dispenser, cfg *handler.Handl
 // mcpSubdirectives are the subdirectives of the mcp block: its own, and
 // the guest features' of this build.
 func mcpSubdirectives() []string {
-	names := slices.Clone(subdirectives[""])
+	names := slices.Concat(subdirectives[""], featurefile.Names())
 	for _, m := range caddy.GetModules(feature.Namespace) {
-		names = append(names, m.ID.Name())
+		if readsBlock(m) {
+			names = append(names, m.ID.Name())
+		}
 	}
 	return names
 }

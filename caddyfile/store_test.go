@@ -26,7 +26,7 @@ func TestStoreBlockIsTheBackendsOwn(t *testing.T) {
 	require.NoError(t, Unmarshal(caddyfile.NewTestDispenser(input), &cfg))
 	assert.JSONEq(t, `{"backend":"redis","addresses":["redis://10.0.0.5:6379/0","redis://10.0.0.6:6379/0"],
 		"username":"{env.REDIS_USER}","password":"{env.REDIS_PASSWORD}","key_prefix":"app:","timeout":20000000,"on_error":"deny"}`,
-		string(cfg.StoreRaw))
+		string(rateLimits(t, &cfg).StoreRaw))
 }
 
 func TestStoreBlockErrorsNameTheirLine(t *testing.T) {

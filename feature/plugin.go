@@ -19,10 +19,12 @@ import (
 // core names it.
 const Namespace = "http.handlers.mcp.features"
 
-// Plugin is a guest feature. Once the module is provisioned, the core
-// asks it, once, for its Parts, and runs each where its phase runs.
+// Plugin is a feature. Once every feature of the handler is provisioned,
+// the core asks each, once, for its Parts, telling it what the handler
+// offers (Host), and runs each part where its phase runs. An error refuses
+// the config.
 type Plugin interface {
-	Parts() Parts
+	Parts(h Host) (Parts, error)
 }
 
 // Parts is what a guest feature plugs into the core: each part it has, in
@@ -31,11 +33,22 @@ type Plugin interface {
 // Admitter of the entry phase whether it reads WholeBody, once, when the
 // config loads.
 type Parts struct {
-	// Order places the feature among the guest features of its phases:
-	// lower first, and equal ones in the order they are configured. Guest
-	// features run after the built-in ones of each phase
-	// (docs/architecture.md lists those).
+	// Order places the feature's parts among the other features' of
+	// their phases: lower first, and equal ones by name. The built-in
+	// features take negative orders (docs/architecture.md lists them), so
+	// that a feature that gives none runs after them.
 	Order int
+	// AnswerOrder places its Responder among the others, when that order
+	// differs from Order (0: Order).
+	AnswerOrder int
+	// Front answers what must be answered before the origin check: a
+	// public document a client of any origin reads (authorization's
+	// Protected Resource Metadata).
+	Front Front
+	// Inputs are the parts of a request the feature's key templates read
+	// (a header, a cookie): a request that gives one of them more than
+	// once is refused before any feature sees it.
+	Inputs Inputs
 	// Identity verifies a request's credentials, before its body is read;
 	// Session opens its session; Admission takes what it needs before the
 	// checks; Entry after them (see Admitter).
@@ -44,6 +57,9 @@ type Parts struct {
 	Check Check
 	// Responder opens hooks on the upstream's answers.
 	Responder Responder
+	// Annotator tells the model about a tool beside the gateway's
+	// answers to a call to it.
+	Annotator Annotator
 	// Observer is told how each request ended.
 	Observer Observer
 	// Router sends a request to one of the handler's upstream routes.
@@ -56,6 +72,12 @@ type Parts struct {
 	// under its name; nil: none. It is called for each GET of the status,
 	// from any goroutine.
 	Status func() any
+}
+
+// Front answers requests before the origin check.
+type Front interface {
+	// Front answers r, or reports that it is not its to answer.
+	Front(w http.ResponseWriter, r *http.Request) bool
 }
 
 // Observer is told how each request the handler took ended, once, after

@@ -8,9 +8,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
-	"github.com/caddymcp/caddy-mcp/guard"
 	"github.com/caddymcp/caddy-mcp/internal/version"
-	"github.com/caddymcp/caddy-mcp/limits"
 	"github.com/caddymcp/caddy-mcp/oauth"
 	"github.com/caddymcp/caddy-mcp/session"
 	"github.com/caddymcp/caddy-mcp/toolschema"
@@ -52,37 +50,26 @@ type Status struct {
 
 // HandlerStatus is one mcp handler's limits and guard.
 type HandlerStatus struct {
-	// Store is the shared store of the limits' buckets and its health;
-	// absent when each node keeps its own.
-	Store any `json:"store,omitempty"`
 	// Sessions is where the session keys come from (secrets or storage),
 	// how many are held, the id of the one sealing, the ttl, and whether
 	// sessions are bound; absent when sessions are off.
 	Sessions *SessionsStatus `json:"sessions,omitempty"`
 	// Tools is the tool policy as configured; absent without one.
-	Tools       *ToolsStatus       `json:"tools,omitempty"`
-	RateLimits  []RateLimitStatus  `json:"rate_limits"`
-	Concurrency *ConcurrencyStatus `json:"concurrency,omitempty"`
+	Tools *ToolsStatus `json:"tools,omitempty"`
 	// Authorization is the resource, the scopes required and each
 	// issuer's keys (how many, fetched how long ago, the last fetch's
 	// error); absent without authorization.
 	Authorization *AuthorizationStatus `json:"authorization,omitempty"`
-	// Features are the guest features' sections, by name; absent when
-	// none has one.
+	// Features are the features' sections, by name (concurrency: a
+	// guard's settings and load); absent when none has one.
 	Features map[string]any `json:"features,omitempty"`
 }
 
 // AuthorizationStatus is authorization in the status view.
 type AuthorizationStatus = oauth.Status
 
-// RateLimitStatus is a limit's settings and its number of live buckets.
-type RateLimitStatus = limits.Status
-
 // SessionsStatus is the sessions in the status view.
 type SessionsStatus = session.Status
-
-// ConcurrencyStatus is a guard's settings and load.
-type ConcurrencyStatus = guard.Status
 
 // ToolsStatus is the tool policy as configured, its timeouts written as
 // the status writes every duration.
@@ -97,9 +84,6 @@ type ToolTimeoutStatus struct {
 	Tools string `json:"tools"`
 	After string `json:"after"`
 }
-
-// GuardKeyStatus is one key of a keyed guard.
-type GuardKeyStatus = guard.KeyStatus
 
 func serveStatus(w http.ResponseWriter, r *http.Request) error {
 	if r.Method != http.MethodGet {
@@ -132,22 +116,11 @@ func (h *Handler) status() HandlerStatus {
 	if h.gate != nil {
 		s.Authorization = h.gate.Status()
 	}
-	if h.shared != nil {
-		s.Store = h.shared.Status()
-	}
 	if h.Tools != nil {
 		s.Tools = &ToolsStatus{Tools: h.Tools}
 		for _, t := range h.Tools.Timeouts {
 			s.Tools.Timeouts = append(s.Tools.Timeouts, ToolTimeoutStatus{Tools: t.Tools, After: formatWindow(time.Duration(t.After))})
 		}
-	}
-	s.RateLimits = make([]RateLimitStatus, 0, len(h.limits))
-	for _, l := range h.limits {
-		s.RateLimits = append(s.RateLimits, l.Status())
-	}
-	if h.concurrency != nil {
-		cs := h.concurrency.Status(h.LogKey)
-		s.Concurrency = &cs
 	}
 	for _, p := range h.pluggedStatus {
 		if s.Features == nil {

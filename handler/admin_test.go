@@ -9,11 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddymcp/caddy-mcp/guard"
-	"github.com/caddymcp/caddy-mcp/keys"
 	"github.com/caddyserver/caddy/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/caddymcp/caddy-mcp/guard"
+	"github.com/caddymcp/caddy-mcp/keys"
+	"github.com/caddymcp/caddy-mcp/limits"
 )
 
 func TestAdminModuleServesMCPStatus(t *testing.T) {
@@ -25,22 +27,31 @@ func TestAdminModuleServesMCPStatus(t *testing.T) {
 	assert.Equal(t, "/mcp/status", routes[0].Pattern)
 }
 
+// viewedStatus is a handler's status as a client of /mcp/status reads
+// the sections of its rate limits and guard.
+type viewedStatus struct {
+	Features struct {
+		Concurrency *guard.Status         `json:"concurrency"`
+		RateLimits  *limits.FeatureStatus `json:"rate_limits"`
+	} `json:"features"`
+}
+
 // statusOf reads GET /mcp/status and returns the status of the handler
 // whose guard has this name.
-func statusOf(t *testing.T, guard string) HandlerStatus {
+func statusOf(t *testing.T, guard string) viewedStatus {
 	t.Helper()
 	w := httptest.NewRecorder()
 	require.NoError(t, serveStatus(w, httptest.NewRequest(http.MethodGet, "/mcp/status", nil)))
 	assert.Equal(t, "application/json", w.Header().Get("Content-Type"))
-	var s Status
+	var s struct{ Handlers []viewedStatus }
 	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &s), "%s", w.Body)
 	for _, hs := range s.Handlers {
-		if hs.Concurrency != nil && hs.Concurrency.Name == guard {
+		if c := hs.Features.Concurrency; c != nil && c.Name == guard {
 			return hs
 		}
 	}
 	require.Failf(t, "not listed", "no handler with guard %s in %s", guard, w.Body)
-	return HandlerStatus{}
+	return viewedStatus{}
 }
 
 func TestStatusShowsLimitsAndGuardsWithKeysAsLogsShowThem(t *testing.T) {
@@ -48,21 +59,24 @@ func TestStatusShowsLimitsAndGuardsWithKeysAsLogsShowThem(t *testing.T) {
 		t.Run(fmt.Sprintf("log_key %v", logKey), func(t *testing.T) {
 			guard := fmt.Sprintf("status_guard_%v", logKey)
 			h := provision(t, &Handler{
-				RateLimits:  map[string]*RateLimit{"status_limit": {Rate: "100/1h", Burst: 50, Key: "{http.mcp.tool}", Tools: []string{"hold", "echo*"}}},
-				Concurrency: &Concurrency{Name: guard, Max: 2, Queue: 2, Key: "{http.mcp.tool}"},
-				LogKey:      logKey,
+				FeaturesRaw: features(t,
+					"rate_limits", map[string]*RateLimit{"status_limit": {Rate: "100/1h", Burst: 50, Key: "{http.mcp.tool}", Tools: []string{"hold", "echo*"}}},
+					"concurrency", &Concurrency{Name: guard, Max: 2, Queue: 2, Key: "{http.mcp.tool}"}),
+				LogKey: logKey,
 			})
 			serve(t, h, post(toolsCall(`1`, "echo")), &upstream{})
 			hold(t, h, "hold", 2)
 			hold(t, h, "echo", 1)
 
 			s := statusOf(t, guard)
-			require.Len(t, s.RateLimits, 1)
-			assert.Equal(t, RateLimitStatus{
+			require.NotNil(t, s.Features.RateLimits)
+			require.Len(t, s.Features.RateLimits.Limits, 1)
+			assert.Nil(t, s.Features.RateLimits.Store, "each node keeps its own")
+			assert.Equal(t, limits.Status{
 				Name: "status_limit", Key: "{http.mcp.tool}", Rate: "100/1h", Burst: 50,
 				Methods: []string{"tools/call"}, Tools: []string{"hold", "echo*"}, MaxKeys: 1000000, Buckets: 1,
-			}, s.RateLimits[0])
-			c := s.Concurrency
+			}, s.Features.RateLimits.Limits[0])
+			c := s.Features.Concurrency
 			require.NotNil(t, c)
 			assert.Equal(t, "{http.mcp.tool}", c.Key)
 			assert.Equal(t, 2, c.Max)
@@ -83,39 +97,36 @@ func TestStatusShowsLimitsAndGuardsWithKeysAsLogsShowThem(t *testing.T) {
 }
 
 func TestStatusOfAGuardWithoutKeyShowsTheEmptyKey(t *testing.T) {
-	h := provision(t, &Handler{Concurrency: &Concurrency{Name: "status_unkeyed", Max: 1}})
+	h := provision(t, &Handler{FeaturesRaw: features(t, "concurrency", &Concurrency{Name: "status_unkeyed", Max: 1})})
 	hold(t, h, "", 1)
-	c := statusOf(t, "status_unkeyed").Concurrency
+	c := statusOf(t, "status_unkeyed").Features.Concurrency
 	require.Len(t, c.Keys, 1)
 	assert.Equal(t, "", c.Keys[0].Key, "nothing secret to hide")
 	assert.Empty(t, c.Key)
 }
 
 func TestStatusListsAtMostMaxStatusKeys(t *testing.T) {
-	h := provision(t, &Handler{Concurrency: &Concurrency{Name: "status_many", Max: 1, Key: "{http.mcp.tool}"}})
+	h := provision(t, &Handler{FeaturesRaw: features(t, "concurrency", &Concurrency{Name: "status_many", Max: 1, Key: "{http.mcp.tool}"})})
 	for i := range guard.MaxStatusKeys + 5 {
 		hold(t, h, fmt.Sprint("tool-", i), 1)
 	}
-	c := statusOf(t, "status_many").Concurrency
+	c := statusOf(t, "status_many").Features.Concurrency
 	assert.Len(t, c.Keys, guard.MaxStatusKeys)
 	assert.Equal(t, guard.MaxStatusKeys+5, c.Active, "the totals count every key")
 }
 
 func TestStatusWithoutLimitsOrGuard(t *testing.T) {
 	h := provision(t, &Handler{})
-	s := h.status()
-	assert.NotNil(t, s.RateLimits, "an empty list, not null")
-	assert.Nil(t, s.Concurrency)
-	raw, err := json.Marshal(s)
+	raw, err := json.Marshal(h.status())
 	require.NoError(t, err)
-	assert.JSONEq(t, `{"rate_limits":[]}`, string(raw))
+	assert.JSONEq(t, `{}`, string(raw))
 }
 
 func TestStatusShowsTheToolPolicy(t *testing.T) {
 	h := provision(t, &Handler{Tools: &Tools{Deny: []string{"admin_*"}, Timeouts: []ToolTimeout{{Tools: "slow_*", After: caddy.Duration(45 * time.Second)}}}})
 	raw, err := json.Marshal(h.status())
 	require.NoError(t, err)
-	assert.JSONEq(t, `{"tools":{"deny":["admin_*"],"timeouts":[{"tools":"slow_*","after":"45s"}]},"rate_limits":[]}`, string(raw))
+	assert.JSONEq(t, `{"tools":{"deny":["admin_*"],"timeouts":[{"tools":"slow_*","after":"45s"}]}}`, string(raw))
 }
 
 func TestStatusAnswersOnlyGET(t *testing.T) {
@@ -128,9 +139,9 @@ func TestStatusAnswersOnlyGET(t *testing.T) {
 }
 
 func TestACleanedUpHandlerLeavesTheStatus(t *testing.T) {
-	h := provision(t, &Handler{Concurrency: &Concurrency{Name: "status_gone", Max: 1}})
+	h := provision(t, &Handler{FeaturesRaw: features(t, "concurrency", &Concurrency{Name: "status_gone", Max: 1})})
 	statusOf(t, "status_gone")
-	require.NoError(t, h.Cleanup())
+	unload(t, h)
 	w := httptest.NewRecorder()
 	require.NoError(t, serveStatus(w, httptest.NewRequest(http.MethodGet, "/mcp/status", nil)))
 	assert.NotContains(t, w.Body.String(), "status_gone")

@@ -1,17 +1,13 @@
 package handler
 
 import (
-	"fmt"
 	"slices"
 	"time"
 
-	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
 	"github.com/caddymcp/caddy-mcp/feature"
-	"github.com/caddymcp/caddy-mcp/guard"
 	"github.com/caddymcp/caddy-mcp/internal/panics"
-	"github.com/caddymcp/caddy-mcp/limits"
 )
 
 // Admission: the admitters of the admission phase (the rate limits,
@@ -22,47 +18,6 @@ import (
 // it, its body was refused as it streamed). A request admitted holds its
 // places until its answer is written, or its deadline cut it, and for up
 // to cancel_grace after its client left (abandon.go).
-
-// provisionAdmission sets up the rate limits, on their shared store if
-// one is configured, and the concurrency guard.
-func (h *Handler) provisionAdmission(ctx caddy.Context) error {
-	var err error
-	if h.StoreRaw != nil {
-		mod, err := ctx.LoadModule(h, "StoreRaw")
-		if err != nil {
-			return fmt.Errorf("store: %w", err)
-		}
-		shared, ok := mod.(SharedStore)
-		if !ok {
-			return fmt.Errorf("store: module %T is not a rate-limit store", mod)
-		}
-		h.shared = shared
-	}
-	for _, name := range sortedNames(h.RateLimits) {
-		l, err := limits.New(name, h.RateLimits[name], h.shared, h.logger)
-		if err != nil {
-			return fmt.Errorf("rate_limit %q: %w", name, err)
-		}
-		h.limits = append(h.limits, l)
-		if err := h.joined.Declare("rate_limit", name, l.Settings()); err != nil {
-			return err
-		}
-		h.keyInputs.Add(l.Key().Inputs)
-	}
-	if len(h.limits) > 0 {
-		h.admitters = append(h.admitters, h.limits)
-	}
-	if h.Concurrency != nil {
-		if h.concurrency, err = guard.New(h.Concurrency, h.joined, h.logger); err != nil {
-			return fmt.Errorf("concurrency: %w", err)
-		}
-		if k := h.concurrency.Key(); k != nil {
-			h.keyInputs.Add(k.Inputs)
-		}
-		h.entries = append(h.entries, h.concurrency)
-	}
-	return nil
-}
 
 // admit runs the admitters of a phase (h.admitters, h.entries) on x, in
 // order, keeping what each took to be given back; the first refusal gives

@@ -27,7 +27,7 @@ import (
 // until the test ends or the returned func is called.
 func hold(t *testing.T, h *Handler, key string, n int) (release func()) {
 	t.Helper()
-	slot, err := h.concurrency.Places().AcquireNAt(context.Background(), key, time.Now(), n)
+	slot, err := guardOf(h).Places().AcquireNAt(context.Background(), key, time.Now(), n)
 	require.NoError(t, err)
 	t.Cleanup(slot.Release)
 	return slot.Release
@@ -36,7 +36,7 @@ func hold(t *testing.T, h *Handler, key string, n int) (release func()) {
 // guardKeys are the places held and waiting in h's guard, by key.
 func guardKeys(h *Handler) map[string][2]int {
 	out := map[string][2]int{}
-	for _, k := range h.concurrency.Places().Stats() {
+	for _, k := range guardOf(h).Places().Stats() {
 		out[k.Key] = [2]int{k.Active, k.Queued}
 	}
 	return out
@@ -46,7 +46,7 @@ func guardKeys(h *Handler) map[string][2]int {
 // holds while the upstream answers.
 func placesSeen(h *Handler, seen *int) caddyhttp.Handler {
 	return caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
-		*seen = h.concurrency.Places().Totals().Active
+		*seen = guardOf(h).Places().Totals().Active
 		return (&upstream{}).ServeHTTP(w, r)
 	})
 }
@@ -66,25 +66,25 @@ func TestEachCountedMessageTakesOnePlace(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := provision(t, &Handler{Concurrency: &Concurrency{Max: 3, Methods: tt.methods}})
+			h := provision(t, &Handler{FeaturesRaw: features(t, "concurrency", &Concurrency{Max: 3, Methods: tt.methods})})
 			var seen int
 			w := serve(t, h, post(tt.body), placesSeen(h, &seen))
 			assert.Equal(t, http.StatusOK, w.Code, "%s", w.Body)
 			assert.Equal(t, tt.places, seen)
-			assert.Zero(t, h.concurrency.Places().Totals().Active, "the places come back with the answer")
+			assert.Zero(t, guardOf(h).Places().Totals().Active, "the places come back with the answer")
 		})
 	}
 }
 
 func TestStreamsOfGETNeverTakeAPlace(t *testing.T) {
-	h := provision(t, &Handler{Concurrency: &Concurrency{Max: 1}})
+	h := provision(t, &Handler{FeaturesRaw: features(t, "concurrency", &Concurrency{Max: 1})})
 	hold(t, h, "", 1)
 	u := &upstream{}
 	requireForwarded(t, u, 1, serve(t, h, newRequest(http.MethodGet, ""), u))
 }
 
 func TestBatchNeedingMorePlacesThanMaxIsToldItCanNeverPass(t *testing.T) {
-	h := provision(t, &Handler{Concurrency: &Concurrency{Max: 2}})
+	h := provision(t, &Handler{FeaturesRaw: features(t, "concurrency", &Concurrency{Max: 2})})
 	u := &upstream{}
 	batch := "[" + toolsCall(`1`, "a") + "," + toolsCall(`2`, "a") + "," + toolsCall(`3`, "a") + "]"
 	w := serve(t, h, post(batch), u)
@@ -101,7 +101,7 @@ func TestBatchNeedingMorePlacesThanMaxIsToldItCanNeverPass(t *testing.T) {
 }
 
 func TestAFullGuardShedsWithServerBusy(t *testing.T) {
-	h := provision(t, &Handler{Concurrency: &Concurrency{Max: 1, Methods: []string{"tools/call", "notifications/initialized"}}})
+	h := provision(t, &Handler{FeaturesRaw: features(t, "concurrency", &Concurrency{Max: 1, Methods: []string{"tools/call", "notifications/initialized"}})})
 	hold(t, h, "", 1)
 	u := &upstream{}
 
@@ -122,7 +122,7 @@ func TestAFullGuardShedsWithServerBusy(t *testing.T) {
 
 func TestAQueuedRequestRunsWhenAPlaceFrees(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := provision(t, &Handler{Concurrency: &Concurrency{Max: 1, Queue: 1}})
+		h := provision(t, &Handler{FeaturesRaw: features(t, "concurrency", &Concurrency{Max: 1, Queue: 1})})
 		release := hold(t, h, "", 1)
 		go func() {
 			time.Sleep(3 * time.Second)
@@ -137,7 +137,7 @@ func TestAQueuedRequestRunsWhenAPlaceFrees(t *testing.T) {
 
 func TestAWaitTooLongInTheQueueIsShed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := provision(t, &Handler{Concurrency: &Concurrency{Max: 1, Queue: 1, QueueTimeout: caddy.Duration(5 * time.Second)}})
+		h := provision(t, &Handler{FeaturesRaw: features(t, "concurrency", &Concurrency{Max: 1, Queue: 1, QueueTimeout: caddy.Duration(5 * time.Second)})})
 		hold(t, h, "", 1)
 		u := &upstream{}
 		start := time.Now()
@@ -153,7 +153,7 @@ func TestKeyedPlacesAreTakenInKeyOrder(t *testing.T) {
 	// Two batches taking places under keys a and b each take a first, so
 	// that neither can hold what the other waits for.
 	synctest.Test(t, func(t *testing.T) {
-		h := provision(t, &Handler{Concurrency: &Concurrency{Max: 1, Queue: 1, Key: "{http.mcp.tool}"}})
+		h := provision(t, &Handler{FeaturesRaw: features(t, "concurrency", &Concurrency{Max: 1, Queue: 1, Key: "{http.mcp.tool}"})})
 		release := hold(t, h, "b", 1)
 		u := &upstream{}
 		done := make(chan *httptest.ResponseRecorder)
@@ -171,7 +171,7 @@ func TestKeyedPlacesAreTakenInKeyOrder(t *testing.T) {
 
 func TestARefusalUnderOneKeyGivesBackTheOthers(t *testing.T) {
 	core, logs := observer.New(zapcore.InfoLevel)
-	h := provision(t, &Handler{Concurrency: &Concurrency{Max: 1, Key: "{http.mcp.tool}"}, LogKey: true, logger: zap.New(core)})
+	h := provision(t, &Handler{FeaturesRaw: features(t, "concurrency", &Concurrency{Max: 1, Key: "{http.mcp.tool}"}), LogKey: true, logger: zap.New(core)})
 	hold(t, h, "b", 1)
 	u := &upstream{}
 	w := serve(t, h, post("["+toolsCall(`1`, "a")+","+toolsCall(`2`, "b")+","+toolsCall(`3`, "c")+"]"), u)
@@ -190,7 +190,7 @@ func TestARefusalUnderOneKeyGivesBackTheOthers(t *testing.T) {
 
 func TestARefusingKeyIsLoggedAsADigestWithoutLogKey(t *testing.T) {
 	core, logs := observer.New(zapcore.InfoLevel)
-	h := provision(t, &Handler{Concurrency: &Concurrency{Max: 1, Key: "{header.X-Tenant}"}, logger: zap.New(core)})
+	h := provision(t, &Handler{FeaturesRaw: features(t, "concurrency", &Concurrency{Max: 1, Key: "{header.X-Tenant}"}), logger: zap.New(core)})
 	hold(t, h, "secret-tenant", 1)
 	serve(t, h, post(callOne, header("X-Tenant", "secret-tenant")), &upstream{})
 	entries := logs.FilterMessage("answered with an envelope").All()
@@ -201,8 +201,8 @@ func TestARefusingKeyIsLoggedAsADigestWithoutLogKey(t *testing.T) {
 
 func TestAShedRequestGetsItsTokensBack(t *testing.T) {
 	h := provision(t, &Handler{
-		RateLimits:  map[string]*RateLimit{"shed_refund": {Rate: "1/1h"}},
-		Concurrency: &Concurrency{Max: 1},
+		FeaturesRaw: features(t, "rate_limits", map[string]*RateLimit{"shed_refund": {Rate: "1/1h"}},
+			"concurrency", &Concurrency{Max: 1}),
 	})
 	release := hold(t, h, "", 1)
 	u := &upstream{}
@@ -216,8 +216,8 @@ func TestAShedRequestGetsItsTokensBack(t *testing.T) {
 func TestAClientThatLeavesTheQueueIsNotAnswered(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := provision(t, &Handler{
-			RateLimits:  map[string]*RateLimit{"left_queue": {Rate: "1/1h"}},
-			Concurrency: &Concurrency{Max: 1, Queue: 1},
+			FeaturesRaw: features(t, "rate_limits", map[string]*RateLimit{"left_queue": {Rate: "1/1h"}},
+				"concurrency", &Concurrency{Max: 1, Queue: 1}),
 		})
 		release := hold(t, h, "", 1)
 		r := post(callOne)
@@ -244,7 +244,7 @@ func TestAClientThatLeavesTheQueueIsNotAnswered(t *testing.T) {
 
 func TestAdmitTakesFromEveryKeyOfABatchAllOrNothing(t *testing.T) {
 	core, logs := observer.New(zapcore.InfoLevel)
-	h := provision(t, &Handler{RateLimits: map[string]*RateLimit{"per_tool_batch": {Rate: "1/1h", Key: "{http.mcp.tool}"}}, LogKey: true, logger: zap.New(core)})
+	h := provision(t, &Handler{FeaturesRaw: features(t, "rate_limits", map[string]*RateLimit{"per_tool_batch": {Rate: "1/1h", Key: "{http.mcp.tool}"}}), LogKey: true, logger: zap.New(core)})
 	batchOf := func(tools ...string) string {
 		var parts []string
 		for i, tool := range tools {
@@ -283,21 +283,21 @@ func TestGuardConfigIsCheckedAtLoad(t *testing.T) {
 			err := tt.cfg.Validate()
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tt.want)
-			h := &Handler{Concurrency: &tt.cfg}
+			h := &Handler{FeaturesRaw: features(t, "concurrency", &tt.cfg)}
 			ctx, cancel := newCaddyContext()
 			defer cancel()
 			h.logger = zap.NewNop()
 			err = h.Provision(ctx)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), "concurrency: ")
-			require.NoError(t, h.Cleanup())
+			unload(t, h)
 		})
 	}
 }
 
 func TestNamedGuardIsSharedAndMustBeConfiguredAlike(t *testing.T) {
-	a := provision(t, &Handler{Concurrency: &Concurrency{Name: "shared_guard_test", Max: 1}})
-	b := provision(t, &Handler{Concurrency: &Concurrency{Name: "shared_guard_test", Max: 1}})
+	a := provision(t, &Handler{FeaturesRaw: features(t, "concurrency", &Concurrency{Name: "shared_guard_test", Max: 1})})
+	b := provision(t, &Handler{FeaturesRaw: features(t, "concurrency", &Concurrency{Name: "shared_guard_test", Max: 1})})
 	hold(t, a, "", 1)
 	w := serve(t, b, post(callOne), &upstream{})
 	assert.Contains(t, w.Body.String(), "SERVER_BUSY", "both handlers hold places in one guard")
@@ -308,7 +308,7 @@ func TestNamedGuardIsSharedAndMustBeConfiguredAlike(t *testing.T) {
 	defer cancel()
 	var errs []error
 	for _, max := range []int{1, 2} {
-		h := &Handler{Concurrency: &Concurrency{Name: "shared_guard_conflict", Max: max}, logger: zap.NewNop()}
+		h := &Handler{FeaturesRaw: features(t, "concurrency", &Concurrency{Name: "shared_guard_conflict", Max: max}), logger: zap.NewNop()}
 		errs = append(errs, h.Provision(ctx))
 		t.Cleanup(func() { _ = h.Cleanup() })
 	}
@@ -318,12 +318,12 @@ func TestNamedGuardIsSharedAndMustBeConfiguredAlike(t *testing.T) {
 }
 
 func TestReloadKeepsAnUnnamedGuardsPlacesWhileItsSettingsStay(t *testing.T) {
-	old := provision(t, &Handler{Concurrency: &Concurrency{Max: 1, Queue: 3}})
+	old := provision(t, &Handler{FeaturesRaw: features(t, "concurrency", &Concurrency{Max: 1, Queue: 3})})
 	hold(t, old, "", 1)
-	same := provision(t, &Handler{Concurrency: &Concurrency{Max: 1, Queue: 3, QueueTimeout: caddy.Duration(busy.DefaultQueueTimeout)}})
-	assert.Same(t, old.concurrency.Places(), same.concurrency.Places(), "capacity does not double during a reload")
-	changed := provision(t, &Handler{Concurrency: &Concurrency{Max: 2, Queue: 3}})
-	assert.NotSame(t, old.concurrency.Places(), changed.concurrency.Places())
+	same := provision(t, &Handler{FeaturesRaw: features(t, "concurrency", &Concurrency{Max: 1, Queue: 3, QueueTimeout: caddy.Duration(busy.DefaultQueueTimeout)})})
+	assert.Same(t, guardOf(old).Places(), guardOf(same).Places(), "capacity does not double during a reload")
+	changed := provision(t, &Handler{FeaturesRaw: features(t, "concurrency", &Concurrency{Max: 2, Queue: 3})})
+	assert.NotSame(t, guardOf(old).Places(), guardOf(changed).Places())
 }
 
 func TestUpstreamFailureIsLoggedAtWarnWithItsCause(t *testing.T) {

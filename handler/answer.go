@@ -11,8 +11,8 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
-	"github.com/caddymcp/caddy-mcp/keys"
 )
 
 // Writing the gateway's answers. Every envelope reaches the client through
@@ -150,7 +150,7 @@ func (h *Handler) refusalOf(r *http.Request, e era, err error) (bodyRefusal, boo
 	var (
 		syntax   *jsonrpc.SyntaxError
 		mismatch *mismatchError
-		repeat   *keys.RepeatError
+		repeat   *feature.RepeatError
 		bad      *messageError
 	)
 	ref := bodyRefusal{status: http.StatusBadRequest, code: envelope.CodeInvalidRequest, id: envelope.NullID}

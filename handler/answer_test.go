@@ -20,7 +20,6 @@ import (
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
-	"github.com/caddymcp/caddy-mcp/keys"
 )
 
 func syntaxError(t *testing.T) *jsonrpc.SyntaxError {
@@ -48,7 +47,7 @@ func TestEveryRefusedBodyHasItsStatusCodeAndID(t *testing.T) {
 			status: 413, code: envelope.CodeInvalidRequest, message: "Request body is larger than the 1048576 bytes this server accepts"},
 		{name: "a body too slow has no id either", err: errBodyTimeout,
 			status: 408, code: envelope.CodeInvalidRequest, message: "Request body did not arrive within 10s"},
-		{name: "an input given twice, refused before reading", err: &keys.RepeatError{What: "the Mcp-Name header", Count: 3},
+		{name: "an input given twice, refused before reading", err: &feature.RepeatError{What: "the Mcp-Name header", Count: 3},
 			status: 400, code: envelope.CodeInvalidRequest, message: "Request is ambiguous: the Mcp-Name header is given 3 times"},
 		{name: "a compressed body", err: errEncoded, r: post("", header("Content-Encoding", "gzip"), func(r *http.Request) { r.Header.Add("Content-Encoding", "br") }),
 			status: 415, code: envelope.CodeInvalidRequest, id: envelope.NullID, message: "Request body is sent with Content-Encoding gzip, br: this server reads every request before it runs, and takes them uncompressed only"},
@@ -241,10 +240,10 @@ func TestRefusedRequestsOverTheWire(t *testing.T) {
 		{name: "a header given twice", r: func() *http.Request {
 			return post(callOne, func(r *http.Request) { r.Header["Mcp-Session-Id"] = []string{"a", "b"} })
 		}, status: 400, id: "absent", message: "Request is ambiguous: the Mcp-Session-Id header is given 2 times", closes: true},
-		{name: "a compressed body while a limit applies", h: Handler{RateLimits: map[string]*RateLimit{"wire_gzip": {Rate: "1/s"}}},
+		{name: "a compressed body while a limit applies", h: Handler{FeaturesRaw: features(t, "rate_limits", map[string]*RateLimit{"wire_gzip": {Rate: "1/s"}})},
 			r: func() *http.Request { return post(callOne, header("Content-Encoding", "gzip")) }, status: 415, id: "null",
 			message: "Request body is sent with Content-Encoding gzip: this server reads every request before it runs, and takes them uncompressed only"},
-		{name: "a body that does not claim JSON while a limit applies", h: Handler{RateLimits: map[string]*RateLimit{"wire_text": {Rate: "1/s"}}},
+		{name: "a body that does not claim JSON while a limit applies", h: Handler{FeaturesRaw: features(t, "rate_limits", map[string]*RateLimit{"wire_text": {Rate: "1/s"}})},
 			r: func() *http.Request { return post("hello", header("Content-Type", "text/plain")) }, status: 400, id: "null",
 			message: "Request body is not JSON (Content-Type text/plain): this server reads every request before it runs, and could not read it: invalid JSON at offset 0: unexpected 'h'"},
 		{name: "an id too long", r: func() *http.Request { return post(`{"jsonrpc":"2.0","id":` + longID + `,"method":"ping"}`) },
@@ -337,7 +336,7 @@ func TestACompressedBodyPassesWhenNothingLimitsIt(t *testing.T) {
 		requireForwarded(t, u, 1, serve(t, h, post("\x1f\x8b\x08binary", header("Content-Encoding", enc)), u))
 		assert.Equal(t, "\x1f\x8b\x08binary", string(u.body), "the upstream decodes it, or refuses it")
 	}
-	h := provision(t, &Handler{RateLimits: map[string]*RateLimit{"identity_ok": {Rate: "1/s"}}})
+	h := provision(t, &Handler{FeaturesRaw: features(t, "rate_limits", map[string]*RateLimit{"identity_ok": {Rate: "1/s"}})})
 	u := &upstream{}
 	requireForwarded(t, u, 1, serve(t, h, post(callOne, header("Content-Encoding", "identity")), u))
 }

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/caddymcp/caddy-mcp/guard"
-	"github.com/caddymcp/caddy-mcp/limits"
 	"github.com/caddymcp/caddy-mcp/oauth"
 	"github.com/caddymcp/caddy-mcp/results"
 	"github.com/caddymcp/caddy-mcp/session"
@@ -15,19 +13,6 @@ import (
 
 // The configuration of the features that are packages of their own, under
 // the names the handler's fields give them.
-
-// RateLimit is one named token-bucket limit (package limits).
-type RateLimit = limits.Config
-
-// DefaultKey is the default of RateLimit.Key: the client's address.
-const DefaultKey = limits.DefaultKey
-
-// Concurrency bounds the requests in flight to the upstream, with a queue
-// (package guard).
-type Concurrency = guard.Config
-
-// DefaultCancelGrace is the default of Concurrency.CancelGrace.
-const DefaultCancelGrace = guard.DefaultCancelGrace
 
 // Sessions pins the sessions of MCP's 2025 revisions to the upstream that
 // holds them (package session).
@@ -68,14 +53,6 @@ func (h *Handler) principalWithoutAuthorization() []error {
 			errs = append(errs, fmt.Errorf("%s %q reads the verified principal, and no authorization verifies one: configure authorization", where, template))
 		}
 	}
-	for _, name := range sortedNames(h.RateLimits) {
-		if rl := h.RateLimits[name]; rl != nil {
-			check(fmt.Sprintf("rate_limit %q: key", name), rl.Key)
-		}
-	}
-	if h.Concurrency != nil {
-		check("concurrency: key", h.Concurrency.Key)
-	}
 	if h.Sessions != nil {
 		check("sessions: bind", h.Sessions.Bind)
 	}
@@ -104,13 +81,6 @@ func (h *Handler) Validate() error {
 	if h.UpstreamRetryAfter < 0 {
 		errs = append(errs, fmt.Errorf("upstream_retry_after: %s is negative", time.Duration(h.UpstreamRetryAfter)))
 	}
-	for _, name := range sortedNames(h.RateLimits) {
-		if rl := h.RateLimits[name]; rl != nil {
-			if err := rl.Validate(); err != nil {
-				errs = append(errs, fmt.Errorf("rate_limit %q: %w", name, err))
-			}
-		}
-	}
 	if h.Contract != nil {
 		if err := h.Contract.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("contract: %w", err))
@@ -124,11 +94,6 @@ func (h *Handler) Validate() error {
 	if h.Sessions != nil {
 		if err := h.Sessions.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("sessions: %w", err))
-		}
-	}
-	if h.Concurrency != nil {
-		if err := h.Concurrency.Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("concurrency: %w", err))
 		}
 	}
 	if h.Authorization != nil {

@@ -2,6 +2,7 @@ package handler
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -51,7 +52,7 @@ func TestEmptyKeyIsCountedAndWarnedOnceAMinute(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const name = "empty_key_warned"
 		core, logs := observer.New(zapcore.WarnLevel)
-		h := provision(t, &Handler{RateLimits: map[string]*RateLimit{name: {Rate: "100/1h", Key: "{header.X-Client}"}}, logger: zap.New(core)})
+		h := provision(t, &Handler{FeaturesRaw: features(t, "rate_limits", map[string]*RateLimit{name: {Rate: "100/1h", Key: "{header.X-Client}"}}), logger: zap.New(core)})
 		u := &upstream{}
 		before := emptyKeysCounted(t, name)
 
@@ -81,11 +82,15 @@ func limitStatusJSON(t *testing.T, h *Handler) map[string]any {
 	raw, err := json.Marshal(h.status())
 	require.NoError(t, err)
 	var s struct {
-		RateLimits []map[string]any `json:"rate_limits"`
+		Features struct {
+			RateLimits struct {
+				Limits []map[string]any `json:"limits"`
+			} `json:"rate_limits"`
+		} `json:"features"`
 	}
 	require.NoError(t, json.Unmarshal(raw, &s), "%s", raw)
-	require.Len(t, s.RateLimits, 1, "%s", raw)
-	return s.RateLimits[0]
+	require.Len(t, s.Features.RateLimits.Limits, 1, "%s", raw)
+	return s.Features.RateLimits.Limits[0]
 }
 
 // Finding 16: a reload that changes max_keys applies it to the buckets the
@@ -96,7 +101,7 @@ func limitStatusJSON(t *testing.T, h *Handler) map[string]any {
 // the overflow bucket is in use.
 func TestReloadThatChangesMaxKeysAppliesIt(t *testing.T) {
 	const name = "max_keys_reloaded"
-	old := provision(t, &Handler{RateLimits: map[string]*RateLimit{name: {Rate: "1/1h", MaxKeys: 1}}})
+	old := provision(t, &Handler{FeaturesRaw: features(t, "rate_limits", map[string]*RateLimit{name: {Rate: "1/1h", MaxKeys: 1}})})
 	u := &upstream{}
 	call := toolsCall(`1`, "search")
 	requireForwarded(t, u, 1, serve(t, old, post(call, fromClient("192.0.2.1")), u))
@@ -108,8 +113,8 @@ func TestReloadThatChangesMaxKeysAppliesIt(t *testing.T) {
 	assert.Equal(t, true, st["overflowing"], "%v", st)
 
 	// A reload provisions the new config before it cleans up the old one.
-	updated := provision(t, &Handler{RateLimits: map[string]*RateLimit{name: {Rate: "1/1h", MaxKeys: 3}}})
-	require.NoError(t, old.Cleanup())
+	updated := provision(t, &Handler{FeaturesRaw: features(t, "rate_limits", map[string]*RateLimit{name: {Rate: "1/1h", MaxKeys: 3}})})
+	unload(t, old)
 
 	requireForwarded(t, u, 3, serve(t, updated, post(call, fromClient("192.0.2.4")), u))
 	requireForwarded(t, u, 4, serve(t, updated, post(call, fromClient("192.0.2.5")), u))
@@ -130,8 +135,8 @@ func TestReloadThatChangesMaxKeysAppliesIt(t *testing.T) {
 // the others went unchecked until Provision, or not at all.)
 func TestValidateRefusesNegativeSettings(t *testing.T) {
 	tests := map[string]string{
-		"max_keys":          `{"rate_limits":{"neg":{"rate":"10/1m","max_keys":-3}}}`,
-		"burst":             `{"rate_limits":{"neg":{"rate":"10/1m","burst":-1}}}`,
+		"max_keys":          `{"features":{"rate_limits":{"limits":{"neg":{"rate":"10/1m","max_keys":-3}}}}}`,
+		"burst":             `{"features":{"rate_limits":{"limits":{"neg":{"rate":"10/1m","burst":-1}}}}}`,
 		"max_batch":         `{"max_batch":-1}`,
 		"read_body_timeout": `{"read_body_timeout":"-1s"}`,
 	}
@@ -139,7 +144,11 @@ func TestValidateRefusesNegativeSettings(t *testing.T) {
 		t.Run(field, func(t *testing.T) {
 			var h Handler
 			require.NoError(t, json.Unmarshal([]byte(cfg), &h))
-			err := h.Validate()
+			h.logger = zap.NewNop()
+			ctx, cancel := newCaddyContext()
+			defer cancel()
+			defer func() { _ = h.Cleanup() }()
+			err := errors.Join(h.Provision(ctx), h.Validate())
 			require.Error(t, err, "%s must be refused", cfg)
 			assert.Contains(t, err.Error(), field)
 		})
@@ -184,10 +193,13 @@ func TestTwoMCPHandlersOnOneRequestPathAreFound(t *testing.T) {
 }
 
 func TestAKeyReadingThePrincipalNeedsAuthorization(t *testing.T) {
-	h := &Handler{RateLimits: map[string]*RateLimit{"per_subject": {Rate: "1/s", Key: "{http.mcp.auth.subject}"}}}
-	err := h.Validate()
+	limit := features(t, "rate_limits", map[string]*RateLimit{"per_subject": {Rate: "1/s", Key: "{http.mcp.auth.subject}"}})
+	h := &Handler{FeaturesRaw: limit, logger: zap.NewNop()}
+	ctx, cancel := newCaddyContext()
+	defer cancel()
+	err := h.Provision(ctx)
+	_ = h.Cleanup()
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `rate_limit "per_subject": key "{http.mcp.auth.subject}" reads the verified principal, and no authorization verifies one`)
-	h.Authorization = &Authorization{Issuers: []AuthorizationIssuer{{URL: "https://auth.example.com"}}}
-	assert.NoError(t, h.Validate())
+	provision(t, &Handler{FeaturesRaw: limit, Authorization: &Authorization{Resource: "https://mcp.example.com/mcp", Issuers: []AuthorizationIssuer{{URL: "https://auth.example.com", JWKS: "https://auth.example.com/jwks"}}}})
 }

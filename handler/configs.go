@@ -47,8 +47,9 @@ type load struct {
 	// handlers are the handlers whose Provision ended and that are not yet
 	// cleaned up, in provisioning order: the ones /mcp/status lists.
 	handlers []*Handler
-	// limits and guards are the settings given to each name.
-	limits, guards map[string]string
+	// declared are the settings given to each shared name, by kind and
+	// name (Declare).
+	declared map[string]string
 	// unnamed counts the unnamed guards provisioned so far, by settings.
 	unnamed map[string]int
 	// routesChecked: the config's routes were checked for duplicate
@@ -81,7 +82,7 @@ func joinLoad(id any) *load {
 	if i < 0 {
 		i = len(configs.loads)
 		configs.loads = append(configs.loads, &load{
-			id: id, limits: make(map[string]string), guards: make(map[string]string), unnamed: make(map[string]int),
+			id: id, declared: make(map[string]string), unnamed: make(map[string]int),
 		})
 	}
 	l := configs.loads[i]

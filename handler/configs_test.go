@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddymcp/caddy-mcp/contract"
+	"github.com/caddymcp/caddy-mcp/guard"
 	"github.com/caddymcp/caddy-mcp/internal/promreg"
 	"github.com/caddymcp/caddy-mcp/results"
 )
@@ -44,8 +45,8 @@ func guardsListed(t *testing.T, names ...string) []string {
 	t.Helper()
 	var listed []string
 	for _, h := range liveHandlers() {
-		if s := h.status(); s.Concurrency != nil && slices.Contains(names, s.Concurrency.Name) {
-			listed = append(listed, s.Concurrency.Name)
+		if s, ok := statusOfFeature[guard.Status](h.status(), "concurrency"); ok && slices.Contains(names, s.Name) {
+			listed = append(listed, s.Name)
 		}
 	}
 	return listed
@@ -56,19 +57,19 @@ func TestDuringAReloadTheStatusListsBothConfigsHandlersUntilTheOldIsCleanedUp(t 
 	defer cancelOld()
 	newCtx, cancelNew := newCaddyContext()
 	defer cancelNew()
-	old := inConfig(t, oldCtx, &Handler{Concurrency: &Concurrency{Name: "reload_old", Max: 1}})
+	old := inConfig(t, oldCtx, &Handler{FeaturesRaw: features(t, "concurrency", &Concurrency{Name: "reload_old", Max: 1})})
 	assert.Equal(t, []string{"reload_old"}, guardsListed(t, "reload_old", "reload_new"))
 
 	// The new config is provisioned before the old one is cleaned up.
-	fresh := inConfig(t, newCtx, &Handler{Concurrency: &Concurrency{Name: "reload_new", Max: 1}})
+	fresh := inConfig(t, newCtx, &Handler{FeaturesRaw: features(t, "concurrency", &Concurrency{Name: "reload_new", Max: 1})})
 	assert.Equal(t, []string{"reload_old", "reload_new"}, guardsListed(t, "reload_old", "reload_new"), "the old config's first")
 	statusOf(t, "reload_old")
 	statusOf(t, "reload_new")
 
-	require.NoError(t, old.Cleanup())
+	unload(t, old)
 	assert.Equal(t, []string{"reload_new"}, guardsListed(t, "reload_old", "reload_new"))
 	assert.False(t, alive(oldCtx), "the old config's state went with its last handler")
-	require.NoError(t, fresh.Cleanup())
+	unload(t, fresh)
 	assert.Empty(t, guardsListed(t, "reload_old", "reload_new"))
 	assert.False(t, alive(newCtx))
 }
@@ -76,26 +77,26 @@ func TestDuringAReloadTheStatusListsBothConfigsHandlersUntilTheOldIsCleanedUp(t 
 func TestAConfigsStateGoesWithItsLastHandlerEvenOneThatFailed(t *testing.T) {
 	ctx, cancel := newCaddyContext()
 	defer cancel()
-	a := inConfig(t, ctx, &Handler{Concurrency: &Concurrency{Name: "state_a", Max: 1}})
-	b := inConfig(t, ctx, &Handler{Concurrency: &Concurrency{Name: "state_b", Max: 1}})
+	a := inConfig(t, ctx, &Handler{FeaturesRaw: features(t, "concurrency", &Concurrency{Name: "state_a", Max: 1})})
+	b := inConfig(t, ctx, &Handler{FeaturesRaw: features(t, "concurrency", &Concurrency{Name: "state_b", Max: 1})})
 	require.Same(t, a.joined, b.joined, "one config, one state")
-	failed := &Handler{Concurrency: &Concurrency{Name: "state_a", Max: 2}, logger: zap.NewNop()}
+	failed := &Handler{FeaturesRaw: features(t, "concurrency", &Concurrency{Name: "state_a", Max: 2}), logger: zap.NewNop()}
 	require.Error(t, failed.Provision(ctx), "settings that differ from a's")
 	assert.Equal(t, []string{"state_a", "state_b"}, guardsListed(t, "state_a", "state_b"), "a handler that failed is not listed")
 
-	require.NoError(t, failed.Cleanup())
+	unload(t, failed)
 	require.NoError(t, failed.Cleanup(), "a second Cleanup does not leave twice")
-	require.NoError(t, a.Cleanup())
+	unload(t, a)
 	assert.True(t, alive(ctx), "b is still there")
 	assert.Equal(t, []string{"state_b"}, guardsListed(t, "state_a", "state_b"))
-	require.NoError(t, b.Cleanup())
+	unload(t, b)
 	assert.False(t, alive(ctx))
 
 	// A config loaded afterwards starts anew: the name is free again.
 	again, cancelAgain := newCaddyContext()
 	defer cancelAgain()
-	c := inConfig(t, again, &Handler{Concurrency: &Concurrency{Name: "state_a", Max: 2}})
-	require.NoError(t, c.Cleanup())
+	c := inConfig(t, again, &Handler{FeaturesRaw: features(t, "concurrency", &Concurrency{Name: "state_a", Max: 2})})
+	unload(t, c)
 }
 
 func TestAReloadStartsAFreshSetOfToolLabels(t *testing.T) {
@@ -142,7 +143,7 @@ func TestThePoolsAreLetGoWithTheLastConfigThatUsesThem(t *testing.T) {
 	assert.Equal(t, catalogBefore+2, references(catalogs, catalogKey))
 	assert.Same(t, handlers[0].locked.lists, handlers[1].locked.lists, "a reload keeps what the lists learned")
 	for i, h := range handlers {
-		require.NoError(t, h.Cleanup())
+		unload(t, h)
 		cancels[i]()
 		assert.Equal(t, 1-i, references(contractLists, key))
 		assert.Equal(t, catalogBefore+1-i, references(catalogs, catalogKey))
@@ -186,7 +187,7 @@ func TestConfigsCaddyLoadsLeaveNoStateNorPoolEntryBehind(t *testing.T) {
 	config := func(guard string) []byte {
 		mcp, err := json.Marshal(map[string]any{
 			"handler": "mcp", "validate": true, "contract": map[string]any{"file": lockfile},
-			"results": map[string]any{"max": 100}, "concurrency": map[string]any{"name": guard, "max": 1},
+			"results": map[string]any{"max": 100}, "features": map[string]any{"concurrency": map[string]any{"name": guard, "max": 1}},
 		})
 		require.NoError(t, err)
 		return fmt.Appendf(nil, `{"admin":{"disabled":true},"logging":{"logs":{"default":{"level":"ERROR"}}},

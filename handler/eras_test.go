@@ -26,7 +26,7 @@ func TestRefusalsCarryTheCodeOfTheRequestsEra(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				h := provision(t, &Handler{RateLimits: map[string]*RateLimit{perClient: {Rate: "1/10s", Burst: 1, Methods: []string{"tools/list", "tools/call"}}}})
+				h := provision(t, &Handler{FeaturesRaw: features(t, "rate_limits", map[string]*RateLimit{perClient: {Rate: "1/10s", Burst: 1, Methods: []string{"tools/list", "tools/call"}}})})
 				u := &upstream{}
 				mirrors := func(method, name string) []func(*http.Request) {
 					if tt.version == "" {

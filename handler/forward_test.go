@@ -540,7 +540,7 @@ func TestAClientThatLeavesIsDrainedWhileItHoldsPlaces(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := provision(t, &Handler{Concurrency: &Concurrency{Max: 1, CancelGrace: caddy.Duration(time.Hour)}, UpstreamCancelsOnClose: tt.cancels})
+			h := provision(t, &Handler{FeaturesRaw: features(t, "concurrency", &Concurrency{Max: 1, CancelGrace: caddy.Duration(time.Hour)}), UpstreamCancelsOnClose: tt.cancels})
 			r := post(callOne, header("Mcp-Protocol-Version", tt.version), header("Mcp-Method", "tools/call"), header("Mcp-Name", "search"))
 			ctx, cancel := context.WithCancel(r.Context())
 			defer cancel()
@@ -573,12 +573,12 @@ func TestAClientThatLeavesIsDrainedWhileItHoldsPlaces(t *testing.T) {
 				}
 				flushErr = http.NewResponseController(w).Flush()
 				upstreamCtxErr = ur.Context().Err()
-				active = h.concurrency.Places().Totals().Active
+				active = guardOf(h).Places().Totals().Active
 				return nil
 			})
 			err := h.ServeHTTP(client, r, next)
 			writes, flushes := client.counts()
-			assert.Zero(t, h.concurrency.Places().Totals().Active, "the places come back once the handler returns")
+			assert.Zero(t, guardOf(h).Places().Totals().Active, "the places come back once the handler returns")
 			if tt.drained {
 				assert.NoError(t, err)
 				assert.Equal(t, []error{nil, nil, nil}, writeErrs, "the proxy reads the upstream to its end")
@@ -604,7 +604,7 @@ func TestAClientThatLeavesIsDrainedWhileItHoldsPlaces(t *testing.T) {
 func TestAClientThatLeavesUnder2026IsCutAndItsPlacesHeldForTheGrace(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const grace = 3 * time.Second
-		h := provision(t, &Handler{Concurrency: &Concurrency{Max: 1, CancelGrace: caddy.Duration(grace)}})
+		h := provision(t, &Handler{FeaturesRaw: features(t, "concurrency", &Concurrency{Max: 1, CancelGrace: caddy.Duration(grace)})})
 		r := post(callOne, header("Mcp-Protocol-Version", "2026-07-28"), header("Mcp-Method", "tools/call"), header("Mcp-Name", "search"))
 		ctx, cancel := context.WithCancel(r.Context())
 		defer cancel()
@@ -626,18 +626,18 @@ func TestAClientThatLeavesUnder2026IsCutAndItsPlacesHeldForTheGrace(t *testing.T
 		_, err := serveErr(t, h, r, next)
 		require.NoError(t, err)
 		assert.ErrorIs(t, upstreamCtxErr, errClientLeft, "the upstream request is cut with its client")
-		assert.Equal(t, 1, h.concurrency.Places().Totals().Active, "the place is held while the upstream may run the call")
+		assert.Equal(t, 1, guardOf(h).Places().Totals().Active, "the place is held while the upstream may run the call")
 		time.Sleep(grace - time.Nanosecond)
 		synctest.Wait()
-		assert.Equal(t, 1, h.concurrency.Places().Totals().Active, "within the grace")
+		assert.Equal(t, 1, guardOf(h).Places().Totals().Active, "within the grace")
 		time.Sleep(time.Nanosecond)
 		synctest.Wait()
-		assert.Zero(t, h.concurrency.Places().Totals().Active, "the place comes back after the grace")
+		assert.Zero(t, guardOf(h).Places().Totals().Active, "the place comes back after the grace")
 	})
 }
 
 func TestADrainedAnswerIsDroppedOnceTheClientLeft(t *testing.T) {
-	h := provision(t, &Handler{Concurrency: &Concurrency{Max: 1, CancelGrace: caddy.Duration(time.Hour)}})
+	h := provision(t, &Handler{FeaturesRaw: features(t, "concurrency", &Concurrency{Max: 1, CancelGrace: caddy.Duration(time.Hour)})})
 	r := post(callOne, header("Mcp-Protocol-Version", "2025-06-18"))
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()

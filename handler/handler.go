@@ -7,8 +7,8 @@ package handler
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -18,10 +18,7 @@ import (
 	"github.com/caddymcp/caddy-mcp/contract"
 	"github.com/caddymcp/caddy-mcp/failures"
 	"github.com/caddymcp/caddy-mcp/feature"
-	"github.com/caddymcp/caddy-mcp/guard"
 	"github.com/caddymcp/caddy-mcp/internal/logsample"
-	"github.com/caddymcp/caddy-mcp/keys"
-	"github.com/caddymcp/caddy-mcp/limits"
 	"github.com/caddymcp/caddy-mcp/oauth"
 	"github.com/caddymcp/caddy-mcp/results"
 	"github.com/caddymcp/caddy-mcp/session"
@@ -56,19 +53,6 @@ const DefaultMaxBatch = 16
 //	}
 //	reverse_proxy 127.0.0.1:9000
 type Handler struct {
-	// RateLimits are token-bucket limits by name. A message is admitted only
-	// if every limit that applies to it has tokens; a message refused by one
-	// limit takes no token from any other. A name identifies the buckets
-	// across config reloads and across sites: handlers that use the same
-	// name and key template share buckets, and must give the name the same
-	// settings (a config where two handlers disagree is refused).
-	RateLimits map[string]*RateLimit `json:"rate_limits,omitempty"`
-
-	// Store keeps the rate limits' buckets somewhere every node of a fleet
-	// shares, a module of the http.handlers.mcp.stores namespace named by
-	// its "backend" (redis). Default: each node keeps its own, in memory.
-	StoreRaw json.RawMessage `json:"store,omitempty" caddy:"namespace=http.handlers.mcp.stores inline_key=backend"`
-
 	// Sessions pins each session of MCP's 2025 revisions to the upstream
 	// replica that holds it (with lb_policy mcp_session in the
 	// reverse_proxy), behind a session id the gateway seals. Default: off;
@@ -118,10 +102,6 @@ type Handler struct {
 	// which are deprecated, and how long their calls may run (see Tools).
 	// Default: every tool, as the upstream lists it, without a deadline.
 	Tools *Tools `json:"tools,omitempty"`
-
-	// Concurrency bounds the requests in flight to the upstream; requests
-	// beyond it wait in a queue or are refused with SERVER_BUSY.
-	Concurrency *Concurrency `json:"concurrency,omitempty"`
 
 	// MaxRequestBody is the largest POST body the handler reads, in bytes.
 	// A larger body is refused with HTTP 413. Memory follows the bytes that
@@ -176,11 +156,12 @@ type Handler struct {
 	// negative value turns it off. Default: 25s.
 	SSEKeepalive caddy.Duration `json:"sse_keepalive,omitempty"`
 
-	// Features are guest features: modules of the namespace
-	// http.handlers.mcp.features (package feature's Plugin), each named by
-	// its "feature" key, whose parts run in the core's phases after the
-	// built-in features' (handler/plugins.go). Default: none.
-	FeaturesRaw []json.RawMessage `json:"features,omitempty" caddy:"namespace=http.handlers.mcp.features inline_key=feature"`
+	// Features are the handler's features, by name: modules of the
+	// namespace http.handlers.mcp.features (package feature's Plugin),
+	// whose parts run in the core's phases (handler/plugins.go):
+	// "concurrency", "audit", and any other a build registers. Default:
+	// none.
+	FeaturesRaw caddy.ModuleMap `json:"features,omitempty" caddy:"namespace=http.handlers.mcp.features"`
 
 	// Upstreams are named lists of Caddy routes, each with its own
 	// reverse_proxy, that a guest feature's router (feature.Router) may
@@ -195,18 +176,15 @@ type Handler struct {
 	LogKey bool `json:"log_key,omitempty"`
 
 	origins  originPolicy
-	shared   SharedStore
 	sessions *session.Pins
 	// reopens are the sessions being reopened on this node (reopens.go).
 	reopens *reopenFlights
 	// failures words the upstream's failures.
-	failures    feature.Failures
-	catalog     *toolschema.Catalog
-	policy      *toolpolicy.Rules
-	locked      *lockedContract
-	contract    *contract.Live
-	limits      limits.Limits
-	concurrency *guard.Guard
+	failures feature.Failures
+	catalog  *toolschema.Catalog
+	policy   *toolpolicy.Rules
+	locked   *lockedContract
+	contract *contract.Live
 	// gate is the identity phase (nil when no authorization is
 	// configured): it admits a request before its body is read.
 	gate *oauth.Gate
@@ -241,9 +219,13 @@ type Handler struct {
 	answerers []feature.Answerer
 	routers   []feature.Router
 	rewriters []feature.Rewriter
+	// fronts answer before the origin check; closers are what the
+	// features shared, closed with the handler (plugins.go).
+	fronts  []feature.Front
+	closers []io.Closer
 	// keyInputs are the parts of a request key templates read, which a
 	// request may give once at most.
-	keyInputs keys.Inputs
+	keyInputs feature.Inputs
 	logger    *zap.Logger
 	// logSampler logs the first envelope of each kind, and counts the
 	// ones that repeat it (log.go).
@@ -312,9 +294,6 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		}
 		h.openers = append(h.openers, h.sessions)
 	}
-	if err = h.provisionAdmission(ctx); err != nil {
-		return err
-	}
 	if err = h.provisionUpstreams(ctx); err != nil {
 		return err
 	}
@@ -353,12 +332,7 @@ func (h *Handler) Cleanup() error {
 	if h.sessions != nil {
 		h.sessions.Release()
 	}
-	for _, l := range h.limits {
-		l.Release()
-	}
-	if h.concurrency != nil {
-		h.concurrency.Release()
-	}
+	h.closeShared()
 	if h.joined != nil {
 		// Last: the config's state goes with its last handler.
 		h.joined.leave()

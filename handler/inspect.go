@@ -7,8 +7,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
-	"github.com/caddymcp/caddy-mcp/keys"
 )
 
 // Bounds on what a client chooses and the gateway keeps or repeats.
@@ -140,7 +140,7 @@ const paramHeaderPrefix = "Mcp-Param-"
 func (h *Handler) checkSingleInputs(r *http.Request, e era) error {
 	for _, name := range singleHeaders {
 		if n := len(r.Header[name]); n > 1 {
-			return &keys.RepeatError{What: "the " + name + " header", Count: n, MCP: true}
+			return &feature.RepeatError{What: "the " + name + " header", Count: n, MCP: true}
 		}
 	}
 	for name, values := range r.Header {
@@ -148,10 +148,10 @@ func (h *Handler) checkSingleInputs(r *http.Request, e era) error {
 			continue
 		}
 		if strings.Contains(name, "_") && isMCPHeader(strings.ReplaceAll(name, "_", "-")) {
-			return &keys.RepeatError{What: "the " + clip(name) + " header (an MCP header spelled with underscores)", Count: 1, MCP: true}
+			return &feature.RepeatError{What: "the " + clip(name) + " header (an MCP header spelled with underscores)", Count: 1, MCP: true}
 		}
 		if len(values) > 1 && e == statelessEra && strings.HasPrefix(name, paramHeaderPrefix) {
-			return &keys.RepeatError{What: "the " + clip(name) + " header", Count: len(values), MCP: true}
+			return &feature.RepeatError{What: "the " + clip(name) + " header", Count: len(values), MCP: true}
 		}
 	}
 	return h.keyInputs.Repeated(r)

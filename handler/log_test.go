@@ -97,9 +97,9 @@ func TestARefusalStormIsLoggedAsItsFirstRefusalAndItsCount(t *testing.T) {
 				const storm = 10_000
 				log := &jsonLog{}
 				h := provision(t, &Handler{
-					RateLimits: map[string]*RateLimit{"storm_limit": {Rate: "1/1h", Key: "{header.X-Client}"}},
-					LogKey:     tt.logKey,
-					logger:     log.logger(),
+					FeaturesRaw: features(t, "rate_limits", map[string]*RateLimit{"storm_limit": {Rate: "1/1h", Key: "{header.X-Client}"}}),
+					LogKey:      tt.logKey,
+					logger:      log.logger(),
 				})
 				u := &upstream{}
 				for i, c := range []string{"client-a", "client-b"} {
@@ -141,8 +141,8 @@ func TestARefusalThatRepeatsIsCountedOncePerInterval(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		log := &jsonLog{}
 		h := provision(t, &Handler{
-			RateLimits: map[string]*RateLimit{"interval_limit": {Rate: "1/1h"}},
-			logger:     log.logger(),
+			FeaturesRaw: features(t, "rate_limits", map[string]*RateLimit{"interval_limit": {Rate: "1/1h"}}),
+			logger:      log.logger(),
 		})
 		u := &upstream{}
 		requireForwarded(t, u, 1, serve(t, h, post(callOne), u))
@@ -179,8 +179,8 @@ func TestAClientRotatingItsKeyIsCountedPerLimitBeyondTheKindsKept(t *testing.T) 
 		const rotating = maxLogKinds + 500
 		log := &jsonLog{}
 		h := provision(t, &Handler{
-			RateLimits: map[string]*RateLimit{"rotated_limit": {Rate: "1/1h", Key: "{header.X-Client}"}},
-			logger:     log.logger(),
+			FeaturesRaw: features(t, "rate_limits", map[string]*RateLimit{"rotated_limit": {Rate: "1/1h", Key: "{header.X-Client}"}}),
+			logger:      log.logger(),
 		})
 		u := &upstream{}
 		for i := range rotating {

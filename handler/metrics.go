@@ -9,11 +9,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/caddymcp/caddy-mcp/contract"
-	"github.com/caddymcp/caddy-mcp/guard"
 	"github.com/caddymcp/caddy-mcp/internal/panics"
 	"github.com/caddymcp/caddy-mcp/internal/promreg"
 	"github.com/caddymcp/caddy-mcp/keys"
-	"github.com/caddymcp/caddy-mcp/limits"
 	"github.com/caddymcp/caddy-mcp/oauth"
 	"github.com/caddymcp/caddy-mcp/results"
 	"github.com/caddymcp/caddy-mcp/session"
@@ -79,13 +77,7 @@ func registerMetrics(ctx caddy.Context) error {
 	if err := promreg.Register(ctx, contract.Collectors()...); err != nil {
 		return err
 	}
-	if err := promreg.Register(ctx, limits.Collectors()...); err != nil {
-		return err
-	}
 	if err := promreg.Register(ctx, session.Collectors()...); err != nil {
-		return err
-	}
-	if err := promreg.Register(ctx, guard.Collectors()...); err != nil {
 		return err
 	}
 	if err := promreg.Register(ctx, oauth.Collectors()...); err != nil {

@@ -108,15 +108,15 @@ func gathered(t *testing.T, reg *prometheus.Registry, name, label, value string)
 func TestGaugesReadTheLiveGuardsAndBucketsAtScrapeTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := provision(t, &Handler{
-			RateLimits:  map[string]*RateLimit{"gauge_limit": {Rate: "5/1h", Key: "{http.mcp.tool}"}},
-			Concurrency: &Concurrency{Name: "gauge_guard", Max: 2, Queue: 1},
+			FeaturesRaw: features(t, "rate_limits", map[string]*RateLimit{"gauge_limit": {Rate: "5/1h", Key: "{http.mcp.tool}"}},
+				"concurrency", &Concurrency{Name: "gauge_guard", Max: 2, Queue: 1}),
 		})
 		serve(t, h, post(toolsCall(`1`, "a")), &upstream{})
 		serve(t, h, post(toolsCall(`2`, "b")), &upstream{})
 		hold(t, h, "", 2)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		go func() { _, _ = h.concurrency.Places().Acquire(ctx, "") }()
+		go func() { _, _ = guardOf(h).Places().Acquire(ctx, "") }()
 		synctest.Wait()
 
 		reg := prometheus.NewRegistry()

@@ -110,11 +110,11 @@ func TestAllowedOriginsAreCheckedAtLoad(t *testing.T) {
 	ctx, cancel := newCaddyContext()
 	defer cancel()
 	assert.Error(t, h.Provision(ctx), "provisioning refuses it too")
-	require.NoError(t, h.Cleanup())
+	unload(t, h)
 }
 
 func TestAForeignOriginIsRefusedBeforeAnythingElse(t *testing.T) {
-	h := provision(t, &Handler{AllowedOrigins: []string{"https://app.example.com"}, RateLimits: map[string]*RateLimit{"origin_first": {Rate: "1/1h"}}})
+	h := provision(t, &Handler{AllowedOrigins: []string{"https://app.example.com"}, FeaturesRaw: features(t, "rate_limits", map[string]*RateLimit{"origin_first": {Rate: "1/1h"}})})
 	u := &upstream{}
 	for _, method := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
 		r := newRequest(method, callOne, header("Origin", "https://evil.example"))

@@ -12,49 +12,68 @@ import (
 	"github.com/caddymcp/caddy-mcp/feature"
 )
 
-// Guest features: Caddy modules of the feature.Namespace, listed in the
-// handler's features, which plug parts into the core's phases
-// (feature.Parts). Caddy provisions, validates and cleans them up with the
-// config; the core only runs their parts, after the built-in features' of
-// each phase, by their Order.
+// Features: Caddy modules of the feature.Namespace, in the handler's
+// "features" map, each under its name, which plug parts into the core's
+// phases (feature.Parts). Caddy provisions, validates and cleans them up
+// with the config; the core asks each for its parts once all are
+// provisioned, and runs them by their order.
 
-// pluggedStatus is a guest feature's section of /mcp/status.
+// pluggedStatus is a feature's section of /mcp/status.
 type pluggedStatus struct {
 	name   string
 	status func() any
 }
 
-// loadPlugins loads the guest features and plugs their parts into the
-// phases they run in.
+// plugged is one feature's parts, under its name.
+type plugged struct {
+	name  string
+	parts feature.Parts
+}
+
+// loadPlugins loads the features and plugs their parts into the phases
+// they run in, each phase's in order.
 func (h *Handler) loadPlugins(ctx caddy.Context) error {
-	if len(h.FeaturesRaw) == 0 {
-		return nil
-	}
-	mods, err := ctx.LoadModule(h, "FeaturesRaw")
-	if err != nil {
-		return fmt.Errorf("features: %w", err)
-	}
-	type plugin struct {
-		name  string
-		parts feature.Parts
-	}
-	var plugins []plugin
-	for _, m := range mods.([]any) {
-		name := m.(caddy.Module).CaddyModule().ID.Name()
-		if slices.ContainsFunc(plugins, func(p plugin) bool { return p.name == name }) {
-			return fmt.Errorf("features: %q given twice", name)
+	host := &host{h: h, ctx: ctx, verifies: h.Authorization != nil}
+	var mods map[string]any
+	if len(h.FeaturesRaw) > 0 {
+		loaded, err := ctx.LoadModule(h, "FeaturesRaw")
+		if err != nil {
+			return fmt.Errorf("features: %w", err)
 		}
-		p, ok := m.(feature.Plugin)
+		mods = loaded.(map[string]any)
+	}
+	names := sortedNames(mods)
+	for _, name := range names {
+		if v, ok := mods[name].(feature.PrincipalVerifier); ok && v.VerifiesPrincipal() {
+			host.verifies = true
+		}
+	}
+	var all []plugged
+	for _, name := range names {
+		p, ok := mods[name].(feature.Plugin)
 		if !ok {
 			return fmt.Errorf("features: %q is no feature of the mcp handler: its module does not implement feature.Plugin", name)
 		}
-		plugins = append(plugins, plugin{name, p.Parts()})
+		parts, err := p.Parts(host)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		all = append(all, plugged{name, parts})
 	}
-	slices.SortStableFunc(plugins, func(a, b plugin) int { return cmp.Compare(a.parts.Order, b.parts.Order) })
-	for _, p := range plugins {
-		h.plug(p.name, p.parts)
+	// What the features share, plugged once, after them: its parts may
+	// only be known once every feature has asked for it.
+	for _, s := range host.shared {
+		if p, ok := s.value.(feature.Plugin); ok {
+			parts, err := p.Parts(host)
+			if err != nil {
+				return fmt.Errorf("%s: %w", s.key, err)
+			}
+			all = append(all, plugged{s.key, parts})
+		}
 	}
-	if len(h.routers) > 0 && h.sessions != nil {
+	h.closers = host.closers()
+	h.plugAll(all)
+	if len(h.routers) > 0 && len(h.openers) > 0 {
 		// A session's token names one upstream: a request routed to
 		// another would carry its session id there.
 		return errors.New("features: sessions cannot be combined yet with a feature that routes requests to upstream routes")
@@ -62,7 +81,28 @@ func (h *Handler) loadPlugins(ctx caddy.Context) error {
 	return nil
 }
 
-// plug adds the parts of one guest feature to the phases they run in.
+// plugAll plugs every feature's parts, each phase's by Order (and the
+// responders by AnswerOrder), equal orders by name.
+func (h *Handler) plugAll(all []plugged) {
+	slices.SortStableFunc(all, func(a, b plugged) int {
+		return cmp.Or(cmp.Compare(a.parts.Order, b.parts.Order), cmp.Compare(a.name, b.name))
+	})
+	for _, p := range all {
+		h.plug(p.name, p.parts)
+	}
+	answerOrder := func(p plugged) int { return cmp.Or(p.parts.AnswerOrder, p.parts.Order) }
+	slices.SortStableFunc(all, func(a, b plugged) int {
+		return cmp.Or(cmp.Compare(answerOrder(a), answerOrder(b)), cmp.Compare(a.name, b.name))
+	})
+	for _, p := range all {
+		if p.parts.Responder != nil {
+			h.responders = append(h.responders, p.parts.Responder)
+		}
+	}
+}
+
+// plug adds the parts of one feature, but its responder, to the phases
+// they run in.
 func (h *Handler) plug(name string, p feature.Parts) {
 	for _, part := range []struct {
 		list *[]feature.Admitter
@@ -72,11 +112,15 @@ func (h *Handler) plug(name string, p feature.Parts) {
 			*part.list = append(*part.list, part.a)
 		}
 	}
+	h.keyInputs.Add(p.Inputs)
+	if p.Front != nil {
+		h.fronts = append(h.fronts, p.Front)
+	}
 	if p.Check != nil {
 		h.checks = append(h.checks, p.Check)
 	}
-	if p.Responder != nil {
-		h.responders = append(h.responders, p.Responder)
+	if p.Annotator != nil {
+		h.annotators = append(h.annotators, p.Annotator)
 	}
 	if p.Observer != nil {
 		h.observers = append(h.observers, p.Observer)
@@ -106,4 +150,13 @@ func (h *Handler) tellObservers(x *exchange, now time.Time) {
 	for _, obs := range h.observers {
 		obs.Observe(fx, o)
 	}
+}
+
+// closeShared closes what the features shared, when the handler is
+// cleaned up.
+func (h *Handler) closeShared() {
+	for _, c := range h.closers {
+		_ = c.Close()
+	}
+	h.closers = nil
 }

@@ -2,6 +2,8 @@ package handler
 
 import (
 	"encoding/json"
+	"errors"
+	"maps"
 	"net/http/httptest"
 	"sync"
 	"testing"
@@ -62,8 +64,8 @@ func (g *guest) Cleanup() error {
 	return nil
 }
 
-func (g *guest) Parts() feature.Parts {
-	return feature.Parts{Order: g.Order, Check: g, Observer: g, Status: func() any { return map[string]string{"refuses": g.Refuse} }}
+func (g *guest) Parts(feature.Host) (feature.Parts, error) {
+	return feature.Parts{Order: g.Order, Check: g, Observer: g, Status: func() any { return map[string]string{"refuses": g.Refuse} }}, nil
 }
 
 func (g *guest) Check(x *feature.Exchange) *feature.Refusal {
@@ -84,15 +86,19 @@ func (notAPlugin) CaddyModule() caddy.ModuleInfo {
 	return caddy.ModuleInfo{ID: feature.Namespace + ".test_nothing", New: func() caddy.Module { return notAPlugin{} }}
 }
 
-// guests is the features list of guest configs, as JSON.
-func guests(t *testing.T, configs ...map[string]any) []json.RawMessage {
-	var raws []json.RawMessage
+// guests is the features map of guest configs, as JSON, each under its
+// "feature" key.
+func guests(t *testing.T, configs ...map[string]any) caddy.ModuleMap {
+	m := make(caddy.ModuleMap)
 	for _, c := range configs {
+		c = maps.Clone(c)
+		name := c["feature"].(string)
+		delete(c, "feature")
 		raw, err := json.Marshal(c)
 		require.NoError(t, err)
-		raws = append(raws, raw)
+		m[name] = raw
 	}
-	return raws
+	return m
 }
 
 func TestGuestFeaturesRunByTheirOrderAndAreToldHowEachRequestEnded(t *testing.T) {
@@ -123,7 +129,7 @@ func TestAGuestFeatureIsCleanedUpWithItsConfig(t *testing.T) {
 	ctx, cancel := newCaddyContext()
 	h := &Handler{FeaturesRaw: guests(t, map[string]any{"feature": "test_first"})}
 	require.NoError(t, h.Provision(ctx))
-	require.NoError(t, h.Cleanup())
+	unload(t, h)
 	cancel()
 	assert.Equal(t, []string{"test_first cleaned up"}, guestSteps())
 }
@@ -133,7 +139,6 @@ func TestAGuestFeatureThatCannotPlugIsRefused(t *testing.T) {
 		features []map[string]any
 		err      string
 	}{
-		"given twice":  {[]map[string]any{{"feature": "test_first"}, {"feature": "test_first"}}, `features: "test_first" given twice`},
 		"no plugin":    {[]map[string]any{{"feature": "test_nothing"}}, `"test_nothing" is no feature of the mcp handler`},
 		"unknown":      {[]map[string]any{{"feature": "test_none"}}, `http.handlers.mcp.features.test_none`},
 		"its own word": {[]map[string]any{{"feature": "test_first", "order": "first"}}, `order`},
@@ -148,4 +153,79 @@ func TestAGuestFeatureThatCannotPlugIsRefused(t *testing.T) {
 			assert.Contains(t, err.Error(), c.err)
 		})
 	}
+}
+
+// namedResponder is a responder known by its name.
+type namedResponder string
+
+func (namedResponder) Open(*feature.Exchange) feature.Hook { return nil }
+
+// Parts run by Order on the way in, and their responders by AnswerOrder
+// (Order when none is given), equal orders by name.
+func TestPartsRunByOrderAndAnswersByAnswerOrder(t *testing.T) {
+	check := func(name string) feature.Check { return &guest{id: name} }
+	h := &Handler{}
+	h.plugAll([]plugged{
+		{"c", feature.Parts{Order: 1, Check: check("c"), Responder: namedResponder("c")}},
+		{"a", feature.Parts{Order: 2, AnswerOrder: -5, Check: check("a"), Responder: namedResponder("a")}},
+		{"b", feature.Parts{Order: 1, AnswerOrder: 3, Check: check("b"), Responder: namedResponder("b")}},
+	})
+	var checks, responders []string
+	for _, c := range h.checks {
+		checks = append(checks, c.(*guest).id)
+	}
+	for _, r := range h.responders {
+		responders = append(responders, string(r.(namedResponder)))
+	}
+	assert.Equal(t, []string{"b", "c", "a"}, checks, "by Order, then name")
+	assert.Equal(t, []string{"a", "c", "b"}, responders, "by AnswerOrder, or Order")
+}
+
+// sharedPart is what two test features share through their host: its
+// check is plugged once, however many ask for it, and it is closed with
+// the handler.
+type sharedPart struct{}
+
+func (*sharedPart) Parts(feature.Host) (feature.Parts, error) {
+	return feature.Parts{Check: &guest{id: feature.Namespace + ".shared"}}, nil
+}
+
+func (*sharedPart) Close() error {
+	record("shared closed")
+	return nil
+}
+
+// sharer asks its host for the value it shares with the other sharers.
+type sharer struct{ id string }
+
+func (s *sharer) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: caddy.ModuleID(s.id), New: func() caddy.Module { return &sharer{id: s.id} }}
+}
+
+func (s *sharer) Parts(h feature.Host) (feature.Parts, error) {
+	v, err := h.Share("test_shared", func() (any, error) {
+		record("shared made")
+		return &sharedPart{}, nil
+	})
+	if err != nil {
+		return feature.Parts{}, err
+	}
+	if _, ok := v.(*sharedPart); !ok {
+		return feature.Parts{}, errors.New("not the shared value")
+	}
+	return feature.Parts{}, nil
+}
+
+func init() {
+	caddy.RegisterModule(&sharer{id: feature.Namespace + ".test_sharer_a"})
+	caddy.RegisterModule(&sharer{id: feature.Namespace + ".test_sharer_b"})
+}
+
+func TestWhatFeaturesShareIsMadeOncePluggedOnceAndClosedWithTheHandler(t *testing.T) {
+	guestSteps()
+	h := provision(t, &Handler{FeaturesRaw: guests(t, map[string]any{"feature": "test_sharer_a"}, map[string]any{"feature": "test_sharer_b"})})
+	serve(t, h, post(toolsCall(`1`, "echo")), &upstream{})
+	assert.Equal(t, []string{"shared made", "shared checked"}, guestSteps())
+	unload(t, h)
+	assert.Equal(t, []string{"shared closed"}, guestSteps())
 }

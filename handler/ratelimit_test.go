@@ -7,9 +7,10 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/caddymcp/caddy-mcp/limits"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/caddymcp/caddy-mcp/limits"
 )
 
 func TestToolGlobsSelectWhichCallsCount(t *testing.T) {
@@ -115,14 +116,14 @@ func TestOneBucketPerKeyAcrossMethods(t *testing.T) {
 func TestReloadKeepsBucketsAndAppliesTheNewRate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const name = "reload_shared"
-		old := provision(t, &Handler{RateLimits: map[string]*RateLimit{name: {Rate: "1/1h"}}})
+		old := provision(t, &Handler{FeaturesRaw: features(t, "rate_limits", map[string]*RateLimit{name: {Rate: "1/1h"}})})
 		u := &upstream{}
 		requireForwarded(t, u, 1, serve(t, old, post(toolsCall(`1`, "search")), u))
 
 		// A reload provisions the new config before it cleans up the old one.
-		updated := provision(t, &Handler{RateLimits: map[string]*RateLimit{name: {Rate: "1/10s"}}})
-		assert.Equal(t, 2, limits.Holders(name, DefaultKey), "both configs hold the buckets")
-		require.NoError(t, old.Cleanup())
+		updated := provision(t, &Handler{FeaturesRaw: features(t, "rate_limits", map[string]*RateLimit{name: {Rate: "1/10s"}})})
+		assert.Equal(t, 2, limits.Holders(name, limits.DefaultKey), "both configs hold the buckets")
+		unload(t, old)
 
 		w := serve(t, updated, post(toolsCall(`2`, "search")), u)
 		assert.Equal(t, 1, u.calls, "the bucket emptied before the reload is still empty")
@@ -131,19 +132,19 @@ func TestReloadKeepsBucketsAndAppliesTheNewRate(t *testing.T) {
 		time.Sleep(10 * time.Second)
 		requireForwarded(t, u, 2, serve(t, updated, post(toolsCall(`3`, "search")), u))
 
-		require.NoError(t, updated.Cleanup())
-		assert.Zero(t, limits.Holders(name, DefaultKey), "the buckets go with the last config that used them")
+		unload(t, updated)
+		assert.Zero(t, limits.Holders(name, limits.DefaultKey), "the buckets go with the last config that used them")
 	})
 }
 
 func TestReloadWithAnotherKeyStartsAfresh(t *testing.T) {
 	const name = "reload_rekeyed"
-	old := provision(t, &Handler{RateLimits: map[string]*RateLimit{name: {Rate: "1/1h"}}})
+	old := provision(t, &Handler{FeaturesRaw: features(t, "rate_limits", map[string]*RateLimit{name: {Rate: "1/1h"}})})
 	u := &upstream{}
 	requireForwarded(t, u, 1, serve(t, old, post(toolsCall(`1`, "search")), u))
 
-	rekeyed := provision(t, &Handler{RateLimits: map[string]*RateLimit{name: {Rate: "1/1h", Key: "{http.mcp.tool}"}}})
-	require.NoError(t, old.Cleanup())
+	rekeyed := provision(t, &Handler{FeaturesRaw: features(t, "rate_limits", map[string]*RateLimit{name: {Rate: "1/1h", Key: "{http.mcp.tool}"}})})
+	unload(t, old)
 	requireForwarded(t, u, 2, serve(t, rekeyed, post(toolsCall(`2`, "search")), u))
 }
 
@@ -157,23 +158,25 @@ func TestProvisionRefusesABadLimitAndReleasesTheOthers(t *testing.T) {
 	}
 	for name, bad := range tests {
 		t.Run(name, func(t *testing.T) {
-			h := &Handler{RateLimits: map[string]*RateLimit{"a_good": {Rate: "1/s"}, "b_bad": bad}}
+			h := &Handler{FeaturesRaw: features(t, "rate_limits", map[string]*RateLimit{"a_good": {Rate: "1/s"}, "b_bad": bad})}
 			ctx, cancel := newCaddyContext()
 			defer cancel()
 			err := h.Provision(ctx)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), `rate_limit "b_bad"`, "the error names the limit")
 			// Caddy cleans up a module whose Provision failed.
-			require.NoError(t, h.Cleanup())
-			assert.Zero(t, limits.Holders("a_good", DefaultKey), "a failed Provision holds no buckets once cleaned up")
+			unload(t, h)
+			assert.Zero(t, limits.Holders("a_good", limits.DefaultKey), "a failed Provision holds no buckets once cleaned up")
 		})
 	}
 }
 
 func TestCaddyfileShorthandsInAJSONKeyMeanTheSame(t *testing.T) {
 	h := limited(t, RateLimit{Rate: "1/1h", Key: "{client_ip}:{header.Authorization}"})
-	require.Len(t, h.limits, 1)
-	assert.Equal(t, "{http.vars.client_ip}:{http.request.header.Authorization}", h.limits[0].Key().Text)
+	require.Len(t, h.admitters, 1)
+	ls := h.admitters[0].(limits.Limits)
+	require.Len(t, ls, 1)
+	assert.Equal(t, "{http.vars.client_ip}:{http.request.header.Authorization}", ls[0].Key().Text)
 }
 
 func TestKeysBeyondMaxKeysShareOneOverflowBucket(t *testing.T) {

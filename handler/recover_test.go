@@ -162,7 +162,7 @@ func (c panickingCore) Write(e zapcore.Entry, _ []zapcore.Field) error {
 
 func TestALogThatPanicsOnTheSamplersTimerIsRecovered(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := provision(t, &Handler{RateLimits: map[string]*RateLimit{perClient: {Rate: "1/1h"}}})
+		h := provision(t, &Handler{FeaturesRaw: features(t, "rate_limits", map[string]*RateLimit{perClient: {Rate: "1/1h"}})})
 		h.logger = zap.New(panickingCore{zapcore.NewNopCore()})
 		before := recoveredAt(siteLogSample)
 		for range 3 {

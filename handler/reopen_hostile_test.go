@@ -118,7 +118,7 @@ func TestA404ThatAnswersTheCallIsNotAReopen(t *testing.T) {
 func TestAClientThatLeftWhileItsSessionIsReopenedIsNotSentAgain(t *testing.T) {
 	h := provision(t, &Handler{
 		Sessions:    &Sessions{Secrets: []string{hostileSecret}},
-		Concurrency: &Concurrency{Max: 10, CancelGrace: caddy.Duration(time.Hour)},
+		FeaturesRaw: features(t, "concurrency", &Concurrency{Max: 10, CancelGrace: caddy.Duration(time.Hour)}),
 	})
 	tok := openSession(t, h)
 	r := post(callOne, header("Mcp-Session-Id", tok), header("Mcp-Protocol-Version", "2025-11-25"))
@@ -251,7 +251,7 @@ func TestAReopenedSessionOutlivesAReload(t *testing.T) {
 	}
 	call(old)
 	reloaded := provision(t, &Handler{Sessions: &Sessions{Secrets: []string{hostileSecret}}})
-	require.NoError(t, old.Cleanup())
+	unload(t, old)
 	call(reloaded)
 	assert.Equal(t, int32(1), u.inits.Load(), "reopened once")
 	assert.Equal(t, int32(2), u.calls.Load())

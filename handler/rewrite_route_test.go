@@ -29,7 +29,7 @@ func (renamer) CaddyModule() caddy.ModuleInfo {
 	return caddy.ModuleInfo{ID: feature.Namespace + ".test_renamer", New: func() caddy.Module { return renamer{} }}
 }
 
-func (r renamer) Parts() feature.Parts { return feature.Parts{Rewriter: r} }
+func (r renamer) Parts(feature.Host) (feature.Parts, error) { return feature.Parts{Rewriter: r}, nil }
 
 func (renamer) Rewrite(x *feature.Exchange, body []byte) []byte {
 	if !bytes.Contains(body, []byte(`"name":"calc.add"`)) {
@@ -46,7 +46,9 @@ func (cachedList) CaddyModule() caddy.ModuleInfo {
 	return caddy.ModuleInfo{ID: feature.Namespace + ".test_cached_list", New: func() caddy.Module { return cachedList{} }}
 }
 
-func (c cachedList) Parts() feature.Parts { return feature.Parts{Answerer: c} }
+func (c cachedList) Parts(feature.Host) (feature.Parts, error) {
+	return feature.Parts{Answerer: c}, nil
+}
 
 func (cachedList) Answer(x *feature.Exchange) http.Handler {
 	if m := x.Single(); m == nil || string(m.Method) != "tools/list" {

@@ -30,7 +30,9 @@ func (byToolPrefix) CaddyModule() caddy.ModuleInfo {
 	return caddy.ModuleInfo{ID: feature.Namespace + ".test_router", New: func() caddy.Module { return byToolPrefix{} }}
 }
 
-func (r byToolPrefix) Parts() feature.Parts { return feature.Parts{Router: r} }
+func (r byToolPrefix) Parts(feature.Host) (feature.Parts, error) {
+	return feature.Parts{Router: r}, nil
+}
 
 func (byToolPrefix) Route(x *feature.Exchange) string {
 	m := x.Single()

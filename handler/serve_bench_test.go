@@ -56,17 +56,17 @@ func BenchmarkServeForwardedInspectOnly(b *testing.B) {
 
 func BenchmarkServeForwardedWithLimitsAndGuard(b *testing.B) {
 	h := provisionB(b, &Handler{
-		RateLimits: map[string]*RateLimit{
+		FeaturesRaw: features(b, "rate_limits", map[string]*RateLimit{
 			"a": {Rate: "1000000/1s"},
 			"b": {Rate: "1000000/1s", Key: "{http.mcp.tool}"},
 		},
-		Concurrency: &Concurrency{Name: "bench", Max: 1000},
+			"concurrency", &Concurrency{Name: "bench", Max: 1000}),
 	})
 	benchServe(b, h, toolsCall1KiB())
 }
 
 func BenchmarkServeDenied(b *testing.B) {
-	h := provisionB(b, &Handler{RateLimits: map[string]*RateLimit{"none": {Rate: "1/1h", Burst: 1}}})
+	h := provisionB(b, &Handler{FeaturesRaw: features(b, "rate_limits", map[string]*RateLimit{"none": {Rate: "1/1h", Burst: 1}})})
 	benchServe(b, h, toolsCall1KiB())
 }
 
@@ -78,7 +78,7 @@ func BenchmarkServeDenied(b *testing.B) {
 func BenchmarkServeDenied64KiB(b *testing.B) {
 	for _, mode := range []string{"whole", "streamed"} {
 		b.Run(mode, func(b *testing.B) {
-			h := &Handler{RateLimits: map[string]*RateLimit{"none": {Rate: "1/1h", Burst: 1}}}
+			h := &Handler{FeaturesRaw: features(b, "rate_limits", map[string]*RateLimit{"none": {Rate: "1/1h", Burst: 1}})}
 			if mode == "streamed" {
 				h.StreamAbove = 16 << 10
 			}

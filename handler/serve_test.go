@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -27,6 +28,20 @@ func newCaddyContext() (caddy.Context, context.CancelFunc) {
 	return caddy.NewContext(caddy.Context{Context: context.Background()})
 }
 
+// contexts are the cancel functions of the contexts provision gave each
+// handler, whose cancellation cleans up the features Caddy loaded in it.
+var contexts sync.Map
+
+// unload cleans up h as Caddy does when its config is replaced: h, then
+// the modules loaded in its context (its features).
+func unload(t *testing.T, h *Handler) {
+	t.Helper()
+	require.NoError(t, h.Cleanup())
+	if cancel, ok := contexts.LoadAndDelete(h); ok {
+		cancel.(context.CancelFunc)()
+	}
+}
+
 // provision provisions h as Caddy would, logging nowhere unless h has a
 // logger, and cleans it up when the test ends. Tests whose buckets or
 // queues must see time pass run in a synctest bubble, where time.Sleep moves
@@ -35,6 +50,7 @@ func provision(t *testing.T, h *Handler) *Handler {
 	t.Helper()
 	ctx, cancel := newCaddyContext()
 	t.Cleanup(cancel)
+	contexts.Store(h, cancel)
 	if h.logger == nil {
 		h.logger = zap.NewNop()
 	}
@@ -47,7 +63,7 @@ func provision(t *testing.T, h *Handler) *Handler {
 // limited returns a handler with one limit, named perClient.
 func limited(t *testing.T, rl RateLimit) *Handler {
 	t.Helper()
-	return provision(t, &Handler{RateLimits: map[string]*RateLimit{perClient: &rl}})
+	return provision(t, &Handler{FeaturesRaw: features(t, "rate_limits", map[string]*RateLimit{perClient: &rl})})
 }
 
 const (
@@ -335,12 +351,12 @@ func TestRateLimitedNotificationGets429WithoutID(t *testing.T) {
 }
 
 func TestDeniedMessageSpendsNoTokenOfAnotherLimit(t *testing.T) {
-	h := provision(t, &Handler{RateLimits: map[string]*RateLimit{
+	h := provision(t, &Handler{FeaturesRaw: features(t, "rate_limits", map[string]*RateLimit{
 		// Limits are applied in name order: "a_all" takes before "b_search"
 		// denies.
 		"a_all":    {Rate: "2/1h"},
 		"b_search": {Rate: "1/1h", Tools: []string{"search"}},
-	}})
+	})})
 	u := &upstream{}
 	call := func(tool string) *httptest.ResponseRecorder { return serve(t, h, post(toolsCall(`1`, tool)), u) }
 
@@ -751,8 +767,8 @@ func TestALargeBodyStreamsOnlyWhileNoFeatureNeedsItWhole(t *testing.T) {
 		streams bool
 	}{
 		{"nothing configured", &Handler{}, true},
-		{"a rate limit", &Handler{RateLimits: map[string]*RateLimit{"streams_limited": {Rate: "1/s"}}}, true},
-		{"a concurrency guard", &Handler{Concurrency: &Concurrency{Max: 1}}, false},
+		{"a rate limit", &Handler{FeaturesRaw: features(t, "rate_limits", map[string]*RateLimit{"streams_limited": {Rate: "1/s"}})}, true},
+		{"a concurrency guard", &Handler{FeaturesRaw: features(t, "concurrency", &Concurrency{Max: 1})}, false},
 		{"validate", &Handler{ValidateCalls: true}, false},
 	}
 	for _, tt := range tests {

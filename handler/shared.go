@@ -30,14 +30,11 @@ import (
 func (l *load) Declare(kind, name, settings string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	m := l.limits
-	if kind == "concurrency" {
-		m = l.guards
-	}
-	if prev, ok := m[name]; ok && prev != settings {
+	k := kind + " " + name
+	if prev, ok := l.declared[k]; ok && prev != settings {
 		return fmt.Errorf("%s %q is configured differently by two mcp handlers of this config (%s, and %s): handlers that use one name share its state, so they must give it the same settings; rename one of them to keep them apart", kind, name, prev, settings)
 	}
-	m[name] = settings
+	l.declared[k] = settings
 	return nil
 }
 

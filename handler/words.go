@@ -7,7 +7,6 @@ import (
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
-	"github.com/caddymcp/caddy-mcp/keys"
 )
 
 // The words the model reads: every envelope the gateway writes is made here,
@@ -53,7 +52,7 @@ func bodyTooSlow(timeout time.Duration) envelope.Envelope {
 		Envelope()
 }
 
-func inputRepeated(e *keys.RepeatError) envelope.Envelope {
+func inputRepeated(e *feature.RepeatError) envelope.Envelope {
 	return envelope.New(envelope.ValidationError, "Request is ambiguous: "+e.Error()).
 		Suggest("Send " + e.What + " once.").
 		Envelope()

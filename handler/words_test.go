@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/feature/featuretest"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
-	"github.com/caddymcp/caddy-mcp/keys"
 )
 
 // coreWords are the envelopes the core writes, built with an example's
@@ -39,7 +39,7 @@ func coreWords(t *testing.T) []featuretest.WordCase {
 			Message:  "Request body did not arrive within 10s",
 			Recovery: "Send the whole request at once, and retry it on a faster connection or with a smaller body.",
 		}},
-		{Name: "an input given twice", Env: inputRepeated(&keys.RepeatError{What: "the Mcp-Session-Id header", Count: 2}), Want: envelope.Envelope{
+		{Name: "an input given twice", Env: inputRepeated(&feature.RepeatError{What: "the Mcp-Session-Id header", Count: 2}), Want: envelope.Envelope{
 			Code: envelope.ValidationError, Severity: envelope.SeverityError,
 			Message:  "Request is ambiguous: the Mcp-Session-Id header is given 2 times",
 			Recovery: "Send the Mcp-Session-Id header once.",

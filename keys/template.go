@@ -10,10 +10,7 @@
 package keys
 
 import (
-	"fmt"
-	"net/http"
 	"net/textproto"
-	"slices"
 	"strings"
 
 	"github.com/caddymcp/caddy-mcp/feature"
@@ -25,7 +22,7 @@ type Template struct {
 	// Text is the template with the Caddyfile's shorthands expanded.
 	Text string
 	// Inputs are the parts of the request the template reads.
-	Inputs Inputs
+	Inputs feature.Inputs
 	parts  []part
 }
 
@@ -60,7 +57,7 @@ func Parse(template string) (*Template, error) {
 			t.parts = append(t.parts, part{mcp: mcp})
 		case strings.HasPrefix(p, "http.request.header."):
 			field := textproto.CanonicalMIMEHeaderKey(strings.TrimPrefix(p, "http.request.header."))
-			t.Inputs.headers = append(t.Inputs.headers, field)
+			t.Inputs.AddHeader(field)
 			if field != "Authorization" {
 				literal.WriteString(piece)
 				break
@@ -69,10 +66,10 @@ func Parse(template string) (*Template, error) {
 			flush()
 			t.parts = append(t.parts, part{mcp: feature.Authorization})
 		case strings.HasPrefix(p, "http.request.cookie."):
-			t.Inputs.cookies = append(t.Inputs.cookies, strings.TrimPrefix(p, "http.request.cookie."))
+			t.Inputs.AddCookie(strings.TrimPrefix(p, "http.request.cookie."))
 			literal.WriteString(piece)
 		case strings.HasPrefix(p, "http.request.uri.query."):
-			t.Inputs.queries = append(t.Inputs.queries, strings.TrimPrefix(p, "http.request.uri.query."))
+			t.Inputs.AddQuery(strings.TrimPrefix(p, "http.request.uri.query."))
 			literal.WriteString(piece)
 		default:
 			literal.WriteString(piece)
@@ -111,77 +108,4 @@ func (p part) expand(x *feature.Exchange, m *jsonrpc.Message) string {
 		return v
 	}
 	return x.Replacer.ReplaceAll(p.text, "")
-}
-
-// Inputs are the parts of a request templates read (the body aside):
-// headers (canonical names), cookies and query parameters. A request may
-// give each of them once at most: servers disagree on which of two values
-// counts (the first, the last, or all joined), so a client could otherwise
-// vary its key at will while the server reads the same credentials.
-type Inputs struct {
-	headers, cookies, queries []string
-}
-
-// Add adds what o reads to in.
-func (in *Inputs) Add(o Inputs) {
-	in.headers = sortedUnion(in.headers, o.headers)
-	in.cookies = sortedUnion(in.cookies, o.cookies)
-	in.queries = sortedUnion(in.queries, o.queries)
-}
-
-func sortedUnion(a, b []string) []string {
-	out := append(slices.Clone(a), b...)
-	slices.Sort(out)
-	return slices.Compact(out)
-}
-
-// Repeated reports, as a *RepeatError, the first input r gives more than
-// once.
-func (in *Inputs) Repeated(r *http.Request) error {
-	for _, name := range in.headers {
-		if n := len(r.Header[name]); n > 1 {
-			return &RepeatError{What: "the " + name + " header", Count: n}
-		}
-	}
-	if len(in.cookies) > 0 {
-		cookies := r.Cookies()
-		for _, name := range in.cookies {
-			// Caddy's cookie placeholder takes the first cookie of the name
-			// in any letter case.
-			n := 0
-			for _, c := range cookies {
-				if strings.EqualFold(c.Name, name) {
-					n++
-				}
-			}
-			if n > 1 {
-				return &RepeatError{What: "the cookie " + feature.Clip(name), Count: n}
-			}
-		}
-	}
-	if len(in.queries) > 0 {
-		query := r.URL.Query()
-		for _, name := range in.queries {
-			if n := len(query[name]); n > 1 {
-				return &RepeatError{What: "the query parameter " + feature.Clip(name), Count: n}
-			}
-		}
-	}
-	return nil
-}
-
-// RepeatError is a part of a request given more than once.
-type RepeatError struct {
-	What  string
-	Count int
-	// MCP: an MCP header, whose malformation MCP 2026-07-28 answers with
-	// its HeaderMismatch code.
-	MCP bool
-}
-
-func (e *RepeatError) Error() string {
-	if e.Count == 1 {
-		return e.What + " is given"
-	}
-	return fmt.Sprintf("%s is given %d times", e.What, e.Count)
 }

@@ -24,7 +24,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/caddymcp/caddy-mcp/handler"
 	"github.com/caddymcp/caddy-mcp/test/mcptest"
 	"github.com/caddymcp/caddy-mcp/test/wire"
 )
@@ -220,7 +219,7 @@ func leave(t *testing.T, s *stopWatch, endpoint, body, tool string, opts ...send
 // placesFree waits until the guard holds no place.
 func placesFree(t *testing.T, adminURL string) {
 	t.Helper()
-	waitStatus(t, adminURL, func(s handler.Status) bool { return s.Handlers[0].Concurrency.Active == 0 })
+	waitStatus(t, adminURL, func(s gatewayStatus) bool { return s.Handlers[0].Features.Concurrency.Active == 0 })
 }
 
 func TestAClientThatLeavesCancelsItsCallAndGetsItsPlaceBackWhenTheUpstreamAnswers(t *testing.T) {
@@ -608,7 +607,7 @@ func TestPlacesComeBackAfterThousandsOfFaultyCalls(t *testing.T) {
 	}
 	wg.Wait()
 	placesFree(t, g.AdminURL)
-	waitStatus(t, g.AdminURL, func(s handler.Status) bool { return s.Handlers[0].Concurrency.Queued == 0 })
+	waitStatus(t, g.AdminURL, func(s gatewayStatus) bool { return s.Handlers[0].Features.Concurrency.Queued == 0 })
 	require.Eventually(t, func() bool { return requestGoroutines() == 0 }, 10*time.Second, 10*time.Millisecond, "requests still in the handler")
 	// All eight places are free: eight calls held at once are admitted.
 	results := make(chan string, 8)

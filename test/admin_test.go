@@ -11,14 +11,32 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/caddymcp/caddy-mcp/guard"
 	"github.com/caddymcp/caddy-mcp/handler"
 	"github.com/caddymcp/caddy-mcp/internal/version"
+	"github.com/caddymcp/caddy-mcp/limits"
 	"github.com/caddymcp/caddy-mcp/test/mcptest"
 	"github.com/caddymcp/caddy-mcp/test/wire"
 )
 
+// gatewayStatus is GET /mcp/status as a client reads it, with the
+// sections of the features the tests read.
+type gatewayStatus struct {
+	handler.Status
+	Handlers []handlerStatus `json:"handlers"`
+}
+
+// handlerStatus is one handler's status, with its features' sections.
+type handlerStatus struct {
+	handler.HandlerStatus
+	Features struct {
+		Concurrency *guard.Status         `json:"concurrency"`
+		RateLimits  *limits.FeatureStatus `json:"rate_limits"`
+	} `json:"features"`
+}
+
 // getStatus reads GET /mcp/status from the admin API.
-func getStatus(adminURL string) (raw []byte, status handler.Status, err error) {
+func getStatus(adminURL string) (raw []byte, status gatewayStatus, err error) {
 	// The admin API is replaced on every reload: a request the old one
 	// closed unanswered is sent again.
 	resp, err := mcptest.ResendingClient().Get(adminURL + "/mcp/status")
@@ -69,17 +87,17 @@ reverse_proxy ` + h.addr})
 	first := postAsync(t, endpoint, wire.ToolCall("1", "hold"))
 	h.waitHeld(t, 1)
 	second := postAsync(t, endpoint, wire.ToolCall("2", "hold"))
-	waitStatus(t, g.AdminURL, func(s handler.Status) bool { return s.Handlers[0].Concurrency.Queued == 1 })
+	waitStatus(t, g.AdminURL, func(s gatewayStatus) bool { return s.Handlers[0].Features.Concurrency.Queued == 1 })
 	h.release(1)
 	assert.Equal(t, "done", receive(t, first))
 	h.waitHeld(t, 1)
 	third := postAsync(t, endpoint, wire.ToolCall("3", "hold"))
-	raw := waitStatus(t, g.AdminURL, func(s handler.Status) bool { return s.Handlers[0].Concurrency.Queued == 1 })
+	raw := waitStatus(t, g.AdminURL, func(s gatewayStatus) bool { return s.Handlers[0].Features.Concurrency.Queued == 1 })
 	t.Logf("GET /mcp/status:\n%s", raw)
 
 	var got map[string]any
 	require.NoError(t, json.Unmarshal(raw, &got))
-	key := got["handlers"].([]any)[0].(map[string]any)["concurrency"].(map[string]any)["keys"].([]any)[0].(map[string]any)
+	key := got["handlers"].([]any)[0].(map[string]any)["features"].(map[string]any)["concurrency"].(map[string]any)["keys"].([]any)[0].(map[string]any)
 	recent, err := time.ParseDuration(key["recent_service"].(string))
 	require.NoError(t, err, "a Go duration, as every duration of the status")
 	assert.Positive(t, recent, "the first call's time holding the place")
@@ -88,7 +106,9 @@ reverse_proxy ` + h.addr})
   "version": "` + version.Release + `",
   "handlers": [
     {
-      "rate_limits": [
+      "features": {
+      "rate_limits": {
+        "limits": [
         {
           "name": "admin_per_tool",
           "key": "{http.mcp.tool}",
@@ -100,7 +120,8 @@ reverse_proxy ` + h.addr})
           "buckets": 1,
           "overflowing": false
         }
-      ],
+        ]
+      },
       "concurrency": {
         "name": "admin_guard",
         "key": "{http.mcp.tool}",
@@ -114,6 +135,7 @@ reverse_proxy ` + h.addr})
         "keys": [
           {"key": "sha256:e8b22d83b417e85b", "active": 1, "queued": 1, "recent_service": "(varies)"}
         ]
+      }
       }
     }
   ]
@@ -130,20 +152,20 @@ reverse_proxy ` + h.addr})
 	h.release(2)
 	assert.Equal(t, "done", receive(t, second))
 	assert.Equal(t, "done", receive(t, third))
-	_ = waitStatus(t, g.AdminURL, func(s handler.Status) bool {
-		c := s.Handlers[0].Concurrency
+	_ = waitStatus(t, g.AdminURL, func(s gatewayStatus) bool {
+		c := s.Handlers[0].Features.Concurrency
 		return c.Active == 0 && c.Queued == 0 && len(c.Keys) == 0
 	})
 }
 
 // waitStatus polls /mcp/status until it shows one handler and ok accepts it,
 // and returns that response.
-func waitStatus(t *testing.T, adminURL string, ok func(handler.Status) bool) []byte {
+func waitStatus(t *testing.T, adminURL string, ok func(gatewayStatus) bool) []byte {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		raw, s, err := getStatus(adminURL)
-		if err == nil && len(s.Handlers) == 1 && s.Handlers[0].Concurrency != nil && ok(s) {
+		if err == nil && len(s.Handlers) == 1 && s.Handlers[0].Features.Concurrency != nil && ok(s) {
 			return raw
 		}
 		if time.Now().After(deadline) {
@@ -165,6 +187,6 @@ func TestAdminStatusShowsTheToolCatalogWhileAHandlerLearnsTools(t *testing.T) {
 	require.NotNil(t, status.ToolCatalog, "a handler that validates learns tools")
 
 	g.Reload(t, "mcp {\n\tconcurrency {\n\t\tmax 1\n\t}\n}\nreverse_proxy "+h.addr)
-	raw := waitStatus(t, g.AdminURL, func(s handler.Status) bool { return s.ToolCatalog == nil })
+	raw := waitStatus(t, g.AdminURL, func(s gatewayStatus) bool { return s.ToolCatalog == nil })
 	assert.NotContains(t, string(raw), "tool_catalog")
 }

@@ -269,13 +269,13 @@ func TestOneNameWithTwoSettingsIsRefused(t *testing.T) {
 		line:  "rate_limit per_client",
 		named: `rate_limit "per_client"`,
 		sites: [2]string{"rate_limit per_client {\n\t\trate 10/1m\n\t}", "rate_limit per_client {\n\t\trate 20/1m\n\t}"},
-		json:  [2]string{`"rate_limits":{"per_client":{"rate":"10/1m"}}`, `"rate_limits":{"per_client":{"rate":"20/1m"}}`},
+		json:  [2]string{`"features":{"rate_limits":{"limits":{"per_client":{"rate":"10/1m"}}}}`, `"features":{"rate_limits":{"limits":{"per_client":{"rate":"20/1m"}}}}`},
 	}, {
 		name:  "guard",
 		line:  "concurrency shared",
 		named: `concurrency "shared"`,
 		sites: [2]string{"concurrency shared {\n\t\tmax 2\n\t}", "concurrency shared {\n\t\tmax 3\n\t}"},
-		json:  [2]string{`"concurrency":{"name":"shared","max":2}`, `"concurrency":{"name":"shared","max":3}`},
+		json:  [2]string{`"features":{"concurrency":{"name":"shared","max":2}}`, `"features":{"concurrency":{"name":"shared","max":3}}`},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, _ := multiSite(t, "mcp {\n\t"+tc.sites[0]+"\n}\nrespond ok", "mcp {\n\t"+tc.sites[1]+"\n}\nrespond ok")
@@ -310,7 +310,7 @@ func TestUnknownPlaceholderInAKeyIsRefusedAtLoad(t *testing.T) {
 
 	load := caddyLoader(t)
 	err = load(twoServersJSON(t,
-		`{"handler":"mcp","rate_limits":{"typo":{"key":"{clientip}","rate":"10/1m"}}}`,
+		`{"handler":"mcp","features":{"rate_limits":{"limits":{"typo":{"key":"{clientip}","rate":"10/1m"}}}}}`,
 		`{"handler":"mcp"}`,
 	))
 	require.Error(t, err, `a JSON key "{clientip}" must not load`)
@@ -383,13 +383,17 @@ func TestAdminStatusShowsMaxKeysAndOverflow(t *testing.T) {
 		require.NoError(t, err, "%s", raw)
 		var s struct {
 			Handlers []struct {
-				RateLimits []map[string]any `json:"rate_limits"`
+				Features struct {
+					RateLimits struct {
+						Limits []map[string]any `json:"limits"`
+					} `json:"rate_limits"`
+				} `json:"features"`
 			} `json:"handlers"`
 		}
 		require.NoError(t, json.Unmarshal(raw, &s), "%s", raw)
 		require.Len(t, s.Handlers, 1, "%s", raw)
-		require.Len(t, s.Handlers[0].RateLimits, 1, "%s", raw)
-		return s.Handlers[0].RateLimits[0]
+		require.Len(t, s.Handlers[0].Features.RateLimits.Limits, 1, "%s", raw)
+		return s.Handlers[0].Features.RateLimits.Limits[0]
 	}
 
 	call("client-a")

@@ -21,7 +21,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/caddymcp/caddy-mcp/handler"
 	"github.com/caddymcp/caddy-mcp/test/mcptest"
 	"github.com/caddymcp/caddy-mcp/test/wire"
 )
@@ -290,12 +289,12 @@ reverse_proxy ` + h.addr
 	}
 	g := mcptest.StartGatewayWith(t, mcptest.GatewayConfig{Admin: true, Site: site("")})
 	endpoint := g.URL + mcptest.MCPPath
-	heldKey := func(s handler.Status) bool {
-		c := s.Handlers[0].Concurrency
+	heldKey := func(s gatewayStatus) bool {
+		c := s.Handlers[0].Features.Concurrency
 		return c.Active == 1 && len(c.Keys) == 1 && c.Keys[0].Active == 1
 	}
-	idle := func(s handler.Status) bool {
-		c := s.Handlers[0].Concurrency
+	idle := func(s gatewayStatus) bool {
+		c := s.Handlers[0].Features.Concurrency
 		return c.Active == 0 && len(c.Keys) == 0
 	}
 
@@ -317,8 +316,8 @@ reverse_proxy ` + h.addr
 		_, s, err := getStatus(g.AdminURL)
 		require.NoError(t, err)
 		require.Len(t, s.Handlers, 1)
-		require.Len(t, s.Handlers[0].Concurrency.Keys, 1)
-		assert.Equal(t, phase.shown, s.Handlers[0].Concurrency.Keys[0].Key, phase.why)
+		require.Len(t, s.Handlers[0].Features.Concurrency.Keys, 1)
+		assert.Equal(t, phase.shown, s.Handlers[0].Features.Concurrency.Keys[0].Key, phase.why)
 		h.release(1)
 		assert.Equal(t, "done", receive(t, held))
 		waitStatus(t, g.AdminURL, idle)

@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/caddymcp/caddy-mcp/handler"
 	"github.com/caddymcp/caddy-mcp/test/mcptest"
 	"github.com/caddymcp/caddy-mcp/test/wire"
 )
@@ -58,11 +57,11 @@ func (holdProvision) ServeHTTP(w http.ResponseWriter, r *http.Request, next cadd
 }
 
 // guardsOf are the guard names /mcp/status lists, in its order.
-func guardsOf(s handler.Status) []string {
+func guardsOf(s gatewayStatus) []string {
 	var names []string
 	for _, h := range s.Handlers {
-		if h.Concurrency != nil {
-			names = append(names, h.Concurrency.Name)
+		if h.Features.Concurrency != nil {
+			names = append(names, h.Features.Concurrency.Name)
 		}
 	}
 	return names

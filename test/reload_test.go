@@ -455,12 +455,12 @@ func TestReloadsUnderTrafficLeaveNothingOfTheGatewayBehind(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, len(status.Handlers), "the old configs' handlers are gone from /mcp/status")
 	var limits []string
-	for _, l := range status.Handlers[0].RateLimits {
+	for _, l := range status.Handlers[0].Features.RateLimits.Limits {
 		limits = append(limits, l.Name)
 	}
 	assert.ElementsMatch(t, []string{fmt.Sprintf("per_client_%d", reloads), "per_tool"}, limits)
-	require.NotNil(t, status.Handlers[0].Concurrency)
-	assert.Equal(t, fmt.Sprintf("guard_%d", reloads), status.Handlers[0].Concurrency.Name)
+	require.NotNil(t, status.Handlers[0].Features.Concurrency)
+	assert.Equal(t, fmt.Sprintf("guard_%d", reloads), status.Handlers[0].Features.Concurrency.Name)
 	pools := map[string][]string{}
 	for name := range mcpMetrics(t, g.AdminURL) {
 		for _, family := range []string{"caddy_mcp_ratelimit_buckets", "caddy_mcp_inflight"} {

@@ -39,7 +39,9 @@ func (routeByTool) CaddyModule() caddy.ModuleInfo {
 	return caddy.ModuleInfo{ID: feature.Namespace + ".test_route_by_tool", New: func() caddy.Module { return new(routeByTool) }}
 }
 
-func (r *routeByTool) Parts() feature.Parts { return feature.Parts{Router: r, Rewriter: r} }
+func (r *routeByTool) Parts(feature.Host) (feature.Parts, error) {
+	return feature.Parts{Router: r, Rewriter: r}, nil
+}
 
 func (r *routeByTool) Route(x *feature.Exchange) string {
 	m := x.Single()
@@ -112,7 +114,7 @@ func TestARouterSendsEachToolsCallsToItsOwnServer(t *testing.T) {
 		Site: "mcp\n" + mcptest.ProxyTo(rest.url),
 		Handler: func(h map[string]any) {
 			h["upstreams"] = map[string]any{"calc": proxyRoutes(calc.url), "texts": proxyRoutes(texts.url)}
-			h["features"] = []any{map[string]any{"feature": "test_route_by_tool", "tools": map[string]any{"add": "calc", "echo": "texts"}}}
+			h["features"] = map[string]any{"test_route_by_tool": map[string]any{"tools": map[string]any{"add": "calc", "echo": "texts"}}}
 		},
 	})
 	session, err := mcp.NewClient(&mcp.Implementation{Name: "routed", Version: "0"}, nil).

@@ -78,8 +78,8 @@ func (a *Audit) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 
 // Parts plugs the observer into the core, and the count of lines logged
 // into /mcp/status.
-func (a *Audit) Parts() feature.Parts {
-	return feature.Parts{Observer: a, Status: a.status}
+func (a *Audit) Parts(feature.Host) (feature.Parts, error) {
+	return feature.Parts{Observer: a, Status: a.status}, nil
 }
 
 // Status is the audit's section of /mcp/status.

@@ -22,7 +22,7 @@ func adapt(mcp string) (string, error) {
 func TestTheAuditIsASubdirectiveOfMCP(t *testing.T) {
 	out, err := adapt("\t\taudit\n")
 	require.NoError(t, err)
-	assert.Contains(t, out, `"features":[{"feature":"audit"}]`)
+	assert.Contains(t, out, `"features":{"audit":{}}`)
 
 	for mcp, want := range map[string]string{
 		"\t\taudit now\n":               "Caddyfile:3",

@@ -329,15 +329,19 @@ func status(n *fleettest.Node) (storeStatus, error) {
 	defer resp.Body.Close()
 	var s struct {
 		Handlers []struct {
-			Store *storeStatus `json:"store"`
+			Features struct {
+				RateLimits struct {
+					Store *storeStatus `json:"store"`
+				} `json:"rate_limits"`
+			} `json:"features"`
 		} `json:"handlers"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
 		return storeStatus{}, fmt.Errorf("status of %s: %s: %w", n.URL(), resp.Status, err)
 	}
 	for _, h := range slices.Backward(s.Handlers) {
-		if h.Store != nil {
-			return *h.Store, nil
+		if h.Features.RateLimits.Store != nil {
+			return *h.Features.RateLimits.Store, nil
 		}
 	}
 	return storeStatus{}, fmt.Errorf("status of %s: no handler with a store", n.URL())
