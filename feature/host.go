@@ -44,6 +44,12 @@ type Host interface {
 	// once, with the features'; one that is an io.Closer is closed with
 	// the handler.
 	Share(key string, make func() (any, error)) (any, error)
+	// ShareInConfig is the config's one value of key, made by make the
+	// first time a feature of one of its handlers asks: what the
+	// handlers of one config share (the tool names a metric is labelled
+	// with), and a reload starts afresh. One that is an io.Closer is
+	// closed when the config's last handler is cleaned up.
+	ShareInConfig(key string, make func() (any, error)) (any, error)
 }
 
 // PrincipalVerifier is implemented by a feature that verifies who each

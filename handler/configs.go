@@ -1,6 +1,7 @@
 package handler
 
 import (
+	"io"
 	"slices"
 	"sync"
 
@@ -57,6 +58,9 @@ type load struct {
 	routesChecked bool
 	// maxCatalogSize is the largest max_catalog_size given so far.
 	maxCatalogSize int64
+	// shared are the values the config's features share
+	// (feature.Host.ShareInConfig), in the order first asked for.
+	shared []sharedValue
 	// toolLabels are the tool names the budgets' metric is labelled with,
 	// shared by the config's handlers: bounded per config, and a reload
 	// starts a new set (nil until a handler holds results to budgets).
@@ -100,6 +104,7 @@ func (l *load) leave() {
 		if l.toolLabels != nil {
 			l.toolLabels.Release() // the series of names no config labels go
 		}
+		l.closeShared()
 	}
 }
 
@@ -139,4 +144,36 @@ func (l *load) resultLabels() *results.ToolLabels {
 		l.toolLabels = results.NewToolLabels()
 	}
 	return l.toolLabels
+}
+
+// share is the config's value of key, made by make on first use
+// (feature.Host.ShareInConfig).
+func (l *load) share(key string, make func() (any, error)) (any, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range l.shared {
+		if s.key == key {
+			return s.value, nil
+		}
+	}
+	v, err := make()
+	if err != nil {
+		return nil, err
+	}
+	l.shared = append(l.shared, sharedValue{key, v})
+	return v, nil
+}
+
+// closeShared closes what the config's features shared, once its last
+// handler is gone.
+func (l *load) closeShared() {
+	l.mu.Lock()
+	shared := l.shared
+	l.shared = nil
+	l.mu.Unlock()
+	for _, s := range shared {
+		if c, ok := s.value.(io.Closer); ok {
+			_ = c.Close()
+		}
+	}
 }

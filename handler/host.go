@@ -50,6 +50,10 @@ func (o *host) Share(key string, make func() (any, error)) (any, error) {
 	return v, nil
 }
 
+func (o *host) ShareInConfig(key string, make func() (any, error)) (any, error) {
+	return o.h.joined.share(key, make)
+}
+
 // closers are the shared values to close with the handler.
 func (o *host) closers() []io.Closer {
 	var cs []io.Closer

@@ -229,3 +229,28 @@ func TestWhatFeaturesShareIsMadeOncePluggedOnceAndClosedWithTheHandler(t *testin
 	unload(t, h)
 	assert.Equal(t, []string{"shared closed"}, guestSteps())
 }
+
+// configShared counts the values made for a config, and closes them.
+type configShared struct{}
+
+func (configShared) Close() error {
+	record("config value closed")
+	return nil
+}
+
+func TestWhatAConfigsHandlersShareGoesWithItsLastHandler(t *testing.T) {
+	guestSteps()
+	ctx, cancel := newCaddyContext()
+	defer cancel()
+	a, b := inConfig(t, ctx, &Handler{}), inConfig(t, ctx, &Handler{})
+	made := func() (any, error) { record("config value made"); return configShared{}, nil }
+	va, err := (&host{h: a}).ShareInConfig("k", made)
+	require.NoError(t, err)
+	vb, err := (&host{h: b}).ShareInConfig("k", made)
+	require.NoError(t, err)
+	assert.Equal(t, va, vb)
+	require.NoError(t, a.Cleanup())
+	assert.Equal(t, []string{"config value made"}, guestSteps(), "b still uses it")
+	require.NoError(t, b.Cleanup())
+	assert.Equal(t, []string{"config value closed"}, guestSteps())
+}
