@@ -18,7 +18,7 @@ import (
 	_ "github.com/caddymcp/caddy-mcp/handler"    // registers http.handlers.mcp
 	_ "github.com/caddymcp/caddy-mcp/limits"     // registers the feature rate_limits
 	_ "github.com/caddymcp/caddy-mcp/redisstore" // registers http.handlers.mcp.stores.redis
-	_ "github.com/caddymcp/caddy-mcp/session"    // registers http.reverse_proxy.selection_policies.mcp_session
+	_ "github.com/caddymcp/caddy-mcp/session"    // registers the feature sessions and http.reverse_proxy.selection_policies.mcp_session
 )
 
 func init() {

@@ -158,14 +158,13 @@ func (a *adaptation) unmarshal(d *caddyfile.Dispenser, cfg *handler.Handler) err
 // ("" for the mcp block itself), for suggestions.
 var subdirectives = map[string][]string{
 	"": {
-		"sessions", "allowed_origins", "sse_keepalive", "log_key",
+		"allowed_origins", "sse_keepalive", "log_key",
 		"validate", "contract", "tools", "upstream_cancels_on_close", "upstream_retry_after",
 		"max_request_body", "stream_above", "read_body_timeout", "max_batch", "authorization", "results",
 	},
 	"results":       {"max", "tokens", "truncate"},
 	"authorization": {"issuer", "resource", "scopes", "leeway", "strip_token", "tool", "prompt", "uri"},
 	"issuer":        {"jwks", "introspect"},
-	"sessions":      {"secret", "ttl", "bind"},
 	"tools":         {"allow", "deny", "deprecate", "timeout"},
 	"validate":      {"max_catalog_size"},
 	"contract":      {"on_breaking"},
@@ -175,8 +174,6 @@ var subdirectives = map[string][]string{
 func (a *adaptation) unmarshalOption(d *caddyfile.Dispenser, cfg *handler.Handler, sub string) error {
 	var err error
 	switch sub {
-	case "sessions":
-		cfg.Sessions, err = unmarshalSessions(d, a.Warn)
 	case "authorization":
 		cfg.Authorization, err = unmarshalAuthorization(d)
 	case "results":

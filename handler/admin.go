@@ -10,7 +10,6 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/internal/version"
 	"github.com/caddymcp/caddy-mcp/oauth"
-	"github.com/caddymcp/caddy-mcp/session"
 	"github.com/caddymcp/caddy-mcp/toolschema"
 )
 
@@ -50,10 +49,6 @@ type Status struct {
 
 // HandlerStatus is one mcp handler's limits and guard.
 type HandlerStatus struct {
-	// Sessions is where the session keys come from (secrets or storage),
-	// how many are held, the id of the one sealing, the ttl, and whether
-	// sessions are bound; absent when sessions are off.
-	Sessions *SessionsStatus `json:"sessions,omitempty"`
 	// Tools is the tool policy as configured; absent without one.
 	Tools *ToolsStatus `json:"tools,omitempty"`
 	// Authorization is the resource, the scopes required and each
@@ -67,9 +62,6 @@ type HandlerStatus struct {
 
 // AuthorizationStatus is authorization in the status view.
 type AuthorizationStatus = oauth.Status
-
-// SessionsStatus is the sessions in the status view.
-type SessionsStatus = session.Status
 
 // ToolsStatus is the tool policy as configured, its timeouts written as
 // the status writes every duration.
@@ -110,9 +102,6 @@ func serveStatus(w http.ResponseWriter, r *http.Request) error {
 
 func (h *Handler) status() HandlerStatus {
 	var s HandlerStatus
-	if h.sessions != nil {
-		s.Sessions = h.sessions.Status()
-	}
 	if h.gate != nil {
 		s.Authorization = h.gate.Status()
 	}

@@ -9,12 +9,14 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/guard"
 	"github.com/caddymcp/caddy-mcp/limits"
+	"github.com/caddymcp/caddy-mcp/session"
 )
 
 // The built-in features' configurations, as the tests write them.
 type (
 	RateLimit   = limits.Config
 	Concurrency = guard.Config
+	Sessions    = session.Config
 )
 
 // features is a handler's features map: each name followed by its

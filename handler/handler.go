@@ -21,7 +21,6 @@ import (
 	"github.com/caddymcp/caddy-mcp/internal/logsample"
 	"github.com/caddymcp/caddy-mcp/oauth"
 	"github.com/caddymcp/caddy-mcp/results"
-	"github.com/caddymcp/caddy-mcp/session"
 	"github.com/caddymcp/caddy-mcp/toolpolicy"
 	"github.com/caddymcp/caddy-mcp/toolschema"
 	"github.com/caddymcp/caddy-mcp/tracing"
@@ -53,12 +52,6 @@ const DefaultMaxBatch = 16
 //	}
 //	reverse_proxy 127.0.0.1:9000
 type Handler struct {
-	// Sessions pins each session of MCP's 2025 revisions to the upstream
-	// replica that holds it (with lb_policy mcp_session in the
-	// reverse_proxy), behind a session id the gateway seals. Default: off;
-	// session ids pass as the upstream wrote them.
-	Sessions *Sessions `json:"sessions,omitempty"`
-
 	// Authorization makes the gateway the OAuth 2.1 resource server of
 	// the MCP servers behind it: every request must carry a valid access
 	// token for this resource, and the Protected Resource Metadata that
@@ -175,8 +168,7 @@ type Handler struct {
 	// short SHA-256 digest of them.
 	LogKey bool `json:"log_key,omitempty"`
 
-	origins  originPolicy
-	sessions *session.Pins
+	origins originPolicy
 	// reopens are the sessions being reopened on this node (reopens.go).
 	reopens *reopenFlights
 	// failures words the upstream's failures.
@@ -281,19 +273,6 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err = h.provisionTools(); err != nil {
 		return err
 	}
-	if h.Sessions != nil {
-		sessions := h.Sessions
-		if h.Authorization != nil && sessions.Bind == "" {
-			// A session works only for the principal that opened it.
-			bound := *sessions
-			bound.Bind = feature.PrincipalTemplate
-			sessions = &bound
-		}
-		if h.sessions, err = session.New(ctx, sessions, time.Duration(h.UpstreamRetryAfter), h.logger); err != nil {
-			return fmt.Errorf("sessions: %w", err)
-		}
-		h.openers = append(h.openers, h.sessions)
-	}
 	if err = h.provisionUpstreams(ctx); err != nil {
 		return err
 	}
@@ -328,9 +307,6 @@ func (h *Handler) Cleanup() error {
 	}
 	if h.budgets != nil {
 		h.budgets.Stop()
-	}
-	if h.sessions != nil {
-		h.sessions.Release()
 	}
 	h.closeShared()
 	if h.joined != nil {

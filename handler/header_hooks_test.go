@@ -23,7 +23,7 @@ var sealing = &Sessions{Secrets: []string{"0123456789abcdef0123456789abcdef"}}
 // A hook that reads only the header (the session's) has the core read
 // nothing of the answer: a stream passes unfollowed, as with no hook.
 func TestAHeaderOnlyHookHasNoStreamFollowed(t *testing.T) {
-	h := provision(t, &Handler{Sessions: sealing})
+	h := provision(t, &Handler{FeaturesRaw: features(t, "sessions", sealing)})
 	var tracked bool
 	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -88,7 +88,7 @@ func TestWhatLingersOpensNoHook(t *testing.T) {
 // and writing it: the TIMEOUT the gateway answers with carries the header
 // as the hooks made it, never the upstream's own session id.
 func TestATimeoutNeverCarriesTheUpstreamsOwnSessionId(t *testing.T) {
-	h := provision(t, &Handler{Sessions: sealing, Tools: &Tools{Timeouts: []ToolTimeout{{Tools: "*", After: caddy.Duration(20 * time.Millisecond)}}}})
+	h := provision(t, &Handler{FeaturesRaw: features(t, "sessions", sealing), Tools: &Tools{Timeouts: []ToolTimeout{{Tools: "*", After: caddy.Duration(20 * time.Millisecond)}}}})
 	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
 		if isCancellation(w, r) {
 			return nil

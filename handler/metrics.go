@@ -14,7 +14,6 @@ import (
 	"github.com/caddymcp/caddy-mcp/keys"
 	"github.com/caddymcp/caddy-mcp/oauth"
 	"github.com/caddymcp/caddy-mcp/results"
-	"github.com/caddymcp/caddy-mcp/session"
 	"github.com/caddymcp/caddy-mcp/toolpolicy"
 	"github.com/caddymcp/caddy-mcp/tracing"
 	"github.com/caddymcp/caddy-mcp/validate"
@@ -75,9 +74,6 @@ func registerMetrics(ctx caddy.Context) error {
 		return err
 	}
 	if err := promreg.Register(ctx, contract.Collectors()...); err != nil {
-		return err
-	}
-	if err := promreg.Register(ctx, session.Collectors()...); err != nil {
 		return err
 	}
 	if err := promreg.Register(ctx, oauth.Collectors()...); err != nil {

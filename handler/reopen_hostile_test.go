@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -97,7 +98,7 @@ func TestA404ThatAnswersTheCallIsNotAReopen(t *testing.T) {
 		"plain, 2026-07-28":      {"2026-07-28", "not found", "text/plain"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			h := provision(t, &Handler{Sessions: &Sessions{Secrets: []string{hostileSecret}}})
+			h := provision(t, &Handler{FeaturesRaw: features(t, "sessions", &Sessions{Secrets: []string{hostileSecret}})})
 			tok := openSession(t, h)
 			u := &lostSession{notFound: c.body, notFoundType: c.ctype}
 			w := httptest.NewRecorder()
@@ -117,8 +118,8 @@ func TestA404ThatAnswersTheCallIsNotAReopen(t *testing.T) {
 // two never meet).
 func TestAClientThatLeftWhileItsSessionIsReopenedIsNotSentAgain(t *testing.T) {
 	h := provision(t, &Handler{
-		Sessions:    &Sessions{Secrets: []string{hostileSecret}},
-		FeaturesRaw: features(t, "concurrency", &Concurrency{Max: 10, CancelGrace: caddy.Duration(time.Hour)}),
+		FeaturesRaw: features(t, "sessions", &Sessions{Secrets: []string{hostileSecret}},
+			"concurrency", &Concurrency{Max: 10, CancelGrace: caddy.Duration(time.Hour)}),
 	})
 	tok := openSession(t, h)
 	r := post(callOne, header("Mcp-Session-Id", tok), header("Mcp-Protocol-Version", "2025-11-25"))
@@ -156,7 +157,7 @@ func TestAClientThatLeftWhileItsSessionIsReopenedIsNotSentAgain(t *testing.T) {
 // An upstream whose new session id is longer than the gateway keeps: the
 // reopen fails, and the client gets the 404.
 func TestAReopenedSessionIDTooLongIsRefused(t *testing.T) {
-	h := provision(t, &Handler{Sessions: &Sessions{Secrets: []string{hostileSecret}}})
+	h := provision(t, &Handler{FeaturesRaw: features(t, "sessions", &Sessions{Secrets: []string{hostileSecret}})})
 	tok := openSession(t, h)
 	u := &lostSession{reopen: func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Mcp-Session-Id", strings.Repeat("x", maxReopenedID+1))
@@ -173,7 +174,7 @@ func TestAReopenedSessionIDTooLongIsRefused(t *testing.T) {
 // directive would compress it otherwise), and a compressed one fails.
 func TestTheGatewaysOwnInitializeAsksForNoCompression(t *testing.T) {
 	for _, compress := range []bool{false, true} {
-		h := provision(t, &Handler{Sessions: &Sessions{Secrets: []string{hostileSecret}}})
+		h := provision(t, &Handler{FeaturesRaw: features(t, "sessions", &Sessions{Secrets: []string{hostileSecret}})})
 		tok := openSession(t, h)
 		var asked string
 		u := &lostSession{reopen: func(w http.ResponseWriter, r *http.Request) {
@@ -216,7 +217,7 @@ func (replaying) Answer(x *feature.Exchange) http.Handler {
 }
 
 func TestAnAnswerersSessionIDIsNotPassedOn(t *testing.T) {
-	h := provision(t, &Handler{Sessions: &Sessions{Secrets: []string{hostileSecret}}})
+	h := provision(t, &Handler{FeaturesRaw: features(t, "sessions", &Sessions{Secrets: []string{hostileSecret}})})
 	h.answerers = append(h.answerers, replaying{})
 	w := httptest.NewRecorder()
 	require.NoError(t, h.ServeHTTP(w, post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, header("Mcp-Protocol-Version", "2025-11-25")), &upstream{}))
@@ -227,7 +228,9 @@ func TestAnAnswerersSessionIDIsNotPassedOn(t *testing.T) {
 func TestSessionsAndARouterAreRefusedTogether(t *testing.T) {
 	ctx, cancel := newCaddyContext()
 	defer cancel()
-	h := &Handler{Sessions: &Sessions{Secrets: []string{hostileSecret}}, FeaturesRaw: guests(t, map[string]any{"feature": "test_router"})}
+	fs := guests(t, map[string]any{"feature": "test_router"})
+	maps.Copy(fs, features(t, "sessions", &Sessions{Secrets: []string{hostileSecret}}))
+	h := &Handler{FeaturesRaw: fs}
 	err := h.Provision(ctx)
 	_ = h.Cleanup()
 	require.Error(t, err)
@@ -241,7 +244,7 @@ func TestAReopenedSessionOutlivesAReload(t *testing.T) {
 	u := &lostSession{}
 	ctx, cancel := newCaddyContext()
 	defer cancel()
-	old := &Handler{Sessions: &Sessions{Secrets: []string{hostileSecret}}, logger: zap.NewNop()}
+	old := &Handler{FeaturesRaw: features(t, "sessions", &Sessions{Secrets: []string{hostileSecret}}), logger: zap.NewNop()}
 	require.NoError(t, old.Provision(ctx))
 	tok := openSession(t, old)
 	call := func(h *Handler) {
@@ -250,7 +253,7 @@ func TestAReopenedSessionOutlivesAReload(t *testing.T) {
 		require.Equal(t, http.StatusOK, w.Code)
 	}
 	call(old)
-	reloaded := provision(t, &Handler{Sessions: &Sessions{Secrets: []string{hostileSecret}}})
+	reloaded := provision(t, &Handler{FeaturesRaw: features(t, "sessions", &Sessions{Secrets: []string{hostileSecret}})})
 	unload(t, old)
 	call(reloaded)
 	assert.Equal(t, int32(1), u.inits.Load(), "reopened once")
@@ -260,7 +263,7 @@ func TestAReopenedSessionOutlivesAReload(t *testing.T) {
 // A reopen that failed (the server still starting) is tried again by the
 // next request that meets the 404, rather than remembered.
 func TestAFailedReopenIsTriedAgain(t *testing.T) {
-	h := provision(t, &Handler{Sessions: &Sessions{Secrets: []string{hostileSecret}}})
+	h := provision(t, &Handler{FeaturesRaw: features(t, "sessions", &Sessions{Secrets: []string{hostileSecret}})})
 	tok := openSession(t, h)
 	starting := true
 	u := &lostSession{}

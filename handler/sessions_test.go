@@ -29,7 +29,7 @@ func TestAnUnsetSealingSecretIsNamedByProvision(t *testing.T) {
 
 			ctx, cancel := newCaddyContext()
 			defer cancel()
-			h := &Handler{Sessions: cfg, logger: zap.NewNop()}
+			h := &Handler{FeaturesRaw: features(t, "sessions", cfg), logger: zap.NewNop()}
 			err := h.Provision(ctx)
 			require.Error(t, err)
 			assert.True(t, strings.HasPrefix(err.Error(), want), "Provision: %v", err)

@@ -15,6 +15,7 @@ import (
 	"github.com/caddymcp/caddy-mcp/handler"
 	"github.com/caddymcp/caddy-mcp/internal/version"
 	"github.com/caddymcp/caddy-mcp/limits"
+	"github.com/caddymcp/caddy-mcp/session"
 	"github.com/caddymcp/caddy-mcp/test/mcptest"
 	"github.com/caddymcp/caddy-mcp/test/wire"
 )
@@ -32,6 +33,7 @@ type handlerStatus struct {
 	Features struct {
 		Concurrency *guard.Status         `json:"concurrency"`
 		RateLimits  *limits.FeatureStatus `json:"rate_limits"`
+		Sessions    *session.Status       `json:"sessions"`
 	} `json:"features"`
 }
 

@@ -331,7 +331,7 @@ func TestUnknownPlaceholderInBindIsRefusedAtLoad(t *testing.T) {
 
 	load := caddyLoader(t)
 	err = load(twoServersJSON(t,
-		`{"handler":"mcp","sessions":{"secrets":["`+poolSecret+`"],"bind":"{http.request.headers.Authorization}"}}`,
+		`{"handler":"mcp","features":{"sessions":{"secrets":["`+poolSecret+`"],"bind":"{http.request.headers.Authorization}"}}}`,
 		`{"handler":"mcp"}`,
 	))
 	require.Error(t, err, "a JSON bind with an unknown placeholder must not load")

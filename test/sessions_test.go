@@ -23,7 +23,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/caddymcp/caddy-mcp/handler"
 	"github.com/caddymcp/caddy-mcp/session"
 	"github.com/caddymcp/caddy-mcp/test/mcptest"
 )
@@ -474,11 +473,11 @@ func TestSessionsShowInStatusAndMetrics(t *testing.T) {
 	_, s, err := getStatus(g.AdminURL)
 	require.NoError(t, err)
 	require.Len(t, s.Handlers, 1)
-	require.NotNil(t, s.Handlers[0].Sessions)
-	got := *s.Handlers[0].Sessions
+	require.NotNil(t, s.Handlers[0].Features.Sessions)
+	got := *s.Handlers[0].Features.Sessions
 	assert.Len(t, got.SealingKey, 8)
 	got.SealingKey = ""
-	assert.Equal(t, handler.SessionsStatus{Keys: "storage", KeysHeld: 1, TTL: "2h"}, got)
+	assert.Equal(t, session.Status{Keys: "storage", KeysHeld: 1, TTL: "2h"}, got)
 	_, err = os.Stat(filepath.Join(g.Storage, "mcp", "session_keys.json"))
 	assert.NoError(t, err, "the keys are in the gateway's storage")
 

@@ -300,13 +300,15 @@ func requireSessionsStatus(t *testing.T, n *fleettest.Node) sessionsStatus {
 	defer resp.Body.Close()
 	var s struct {
 		Handlers []struct {
-			Sessions *sessionsStatus `json:"sessions"`
+			Features struct {
+				Sessions *sessionsStatus `json:"sessions"`
+			} `json:"features"`
 		} `json:"handlers"`
 	}
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&s))
 	require.Len(t, s.Handlers, 1)
-	require.NotNil(t, s.Handlers[0].Sessions, "the sessions of the node on %s", n.URL())
-	return *s.Handlers[0].Sessions
+	require.NotNil(t, s.Handlers[0].Features.Sessions, "the sessions of the node on %s", n.URL())
+	return *s.Handlers[0].Features.Sessions
 }
 
 // Two nodes configured with the same secret are one gateway to a client:
