@@ -262,8 +262,8 @@ func (t *sseTracker) restart() []byte {
 	if !t.edit || t.passing {
 		out = t.appendUnfinished(nil)
 	}
-	t.partial, t.long, t.data, t.event, t.dataLines = t.partial[:0], false, t.data[:0], t.event[:0], 0
-	t.over, t.midEvent, t.lastCR, t.begun = false, false, false, false
+	t.sc.Reset()
+	t.data, t.event, t.dataLines, t.over, t.midEvent = t.data[:0], t.event[:0], 0, false, false
 	t.raw, t.sent, t.kept, t.out = t.raw[:0], 0, false, t.out[:0]
 	t.passing, t.withheld, t.skim, t.cut, t.cutErr, t.probed, t.dropped = false, false, nil, nil, nil, false, false
 	t.hasID, t.rewritten = false, nil
