@@ -1,7 +1,6 @@
 package handler
 
 import (
-	"bytes"
 	"encoding/json"
 
 	"github.com/caddymcp/caddy-mcp/feature"
@@ -216,7 +215,7 @@ func (t *sseTracker) release(keep bool) {
 
 // Follow reads what the scanner read of the stream, as the SSE
 // specification reads it.
-func (t *sseTracker) Follow(e *sse.Event) {
+func (t *sseTracker) Follow(e sse.Event) {
 	switch e.Kind {
 	case sse.JoinedLF:
 		if t.edit && t.sent == t.base {
@@ -321,10 +320,10 @@ func (t *sseTracker) field(field, value []byte) {
 	case "event":
 		t.event = append(t.event[:0], value...)
 	case "id":
-		if len(value) > 0 && bytes.IndexByte(value, 0) < 0 && t.era.Resumes() {
+		if len(value) > 0 && !sse.IgnoredID(value) && t.era.Resumes() {
 			t.resumable = true
 		}
-		if t.edit && bytes.IndexByte(value, 0) < 0 {
+		if t.edit && !sse.IgnoredID(value) {
 			t.id, t.hasID = append(t.id[:0], value...), true
 		}
 		t.resume.idField(value)

@@ -62,8 +62,9 @@ const (
 	// Blank: a blank line, which dispatches the event received.
 	Blank
 	// LongField: a field line outgrew the bound. Name is its name, or,
-	// when the name is longer than a name the specification gives, its
-	// first bytes; the value of a field with a name follows in Pieces.
+	// for a name of more than 11 bytes (none the specification gives),
+	// perhaps only its first bytes, and then its value is not passed on;
+	// any other's value follows in Pieces.
 	LongField
 	// LongComment: a comment line outgrew the bound.
 	LongComment
@@ -87,7 +88,8 @@ func (k Kind) String() string {
 }
 
 // Event is what a Scanner tells its Follower. Its slices are valid only
-// until Follow returns.
+// until Follow returns. It is passed by value: a pointer to it would make
+// every event an allocation, or the scanner the larger by one.
 type Event struct {
 	Kind        Kind
 	Name, Value []byte
@@ -103,13 +105,13 @@ type Event struct {
 
 // A Follower is told, in order, what a Scanner reads.
 type Follower interface {
-	Follow(e *Event)
+	Follow(e Event)
 }
 
 // window is what a Scanner reads of a line that outgrew its bound to learn
 // what it is: a field's name is within it, or is no name the
-// specification gives (data, event, id, retry).
-const window = 64
+// specification gives (data, event, id, retry: five bytes at most).
+const window = 16
 
 // byteOrderMark may open a stream; clients drop it.
 var byteOrderMark = []byte("\xef\xbb\xbf")
@@ -120,10 +122,9 @@ type Scanner struct {
 	// Max bounds what is held of a line (at least window bytes); a longer
 	// line is passed on as a LongField or a LongComment.
 	Max    int
-	state  State
 	held   []byte
+	state  State
 	loneCR bool
-	ev     Event
 	win    [window]byte
 }
 
@@ -224,23 +225,21 @@ func (s *Scanner) line(f Follower, line []byte, first bool, end int, tentative b
 	if first {
 		line = bytes.TrimPrefix(line, byteOrderMark)
 	}
-	s.ev = Event{End: end, Tentative: tentative}
+	e := Event{End: end, Tentative: tentative}
 	switch {
 	case len(line) == 0:
-		s.ev.Kind = Blank
+		e.Kind = Blank
 	case line[0] == ':':
-		s.ev.Kind, s.ev.Value = Comment, line[1:]
+		e.Kind, e.Value = Comment, line[1:]
 	default:
 		name, value, _ := bytes.Cut(line, []byte(":"))
-		s.ev.Kind, s.ev.Name, s.ev.Value = Field, name, bytes.TrimPrefix(value, []byte(" "))
+		e.Kind, e.Name, e.Value = Field, name, bytes.TrimPrefix(value, []byte(" "))
 	}
-	f.Follow(&s.ev)
-	s.ev = Event{}
+	f.Follow(e)
 }
 
 func (s *Scanner) emit(f Follower, k Kind, end int, tentative bool) {
-	s.ev = Event{Kind: k, End: end, Tentative: tentative}
-	f.Follow(&s.ev)
+	f.Follow(Event{Kind: k, End: end, Tentative: tentative})
 }
 
 // add adds a piece of the line being received; once the line outgrows
@@ -279,17 +278,16 @@ func (s *Scanner) startLong(p []byte, f Follower) {
 	// The bound is at least window bytes: start is the line's first
 	// window bytes, and a colon before the last is followed by a byte.
 	colon := bytes.IndexByte(start[skip:len(start)-1], ':')
-	s.ev = Event{Kind: LongField}
+	e := Event{Kind: LongField}
 	switch {
 	case colon == 0:
-		s.ev.Kind, s.state = LongComment, LongSkip
+		e.Kind, s.state = LongComment, LongSkip
 	case colon < 0:
-		s.ev.Name, s.state = start[skip:], LongSkip
+		e.Name, s.state = start[skip:], LongSkip
 	default:
-		s.ev.Name, s.state = start[skip:skip+colon], LongValue
+		e.Name, s.state = start[skip:skip+colon], LongValue
 	}
-	f.Follow(&s.ev)
-	s.ev = Event{}
+	f.Follow(e)
 	if s.state == LongValue {
 		// The value begins after the field's colon and one space.
 		from := skip + colon + 1
@@ -311,9 +309,7 @@ func (s *Scanner) piece(f Follower, p []byte) {
 	if len(p) == 0 {
 		return
 	}
-	s.ev = Event{Kind: Piece, Value: p}
-	f.Follow(&s.ev)
-	s.ev = Event{}
+	f.Follow(Event{Kind: Piece, Value: p})
 }
 
 // shrink empties a buffer, and lets it go when a large line grew it: a

@@ -24,7 +24,7 @@ type recorder struct {
 	piece      []byte
 }
 
-func (r *recorder) Follow(e *Event) {
+func (r *recorder) Follow(e Event) {
 	if e.Kind != Piece {
 		r.flushPiece()
 	}
@@ -125,7 +125,7 @@ var scanCases = []struct {
 	{"long comment", ":" + strings.Repeat("c", 80) + "\r",
 		[]string{`LongComment "" ""`, `LongEnd "" "" @82`}, AfterCR, "", false},
 	{"long name", strings.Repeat("n", 70) + ": v\n",
-		[]string{`LongField "` + strings.Repeat("n", 64) + `" ""`, `LongEnd "" "" @74`}, LineStart, "", false},
+		[]string{`LongField "` + strings.Repeat("n", 16) + `" ""`, `LongEnd "" "" @74`}, LineStart, "", false},
 	{"long line not ended", "data: " + strings.Repeat("y", 70),
 		[]string{`LongField "data" ""`, `Piece "` + strings.Repeat("y", 70) + `"`}, LongValue, "", false},
 	{"line not ended", "data: x\nevent: mes",
@@ -192,7 +192,7 @@ func TestAScannerHoldsALineWithinItsBound(t *testing.T) {
 
 type nothing struct{}
 
-func (nothing) Follow(*Event) {}
+func (nothing) Follow(Event) {}
 
 // Reading lines allocates nothing once the held room has grown.
 func TestAScannerAllocatesNothingPerLine(t *testing.T) {
@@ -231,7 +231,6 @@ func FuzzScannerReadsTheSameHoweverCut(f *testing.F) {
 		if len(stream) > 4096 {
 			return
 		}
-		whole := read(t, stream, 64, nil)
 		var cuts []int
 		c := 0
 		for _, d := range cutting {
@@ -241,6 +240,23 @@ func FuzzScannerReadsTheSameHoweverCut(f *testing.F) {
 			}
 			cuts = append(cuts, c)
 		}
-		require.Equal(t, whole, read(t, stream, 64, cuts), "cut at %v", cuts)
+		for _, max := range []int{window, 64} {
+			require.Equal(t, read(t, stream, max, nil), read(t, stream, max, cuts), "bound %d, cut at %v", max, cuts)
+		}
 	})
+}
+
+func TestFieldValuesAreReadAsClientsReadThem(t *testing.T) {
+	for value, want := range map[string]int{"0": 0, "100": 100, "0042": 42, "999999999": 999999999} {
+		ms, ok := Retry([]byte(value))
+		assert.True(t, ok, value)
+		assert.Equal(t, want, ms, value)
+	}
+	for _, value := range []string{"", "+1", "-1", "1.5", " 1", "1 ", "1e3", "1_000", "1000000000", "x"} {
+		_, ok := Retry([]byte(value))
+		assert.False(t, ok, "%q is ignored", value)
+	}
+	assert.True(t, IgnoredID([]byte("a\x00b")))
+	assert.False(t, IgnoredID([]byte("")))
+	assert.False(t, IgnoredID([]byte("e7")))
 }
