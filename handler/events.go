@@ -133,21 +133,29 @@ func (t *sseTracker) dataOutgrown() {
 	t.data = shrink(t.data)
 }
 
-// skimData gives the next data line's value (or a piece of it, first
-// says it begins a line) to the skimmer and the cut, if the event has
-// them.
-func (t *sseTracker) skimData(value []byte, first bool) {
+// skimData gives the next data line's value to the skimmer and the cut,
+// if the event has them.
+func (t *sseTracker) skimData(value []byte) {
 	if t.skim == nil {
 		return
 	}
-	if first && t.dataLines > 0 {
-		t.skim.Write(newline)
-		if t.cut != nil && !t.cut.Write(newline) {
-			t.cutGaveUp()
-		}
+	t.skimBreak()
+	t.skimWrite(value)
+}
+
+// skimBreak gives them the line break before a data line's value, but the
+// event's first.
+func (t *sseTracker) skimBreak() {
+	if t.skim != nil && t.dataLines > 0 {
+		t.skimWrite(newline)
 	}
-	t.skim.Write(value)
-	if t.cut != nil && !t.cut.Write(value) {
+}
+
+// skimWrite gives the skimmer and the cut, if the event has one, the next
+// bytes of the event's data.
+func (t *sseTracker) skimWrite(p []byte) {
+	t.skim.Write(p)
+	if t.cut != nil && !t.cut.Write(p) {
 		t.cutGaveUp()
 	}
 }
@@ -222,8 +230,8 @@ func (t *sseTracker) sendEvent() {
 // An unfinished "id" line gets a NUL, which makes clients ignore the field,
 // so that it cannot become the stream's last event id.
 func (t *sseTracker) appendDiscard(out []byte) []byte {
-	if len(t.partial) > 0 || t.long {
-		if bytes.HasPrefix(t.partial, []byte("id")) || (t.long && t.longField == longID) {
+	if t.sc.Unfinished() {
+		if bytes.HasPrefix(t.sc.Held(), []byte("id")) || (t.sc.Long() && t.longField == longID) {
 			out = append(out, 0)
 		}
 		out = append(out, '\n')
@@ -257,7 +265,7 @@ func (t *sseTracker) appendRepair(out []byte, env *envelope.Envelope) []byte {
 // appendUnfinished appends what discards the event the upstream left
 // unfinished, if it did.
 func (t *sseTracker) appendUnfinished(out []byte) []byte {
-	if t.midEvent || len(t.partial) > 0 || t.long {
+	if t.midEvent || t.sc.Unfinished() {
 		out = t.appendDiscard(out)
 	}
 	return out

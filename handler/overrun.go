@@ -97,11 +97,8 @@ func (t *sseTracker) probe() *jsonrpc.Skimmer {
 // partialData is the value of the data line being received, ok when the
 // line being received is one.
 func (t *sseTracker) partialData() (value []byte, ok bool) {
-	line := t.partial
-	if !t.begun {
-		line = bytes.TrimPrefix(line, byteOrderMark)
-	}
-	if t.long || !bytes.HasPrefix(line, []byte("data")) {
+	line := t.sc.HeldLine()
+	if !bytes.HasPrefix(line, []byte("data")) {
 		return nil, false
 	}
 	value, colon := bytes.CutPrefix(line[len("data"):], []byte(":"))

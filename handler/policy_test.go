@@ -150,7 +150,7 @@ func TestTrackerInEditModeAnswersForEventsTooLargeToHold(t *testing.T) {
 				for p := []byte(tt.event + after); len(p) > 0; {
 					n := min(size, len(p))
 					out = append(out, tr.observe(p[:n])...)
-					held = max(held, cap(tr.raw)+cap(tr.partial)+cap(tr.data))
+					held = max(held, cap(tr.raw)+cap(tr.sc.Held())+cap(tr.data))
 					p = p[n:]
 				}
 				assert.LessOrEqual(t, held, 6*maxEventData+2*size, "what the tracker held")

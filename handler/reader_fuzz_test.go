@@ -69,6 +69,9 @@ const (
 	crlf
 )
 
+// byteOrderMark may open a stream; clients drop it.
+var byteOrderMark = []byte("\xef\xbb\xbf")
+
 var tapeEndings = [...]string{lf: "\n", cr: "\r", crlf: "\r\n"}
 
 // eventStreamFrom turns a fuzz input into an event stream of at most about

@@ -1,15 +1,15 @@
 package handler
 
 import (
-	"bytes"
 	"errors"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
+
+	"github.com/caddymcp/caddy-mcp/internal/sse"
 )
 
 // Resuming a broken stream. An upstream whose events carry ids (the
@@ -62,7 +62,7 @@ type resumePoint struct {
 
 // idField reads an id field's value.
 func (r *resumePoint) idField(value []byte) {
-	if bytes.IndexByte(value, 0) >= 0 {
+	if sse.IgnoredID(value) {
 		return // ignored, as clients ignore it
 	}
 	r.bufLong = len(value) > maxResumeID
@@ -76,14 +76,9 @@ func (r *resumePoint) idTooLong() { r.bufLong = true }
 
 // retryField reads a retry field: milliseconds, in ASCII digits only.
 func (r *resumePoint) retryField(value []byte) {
-	if len(value) == 0 || len(value) > 9 {
-		return
+	if ms, ok := sse.Retry(value); ok {
+		r.retry = min(time.Duration(ms)*time.Millisecond, maxResumeWait)
 	}
-	ms, err := strconv.Atoi(string(value))
-	if err != nil || ms < 0 || value[0] == '+' || value[0] == '-' {
-		return
-	}
-	r.retry = min(time.Duration(ms)*time.Millisecond, maxResumeWait)
 }
 
 // dispatched is an event's end: its id, if the stream set one, is the
@@ -262,8 +257,8 @@ func (t *sseTracker) restart() []byte {
 	if !t.edit || t.passing {
 		out = t.appendUnfinished(nil)
 	}
-	t.partial, t.long, t.data, t.event, t.dataLines = t.partial[:0], false, t.data[:0], t.event[:0], 0
-	t.over, t.midEvent, t.lastCR, t.begun = false, false, false, false
+	t.sc.Reset()
+	t.data, t.event, t.dataLines, t.over, t.midEvent = t.data[:0], t.event[:0], 0, false, false
 	t.raw, t.sent, t.kept, t.out = t.raw[:0], 0, false, t.out[:0]
 	t.passing, t.withheld, t.skim, t.cut, t.cutErr, t.probed, t.dropped = false, false, nil, nil, nil, false, false
 	t.hasID, t.rewritten = false, nil

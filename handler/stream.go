@@ -1,11 +1,11 @@
 package handler
 
 import (
-	"bytes"
 	"encoding/json"
 
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+	"github.com/caddymcp/caddy-mcp/internal/sse"
 )
 
 // maxEventData bounds what the tracker keeps of one SSE event to learn
@@ -33,11 +33,9 @@ type sseTracker struct {
 	resumable bool
 	// unreadable: an event was too large to read.
 	unreadable bool
-	// partial holds the unterminated last line across writes; long says
-	// that line outgrew maxEventData, and is not kept, and longField is
-	// what it is.
-	partial   []byte
-	long      bool
+	// sc reads the stream's lines; longField is what the line too long
+	// to hold being received is.
+	sc        sse.Scanner
 	longField longField
 	// data and event are the fields of the event being received; over
 	// says its data outgrew maxEventData, and is not kept.
@@ -47,15 +45,14 @@ type sseTracker struct {
 	over      bool
 	// midEvent: field lines were received since the last dispatch.
 	midEvent bool
-	// lastCR: the last write ended with a CR, whose LF may start the next.
-	lastCR bool
 	// hooks, when set, are given the data of each message event, read in
 	// the exchange fx.
 	hooks *answerHooks
 	fx    *feature.Exchange
 
 	// Edit mode (a hook edits). raw holds the bytes received since the
-	// last write that are not sent yet, from sent on; kept says the bytes
+	// last write that are not sent yet, from sent on, the write being read
+	// from base on; kept says the bytes
 	// let go of last were sent as they came, not dropped or replaced (the
 	// LF of a CRLF cut across writes goes as they did); lineEnd ends the
 	// line being handled; out gathers what a write sends; id is the
@@ -65,6 +62,7 @@ type sseTracker struct {
 	edit      bool
 	fail      func(err error, id json.RawMessage) []byte
 	raw       []byte
+	base      int
 	sent      int
 	kept      bool
 	lineEnd   int
@@ -97,8 +95,6 @@ type sseTracker struct {
 	// the hooks read more than maxEventData of a message.
 	cut     feature.Cut
 	maxData int
-	// begun: the stream's first line was read.
-	begun bool
 	// resume is where the gateway would resume the stream (resume.go).
 	resume resumePoint
 }
@@ -184,52 +180,14 @@ func (t *sseTracker) outgrown() {
 // scan reads the lines of p, whose first byte is raw's byte base in edit
 // mode.
 func (t *sseTracker) scan(p []byte, base int) {
-	n := len(p)
-	if n == 0 {
+	if len(p) == 0 {
 		return // the CR of a CRLF may still be waiting for its LF
 	}
 	t.owed.confirm()
-	switch {
-	case t.lastCR && p[0] == '\n':
-		p = p[1:]
-		if t.edit && t.sent == base {
-			// The line its CR ended is gone already: the LF goes as it did.
-			t.lineEnd = base + 1
-			t.release(t.kept)
-		}
-	case t.lastCR:
+	t.base, t.sc.Max = base, t.limit()
+	t.sc.Write(p, t)
+	if t.sc.LoneCR() {
 		t.loneCR = true
-	}
-	t.lastCR = len(p) > 0 && p[len(p)-1] == '\r'
-	for len(p) > 0 {
-		i := bytes.IndexAny(p, "\r\n")
-		if i < 0 {
-			t.appendPartial(p)
-			return
-		}
-		if p[i] == '\r' && i+1 < len(p) && p[i+1] != '\n' {
-			t.loneCR = true
-		}
-		line := p[:i]
-		if len(t.partial) > 0 || t.long || len(line) > t.limit() {
-			t.appendPartial(line)
-			line = t.partial
-		}
-		// A CR LF pair ends one line.
-		end := i
-		if p[i] == '\r' && i+1 < len(p) && p[i+1] == '\n' {
-			end++
-		}
-		p = p[end+1:]
-		t.lineEnd = base + n - len(p)
-		t.owed.tentative = len(p) == 0 && t.lastCR
-		if t.long {
-			t.endLong()
-		} else {
-			t.line(line)
-		}
-		t.owed.tentative = false
-		t.partial = shrink(t.partial)
 	}
 }
 
@@ -241,8 +199,6 @@ func shrink(b []byte) []byte {
 	}
 	return b[:0]
 }
-
-var byteOrderMark = []byte("\xef\xbb\xbf")
 
 // send moves the held bytes up to the end of the current line to out, or
 // drops them when the event they are part of is withheld.
@@ -257,66 +213,62 @@ func (t *sseTracker) release(keep bool) {
 	t.sent, t.kept = t.lineEnd, keep
 }
 
-// appendPartial adds a piece of the line being received; once the line
-// outgrows maxEventData it is not kept.
-func (t *sseTracker) appendPartial(p []byte) {
-	switch {
-	case t.long:
-		if t.longField == longData {
-			t.skimData(p, false)
+// Follow reads what the scanner read of the stream, as the SSE
+// specification reads it.
+func (t *sseTracker) Follow(e sse.Event) {
+	switch e.Kind {
+	case sse.JoinedLF:
+		if t.edit && t.sent == t.base {
+			// The line its CR ended is gone already: the LF goes as it did.
+			t.lineEnd = t.base + e.End
+			t.release(t.kept)
 		}
-	case len(t.partial)+len(p) > t.limit():
-		t.startLong(p)
-	default:
-		t.partial = append(t.partial, p...)
-	}
-}
-
-// startLong begins a line too long to keep, whose first bytes are partial
-// and p: what it is is read from its start, and the line is then let go.
-// A data line's value goes to the skimmer, if the event has one.
-func (t *sseTracker) startLong(p []byte) {
-	t.long, t.longField = true, longOther
-	start := t.partial
-	if len(start) < 16 {
-		start = append(start, p[:min(len(p), 16-len(start))]...)
-	}
-	skip := 0
-	if !t.begun {
-		// A stream may begin with a byte order mark, which clients drop.
-		t.begun = true
-		if bytes.HasPrefix(start, byteOrderMark) {
-			skip = len(byteOrderMark)
+	case sse.Blank:
+		t.lineEnd = t.base + e.End
+		t.owed.tentative = e.Tentative
+		t.dispatch()
+		t.owed.tentative = false
+	case sse.Comment:
+		// A comment, such as a keep-alive.
+		t.lineEnd = t.base + e.End
+		if t.edit && !t.midEvent {
+			t.endComment()
 		}
-	}
-	field, value, colon := bytes.Cut(start[skip:], []byte(":"))
-	if len(field) == 0 && colon {
-		// A comment: between events, it is no message, and passes.
+	case sse.Field:
+		t.lineEnd = t.base + e.End
+		t.field(e.Name, e.Value)
+	case sse.LongComment:
+		// Between events, it is no message, and passes.
+		t.longField = longOther
 		if t.edit && !t.midEvent && !t.withheld {
 			t.passing = true
 		}
 		t.unreadable = t.unreadable || !t.withheld
-		t.partial = shrink(t.partial)
-		return
+	case sse.LongField:
+		t.startLong(e.Name)
+	case sse.Piece:
+		if t.longField == longData && t.skim != nil {
+			t.skimWrite(e.Value)
+		}
+	case sse.LongEnd:
+		t.lineEnd = t.base + e.End
+		t.endLong()
 	}
+}
+
+// startLong begins a field line too long to keep, named name: it is let
+// go, and a data line's value goes to the skimmer, if the event has one,
+// as it comes.
+func (t *sseTracker) startLong(name []byte) {
+	t.longField = longOther
 	t.midEvent = true
-	switch string(field) {
+	switch string(name) {
 	case "data":
 		t.longField = longData
 		if !t.over {
 			t.dataOutgrown()
 		}
-		// The value begins after the field's colon and one space.
-		from := skip + len("data:")
-		if len(value) > 0 && value[0] == ' ' {
-			from++
-		}
-		if from < len(t.partial) {
-			t.skimData(t.partial[from:], true)
-			t.skimData(p, false)
-		} else {
-			t.skimData(p[from-len(t.partial):], true)
-		}
+		t.skimBreak()
 	case "event":
 		// A type that long is none clients read.
 		t.event = append(t.event[:0], discardedEvent...)
@@ -327,7 +279,6 @@ func (t *sseTracker) startLong(p []byte) {
 		t.resume.idTooLong()
 	}
 	t.unreadable = t.unreadable || !t.withheld
-	t.partial = shrink(t.partial)
 }
 
 // endLong ends a line too long to keep.
@@ -338,7 +289,6 @@ func (t *sseTracker) endLong() {
 	if t.edit && !t.midEvent {
 		t.endComment()
 	}
-	t.long = false
 }
 
 // endComment sends a comment line between events (a keep-alive, say), or
@@ -348,35 +298,18 @@ func (t *sseTracker) endComment() {
 	t.passing, t.withheld = false, false
 }
 
-// line handles one line of the event stream, as the SSE specification reads
-// it.
-func (t *sseTracker) line(line []byte) {
-	if !t.begun {
-		// A stream may begin with a byte order mark, which clients drop.
-		t.begun = true
-		line = bytes.TrimPrefix(line, byteOrderMark)
-	}
-	if len(line) == 0 {
-		t.dispatch()
-		return
-	}
-	if line[0] == ':' {
-		if t.edit && !t.midEvent {
-			t.endComment()
-		}
-		return // a comment, such as a keep-alive
-	}
+// field handles a field line of the event stream, as the SSE specification
+// reads it.
+func (t *sseTracker) field(field, value []byte) {
 	t.midEvent = true
-	field, value, _ := bytes.Cut(line, []byte(":"))
-	value = bytes.TrimPrefix(value, []byte(" "))
 	switch string(field) {
 	case "data":
 		switch {
 		case t.over:
-			t.skimData(value, true)
+			t.skimData(value)
 		case len(t.data)+len(value)+1 > t.limit():
 			t.dataOutgrown()
-			t.skimData(value, true)
+			t.skimData(value)
 		default:
 			if t.dataLines > 0 {
 				t.data = append(t.data, '\n')
@@ -387,10 +320,10 @@ func (t *sseTracker) line(line []byte) {
 	case "event":
 		t.event = append(t.event[:0], value...)
 	case "id":
-		if len(value) > 0 && bytes.IndexByte(value, 0) < 0 && t.era.Resumes() {
+		if len(value) > 0 && !sse.IgnoredID(value) && t.era.Resumes() {
 			t.resumable = true
 		}
-		if t.edit && bytes.IndexByte(value, 0) < 0 {
+		if t.edit && !sse.IgnoredID(value) {
 			t.id, t.hasID = append(t.id[:0], value...), true
 		}
 		t.resume.idField(value)

@@ -14,6 +14,7 @@ import (
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/failures"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+	"github.com/caddymcp/caddy-mcp/internal/sse"
 )
 
 // parsed is what inspect learns of a body: its messages.
@@ -120,8 +121,8 @@ func stateOf(tr *sseTracker) trackerState {
 	}
 	return trackerState{
 		Owed: owed, Resumable: tr.resumable, Unreadable: tr.unreadable, MidEvent: tr.midEvent,
-		Partial: string(tr.partial), Data: string(tr.data), Event: string(tr.event),
-		DataLines: tr.dataLines, LastCR: tr.lastCR,
+		Partial: string(tr.sc.Held()), Data: string(tr.data), Event: string(tr.event),
+		DataLines: tr.dataLines, LastCR: tr.sc.State() == sse.AfterCR,
 	}
 }
 
@@ -269,7 +270,7 @@ func TestTrackerKeepsAtMostMaxEventDataOfALine(t *testing.T) {
 		tr.observe(chunk)
 	}
 	assert.True(t, tr.unreadable)
-	assert.LessOrEqual(t, cap(tr.partial), 2*maxEventData, "memory follows the bound, not the line")
+	assert.LessOrEqual(t, cap(tr.sc.Held()), 2*maxEventData, "memory follows the bound, not the line")
 }
 
 func TestRepairEndsTheStreamWithOneMessagePerOwedRequest(t *testing.T) {

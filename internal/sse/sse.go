@@ -1,6 +1,7 @@
-// Package sse writes the events of a server-sent event stream (the
-// Streamable HTTP transport's answers): every event the gateway writes
-// into a stream is written here.
+// Package sse writes and reads the events of a server-sent event stream
+// (the Streamable HTTP transport's answers): every event the gateway
+// writes into a stream is written here, and every stream it follows is
+// split into lines here (Scanner, scan.go).
 package sse
 
 import "bytes"
