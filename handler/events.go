@@ -231,7 +231,9 @@ func (t *sseTracker) sendEvent() {
 // so that it cannot become the stream's last event id.
 func (t *sseTracker) appendDiscard(out []byte) []byte {
 	if t.sc.Unfinished() {
-		if bytes.HasPrefix(t.sc.Held(), []byte("id")) || (t.sc.Long() && t.longField == longID) {
+		// As clients read it: a byte order mark opening the stream is
+		// not part of its first line.
+		if bytes.HasPrefix(t.sc.HeldLine(), []byte("id")) || (t.sc.Long() && t.longField == longID) {
 			out = append(out, 0)
 		}
 		out = append(out, '\n')

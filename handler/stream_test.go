@@ -345,6 +345,7 @@ func TestAppendDiscardNamesTheUnfinishedEventSoClientsDropIt(t *testing.T) {
 		{"an unfinished data line is ended", "data: {", "\nevent: " + discardedEvent + "\n\n"},
 		{"an unfinished id line gets a NUL", "id: 12", "\x00\nevent: " + discardedEvent + "\n\n"},
 		{"any line starting with id gets one", "idle", "\x00\nevent: " + discardedEvent + "\n\n"},
+		{"an unfinished first id line after a byte order mark gets one", "\xef\xbb\xbfid: 12", "\x00\nevent: " + discardedEvent + "\n\n"},
 		{"an unfinished line too long to keep is ended", "data: {" + long, "\nevent: " + discardedEvent + "\n\n"},
 		{"an unfinished id line too long to keep gets a NUL", "id: " + long, "\x00\nevent: " + discardedEvent + "\n\n"},
 		{"an unfinished comment too long to keep is ended", ":" + long, "\nevent: " + discardedEvent + "\n\n"},
