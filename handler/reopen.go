@@ -1,7 +1,6 @@
 package handler
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+	"github.com/caddymcp/caddy-mcp/internal/sse"
 )
 
 // Reopening a session the upstream lost. A stateful server that restarted
@@ -274,27 +274,44 @@ func (a *ownAnswer) initialized() error {
 	if !isEventStream(a.header) {
 		return initResult(a.body)
 	}
-	lines := bufio.NewScanner(bytes.NewReader(a.body))
-	lines.Buffer(nil, maxInitAnswer)
-	for lines.Scan() {
-		if data, ok := bytes.CutPrefix(lines.Bytes(), []byte("data:")); ok && initResult(bytes.TrimPrefix(data, []byte(" "))) == nil {
-			return nil
-		}
+	var events initEvents
+	sc := sse.Scanner{Max: maxInitAnswer}
+	sc.Write(a.body, &events)
+	if events.found {
+		return nil
 	}
 	return errors.New("initialize: no result in the upstream's stream")
 }
 
+// initEvents follows the event stream answering the gateway's initialize,
+// as clients read it, to find its result.
+type initEvents struct {
+	data  []byte
+	lines int
+	found bool
+}
+
+func (f *initEvents) Follow(e sse.Event) {
+	switch {
+	case e.Kind == sse.Field && string(e.Name) == "data":
+		if f.lines > 0 {
+			f.data = append(f.data, '\n')
+		}
+		f.data = append(f.data, e.Value...)
+		f.lines++
+	case e.Kind == sse.Blank:
+		f.found = f.found || (f.lines > 0 && initResult(f.data) == nil)
+		f.data, f.lines = f.data[:0], 0
+	}
+}
+
 // initResult reports whether msg is the result of the gateway's initialize.
 func initResult(msg []byte) error {
-	var r struct {
-		ID     json.RawMessage `json:"id"`
-		Result json.RawMessage `json:"result"`
-		Error  json.RawMessage `json:"error"`
-	}
-	if err := json.Unmarshal(msg, &r); err != nil {
+	r, err := jsonrpc.Result(msg, json.RawMessage(reopenID))
+	if err != nil {
 		return fmt.Errorf("initialize: %w", err)
 	}
-	if string(r.ID) != reopenID || len(r.Result) == 0 || len(r.Error) > 0 {
+	if r.End == 0 {
 		return fmt.Errorf("initialize: the upstream answered %.200s", msg)
 	}
 	return nil
