@@ -6,6 +6,11 @@
 // arguments that break the schema is answered with a <validation_error>
 // the model can fix its call from; a call to a tool a complete list lacks
 // is answered UNKNOWN_ACTION with the nearest names.
+//
+// Module is the feature validate (http.handlers.mcp.features.validate).
+// The tools learned are also what the tool policy, the contract and the
+// result budgets read: a handler's features share one Feature (Shared),
+// on the process's one catalog (catalog.go).
 package validate
 
 import (
