@@ -13,12 +13,15 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 
 	"github.com/caddymcp/caddy-mcp/caddyfile"
-	_ "github.com/caddymcp/caddy-mcp/contract"   // registers the caddy mcp-lock command
+	_ "github.com/caddymcp/caddy-mcp/contract"   // registers the feature contract and the caddy mcp-lock command
 	_ "github.com/caddymcp/caddy-mcp/guard"      // registers the feature concurrency
 	_ "github.com/caddymcp/caddy-mcp/handler"    // registers http.handlers.mcp
 	_ "github.com/caddymcp/caddy-mcp/limits"     // registers the feature rate_limits
 	_ "github.com/caddymcp/caddy-mcp/redisstore" // registers http.handlers.mcp.stores.redis
+	_ "github.com/caddymcp/caddy-mcp/results"    // registers the feature results
 	_ "github.com/caddymcp/caddy-mcp/session"    // registers the feature sessions and http.reverse_proxy.selection_policies.mcp_session
+	_ "github.com/caddymcp/caddy-mcp/toolpolicy" // registers the feature tools
+	_ "github.com/caddymcp/caddy-mcp/validate"   // registers the feature validate
 )
 
 func init() {

@@ -159,15 +159,11 @@ func (a *adaptation) unmarshal(d *caddyfile.Dispenser, cfg *handler.Handler) err
 var subdirectives = map[string][]string{
 	"": {
 		"allowed_origins", "sse_keepalive", "log_key",
-		"validate", "contract", "tools", "upstream_cancels_on_close", "upstream_retry_after",
-		"max_request_body", "stream_above", "read_body_timeout", "max_batch", "authorization", "results",
+		"upstream_cancels_on_close", "upstream_retry_after",
+		"max_request_body", "stream_above", "read_body_timeout", "max_batch", "authorization",
 	},
-	"results":       {"max", "tokens", "truncate"},
 	"authorization": {"issuer", "resource", "scopes", "leeway", "strip_token", "tool", "prompt", "uri"},
 	"issuer":        {"jwks", "introspect"},
-	"tools":         {"allow", "deny", "deprecate", "timeout"},
-	"validate":      {"max_catalog_size"},
-	"contract":      {"on_breaking"},
 }
 
 // unmarshalOption reads one subdirective of the mcp block into cfg.
@@ -176,21 +172,12 @@ func (a *adaptation) unmarshalOption(d *caddyfile.Dispenser, cfg *handler.Handle
 	switch sub {
 	case "authorization":
 		cfg.Authorization, err = unmarshalAuthorization(d)
-	case "results":
-		cfg.Results, err = unmarshalResults(d)
 	case "allowed_origins":
 		cfg.AllowedOrigins, err = origins(d)
 	case "sse_keepalive":
 		cfg.SSEKeepalive, err = keepalive(d)
 	case "log_key":
 		cfg.LogKey, err = true, noArgs(d)
-	case "validate":
-		cfg.ValidateCalls = true
-		cfg.MaxCatalogSize, err = unmarshalValidate(d)
-	case "contract":
-		cfg.Contract, err = unmarshalContract(d)
-	case "tools":
-		cfg.Tools, err = unmarshalTools(d)
 	case "upstream_cancels_on_close":
 		cfg.UpstreamCancelsOnClose, err = true, noArgs(d)
 	case "upstream_retry_after":

@@ -4,13 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"time"
 
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/caddymcp/caddy-mcp/internal/version"
 	"github.com/caddymcp/caddy-mcp/oauth"
-	"github.com/caddymcp/caddy-mcp/toolschema"
 )
 
 func init() {
@@ -41,16 +39,10 @@ type Status struct {
 	// internal/version).
 	Version  string          `json:"version"`
 	Handlers []HandlerStatus `json:"handlers"`
-	// ToolCatalog is what the tools learned from tools/list answers take,
-	// for every handler of the process; absent when no live handler
-	// learns them.
-	ToolCatalog *toolschema.Stats `json:"tool_catalog,omitempty"`
 }
 
 // HandlerStatus is one mcp handler's limits and guard.
 type HandlerStatus struct {
-	// Tools is the tool policy as configured; absent without one.
-	Tools *ToolsStatus `json:"tools,omitempty"`
 	// Authorization is the resource, the scopes required and each
 	// issuer's keys (how many, fetched how long ago, the last fetch's
 	// error); absent without authorization.
@@ -63,20 +55,6 @@ type HandlerStatus struct {
 // AuthorizationStatus is authorization in the status view.
 type AuthorizationStatus = oauth.Status
 
-// ToolsStatus is the tool policy as configured, its timeouts written as
-// the status writes every duration.
-type ToolsStatus struct {
-	*Tools
-	Timeouts []ToolTimeoutStatus `json:"timeouts,omitempty"`
-}
-
-// ToolTimeoutStatus is a deadline for the calls of the tools matching a
-// glob.
-type ToolTimeoutStatus struct {
-	Tools string `json:"tools"`
-	After string `json:"after"`
-}
-
 func serveStatus(w http.ResponseWriter, r *http.Request) error {
 	if r.Method != http.MethodGet {
 		return caddy.APIError{HTTPStatus: http.StatusMethodNotAllowed, Err: errors.New("method not allowed")}
@@ -87,12 +65,6 @@ func serveStatus(w http.ResponseWriter, r *http.Request) error {
 	status := Status{Version: version.String(), Handlers: make([]HandlerStatus, 0, len(handlers))}
 	for _, h := range handlers {
 		status.Handlers = append(status.Handlers, h.status())
-		// The process's one catalog outlives the configs that learned
-		// tools: it is shown while a live handler learns them.
-		if h.catalog != nil && status.ToolCatalog == nil {
-			stats := h.catalog.Stats()
-			status.ToolCatalog = &stats
-		}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	enc := json.NewEncoder(w)
@@ -104,12 +76,6 @@ func (h *Handler) status() HandlerStatus {
 	var s HandlerStatus
 	if h.gate != nil {
 		s.Authorization = h.gate.Status()
-	}
-	if h.Tools != nil {
-		s.Tools = &ToolsStatus{Tools: h.Tools}
-		for _, t := range h.Tools.Timeouts {
-			s.Tools.Timeouts = append(s.Tools.Timeouts, ToolTimeoutStatus{Tools: t.Tools, After: formatWindow(time.Duration(t.After))})
-		}
 	}
 	for _, p := range h.pluggedStatus {
 		if s.Features == nil {

@@ -123,10 +123,11 @@ func TestStatusWithoutLimitsOrGuard(t *testing.T) {
 }
 
 func TestStatusShowsTheToolPolicy(t *testing.T) {
-	h := provision(t, &Handler{Tools: &Tools{Deny: []string{"admin_*"}, Timeouts: []ToolTimeout{{Tools: "slow_*", After: caddy.Duration(45 * time.Second)}}}})
+	h := provision(t, &Handler{FeaturesRaw: features(t, "tools", &Tools{Deny: []string{"admin_*"}, Timeouts: []ToolTimeout{{Tools: "slow_*", After: caddy.Duration(45 * time.Second)}}})})
 	raw, err := json.Marshal(h.status())
 	require.NoError(t, err)
-	assert.JSONEq(t, `{"tools":{"deny":["admin_*"],"timeouts":[{"tools":"slow_*","after":"45s"}]}}`, string(raw))
+	assert.JSONEq(t, `{"features":{"tools":{"deny":["admin_*"],"timeouts":[{"tools":"slow_*","after":"45s"}]},
+		"tool_catalog":{"max_size":134217728,"bytes":0,"keys":0,"lists":0,"schemas":0,"evictions":0}}}`, string(raw))
 }
 
 func TestStatusAnswersOnlyGET(t *testing.T) {

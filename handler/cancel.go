@@ -19,7 +19,7 @@ import (
 )
 
 // Cancellations: how the gateway tells the upstream to stop requests it
-// forwarded, when their deadline passed (policy.go) or their client left
+// forwarded, when their deadline passed (deadline.go) or their client left
 // holding places (abandon.go). From MCP 2026-07-28 on, closing a request's
 // stream, which cutting the upstream request does, is the cancellation.
 // Before it, closing means nothing: the gateway sends notifications/cancelled

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/caddymcp/caddy-mcp/oauth"
-	"github.com/caddymcp/caddy-mcp/results"
 )
 
 // The configuration of the features that are packages of their own, under
@@ -21,12 +20,6 @@ type AuthorizationIssuer = oauth.IssuerConfig
 
 // AuthorizationIntrospection is how an issuer's opaque tokens are checked.
 type AuthorizationIntrospection = oauth.IntrospectionConfig
-
-// Results are the budgets of tools' results.
-type Results = results.Config
-
-// ResultsRule is the budget of the tools a glob matches.
-type ResultsRule = results.Rule
 
 // AuthorizationScopeRule gives the scopes a tool, prompt or resource needs.
 type AuthorizationScopeRule = oauth.ScopeRule
@@ -44,24 +37,11 @@ func (h *Handler) Validate() error {
 	if h.MaxBatch < 0 {
 		errs = append(errs, fmt.Errorf("max_batch: %d is negative", h.MaxBatch))
 	}
-	if h.MaxCatalogSize < 0 {
-		errs = append(errs, fmt.Errorf("max_catalog_size: %d is negative", h.MaxCatalogSize))
-	}
 	if h.ReadBodyTimeout < 0 {
 		errs = append(errs, fmt.Errorf("read_body_timeout: %s is negative", time.Duration(h.ReadBodyTimeout)))
 	}
 	if h.UpstreamRetryAfter < 0 {
 		errs = append(errs, fmt.Errorf("upstream_retry_after: %s is negative", time.Duration(h.UpstreamRetryAfter)))
-	}
-	if h.Contract != nil {
-		if err := h.Contract.Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("contract: %w", err))
-		}
-	}
-	if h.Tools != nil {
-		if err := h.Tools.Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("tools: %w", err))
-		}
 	}
 	if h.Authorization != nil {
 		if err := h.Authorization.Validate(); err != nil {

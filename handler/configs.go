@@ -6,16 +6,15 @@ import (
 	"sync"
 
 	"github.com/caddyserver/caddy/v2"
-
-	"github.com/caddymcp/caddy-mcp/results"
 )
 
 // What lives as long as one config, and what outlives it.
 //
 // A config's own state is its load: made by the Provision of its first mcp
 // handler, and let go by the Cleanup of its last. It holds the handlers
-// /mcp/status lists, what they must agree on (shared.go), and the tool
-// names its budgets' metric is labelled with. A reload provisions the new
+// /mcp/status lists, what they must agree on (shared.go), and what its
+// features share (feature.Host.ShareInConfig: the tool names the budgets'
+// metric is labelled with, the catalog's bound). A reload provisions the new
 // config before it cleans up the old one, so the new one starts with
 // nothing of the old, and nothing of the old is left once its last handler
 // is cleaned up.
@@ -23,11 +22,12 @@ import (
 // What must survive a reload belongs to the process, each in one place,
 // taken in Provision and given back in Cleanup, and let go with the last
 // config that uses it: a limit's buckets and a guard's places (packages
-// limits and guard, by name), the tool catalog (catalog.go) and the lists
-// compared with a lockfile (contract.go), each in a caddy.UsagePool as
-// reverse_proxy keeps its hosts. The metrics' collectors (metrics.go) are
-// the process's too, registered with each config's registry, so that
-// counters do not reset at a reload.
+// limits and guard, by name), the tool catalog (package validate) and the
+// lists compared with a lockfile (package contract), each in a
+// caddy.UsagePool as reverse_proxy keeps its hosts. The metrics'
+// collectors (metrics.go, and each feature's) are the process's too,
+// registered with each config's registry, so that counters do not reset
+// at a reload.
 
 // configs are the loads alive, in the order of their first handler's
 // Provision: during a reload, the old config's before the new one's.
@@ -56,15 +56,9 @@ type load struct {
 	// routesChecked: the config's routes were checked for duplicate
 	// handlers.
 	routesChecked bool
-	// maxCatalogSize is the largest max_catalog_size given so far.
-	maxCatalogSize int64
 	// shared are the values the config's features share
 	// (feature.Host.ShareInConfig), in the order first asked for.
 	shared []sharedValue
-	// toolLabels are the tool names the budgets' metric is labelled with,
-	// shared by the config's handlers: bounded per config, and a reload
-	// starts a new set (nil until a handler holds results to budgets).
-	toolLabels *results.ToolLabels
 }
 
 // loadOf identifies the config a module is provisioned for: the app at the
@@ -101,9 +95,6 @@ func (l *load) leave() {
 	defer configs.Unlock()
 	if l.joined--; l.joined <= 0 {
 		configs.loads = slices.DeleteFunc(configs.loads, func(o *load) bool { return o == l })
-		if l.toolLabels != nil {
-			l.toolLabels.Release() // the series of names no config labels go
-		}
 		l.closeShared()
 	}
 }
@@ -134,16 +125,6 @@ func liveHandlers() []*Handler {
 		l.mu.Unlock()
 	}
 	return all
-}
-
-// resultLabels are the config's tool labels, made on first use.
-func (l *load) resultLabels() *results.ToolLabels {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.toolLabels == nil {
-		l.toolLabels = results.NewToolLabels()
-	}
-	return l.toolLabels
 }
 
 // share is the config's value of key, made by make on first use

@@ -7,9 +7,13 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/stretchr/testify/require"
 
+	"github.com/caddymcp/caddy-mcp/contract"
 	"github.com/caddymcp/caddy-mcp/guard"
 	"github.com/caddymcp/caddy-mcp/limits"
+	"github.com/caddymcp/caddy-mcp/results"
 	"github.com/caddymcp/caddy-mcp/session"
+	"github.com/caddymcp/caddy-mcp/toolpolicy"
+	"github.com/caddymcp/caddy-mcp/validate"
 )
 
 // The built-in features' configurations, as the tests write them.
@@ -17,6 +21,11 @@ type (
 	RateLimit   = limits.Config
 	Concurrency = guard.Config
 	Sessions    = session.Config
+	Tools       = toolpolicy.Feature
+	ToolTimeout = toolpolicy.Timeout
+	Results     = results.Config
+	Contract    = contract.Feature
+	Validate    = validate.Module
 )
 
 // features is a handler's features map: each name followed by its

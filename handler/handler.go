@@ -15,16 +15,11 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
-	"github.com/caddymcp/caddy-mcp/contract"
 	"github.com/caddymcp/caddy-mcp/failures"
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/logsample"
 	"github.com/caddymcp/caddy-mcp/oauth"
-	"github.com/caddymcp/caddy-mcp/results"
-	"github.com/caddymcp/caddy-mcp/toolpolicy"
-	"github.com/caddymcp/caddy-mcp/toolschema"
 	"github.com/caddymcp/caddy-mcp/tracing"
-	"github.com/caddymcp/caddy-mcp/validate"
 )
 
 func init() {
@@ -58,43 +53,6 @@ type Handler struct {
 	// clients discover the authorization server from is served here.
 	// Default: off; tokens pass unchecked.
 	Authorization *Authorization `json:"authorization,omitempty"`
-
-	// Results holds each tool's result to a budget, in bytes or estimated
-	// tokens: a result over it is answered RESULT_TOO_LARGE, words the
-	// model can act on, and never held past the budget. Default: none.
-	Results *Results `json:"results,omitempty"`
-
-	// ValidateCalls checks each tools/call's arguments against the inputSchema
-	// the upstream gave the tool in its last tools/list answer (learned as
-	// it passes through, per endpoint and authorization scope). A call
-	// that breaks it is answered by the gateway with a <validation_error>
-	// result the model can correct itself from, without reaching the
-	// upstream; a call to a tool a complete list does not hold gets
-	// UNKNOWN_ACTION with the nearest names. Rate limits count the call
-	// first; a refused call takes no guard place. A call whose tool has no
-	// known schema passes. Default: off.
-	ValidateCalls bool `json:"validate,omitempty"`
-
-	// MaxCatalogSize bounds, in bytes, the memory of the tools learned from
-	// tools/list answers (which validate, contract and tools read): the
-	// lists, each kept once however many callers were given it, and their
-	// compiled schemas. Past it, the lists no call has used go first, then
-	// the least recently used, and their calls pass unchecked until they
-	// are listed again. The process keeps one catalog, bounded by the
-	// largest max_catalog_size of the config; in a Caddyfile, it goes in
-	// the validate block. Default: 128 MiB.
-	MaxCatalogSize int64 `json:"max_catalog_size,omitempty"`
-
-	// Contract compares every tools/list answer with a lockfile of the
-	// tools an operator approved (written by caddy mcp-lock), and tells a
-	// model what changed when a call to a changed tool fails (see
-	// Contract). Default: none.
-	Contract *Contract `json:"contract,omitempty"`
-
-	// Tools is the tool policy: which tools may be listed and called,
-	// which are deprecated, and how long their calls may run (see Tools).
-	// Default: every tool, as the upstream lists it, without a deadline.
-	Tools *Tools `json:"tools,omitempty"`
 
 	// MaxRequestBody is the largest POST body the handler reads, in bytes.
 	// A larger body is refused with HTTP 413. Memory follows the bytes that
@@ -173,26 +131,18 @@ type Handler struct {
 	reopens *reopenFlights
 	// failures words the upstream's failures.
 	failures feature.Failures
-	catalog  *toolschema.Catalog
-	policy   *toolpolicy.Rules
-	locked   *lockedContract
-	contract *contract.Live
 	// gate is the identity phase (nil when no authorization is
 	// configured): it admits a request before its body is read.
 	gate *oauth.Gate
-	// budgets hold tools' results to their budgets (nil: none).
-	budgets *results.Budgets
 	// The admitters of each phase (feature.Admitter): identity verifies
 	// a request's credentials (the gate), openers open its session,
 	// admitters take what it needs before the checks (the rate limits),
 	// entries after them (the guard's places).
 	identity, openers, admitters, entries []feature.Admitter
-	// validation learns tools and checks calls (nil when no tools are
-	// learned); checks are the features' checks of a request on its way
-	// in, and responders the features that read the upstream's answers,
-	// each in the order they run.
-	validation *validate.Feature
-	checks     []feature.Check
+	// checks are the features' checks of a request on its way in, and
+	// responders the features that read the upstream's answers, each in
+	// the order they run.
+	checks []feature.Check
 	// annotators tell the model about a tool beside the gateway's answers
 	// to a call to it.
 	annotators []feature.Annotator
@@ -270,9 +220,6 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 			return fmt.Errorf("authorization: %w", err)
 		}
 	}
-	if err = h.provisionTools(); err != nil {
-		return err
-	}
 	if err = h.provisionUpstreams(ctx); err != nil {
 		return err
 	}
@@ -297,17 +244,7 @@ func (h *Handler) Cleanup() error {
 		h.joined.removeLive(h)
 	}
 	h.tools.Release()
-	h.unlockContract()
-	if h.catalog != nil {
-		releaseCatalog()
-	}
 	h.logSampler.Stop()
-	if h.validation != nil {
-		h.validation.Stop()
-	}
-	if h.budgets != nil {
-		h.budgets.Stop()
-	}
 	h.closeShared()
 	if h.joined != nil {
 		// Last: the config's state goes with its last handler.

@@ -69,7 +69,7 @@ func (l *lingerResponder) End(_ *feature.Exchange, e feature.Ending) {
 // What lingers may be given back before the answer ends (at a deadline):
 // it opens no hook, so that no hook is used after its Undo.
 func TestWhatLingersOpensNoHook(t *testing.T) {
-	h := provision(t, &Handler{Tools: &Tools{Timeouts: []ToolTimeout{{Tools: "*", After: caddy.Duration(20 * time.Millisecond)}}}})
+	h := provision(t, &Handler{FeaturesRaw: features(t, "tools", &Tools{Timeouts: []ToolTimeout{{Tools: "*", After: caddy.Duration(20 * time.Millisecond)}}})})
 	f := &lingerResponder{}
 	h.entries = append(h.entries, f)
 	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
@@ -88,7 +88,7 @@ func TestWhatLingersOpensNoHook(t *testing.T) {
 // and writing it: the TIMEOUT the gateway answers with carries the header
 // as the hooks made it, never the upstream's own session id.
 func TestATimeoutNeverCarriesTheUpstreamsOwnSessionId(t *testing.T) {
-	h := provision(t, &Handler{FeaturesRaw: features(t, "sessions", sealing), Tools: &Tools{Timeouts: []ToolTimeout{{Tools: "*", After: caddy.Duration(20 * time.Millisecond)}}}})
+	h := provision(t, &Handler{FeaturesRaw: features(t, "sessions", sealing, "tools", &Tools{Timeouts: []ToolTimeout{{Tools: "*", After: caddy.Duration(20 * time.Millisecond)}}})})
 	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
 		if isCancellation(w, r) {
 			return nil

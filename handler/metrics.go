@@ -8,15 +8,11 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/caddymcp/caddy-mcp/contract"
 	"github.com/caddymcp/caddy-mcp/internal/panics"
 	"github.com/caddymcp/caddy-mcp/internal/promreg"
 	"github.com/caddymcp/caddy-mcp/keys"
 	"github.com/caddymcp/caddy-mcp/oauth"
-	"github.com/caddymcp/caddy-mcp/results"
-	"github.com/caddymcp/caddy-mcp/toolpolicy"
 	"github.com/caddymcp/caddy-mcp/tracing"
-	"github.com/caddymcp/caddy-mcp/validate"
 )
 
 // The handler's metrics, in Caddy's registry: namespace caddy, subsystem mcp.
@@ -64,25 +60,13 @@ var (
 // registerMetrics registers the handler's collectors with the registry of
 // the config being loaded.
 func registerMetrics(ctx caddy.Context) error {
-	if err := promreg.Register(ctx, results.Collectors()...); err != nil {
-		return err
-	}
 	if err := promreg.Register(ctx, tracing.Collectors()...); err != nil {
-		return err
-	}
-	if err := promreg.Register(ctx, toolpolicy.Collectors()...); err != nil {
-		return err
-	}
-	if err := promreg.Register(ctx, contract.Collectors()...); err != nil {
 		return err
 	}
 	if err := promreg.Register(ctx, oauth.Collectors()...); err != nil {
 		return err
 	}
 	if err := promreg.Register(ctx, keys.Collectors()...); err != nil {
-		return err
-	}
-	if err := promreg.Register(ctx, validate.Collectors(liveCatalog)...); err != nil {
 		return err
 	}
 	if err := promreg.Register(ctx, panics.Collectors()...); err != nil {

@@ -48,7 +48,13 @@ func (h *Handler) loadPlugins(ctx caddy.Context) error {
 			host.verifies = true
 		}
 	}
+	// What the features shared is closed with the handler, also when
+	// one of them refused the config.
+	defer func() { h.closers = host.closers() }()
 	var all []plugged
+	if p, ok := h.gateParts(); ok {
+		all = append(all, p)
+	}
 	for _, name := range names {
 		p, ok := mods[name].(feature.Plugin)
 		if !ok {
@@ -71,7 +77,6 @@ func (h *Handler) loadPlugins(ctx caddy.Context) error {
 			all = append(all, plugged{s.key, parts})
 		}
 	}
-	h.closers = host.closers()
 	h.plugAll(all)
 	if len(h.routers) > 0 && len(h.openers) > 0 {
 		// A session's token names one upstream: a request routed to

@@ -86,8 +86,7 @@ func TestARewriterRewritesTheBodyGoingUpstream(t *testing.T) {
 // upstream's would: the tool policy filters the list it answers.
 func TestAnAnswerInTheUpstreamsPlaceIsReadByEveryHook(t *testing.T) {
 	h := provision(t, &Handler{
-		Tools:       &Tools{Deny: []string{"admin_*"}},
-		FeaturesRaw: guests(t, map[string]any{"feature": "test_cached_list"}),
+		FeaturesRaw: guests(t, map[string]any{"feature": "test_cached_list"}, map[string]any{"feature": "tools", "deny": []string{"admin_*"}}),
 	})
 	u := &upstream{}
 	w := httptest.NewRecorder()

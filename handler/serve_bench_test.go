@@ -5,14 +5,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
-
-	"github.com/caddymcp/caddy-mcp/feature"
 )
 
 // discardWriter is a response writer that keeps nothing, so that a
@@ -111,13 +109,19 @@ func provisionB(b *testing.B, h *Handler) *Handler {
 // validate on and the tool's schema learned, with the bench's echo body
 // (prose with escapes).
 func BenchmarkServeForwardedValidate(b *testing.B) {
-	h := provisionB(b, &Handler{ValidateCalls: true})
+	h := provisionB(b, &Handler{FeaturesRaw: features(b, "validate", &Validate{})})
 	body := echoCall1KiB()
-	r := post(body)
-	key := h.validation.KeyOf(&feature.Exchange{Request: r, Path: r.URL.Path})
-	const list = `{"tools":[{"name":"echo","description":"Echoes text.","inputSchema":{"type":"object","properties":{"text":{"type":"string","description":"the text to echo back"}},"required":["text"],"additionalProperties":false}}]}`
-	if _, err := h.catalog.Learn(key, []byte(list), true, time.Now()); err != nil {
+	const list = `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"echo","description":"Echoes text.","inputSchema":{"type":"object","properties":{"text":{"type":"string","description":"the text to echo back"}},"required":["text"],"additionalProperties":false}}]}}`
+	lists := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+		w.Header().Set("Content-Type", "application/json")
+		_, err := io.WriteString(w, list)
+		return err
+	})
+	if err := h.ServeHTTP(httptest.NewRecorder(), post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`), lists); err != nil {
 		b.Fatal(err)
+	}
+	if w := httptest.NewRecorder(); h.ServeHTTP(w, post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{}}}`), lists) != nil || !strings.Contains(w.Body.String(), "validation_error") {
+		b.Fatal("the tool's schema was not learned")
 	}
 	benchServe(b, h, body)
 }

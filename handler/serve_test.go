@@ -769,7 +769,7 @@ func TestALargeBodyStreamsOnlyWhileNoFeatureNeedsItWhole(t *testing.T) {
 		{"nothing configured", &Handler{}, true},
 		{"a rate limit", &Handler{FeaturesRaw: features(t, "rate_limits", map[string]*RateLimit{"streams_limited": {Rate: "1/s"}})}, true},
 		{"a concurrency guard", &Handler{FeaturesRaw: features(t, "concurrency", &Concurrency{Max: 1})}, false},
-		{"validate", &Handler{ValidateCalls: true}, false},
+		{"validate", &Handler{FeaturesRaw: features(t, "validate", &Validate{})}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -38,16 +38,6 @@ func (l *load) Declare(kind, name, settings string) error {
 	return nil
 }
 
-// catalogSize records a handler's max_catalog_size (0: none given), and
-// returns the largest the config gave so far (0: none): the bound of the
-// catalog every handler shares.
-func (l *load) catalogSize(size int64) int64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.maxCatalogSize = max(l.maxCatalogSize, size)
-	return l.maxCatalogSize
-}
-
 // Ordinal numbers the unnamed guards of one config with the same settings,
 // in provisioning order.
 func (l *load) Ordinal(settings string) int {

@@ -22,7 +22,7 @@ func TestAHiddenToolsRefusalIsLoggedAtInfo(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			core, logs := observer.New(zapcore.DebugLevel)
-			h := provision(t, &Handler{Tools: &Tools{Deny: []string{"admin_*"}}, logger: zap.New(core)})
+			h := provision(t, &Handler{FeaturesRaw: features(t, "tools", &Tools{Deny: []string{"admin_*"}}), logger: zap.New(core)})
 			u := &upstream{}
 			w := serve(t, h, post(body), u)
 			assert.Zero(t, u.calls, "a hidden tool's call never reaches the upstream")

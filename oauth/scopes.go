@@ -60,6 +60,16 @@ func (rs nameRules) of(name string) []string {
 	return nil
 }
 
+// Order is where the scopes' check runs among the features
+// (feature.Parts): first, before the tool policy's, so that a call the
+// token may not make is refused for its scope.
+const Order = -50
+
+// AnswerOrder is where the scopes' hook reads an answer: after the tool
+// policy filtered a list, before validate learns what the client is
+// given.
+const AnswerOrder = -36
+
 // Governs: the scopes decide which calls run by their names
 // (feature.Governing), when any rule is configured.
 func (g *Gate) Governs() bool { return g.perName }

@@ -18,6 +18,7 @@ import (
 	"github.com/caddymcp/caddy-mcp/session"
 	"github.com/caddymcp/caddy-mcp/test/mcptest"
 	"github.com/caddymcp/caddy-mcp/test/wire"
+	"github.com/caddymcp/caddy-mcp/toolschema"
 )
 
 // gatewayStatus is GET /mcp/status as a client reads it, with the
@@ -34,7 +35,19 @@ type handlerStatus struct {
 		Concurrency *guard.Status         `json:"concurrency"`
 		RateLimits  *limits.FeatureStatus `json:"rate_limits"`
 		Sessions    *session.Status       `json:"sessions"`
+		ToolCatalog *toolschema.Stats     `json:"tool_catalog"`
 	} `json:"features"`
+}
+
+// toolCatalog is what the process's tool catalog holds, as the first
+// handler that learns tools shows it; nil when none does.
+func (s gatewayStatus) toolCatalog() *toolschema.Stats {
+	for _, h := range s.Handlers {
+		if h.Features.ToolCatalog != nil {
+			return h.Features.ToolCatalog
+		}
+	}
+	return nil
 }
 
 // getStatus reads GET /mcp/status from the admin API.
@@ -178,17 +191,18 @@ func waitStatus(t *testing.T, adminURL string, ok func(gatewayStatus) bool) []by
 }
 
 // The process keeps its one tool catalog across configs, but /mcp/status
-// shows it only while a live handler learns tools: after a reload to a
-// config without validate, contract or tools, no tool_catalog is listed.
+// shows it only in the handlers that learn tools: after a reload to a
+// config without validate, contract, tools or results, no tool_catalog is
+// listed.
 func TestAdminStatusShowsTheToolCatalogWhileAHandlerLearnsTools(t *testing.T) {
 	h := startUpstream(t, holdCallsOf("hold"))
 	learning := "mcp {\n\tvalidate\n}\nreverse_proxy " + h.addr
 	g := mcptest.StartGatewayWith(t, mcptest.GatewayConfig{Admin: true, Site: learning})
 	_, status, err := getStatus(g.AdminURL)
 	require.NoError(t, err)
-	require.NotNil(t, status.ToolCatalog, "a handler that validates learns tools")
+	require.NotNil(t, status.toolCatalog(), "a handler that validates learns tools")
 
 	g.Reload(t, "mcp {\n\tconcurrency {\n\t\tmax 1\n\t}\n}\nreverse_proxy "+h.addr)
-	raw := waitStatus(t, g.AdminURL, func(s gatewayStatus) bool { return s.ToolCatalog == nil })
+	raw := waitStatus(t, g.AdminURL, func(s gatewayStatus) bool { return s.toolCatalog() == nil })
 	assert.NotContains(t, string(raw), "tool_catalog")
 }

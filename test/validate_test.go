@@ -337,8 +337,8 @@ func TestRotatingCredentialsStayWithinTheCatalogBound(t *testing.T) {
 
 	_, status, err := getStatus(g.AdminURL)
 	require.NoError(t, err)
-	require.NotNil(t, status.ToolCatalog)
-	catalog := *status.ToolCatalog
+	require.NotNil(t, status.toolCatalog())
+	catalog := *status.toolCatalog()
 	t.Logf("after 1,500 callers: heap grew %d bytes; the catalog holds %+v", grown, catalog)
 	assert.EqualValues(t, bound, catalog.MaxBytes)
 	assert.LessOrEqual(t, catalog.Bytes, int64(bound))

@@ -78,8 +78,10 @@ func (f *Feature) checkArguments(x *feature.Exchange, schema *toolschema.Schema,
 	validInvalid.Inc()
 	text := envelope.ValidationText(tool, problems)
 	texts := []string{text}
-	if f.annotate != nil {
-		texts = append(texts, f.annotate(x, tool)...)
+	for _, a := range f.annotators {
+		if s := a.Annotate(x, tool); s != "" {
+			texts = append(texts, s)
+		}
 	}
 	id := x.Single().ID
 	body := envelope.AppendTextResult(make([]byte, 0, 96+len(text)+len(id)), id, true, texts...)

@@ -6,11 +6,13 @@ import (
 	"github.com/caddymcp/caddy-mcp/toolschema"
 )
 
-// Collectors are validate's metrics, reading the catalog catalog gives
-// (nil: none) at scrape time. The counters are the process's, registered
-// with each config's registry, so that they survive reloads.
-func Collectors(catalog func() *toolschema.Catalog) []prometheus.Collector {
-	return []prometheus.Collector{validations, toolsLearned, badSchemas, catalogCollector{catalog}}
+// Collectors are validate's metrics and the learned tools', reading the
+// process's catalog (none while no config learns tools) at scrape time.
+// The counters are the process's, registered with each config's registry,
+// so that they survive reloads: every feature that learns tools registers
+// them.
+func Collectors() []prometheus.Collector {
+	return []prometheus.Collector{validations, toolsLearned, badSchemas, catalogCollector{liveCatalog}}
 }
 
 var (

@@ -6,6 +6,11 @@
 // arguments that break the schema is answered with a <validation_error>
 // the model can fix its call from; a call to a tool a complete list lacks
 // is answered UNKNOWN_ACTION with the nearest names.
+//
+// Module is the feature validate (http.handlers.mcp.features.validate).
+// The tools learned are also what the tool policy, the contract and the
+// result budgets read: a handler's features share one Feature (Shared),
+// on the process's one catalog (catalog.go).
 package validate
 
 import (
@@ -29,11 +34,15 @@ type Feature struct {
 	// or a tools policy hides tools, whose refusals must look alike).
 	checks, absent bool
 	// allowed reports whether the tools policy lets a tool be named to
-	// the model (nil: every tool); annotate are the other features'
-	// sections about a tool, told beside a refusal.
-	allowed  func(tool string) bool
-	annotate func(x *feature.Exchange, tool string) []string
-	logger   *zap.Logger
+	// the model (nil: every tool); annotators tell about a tool beside a
+	// refusal.
+	allowed    func(tool string) bool
+	annotators []feature.Annotator
+	logger     *zap.Logger
+	// pooled: the catalog is the process's, given back by Close;
+	// maxCatalogSize is the handler's max_catalog_size (shared.go).
+	pooled         bool
+	maxCatalogSize int64
 	// overBudget logs the first call passed unchecked for its cost, and
 	// counts the ones after it.
 	overBudget *logsample.Sampler[overBudget]
@@ -59,13 +68,6 @@ func New(c Config) *Feature {
 		allowed: c.Allowed, logger: c.Logger}
 	f.overBudget = logsample.New(overBudgetEvery, 1, f.logOverBudgetRepeated)
 	return f
-}
-
-// SetAnnotate gives the feature what the other features add, about a
-// tool, to a refused call's answer (feature.Annotator): they are made once
-// validate is.
-func (f *Feature) SetAnnotate(annotate func(x *feature.Exchange, tool string) []string) {
-	f.annotate = annotate
 }
 
 // Stop stops the feature's log sampler.

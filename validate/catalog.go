@@ -1,8 +1,11 @@
-package handler
+package validate
 
 import (
+	"sync"
+
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/toolschema"
 )
 
@@ -44,4 +47,33 @@ func liveCatalog() *toolschema.Catalog {
 		return false
 	})
 	return c
+}
+
+// catalogBound is the largest max_catalog_size the handlers of one config
+// gave so far (feature.Host.ShareInConfig): the bound of the catalog they
+// all share.
+type catalogBound struct {
+	mu  sync.Mutex
+	max int64
+}
+
+// boundKey is the config's catalogBound among what its handlers share.
+const boundKey = "validate.max_catalog_size"
+
+// record records a handler's max_catalog_size (0: none given), and
+// returns the largest its config gave so far (0: none).
+func (b *catalogBound) record(size int64) int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.max = max(b.max, size)
+	return b.max
+}
+
+// boundOf is the config's catalogBound.
+func boundOf(h feature.Host) (*catalogBound, error) {
+	v, err := h.ShareInConfig(boundKey, func() (any, error) { return new(catalogBound), nil })
+	if err != nil {
+		return nil, err
+	}
+	return v.(*catalogBound), nil
 }
