@@ -17,6 +17,7 @@ import (
 	_ "github.com/caddymcp/caddy-mcp/guard"      // registers the feature concurrency
 	_ "github.com/caddymcp/caddy-mcp/handler"    // registers http.handlers.mcp
 	_ "github.com/caddymcp/caddy-mcp/limits"     // registers the feature rate_limits
+	_ "github.com/caddymcp/caddy-mcp/oauth"      // registers the feature authorization
 	_ "github.com/caddymcp/caddy-mcp/redisstore" // registers http.handlers.mcp.stores.redis
 	_ "github.com/caddymcp/caddy-mcp/results"    // registers the feature results
 	_ "github.com/caddymcp/caddy-mcp/session"    // registers the feature sessions and http.reverse_proxy.selection_policies.mcp_session

@@ -1,6 +1,7 @@
 package caddyfile
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/caddymcp/caddy-mcp/handler"
+	"github.com/caddymcp/caddy-mcp/oauth"
 )
 
 func TestUnmarshalReadsTheAuthorizationBlock(t *testing.T) {
@@ -35,11 +37,11 @@ func TestUnmarshalReadsTheAuthorizationBlock(t *testing.T) {
 }`
 	var h handler.Handler
 	require.NoError(t, Unmarshal(caddyfile.NewTestDispenser(input), &h))
-	assert.Equal(t, &handler.Authorization{
-		Issuers: []handler.AuthorizationIssuer{
+	assert.Equal(t, oauth.Config{
+		Issuers: []oauth.IssuerConfig{
 			{URL: "https://auth.example.com"},
 			{URL: "https://login.example.org/tenant", JWKS: "https://login.example.org/tenant/keys"},
-			{URL: "https://opaque.example.com", JWKS: "https://opaque.example.com/keys", Introspection: &handler.AuthorizationIntrospection{
+			{URL: "https://opaque.example.com", JWKS: "https://opaque.example.com/keys", Introspection: &oauth.IntrospectionConfig{
 				ClientID: "mcp-gateway", ClientSecret: "{env.INTROSPECTION_SECRET}", Endpoint: "https://opaque.example.com/introspect",
 			}},
 		},
@@ -47,13 +49,13 @@ func TestUnmarshalReadsTheAuthorizationBlock(t *testing.T) {
 		Scopes:     []string{"mcp:tools", "mcp:read"},
 		Leeway:     caddy.Duration(time.Minute),
 		StripToken: true,
-		ToolScopes: []handler.AuthorizationScopeRule{
+		ToolScopes: []oauth.ScopeRule{
 			{Match: "delete_*", Scopes: []string{"repo:admin"}},
 			{Match: "*", Scopes: []string{"repo:read"}},
 		},
-		PromptScopes:   []handler.AuthorizationScopeRule{{Match: "review", Scopes: []string{"repo:read"}}},
-		ResourceScopes: []handler.AuthorizationScopeRule{{Match: "file:///secret/*", Scopes: []string{"files:secret"}}},
-	}, h.Authorization)
+		PromptScopes:   []oauth.ScopeRule{{Match: "review", Scopes: []string{"repo:read"}}},
+		ResourceScopes: []oauth.ScopeRule{{Match: "file:///secret/*", Scopes: []string{"files:secret"}}},
+	}, authorizationOf(t, &h))
 }
 
 func TestUnmarshalRefusesABadAuthorizationBlockAtItsLine(t *testing.T) {
@@ -75,4 +77,12 @@ func TestUnmarshalRefusesABadAuthorizationBlockAtItsLine(t *testing.T) {
 		assert.Contains(t, err.Error(), want, input)
 		assert.True(t, strings.Contains(err.Error(), "Testfile:"), fmt.Sprint(err))
 	}
+}
+
+// authorizationOf is the authorization h's features configure.
+func authorizationOf(t *testing.T, h *handler.Handler) oauth.Config {
+	t.Helper()
+	var f oauth.Feature
+	require.NoError(t, json.Unmarshal(h.FeaturesRaw["authorization"], &f))
+	return f.Config
 }

@@ -55,9 +55,7 @@
 package caddyfile
 
 import (
-	"fmt"
 	"reflect"
-	"strconv"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
@@ -111,16 +109,6 @@ func warner(h httpcaddyfile.Helper) func(caddyconfig.Warning) {
 	}
 }
 
-// at is where the dispenser's current token is, as Caddy writes it.
-func at(d *caddyfile.Dispenser) string {
-	return d.File() + ":" + strconv.Itoa(d.Line())
-}
-
-// errAt is an error at a place, worded as the dispenser words its own.
-func errAt(place string, err error) error {
-	return fmt.Errorf("%w, at %s", err, place)
-}
-
 func (a *adaptation) unmarshal(d *caddyfile.Dispenser, cfg *handler.Handler) error {
 	d.Next() // the directive name
 	if d.NextArg() {
@@ -160,36 +148,32 @@ var subdirectives = map[string][]string{
 	"": {
 		"allowed_origins", "sse_keepalive", "log_key",
 		"upstream_cancels_on_close", "upstream_retry_after",
-		"max_request_body", "stream_above", "read_body_timeout", "max_batch", "authorization",
+		"max_request_body", "stream_above", "read_body_timeout", "max_batch",
 	},
-	"authorization": {"issuer", "resource", "scopes", "leeway", "strip_token", "tool", "prompt", "uri"},
-	"issuer":        {"jwks", "introspect"},
 }
 
 // unmarshalOption reads one subdirective of the mcp block into cfg.
 func (a *adaptation) unmarshalOption(d *caddyfile.Dispenser, cfg *handler.Handler, sub string) error {
 	var err error
 	switch sub {
-	case "authorization":
-		cfg.Authorization, err = unmarshalAuthorization(d)
 	case "allowed_origins":
 		cfg.AllowedOrigins, err = origins(d)
 	case "sse_keepalive":
 		cfg.SSEKeepalive, err = keepalive(d)
 	case "log_key":
-		cfg.LogKey, err = true, noArgs(d)
+		cfg.LogKey, err = true, featurefile.NoArgs(d)
 	case "upstream_cancels_on_close":
-		cfg.UpstreamCancelsOnClose, err = true, noArgs(d)
+		cfg.UpstreamCancelsOnClose, err = true, featurefile.NoArgs(d)
 	case "upstream_retry_after":
-		cfg.UpstreamRetryAfter, err = positiveDuration(d)
+		cfg.UpstreamRetryAfter, err = featurefile.PositiveDuration(d)
 	case "max_request_body":
-		cfg.MaxRequestBody, err = oneSize(d)
+		cfg.MaxRequestBody, err = featurefile.Size(d)
 	case "stream_above":
-		cfg.StreamAbove, err = oneSize(d)
+		cfg.StreamAbove, err = featurefile.Size(d)
 	case "read_body_timeout":
-		cfg.ReadBodyTimeout, err = positiveDuration(d)
+		cfg.ReadBodyTimeout, err = featurefile.PositiveDuration(d)
 	case "max_batch":
-		cfg.MaxBatch, err = positiveInt(d)
+		cfg.MaxBatch, err = featurefile.PositiveInt(d)
 	default:
 		if guestFeature(sub) {
 			return a.unmarshalFeature(d, sub)

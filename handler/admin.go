@@ -8,7 +8,6 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/caddymcp/caddy-mcp/internal/version"
-	"github.com/caddymcp/caddy-mcp/oauth"
 )
 
 func init() {
@@ -43,17 +42,10 @@ type Status struct {
 
 // HandlerStatus is one mcp handler's limits and guard.
 type HandlerStatus struct {
-	// Authorization is the resource, the scopes required and each
-	// issuer's keys (how many, fetched how long ago, the last fetch's
-	// error); absent without authorization.
-	Authorization *AuthorizationStatus `json:"authorization,omitempty"`
 	// Features are the features' sections, by name (concurrency: a
 	// guard's settings and load); absent when none has one.
 	Features map[string]any `json:"features,omitempty"`
 }
-
-// AuthorizationStatus is authorization in the status view.
-type AuthorizationStatus = oauth.Status
 
 func serveStatus(w http.ResponseWriter, r *http.Request) error {
 	if r.Method != http.MethodGet {
@@ -74,9 +66,6 @@ func serveStatus(w http.ResponseWriter, r *http.Request) error {
 
 func (h *Handler) status() HandlerStatus {
 	var s HandlerStatus
-	if h.gate != nil {
-		s.Authorization = h.gate.Status()
-	}
 	for _, p := range h.pluggedStatus {
 		if s.Features == nil {
 			s.Features = make(map[string]any, len(h.pluggedStatus))

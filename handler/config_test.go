@@ -3,6 +3,7 @@ package handler
 import (
 	"encoding/json"
 	"errors"
+	"maps"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -201,5 +202,6 @@ func TestAKeyReadingThePrincipalNeedsAuthorization(t *testing.T) {
 	_ = h.Cleanup()
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `rate_limit "per_subject": key "{http.mcp.auth.subject}" reads the verified principal, and no authorization verifies one`)
-	provision(t, &Handler{FeaturesRaw: limit, Authorization: &Authorization{Resource: "https://mcp.example.com/mcp", Issuers: []AuthorizationIssuer{{URL: "https://auth.example.com", JWKS: "https://auth.example.com/jwks"}}}})
+	maps.Copy(limit, features(t, "authorization", &Authorization{Resource: "https://mcp.example.com/mcp", Issuers: []AuthorizationIssuer{{URL: "https://auth.example.com", JWKS: "https://auth.example.com/jwks"}}}))
+	provision(t, &Handler{FeaturesRaw: limit})
 }

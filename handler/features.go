@@ -4,41 +4,10 @@ import (
 	"maps"
 	"net/http"
 
-	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/caddymcp/caddy-mcp/feature"
-	"github.com/caddymcp/caddy-mcp/oauth"
 )
-
-// provisionGate sets up authorization, the identity phase, holding tokens
-// to the configured resource or else to the address of the site the
-// handler serves.
-func (h *Handler) provisionGate(ctx caddy.Context) error {
-	if err := h.Authorization.Resolve(); err != nil {
-		return err
-	}
-	resource, err := h.Authorization.CanonicalURL(siteOrigin(ctx))
-	if err != nil {
-		return err
-	}
-	h.gate = oauth.New(h.Authorization, resource, h.logger, nil)
-	h.identity = append(h.identity, h.gate)
-	return nil
-}
-
-// gateParts are what authorization plugs among the features' parts, when
-// it decides which calls run by their names: its check of scopes, first on
-// the way in, and its hook that leaves out of lists what the caller's
-// token lacks, between the tool policy's and validate's (oauth.Order).
-func (h *Handler) gateParts() (plugged, bool) {
-	if h.gate == nil || !h.gate.Governs() {
-		return plugged{}, false
-	}
-	return plugged{"authorization", feature.Parts{
-		Order: oauth.Order, AnswerOrder: oauth.AnswerOrder, Check: h.gate, Responder: h.gate,
-	}}, true
-}
 
 // askFeatures asks the plugged features what the core must do for them:
 // whether one governs which calls run (a body the core cannot read is then

@@ -10,6 +10,7 @@ import (
 	"github.com/caddymcp/caddy-mcp/contract"
 	"github.com/caddymcp/caddy-mcp/guard"
 	"github.com/caddymcp/caddy-mcp/limits"
+	"github.com/caddymcp/caddy-mcp/oauth"
 	"github.com/caddymcp/caddy-mcp/results"
 	"github.com/caddymcp/caddy-mcp/session"
 	"github.com/caddymcp/caddy-mcp/toolpolicy"
@@ -21,11 +22,16 @@ type (
 	RateLimit   = limits.Config
 	Concurrency = guard.Config
 	Sessions    = session.Config
-	Tools       = toolpolicy.Feature
-	ToolTimeout = toolpolicy.Timeout
-	Results     = results.Config
-	Contract    = contract.Feature
-	Validate    = validate.Module
+	// Authorization and its parts (package oauth).
+	Authorization              = oauth.Config
+	AuthorizationIssuer        = oauth.IssuerConfig
+	AuthorizationIntrospection = oauth.IntrospectionConfig
+	AuthorizationScopeRule     = oauth.ScopeRule
+	Tools                      = toolpolicy.Feature
+	ToolTimeout                = toolpolicy.Timeout
+	Results                    = results.Config
+	Contract                   = contract.Feature
+	Validate                   = validate.Module
 )
 
 // features is a handler's features map: each name followed by its

@@ -7,7 +7,6 @@ package handler
 
 import (
 	"cmp"
-	"fmt"
 	"io"
 	"time"
 
@@ -18,7 +17,6 @@ import (
 	"github.com/caddymcp/caddy-mcp/failures"
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/logsample"
-	"github.com/caddymcp/caddy-mcp/oauth"
 	"github.com/caddymcp/caddy-mcp/tracing"
 )
 
@@ -47,13 +45,6 @@ const DefaultMaxBatch = 16
 //	}
 //	reverse_proxy 127.0.0.1:9000
 type Handler struct {
-	// Authorization makes the gateway the OAuth 2.1 resource server of
-	// the MCP servers behind it: every request must carry a valid access
-	// token for this resource, and the Protected Resource Metadata that
-	// clients discover the authorization server from is served here.
-	// Default: off; tokens pass unchecked.
-	Authorization *Authorization `json:"authorization,omitempty"`
-
 	// MaxRequestBody is the largest POST body the handler reads, in bytes.
 	// A larger body is refused with HTTP 413. Memory follows the bytes that
 	// arrive, not the length a client declares. Default: 4 MiB.
@@ -131,9 +122,6 @@ type Handler struct {
 	reopens *reopenFlights
 	// failures words the upstream's failures.
 	failures feature.Failures
-	// gate is the identity phase (nil when no authorization is
-	// configured): it admits a request before its body is read.
-	gate *oauth.Gate
 	// The admitters of each phase (feature.Admitter): identity verifies
 	// a request's credentials (the gate), openers open its session,
 	// admitters take what it needs before the checks (the rate limits),
@@ -214,11 +202,6 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	var err error
 	if h.origins, err = newOriginPolicy(h.AllowedOrigins); err != nil {
 		return err
-	}
-	if h.Authorization != nil {
-		if err := h.provisionGate(ctx); err != nil {
-			return fmt.Errorf("authorization: %w", err)
-		}
 	}
 	if err = h.provisionUpstreams(ctx); err != nil {
 		return err

@@ -11,7 +11,6 @@ import (
 	"github.com/caddymcp/caddy-mcp/internal/panics"
 	"github.com/caddymcp/caddy-mcp/internal/promreg"
 	"github.com/caddymcp/caddy-mcp/keys"
-	"github.com/caddymcp/caddy-mcp/oauth"
 	"github.com/caddymcp/caddy-mcp/tracing"
 )
 
@@ -61,9 +60,6 @@ var (
 // the config being loaded.
 func registerMetrics(ctx caddy.Context) error {
 	if err := promreg.Register(ctx, tracing.Collectors()...); err != nil {
-		return err
-	}
-	if err := promreg.Register(ctx, oauth.Collectors()...); err != nil {
 		return err
 	}
 	if err := promreg.Register(ctx, keys.Collectors()...); err != nil {

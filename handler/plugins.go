@@ -33,7 +33,7 @@ type plugged struct {
 // loadPlugins loads the features and plugs their parts into the phases
 // they run in, each phase's in order.
 func (h *Handler) loadPlugins(ctx caddy.Context) error {
-	host := &host{h: h, ctx: ctx, verifies: h.Authorization != nil}
+	host := &host{h: h, ctx: ctx}
 	var mods map[string]any
 	if len(h.FeaturesRaw) > 0 {
 		loaded, err := ctx.LoadModule(h, "FeaturesRaw")
@@ -52,9 +52,6 @@ func (h *Handler) loadPlugins(ctx caddy.Context) error {
 	// one of them refused the config.
 	defer func() { h.closers = host.closers() }()
 	var all []plugged
-	if p, ok := h.gateParts(); ok {
-		all = append(all, p)
-	}
 	for _, name := range names {
 		p, ok := mods[name].(feature.Plugin)
 		if !ok {

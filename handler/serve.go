@@ -25,10 +25,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	x := &exchange{Exchange: feature.Exchange{Request: r, Start: time.Now(), Era: eraOf(r), Replacer: repl}}
 	repl.Map(x.placeholder)
 	defer h.finish(x)
-	if h.gate != nil && h.gate.ServeMetadata(w, r) {
-		// Public, and read by clients of any origin before they have a
-		// token.
-		return nil
+	for _, f := range h.fronts {
+		if f.Front(w, r) {
+			// Public, and read by clients of any origin before they
+			// have a token (authorization's metadata).
+			return nil
+		}
 	}
 	if !h.origins.allows(r) {
 		env := originRefused(r.Header.Get("Origin"))
@@ -44,7 +46,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		closeAfterAnswer(w, r)
 		return h.answer(w, x, &env, http.StatusMethodNotAllowed)
 	}
-	if h.gate != nil && isPreflight(r) {
+	if len(h.identity) > 0 && isPreflight(r) {
 		// A browser's CORS preflight carries no credentials: it goes on
 		// as what it is, and nothing more (no body, no session).
 		r.Body, r.ContentLength = http.NoBody, 0

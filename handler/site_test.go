@@ -37,7 +37,7 @@ func TestAnOriginWritesItsPortOnlyWhenNotTheSchemes(t *testing.T) {
 // down through subroutes, and the server's one port. A configuration that
 // names no single origin is refused unless it gives resource.
 func TestASiteNamesItsOriginOrTheConfigurationGivesResource(t *testing.T) {
-	const mcp = `{"handler":"mcp","authorization":{"issuers":[{"url":"http://127.0.0.1:1"}]}}`
+	const mcp = `{"handler":"mcp","features":{"authorization":{"issuers":[{"url":"http://127.0.0.1:1"}]}}}`
 	host := func(h ...string) string {
 		hosts, err := json.Marshal(h)
 		require.NoError(t, err)
