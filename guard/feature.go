@@ -11,6 +11,7 @@ import (
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/feature/featurefile"
 	"github.com/caddymcp/caddy-mcp/internal/promreg"
+	"github.com/caddymcp/caddy-mcp/keys"
 )
 
 func init() {
@@ -51,7 +52,7 @@ func (Feature) CaddyModule() caddy.ModuleInfo {
 
 // Provision registers the guard's metrics with the config's registry.
 func (f *Feature) Provision(ctx caddy.Context) error {
-	return promreg.Register(ctx, Collectors()...)
+	return promreg.Register(ctx, append(Collectors(), keys.Collectors()...)...)
 }
 
 // Validate checks the settings.

@@ -15,6 +15,9 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/caddymcp/caddy-mcp/internal/promreg"
+	"github.com/caddymcp/caddy-mcp/keys"
 )
 
 // emptyKeysCounted reads caddy_mcp_empty_keys_total{kind="rate_limit",name=name}
@@ -24,7 +27,7 @@ func emptyKeysCounted(t *testing.T, name string) float64 {
 	t.Helper()
 	ctx, cancel := newCaddyContext()
 	defer cancel()
-	require.NoError(t, registerMetrics(ctx))
+	require.NoError(t, promreg.Register(ctx, keys.Collectors()...))
 	fams, err := ctx.GetMetricsRegistry().Gather()
 	require.NoError(t, err)
 	for _, f := range fams {

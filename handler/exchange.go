@@ -10,7 +10,6 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
-	"github.com/caddymcp/caddy-mcp/keys"
 	"github.com/caddymcp/caddy-mcp/tracing"
 )
 
@@ -86,7 +85,7 @@ func (x *exchange) view() *feature.Exchange {
 // field, a matcher, header_up) asks for them. Those that describe a message
 // describe the first of the body.
 func (x *exchange) placeholder(key string) (any, bool) {
-	name, ok := strings.CutPrefix(key, keys.Prefix)
+	name, ok := strings.CutPrefix(key, feature.PlaceholderPrefix)
 	if !ok {
 		return nil, false
 	}

@@ -1,7 +1,7 @@
 package handler
 
 import (
-	"github.com/caddymcp/caddy-mcp/failures"
+	"github.com/caddymcp/caddy-mcp/internal/failures"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 )
 

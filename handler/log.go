@@ -11,7 +11,6 @@ import (
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/logsample"
 	"github.com/caddymcp/caddy-mcp/internal/panics"
-	"github.com/caddymcp/caddy-mcp/keys"
 )
 
 // logEvery is the least time between two lines of one kind of envelope
@@ -63,7 +62,7 @@ func (h *Handler) kindOf(x *exchange, env *envelope.Envelope, level zapcore.Leve
 	case h.LogKey:
 		k.rule.Key = clip(k.rule.Key)
 	default:
-		k.rule.Key = keys.Shown(k.rule.Key)
+		k.rule.Key = feature.ShownKey(k.rule.Key)
 	}
 	if repl, ok := x.Request.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
 		k.upstream, _ = repl.GetString("http.reverse_proxy.upstream.hostport")

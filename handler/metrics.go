@@ -10,7 +10,6 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/internal/panics"
 	"github.com/caddymcp/caddy-mcp/internal/promreg"
-	"github.com/caddymcp/caddy-mcp/keys"
 	"github.com/caddymcp/caddy-mcp/tracing"
 )
 
@@ -60,9 +59,6 @@ var (
 // the config being loaded.
 func registerMetrics(ctx caddy.Context) error {
 	if err := promreg.Register(ctx, tracing.Collectors()...); err != nil {
-		return err
-	}
-	if err := promreg.Register(ctx, keys.Collectors()...); err != nil {
 		return err
 	}
 	if err := promreg.Register(ctx, panics.Collectors()...); err != nil {

@@ -56,7 +56,7 @@ func unknownPlaceholder(p string, known []string) error {
 }
 
 // Prefix starts every placeholder the gateway provides.
-const Prefix = "http.mcp."
+const Prefix = feature.PlaceholderPrefix
 
 // mcpPlaceholders are the placeholders the gateway provides
 // (feature.Exchange.Value, and the outcome's error code).

@@ -1,10 +1,7 @@
 package keys
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -62,34 +59,14 @@ func (k *Key) Eval(x *feature.Exchange, m *jsonrpc.Message) string {
 // MaxBytes bounds the bytes a key value keeps in memory.
 const MaxBytes = 128
 
-// digestPrefix starts a key kept as a digest, and a key shown as one.
-const digestPrefix = "sha256:"
-
 // Bound returns the key kept for the value v: v itself, or, when v is
 // longer than MaxBytes (or could be mistaken for a digest), "sha256:" and
-// the hex SHA-256 of v: 71 bytes, with collisions out of reach.
-func Bound(v string) string {
-	if len(v) <= MaxBytes && !strings.HasPrefix(v, digestPrefix) {
-		return v
-	}
-	return digest(v)
-}
+// the hex SHA-256 of v (feature.BoundKey).
+func Bound(v string) string { return feature.BoundKey(v, MaxBytes) }
 
-func digest(v string) string {
-	sum := sha256.Sum256([]byte(v))
-	return digestPrefix + hex.EncodeToString(sum[:])
-}
-
-// Shown is a key as the log and the status API show it without log_key:
-// "sha256:" and the first 16 hex digits of the SHA-256 of the value, which
-// an operator can compute for a value they know
-// (printf %s "$KEY" | sha256sum | cut -c1-16).
-func Shown(k string) string {
-	if !strings.HasPrefix(k, digestPrefix) {
-		k = digest(k) // a kept digest is already the digest of the value
-	}
-	return k[:len(digestPrefix)+16]
-}
+// Shown is a key as the log and the status API show it without log_key
+// (feature.ShownKey).
+func Shown(k string) string { return feature.ShownKey(k) }
 
 // emptyKeys counts the messages whose key came out empty.
 var emptyKeys = prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -10,6 +10,7 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/promreg"
+	"github.com/caddymcp/caddy-mcp/keys"
 )
 
 func init() {
@@ -68,7 +69,7 @@ func (Feature) CaddyModule() caddy.ModuleInfo {
 
 // Provision registers the limits' metrics and loads the shared store.
 func (f *Feature) Provision(ctx caddy.Context) error {
-	if err := promreg.Register(ctx, Collectors()...); err != nil {
+	if err := promreg.Register(ctx, append(Collectors(), keys.Collectors()...)...); err != nil {
 		return err
 	}
 	if f.StoreRaw == nil {

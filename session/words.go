@@ -10,8 +10,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddymcp/caddy-mcp/envelope"
-	"github.com/caddymcp/caddy-mcp/failures"
 	"github.com/caddymcp/caddy-mcp/feature"
+	"github.com/caddymcp/caddy-mcp/internal/failures"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 )
 
