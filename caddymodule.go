@@ -19,6 +19,7 @@ import (
 	_ "github.com/caddymcp/caddy-mcp/limits"     // registers the feature rate_limits
 	_ "github.com/caddymcp/caddy-mcp/redisstore" // registers http.handlers.mcp.stores.redis
 	_ "github.com/caddymcp/caddy-mcp/session"    // registers http.reverse_proxy.selection_policies.mcp_session
+	_ "github.com/caddymcp/caddy-mcp/tracing"    // registers the feature tracing, on by default
 )
 
 func init() {

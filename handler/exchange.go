@@ -11,7 +11,6 @@ import (
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 	"github.com/caddymcp/caddy-mcp/keys"
-	"github.com/caddymcp/caddy-mcp/tracing"
 )
 
 // exchange is what the handler knows of one HTTP request, and what it did
@@ -57,10 +56,10 @@ type exchange struct {
 	// has been recycled.
 	frozen *snapshot
 
-	// spans are the messages' spans, nil when Caddy does not trace the
-	// request (package tracing); traced the recycled buffer holding the
-	// body sent upstream with their context, when it differs.
-	spans  *tracing.Spans
+	// trace follows the request, nil when it is not traced
+	// (feature.Tracer); traced is the recycled buffer holding the body
+	// sent upstream with its context, when it differs.
+	trace  feature.Trace
 	traced *[]byte
 	// rewritten is the body sent upstream instead of Body, with the trace
 	// context spliced in (forward.go) and as the rewriters left it

@@ -24,7 +24,6 @@ import (
 	"github.com/caddymcp/caddy-mcp/session"
 	"github.com/caddymcp/caddy-mcp/toolpolicy"
 	"github.com/caddymcp/caddy-mcp/toolschema"
-	"github.com/caddymcp/caddy-mcp/tracing"
 	"github.com/caddymcp/caddy-mcp/validate"
 )
 
@@ -233,8 +232,8 @@ type Handler struct {
 	// joined is the state of the config this handler belongs to
 	// (configs.go), until it is cleaned up.
 	joined *load
-	// tools are the tool names its config labels the spans' metric with.
-	tools *tracing.Tools
+	// tracer follows each request from its start (nil: none).
+	tracer feature.Tracer
 }
 
 // CaddyModule returns the Caddy module information.
@@ -257,7 +256,6 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err := registerMetrics(ctx); err != nil {
 		return err
 	}
-	h.tools = tracing.ToolsOf(ctx)
 	h.MaxRequestBody = cmp.Or(h.MaxRequestBody, DefaultMaxRequestBody)
 	h.MaxBatch = cmp.Or(h.MaxBatch, DefaultMaxBatch)
 	h.StreamAbove = cmp.Or(h.StreamAbove, DefaultStreamAbove)
@@ -317,7 +315,6 @@ func (h *Handler) Cleanup() error {
 	if h.joined != nil {
 		h.joined.removeLive(h)
 	}
-	h.tools.Release()
 	h.unlockContract()
 	if h.catalog != nil {
 		releaseCatalog()

@@ -16,7 +16,6 @@ import (
 	"github.com/caddymcp/caddy-mcp/results"
 	"github.com/caddymcp/caddy-mcp/session"
 	"github.com/caddymcp/caddy-mcp/toolpolicy"
-	"github.com/caddymcp/caddy-mcp/tracing"
 	"github.com/caddymcp/caddy-mcp/validate"
 )
 
@@ -66,9 +65,6 @@ var (
 // the config being loaded.
 func registerMetrics(ctx caddy.Context) error {
 	if err := promreg.Register(ctx, results.Collectors()...); err != nil {
-		return err
-	}
-	if err := promreg.Register(ctx, tracing.Collectors()...); err != nil {
 		return err
 	}
 	if err := promreg.Register(ctx, toolpolicy.Collectors()...); err != nil {
