@@ -57,14 +57,31 @@ type exchange struct {
 	frozen *snapshot
 
 	// trace follows the request, nil when it is not traced
-	// (feature.Tracer); traced is the recycled buffer holding the body
-	// sent upstream with its context, when it differs.
-	trace  feature.Trace
-	traced *[]byte
+	// (feature.Tracer).
+	trace *traced
 	// rewritten is the body sent upstream instead of Body, with the trace
 	// context spliced in (forward.go) and as the rewriters left it
 	// (route.go); nil when it is Body.
 	rewritten []byte
+}
+
+// traced is a traced request's trace, and the recycled buffer holding the
+// body sent upstream with its context, when it differs (nil: none). Apart
+// from the exchange, so that a request not traced pays for one pointer.
+type traced struct {
+	feature.Trace
+	buf *[]byte
+}
+
+// startTrace starts x's trace, when the handler has a tracer and it
+// traces x.
+func (x *exchange) startTrace(tracer feature.Tracer) {
+	if tracer == nil {
+		return
+	}
+	if t := tracer.Start(&x.Exchange); t != nil {
+		x.trace = &traced{Trace: t}
+	}
 }
 
 // view is the exchange as the features read it, as it stands now: the
@@ -120,9 +137,9 @@ func (x *exchange) recycle() {
 	if x.forwarded && !x.bodyClosed() {
 		return
 	}
-	if x.traced != nil {
-		putBuffer(x.traced)
-		x.traced = nil
+	if x.trace != nil && x.trace.buf != nil {
+		putBuffer(x.trace.buf)
+		x.trace.buf = nil
 	}
 	if x.pooled == nil {
 		return

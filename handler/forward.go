@@ -195,7 +195,7 @@ func (x *exchange) traceUpstream(up *http.Request) {
 		return
 	}
 	if cap(body) == cap(*buf) {
-		x.traced = buf // recycled with the body's own
+		x.trace.buf = buf // recycled with the body's own
 	}
 	x.rewritten = body
 	x.reader.Reset(body)

@@ -41,7 +41,7 @@ type answerHooks struct {
 // admitters' state that is a Responder (feature.Undo), then the trace's
 // (which sees what the client is sent), when the request is traced; it
 // reports whether any has a say in the answer.
-func (hs *answerHooks) open(responders []feature.Responder, undos []feature.Undo, x *feature.Exchange, trace feature.Trace) bool {
+func (hs *answerHooks) open(responders []feature.Responder, undos []feature.Undo, x *feature.Exchange, trace *traced) bool {
 	hs.list = hs.buf[:0]
 	for _, r := range responders {
 		hs.add(r.Open(x))

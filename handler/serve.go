@@ -71,9 +71,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 			}
 			return h.refuseBody(w, x, err)
 		}
-		if h.tracer != nil {
-			x.trace = h.tracer.Start(&x.Exchange)
-		}
+		x.startTrace(h.tracer)
 		if x.stream != nil {
 			return h.serveStreamed(w, x, next)
 		}
