@@ -22,6 +22,7 @@ import (
 	_ "github.com/caddymcp/caddy-mcp/results"    // registers the feature results
 	_ "github.com/caddymcp/caddy-mcp/session"    // registers the feature sessions and http.reverse_proxy.selection_policies.mcp_session
 	_ "github.com/caddymcp/caddy-mcp/toolpolicy" // registers the feature tools
+	_ "github.com/caddymcp/caddy-mcp/tracing"    // registers the feature tracing, on by default
 	_ "github.com/caddymcp/caddy-mcp/validate"   // registers the feature validate
 )
 

@@ -17,6 +17,11 @@ import (
 // gives it its logger and the config's metrics registry). Adding one is a
 // package of its own and one import line in the build; nothing in the
 // core names it.
+//
+// A feature that is on without a word of the configuration (tracing,
+// which Caddy's own tracing directive switches) says so (Default): every
+// mcp handler loads it, with its zero configuration, when its features do
+// not name it.
 const Namespace = "http.handlers.mcp.features"
 
 // Plugin is a feature. Once every feature of the handler is provisioned,
@@ -68,10 +73,25 @@ type Parts struct {
 	Rewriter Rewriter
 	// Answerer answers a request in the upstream's place.
 	Answerer Answerer
+	// Tracer follows each request from its start (trace.go). A handler
+	// has one: a feature its features name takes the place of one on by
+	// default (Default), and two they name are refused.
+	Tracer Tracer
 	// Status is the feature's section of the admin API's /mcp/status,
 	// under its name; nil: none. It is called for each GET of the status,
 	// from any goroutine.
 	Status func() any
+}
+
+// Default is implemented by a feature module that every mcp handler
+// loads when its "features" do not name it: the core asks each module of
+// the Namespace that this build registers, when the handler is
+// provisioned, and loads those whose ByDefault is true with their zero
+// configuration (JSON null), as if the handler's features named them
+// with no settings. A handler whose features name one loads it as they
+// configure it.
+type Default interface {
+	ByDefault() bool
 }
 
 // Front answers requests before the origin check.

@@ -76,7 +76,9 @@ func (h *Handler) answered(x *exchange, env *envelope.Envelope) {
 		return // the client gets the body's refusal instead (streaming.go)
 	}
 	x.errorCode = string(env.Code)
-	x.spans.Answered(env, x.refusedBy)
+	if x.trace != nil {
+		x.trace.Answered(env, x.refusedBy)
+	}
 	envelopeCounters.Get(x.errorCode).Inc()
 	h.logEnvelope(x, env)
 }

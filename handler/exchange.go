@@ -10,7 +10,6 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
-	"github.com/caddymcp/caddy-mcp/tracing"
 )
 
 // exchange is what the handler knows of one HTTP request, and what it did
@@ -56,15 +55,32 @@ type exchange struct {
 	// has been recycled.
 	frozen *snapshot
 
-	// spans are the messages' spans, nil when Caddy does not trace the
-	// request (package tracing); traced the recycled buffer holding the
-	// body sent upstream with their context, when it differs.
-	spans  *tracing.Spans
-	traced *[]byte
+	// trace follows the request, nil when it is not traced
+	// (feature.Tracer).
+	trace *traced
 	// rewritten is the body sent upstream instead of Body, with the trace
 	// context spliced in (forward.go) and as the rewriters left it
 	// (route.go); nil when it is Body.
 	rewritten []byte
+}
+
+// traced is a traced request's trace, and the recycled buffer holding the
+// body sent upstream with its context, when it differs (nil: none). Apart
+// from the exchange, so that a request not traced pays for one pointer.
+type traced struct {
+	feature.Trace
+	buf *[]byte
+}
+
+// startTrace starts x's trace, when the handler has a tracer and it
+// traces x.
+func (x *exchange) startTrace(tracer feature.Tracer) {
+	if tracer == nil {
+		return
+	}
+	if t := tracer.Start(&x.Exchange); t != nil {
+		x.trace = &traced{Trace: t}
+	}
 }
 
 // view is the exchange as the features read it, as it stands now: the
@@ -120,9 +136,9 @@ func (x *exchange) recycle() {
 	if x.forwarded && !x.bodyClosed() {
 		return
 	}
-	if x.traced != nil {
-		putBuffer(x.traced)
-		x.traced = nil
+	if x.trace != nil && x.trace.buf != nil {
+		putBuffer(x.trace.buf)
+		x.trace.buf = nil
 	}
 	if x.pooled == nil {
 		return

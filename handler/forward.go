@@ -6,7 +6,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
-	"github.com/caddymcp/caddy-mcp/tracing"
+	"github.com/caddymcp/caddy-mcp/feature"
 )
 
 // Forwarding: the request goes to the next handler (reverse_proxy), and its
@@ -180,21 +180,22 @@ func (h *Handler) settle(x *exchange, u *upstreamWatch, err error, broke bool, n
 	return err, false
 }
 
-// traceUpstream gives up, the request going upstream, each message's span
-// context in its params._meta, for a server that continues the trace,
-// when the request is traced and its body was read.
+// traceUpstream gives up, the request going upstream, the body with the
+// trace's context spliced in (each message's span context in its
+// params._meta, for a server that continues the trace), when the request
+// is traced and its body was read.
 func (x *exchange) traceUpstream(up *http.Request) {
-	if x.spans == nil || x.Body == nil {
+	if x.trace == nil || x.Body == nil {
 		return
 	}
-	buf := getBuffer(len(x.Body) + tracing.MetaBytes*len(x.Messages))
-	body, changed := x.spans.AppendBody((*buf)[:0], x.Body)
+	buf := getBuffer(len(x.Body) + feature.SpliceRoom*len(x.Messages))
+	body, changed := x.trace.AppendBody((*buf)[:0], x.Body)
 	if !changed {
 		putBuffer(buf)
 		return
 	}
 	if cap(body) == cap(*buf) {
-		x.traced = buf // recycled with the body's own
+		x.trace.buf = buf // recycled with the body's own
 	}
 	x.rewritten = body
 	x.reader.Reset(body)

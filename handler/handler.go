@@ -17,7 +17,6 @@ import (
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/failures"
 	"github.com/caddymcp/caddy-mcp/internal/logsample"
-	"github.com/caddymcp/caddy-mcp/tracing"
 )
 
 func init() {
@@ -163,8 +162,8 @@ type Handler struct {
 	// joined is the state of the config this handler belongs to
 	// (configs.go), until it is cleaned up.
 	joined *load
-	// tools are the tool names its config labels the spans' metric with.
-	tools *tracing.Tools
+	// tracer follows each request from its start (nil: none).
+	tracer feature.Tracer
 }
 
 // CaddyModule returns the Caddy module information.
@@ -187,7 +186,6 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err := registerMetrics(ctx); err != nil {
 		return err
 	}
-	h.tools = tracing.ToolsOf(ctx)
 	h.MaxRequestBody = cmp.Or(h.MaxRequestBody, DefaultMaxRequestBody)
 	h.MaxBatch = cmp.Or(h.MaxBatch, DefaultMaxBatch)
 	h.StreamAbove = cmp.Or(h.StreamAbove, DefaultStreamAbove)
@@ -226,7 +224,6 @@ func (h *Handler) Cleanup() error {
 	if h.joined != nil {
 		h.joined.removeLive(h)
 	}
-	h.tools.Release()
 	h.logSampler.Stop()
 	h.closeShared()
 	if h.joined != nil {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/feature"
-	"github.com/caddymcp/caddy-mcp/tracing"
 )
 
 // answerHooks are the hooks the features opened on one answer, in the
@@ -39,10 +38,10 @@ type answerHooks struct {
 }
 
 // open opens the responders' hooks on the answer to x, then those of the
-// admitters' state that is a Responder (feature.Undo), then the spans'
-// (which see what the client is sent), when the request is traced; it
+// admitters' state that is a Responder (feature.Undo), then the trace's
+// (which sees what the client is sent), when the request is traced; it
 // reports whether any has a say in the answer.
-func (hs *answerHooks) open(responders []feature.Responder, undos []feature.Undo, x *feature.Exchange, spans *tracing.Spans) bool {
+func (hs *answerHooks) open(responders []feature.Responder, undos []feature.Undo, x *feature.Exchange, trace *traced) bool {
 	hs.list = hs.buf[:0]
 	for _, r := range responders {
 		hs.add(r.Open(x))
@@ -52,8 +51,8 @@ func (hs *answerHooks) open(responders []feature.Responder, undos []feature.Undo
 			hs.add(u.(feature.Responder).Open(x))
 		}
 	}
-	if spans != nil {
-		hs.add(spans)
+	if trace != nil {
+		hs.add(trace.Answer())
 	}
 	if len(hs.list) == 0 {
 		return false
@@ -107,7 +106,7 @@ func (hs *answerHooks) add(hook feature.Hook) {
 // they only watch, a JSON answer is copied as it passes (WriteHeader). It
 // reports whether any was opened.
 func (u *upstreamWatch) openHooks(responders []feature.Responder, undos []feature.Undo) bool {
-	if (len(responders) == 0 && !slices.ContainsFunc(undos, responds) && u.x.spans == nil) || !u.hooks.open(responders, undos, u.x.view(), u.x.spans) {
+	if (len(responders) == 0 && !slices.ContainsFunc(undos, responds) && u.x.trace == nil) || !u.hooks.open(responders, undos, u.x.view(), u.x.trace) {
 		return false
 	}
 	if u.hooks.edit {

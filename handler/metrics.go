@@ -10,7 +10,6 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/internal/panics"
 	"github.com/caddymcp/caddy-mcp/internal/promreg"
-	"github.com/caddymcp/caddy-mcp/tracing"
 )
 
 // The handler's metrics, in Caddy's registry: namespace caddy, subsystem mcp.
@@ -58,9 +57,6 @@ var (
 // registerMetrics registers the handler's collectors with the registry of
 // the config being loaded.
 func registerMetrics(ctx caddy.Context) error {
-	if err := promreg.Register(ctx, tracing.Collectors()...); err != nil {
-		return err
-	}
 	if err := promreg.Register(ctx, panics.Collectors()...); err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -34,13 +35,9 @@ type plugged struct {
 // they run in, each phase's in order.
 func (h *Handler) loadPlugins(ctx caddy.Context) error {
 	host := &host{h: h, ctx: ctx}
-	var mods map[string]any
-	if len(h.FeaturesRaw) > 0 {
-		loaded, err := ctx.LoadModule(h, "FeaturesRaw")
-		if err != nil {
-			return fmt.Errorf("features: %w", err)
-		}
-		mods = loaded.(map[string]any)
+	mods, byDefault, err := h.loadFeatures(ctx)
+	if err != nil {
+		return err
 	}
 	names := sortedNames(mods)
 	for _, name := range names {
@@ -74,11 +71,74 @@ func (h *Handler) loadPlugins(ctx caddy.Context) error {
 			all = append(all, plugged{s.key, parts})
 		}
 	}
+	if err := oneTracer(all, byDefault); err != nil {
+		return err
+	}
 	h.plugAll(all)
 	if len(h.routers) > 0 && len(h.openers) > 0 {
 		// A session's token names one upstream: a request routed to
 		// another would carry its session id there.
 		return errors.New("features: sessions cannot be combined yet with a feature that routes requests to upstream routes")
+	}
+	return nil
+}
+
+// loadFeatures loads the features the handler's "features" name, and
+// every feature module of this build that is on by default
+// (feature.Default) and that they do not name, with its zero
+// configuration; byDefault are the names of the latter.
+func (h *Handler) loadFeatures(ctx caddy.Context) (mods map[string]any, byDefault map[string]bool, err error) {
+	mods, byDefault = map[string]any{}, map[string]bool{}
+	if len(h.FeaturesRaw) > 0 {
+		loaded, err := ctx.LoadModule(h, "FeaturesRaw")
+		if err != nil {
+			return nil, nil, fmt.Errorf("features: %w", err)
+		}
+		mods = loaded.(map[string]any)
+	}
+	for _, m := range caddy.GetModules(feature.Namespace) {
+		name := m.ID.Name()
+		if _, named := mods[name]; named {
+			continue
+		}
+		if d, ok := m.New().(feature.Default); !ok || !d.ByDefault() {
+			continue
+		}
+		mod, err := ctx.LoadModuleByID(string(m.ID), nil)
+		if err != nil {
+			return nil, nil, fmt.Errorf("features: %s: %w", name, err)
+		}
+		mods[name], byDefault[name] = mod, true
+	}
+	return mods, byDefault, nil
+}
+
+// oneTracer leaves one feature's tracer: one the handler's features name
+// takes the place of those on by default; two they name, or two on by
+// default and none named, are refused.
+func oneTracer(all []plugged, byDefault map[string]bool) error {
+	var named, defaults []int
+	for i, p := range all {
+		switch {
+		case p.parts.Tracer == nil:
+		case byDefault[p.name]:
+			defaults = append(defaults, i)
+		default:
+			named = append(named, i)
+		}
+	}
+	if len(named) == 0 {
+		named, defaults = defaults, nil
+	}
+	if len(named) > 1 {
+		names := make([]string, len(named))
+		for k, i := range named {
+			names[k] = all[i].name
+		}
+		return fmt.Errorf("features: %s each trace requests, and a handler has one tracer", strings.Join(names, ", "))
+	}
+	for _, i := range defaults {
+		all[i].parts.Tracer = nil
 	}
 	return nil
 }
@@ -136,6 +196,9 @@ func (h *Handler) plug(name string, p feature.Parts) {
 	}
 	if p.Answerer != nil {
 		h.answerers = append(h.answerers, p.Answerer)
+	}
+	if p.Tracer != nil {
+		h.tracer = p.Tracer
 	}
 	if p.Status != nil {
 		h.pluggedStatus = append(h.pluggedStatus, pluggedStatus{name, p.Status})

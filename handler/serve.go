@@ -10,7 +10,6 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
-	"github.com/caddymcp/caddy-mcp/tracing"
 )
 
 // ServeHTTP takes a request through the handler's steps: the origin check,
@@ -74,7 +73,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 			}
 			return h.refuseBody(w, x, err)
 		}
-		x.spans = tracing.Start(&x.Exchange, h.tools)
+		x.startTrace(h.tracer)
 		if x.stream != nil {
 			return h.serveStreamed(w, x, next)
 		}
@@ -106,7 +105,7 @@ func (h *Handler) admitAndForward(w http.ResponseWriter, x *exchange, next caddy
 // admitCall takes x through the phases of admission and the checks, and
 // returns the first refusal.
 func (h *Handler) admitCall(x *exchange) *feature.Refusal {
-	if x.spans != nil {
+	if x.trace != nil {
 		return h.admitTraced(x)
 	}
 	if ref := x.admit(h.openers); ref != nil {
@@ -122,20 +121,20 @@ func (h *Handler) admitCall(x *exchange) *feature.Refusal {
 	return x.admit(h.entries)
 }
 
-// admitTraced is admitCall for a traced request: each phase that has a
-// feature to run is an event on the messages' spans, with the time it took
-// (a sealed session opened, the limits decided, in Redis or not, the
-// checks, validation among them, a place in the guard).
+// admitTraced is admitCall for a traced request: the trace is told of
+// each phase that has a feature to run, with the time it took (a sealed
+// session opened, the limits decided, in Redis or not, the checks,
+// validation among them, a place in the guard).
 func (h *Handler) admitTraced(x *exchange) *feature.Refusal {
 	phases := [...]struct {
-		name string
-		run  bool
-		step func() *feature.Refusal
+		phase feature.Phase
+		run   bool
+		step  func() *feature.Refusal
 	}{
-		{"caddy.mcp.session", len(h.openers) > 0, func() *feature.Refusal { return x.admit(h.openers) }},
-		{"caddy.mcp.limits", len(h.admitters) > 0, func() *feature.Refusal { return x.admit(h.admitters) }},
-		{"caddy.mcp.checks", len(h.checks) > 0, func() *feature.Refusal { return h.check(x) }},
-		{"caddy.mcp.guard", len(h.entries) > 0, func() *feature.Refusal { return x.admit(h.entries) }},
+		{feature.PhaseSession, len(h.openers) > 0, func() *feature.Refusal { return x.admit(h.openers) }},
+		{feature.PhaseAdmission, len(h.admitters) > 0, func() *feature.Refusal { return x.admit(h.admitters) }},
+		{feature.PhaseChecks, len(h.checks) > 0, func() *feature.Refusal { return h.check(x) }},
+		{feature.PhaseEntry, len(h.entries) > 0, func() *feature.Refusal { return x.admit(h.entries) }},
 	}
 	for _, p := range phases {
 		if !p.run {
@@ -143,7 +142,7 @@ func (h *Handler) admitTraced(x *exchange) *feature.Refusal {
 		}
 		start := time.Now()
 		ref := p.step()
-		x.spans.Phase(p.name, time.Since(start))
+		x.trace.Phase(p.phase, time.Since(start))
 		if ref != nil {
 			return ref
 		}
@@ -193,7 +192,9 @@ func mcpMethod(method string) bool {
 func (h *Handler) finish(x *exchange) {
 	now := time.Now()
 	x.undo(now, true)
-	x.spans.Finish(now)
+	if x.trace != nil {
+		x.trace.Finish(now)
+	}
 	h.observe(x, now)
 	h.tellObservers(x, now)
 	x.recycle()

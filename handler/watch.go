@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
@@ -102,8 +101,8 @@ func (u *upstreamWatch) nothingSent() bool {
 }
 
 func (u *upstreamWatch) WriteHeader(status int) {
-	if status >= 200 && u.status == 0 {
-		u.x.spans.Event("caddy.mcp.upstream.response", attribute.Int("http.response.status_code", status))
+	if status >= 200 && u.status == 0 && u.x.trace != nil {
+		u.x.trace.Upstream(status)
 	}
 	if u.cut || (u.status == 0 && u.deadline.passed()) {
 		// What the proxy says of a request the deadline cancelled (499):

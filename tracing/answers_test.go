@@ -96,6 +96,12 @@ func TestAnUntracedRequestCostsNothing(t *testing.T) {
 	s.Finish(time.Now())
 	allocs := testing.AllocsPerRun(100, func() { _ = Start(x, nil) })
 	assert.Zero(t, allocs)
+
+	// As the core sees it: no trace (a nil interface, not a nil
+	// *Spans), for no allocation.
+	var tr feature.Tracer = tracer{newTools()}
+	assert.Nil(t, tr.Start(x))
+	assert.Zero(t, testing.AllocsPerRun(100, func() { _ = tr.Start(x) }))
 }
 
 // A response ends the span of the request a client takes it for, however
@@ -144,4 +150,29 @@ func TestEachSpanIsNamedAndDescribedByTheConventions(t *testing.T) {
 		"x/invented":             {"mcp.method.name": "x/invented", "jsonrpc.request.id": "plain"},
 		"tools/call notified":    {"mcp.method.name": "tools/call", "gen_ai.tool.name": "notified", "gen_ai.operation.name": "execute_tool"},
 	}, got)
+}
+
+// Each phase the core names is an event of its own, with the time it
+// took; the upstream's header is one with its status.
+func TestEachPhaseIsAnEventOnTheSpans(t *testing.T) {
+	s, rec := traced(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`)
+	var tr feature.Trace = s
+	for _, p := range []feature.Phase{feature.PhaseSession, feature.PhaseAdmission, feature.PhaseChecks, feature.PhaseEntry, 0, 200} {
+		tr.Phase(p, 2*time.Millisecond)
+	}
+	tr.Upstream(202)
+	require.Same(t, s, tr.Answer())
+	tr.Finish(time.Now())
+	require.Len(t, rec.Ended(), 1)
+	var names []string
+	for _, e := range rec.Ended()[0].Events() {
+		names = append(names, e.Name)
+		require.Len(t, e.Attributes, 1)
+		if e.Name == "caddy.mcp.upstream.response" {
+			assert.Equal(t, int64(202), e.Attributes[0].Value.AsInt64())
+		} else {
+			assert.Equal(t, 0.002, e.Attributes[0].Value.AsFloat64())
+		}
+	}
+	assert.Equal(t, []string{"caddy.mcp.session", "caddy.mcp.limits", "caddy.mcp.checks", "caddy.mcp.guard", "caddy.mcp.upstream.response"}, names, "a phase unknown is no event")
 }

@@ -11,8 +11,11 @@
 // span's context in params._meta, so that an MCP server that reads it
 // continues the trace.
 //
-// Where Caddy does not trace the request (no tracing directive, or a
-// trace not sampled), nothing is done: one context lookup.
+// It is a feature of the mcp handler that every handler loads (Feature,
+// feature.go, on by default): the core tells the spans of each step of a
+// request (feature.Trace). Where Caddy does not trace the request (no
+// tracing directive, or a trace not sampled), nothing is done: one
+// context lookup.
 package tracing
 
 import (
@@ -199,9 +202,10 @@ func protocolVersion(r *http.Request) string {
 }
 
 // AppendBody appends body (the request's, as the client sent it) to dst
-// (a recycled buffer, MetaBytes per message larger than body), with each
-// message's span context in its params._meta, for the upstream, and says
-// whether it changed anything: nothing when the request is not traced.
+// (a recycled buffer, feature.SpliceRoom per message larger than body),
+// with each message's span context in its params._meta, for the upstream,
+// and says whether it changed anything: nothing when the request is not
+// traced.
 func (s *Spans) AppendBody(dst, body []byte) ([]byte, bool) {
 	if s == nil || !s.splice {
 		return dst, false
@@ -218,11 +222,6 @@ func (s *Spans) AppendBody(dst, body []byte) ([]byte, bool) {
 	}
 	return append(out, body[last:]...), changed
 }
-
-// MetaBytes is room enough for what AppendBody adds to a message:
-// "params", "_meta", a traceparent (55 bytes) and a tracestate (at most
-// 512 bytes, by W3C Trace Context).
-const MetaBytes = 640
 
 // Event records an event that took time on every span still open: a wait
 // in a queue, the upstream's first byte.
@@ -244,11 +243,36 @@ func (s *Spans) event(name string, attrs ...attribute.KeyValue) {
 	}
 }
 
+// phaseEvents are the events that record the phases of admission.
+var phaseEvents = [...]string{
+	feature.PhaseSession:   "caddy.mcp.session",
+	feature.PhaseAdmission: "caddy.mcp.limits",
+	feature.PhaseChecks:    "caddy.mcp.checks",
+	feature.PhaseEntry:     "caddy.mcp.guard",
+}
+
 // Phase records a phase of admission the messages went through, and the
 // time it took: a session opened, the limits decided, the checks, a place
 // in the concurrency guard (a wait in its queue).
-func (s *Spans) Phase(name string, d time.Duration) {
-	s.Event(name, attribute.Float64("caddy.mcp.duration_seconds", d.Seconds()))
+func (s *Spans) Phase(p feature.Phase, d time.Duration) {
+	if int(p) >= len(phaseEvents) || phaseEvents[p] == "" {
+		return
+	}
+	s.Event(phaseEvents[p], attribute.Float64("caddy.mcp.duration_seconds", d.Seconds()))
+}
+
+// Upstream records that the upstream's answer began, with its status.
+func (s *Spans) Upstream(status int) {
+	s.Event("caddy.mcp.upstream.response", attribute.Int("http.response.status_code", status))
+}
+
+// Answer is the hook that reads the answer for the spans: the spans
+// themselves (answers.go).
+func (s *Spans) Answer() feature.Hook {
+	if s == nil {
+		return nil
+	}
+	return s
 }
 
 // Answered records the gateway's envelope, written for the messages not

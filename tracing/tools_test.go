@@ -1,16 +1,17 @@
 package tracing
 
 import (
-	"context"
 	"fmt"
+	"io"
 	"testing"
 	"time"
 
-	"github.com/caddyserver/caddy/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/caddymcp/caddy-mcp/feature"
 )
 
 // toolSeries are the tool names the duration has series for.
@@ -31,10 +32,36 @@ func toolSeries(t *testing.T) map[string]bool {
 	return out
 }
 
-func newConfig(t *testing.T) caddy.Context {
-	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
-	t.Cleanup(cancel)
-	return ctx
+// config is what a config's handlers share (feature.Host.ShareInConfig),
+// as the core keeps it.
+type config struct {
+	feature.Host
+	shared map[string]any
+}
+
+func (c *config) ShareInConfig(key string, make func() (any, error)) (any, error) {
+	if v, ok := c.shared[key]; ok {
+		return v, nil
+	}
+	v, err := make()
+	if err == nil {
+		c.shared[key] = v
+	}
+	return v, err
+}
+
+// close closes what the config shared, as its last handler's cleanup does.
+func (c *config) close(t *testing.T) {
+	for _, v := range c.shared {
+		require.NoError(t, v.(io.Closer).Close())
+	}
+}
+
+// toolsOf are the tool names a handler of c labels the metric with.
+func toolsOf(t *testing.T, c *config) *Tools {
+	parts, err := new(Feature).Parts(c)
+	require.NoError(t, err)
+	return parts.Tracer.(tracer).tools
 }
 
 func called(tools *Tools, tool string) {
@@ -45,8 +72,8 @@ func called(tools *Tools, tool string) {
 // the old config is released, the series of the names only it labelled
 // are gone.
 func TestToolNamesBelongToTheConfigThatLoadsThem(t *testing.T) {
-	old := newConfig(t)
-	a, b := ToolsOf(old), ToolsOf(old)
+	old := &config{shared: map[string]any{}}
+	a, b := toolsOf(t, old), toolsOf(t, old)
 	require.Same(t, a, b, "one config's handlers")
 	for i := range MaxTools {
 		called(a, fmt.Sprintf("tools-test-%d", i))
@@ -56,15 +83,14 @@ func TestToolNamesBelongToTheConfigThatLoadsThem(t *testing.T) {
 	assert.True(t, series["tools-test-0"])
 	assert.False(t, series["tools-test-past-the-bound"], "_OTHER past the bound")
 
-	reloaded := ToolsOf(newConfig(t))
+	next := &config{shared: map[string]any{}}
+	reloaded := toolsOf(t, next)
 	require.NotSame(t, a, reloaded)
 	called(reloaded, "tools-test-past-the-bound")
 	called(reloaded, "tools-test-1")
 	assert.True(t, toolSeries(t)["tools-test-past-the-bound"], "a new config labels the first it sees")
 
-	a.Release()
-	assert.True(t, toolSeries(t)["tools-test-0"], "until its last handler lets go")
-	b.Release()
+	old.close(t)
 	series = toolSeries(t)
 	assert.False(t, series["tools-test-0"], "only the old config labelled it")
 	assert.True(t, series["tools-test-1"], "the new config labels it too")
@@ -77,6 +103,6 @@ func TestToolNamesBelongToTheConfigThatLoadsThem(t *testing.T) {
 	series = toolSeries(t)
 	assert.False(t, series["tools-test-2"])
 	assert.True(t, series["tools-test-1"])
-	reloaded.Release()
+	next.close(t)
 	assert.False(t, toolSeries(t)["tools-test-1"])
 }
