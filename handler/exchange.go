@@ -10,6 +10,7 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+	"github.com/caddymcp/caddy-mcp/internal/reqbody"
 	"github.com/caddymcp/caddy-mcp/keys"
 	"github.com/caddymcp/caddy-mcp/tracing"
 )
@@ -26,13 +27,16 @@ type exchange struct {
 	// allocated), and the body handed on to the upstream. one backs
 	// Messages without allocating.
 	pooled *[]byte
-	reader bodyReader
+	reader reqbody.Reader
 	one    [1]jsonrpc.Message
 	// stream is the body going to the upstream as it arrives, when it
 	// does (streaming.go); outgrown is the streamed read of the body,
-	// whose outgrown buffers go back to the pool with pooled.
-	stream   *bodyStream
-	outgrown *bodyStream
+	// whose outgrown buffers go back to the pool with pooled. answering:
+	// the handler is answering a streamed body's refusal, which every
+	// answer given before gives way to.
+	stream    *reqbody.Stream
+	outgrown  *reqbody.Stream
+	answering bool
 
 	// Written by admission: how to give back what the admitters took (the
 	// buffer backs it without allocating), and the rule that refused the
@@ -122,7 +126,7 @@ func (x *exchange) recycle() {
 		return
 	}
 	if x.traced != nil {
-		putBuffer(x.traced)
+		reqbody.Put(x.traced)
 		x.traced = nil
 	}
 	if x.pooled == nil {
@@ -135,10 +139,10 @@ func (x *exchange) recycle() {
 	}
 	x.frozen = s
 	x.Messages = nil
-	putBuffer(x.pooled)
+	reqbody.Put(x.pooled)
 	x.pooled = nil
 	if x.outgrown != nil {
-		x.outgrown.recycleRetired()
+		x.outgrown.Recycle()
 	}
 }
 
@@ -146,9 +150,9 @@ func (x *exchange) recycle() {
 // body.
 func (x *exchange) bodyClosed() bool {
 	if x.stream != nil {
-		return x.stream.isClosed()
+		return x.stream.Closed()
 	}
-	return x.reader.closed.Load()
+	return x.reader.Closed()
 }
 
 // idText is an id as a log reads it (feature.IDText).

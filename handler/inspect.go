@@ -4,11 +4,11 @@ import (
 	"errors"
 	"net/http"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+	"github.com/caddymcp/caddy-mcp/internal/reqbody"
 )
 
 // Bounds on what a client chooses and the gateway keeps or repeats.
@@ -37,7 +37,8 @@ func (h *Handler) inspect(w http.ResponseWriter, x *exchange) error {
 	if h.streams(r) {
 		return h.inspectStreaming(w, x)
 	}
-	body, err := h.readBody(w, x)
+	body, pooled, err := reqbody.Read(w, r, h.bodyLimits())
+	x.pooled = pooled
 	if err != nil {
 		return err
 	}
@@ -57,52 +58,6 @@ func (h *Handler) inspect(w http.ResponseWriter, x *exchange) error {
 		return err
 	}
 	return checkMirrorHeaders(r.Header, x)
-}
-
-// readBody reads the body within ReadBodyTimeout. The deadline is the
-// connection's (HTTP/1) or the stream's (HTTP/2); it is lifted once the body
-// is in, so that it cannot end the response, however long that streams.
-func (h *Handler) readBody(w http.ResponseWriter, x *exchange) ([]byte, error) {
-	deadline := setReadDeadline(w, time.Now().Add(time.Duration(h.ReadBodyTimeout)))
-	body, pooled, err := readBody(x.Request, h.MaxRequestBody)
-	if deadline {
-		setReadDeadline(w, time.Time{})
-	}
-	x.pooled = pooled
-	if err != nil {
-		return nil, readError(err, deadline)
-	}
-	return body, nil
-}
-
-// readError names what a failed read of the body means: a body over a
-// limit Caddy enforces (its request_body directive), a deadline passed, or
-// a broken connection.
-func readError(err error, deadline bool) error {
-	var tooLarge *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooLarge):
-		return errBodyTooLarge
-	case deadline && isTimeout(err):
-		return errBodyTimeout
-	}
-	return err
-}
-
-// setReadDeadline sets the read deadline of the connection (or HTTP/2
-// stream) under w, as http.ResponseController does, without allocating one
-// per request, and reports whether it could.
-func setReadDeadline(w http.ResponseWriter, t time.Time) bool {
-	for {
-		switch v := w.(type) {
-		case interface{ SetReadDeadline(time.Time) error }:
-			return v.SetReadDeadline(t) == nil
-		case interface{ Unwrap() http.ResponseWriter }:
-			w = v.Unwrap()
-		default:
-			return false
-		}
-	}
 }
 
 // errEncoded is a body sent with a Content-Encoding: the gateway would
