@@ -31,12 +31,9 @@ type exchange struct {
 	one    [1]jsonrpc.Message
 	// stream is the body going to the upstream as it arrives, when it
 	// does (streaming.go); outgrown is the streamed read of the body,
-	// whose outgrown buffers go back to the pool with pooled. answering:
-	// the handler is answering a streamed body's refusal, which every
-	// answer given before gives way to.
-	stream    *reqbody.Stream
-	outgrown  *reqbody.Stream
-	answering bool
+	// whose outgrown buffers go back to the pool with pooled.
+	stream   *reqbody.Stream
+	outgrown *reqbody.Stream
 
 	// Written by admission: how to give back what the admitters took (the
 	// buffer backs it without allocating), and the rule that refused the
@@ -48,9 +45,11 @@ type exchange struct {
 	// Written by forward: the request went to the upstream, and watch
 	// follows its answer. canceled, written where an answer is written:
 	// the client left while the request waited for a place (beside
-	// forwarded, where it takes no room of its own).
-	forwarded, canceled bool
-	watch               upstreamWatch
+	// forwarded, where it takes no room of its own). answering, written
+	// where a streamed body is refused: the handler is answering the
+	// refusal, which every answer given before gives way to.
+	forwarded, canceled, answering bool
+	watch                          upstreamWatch
 
 	// Written where an answer is written: the envelope code the gateway
 	// answered with, and the error behind it.
