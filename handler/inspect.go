@@ -42,11 +42,7 @@ func (h *Handler) inspect(w http.ResponseWriter, x *exchange) error {
 	if err != nil {
 		return err
 	}
-	x.Body = body
-	x.reader.Reset(body)
-	r.Body = &x.reader
-	r.ContentLength = int64(len(body))
-	r.TransferEncoding = nil
+	x.giveBack(body)
 	if !identityEncoded(r.Header) {
 		return errEncoded
 	}
@@ -54,10 +50,27 @@ func (h *Handler) inspect(w http.ResponseWriter, x *exchange) error {
 	if err != nil {
 		return err
 	}
+	return checkInspected(x)
+}
+
+// giveBack puts a body read whole back on the request, for the upstream
+// to read byte for byte.
+func (x *exchange) giveBack(body []byte) {
+	x.Body = body
+	x.reader.Reset(body)
+	r := x.Request
+	r.Body = &x.reader
+	r.ContentLength = int64(len(body))
+	r.TransferEncoding = nil
+}
+
+// checkInspected checks the messages read and the headers that mirror
+// them.
+func checkInspected(x *exchange) error {
 	if err := checkMessages(x.Messages); err != nil {
 		return err
 	}
-	return checkMirrorHeaders(r.Header, x)
+	return checkMirrorHeaders(x.Request.Header, x)
 }
 
 // errEncoded is a body sent with a Content-Encoding: the gateway would

@@ -78,11 +78,7 @@ func (h *Handler) inspectStreaming(w http.ResponseWriter, x *exchange) error {
 		x.Messages, x.Batch = append(x.one[:0], head), false
 		r.Body = b
 		r.TransferEncoding = nil
-		err := checkMessages(x.Messages)
-		if err == nil {
-			err = checkMirrorHeaders(r.Header, x)
-		}
-		if err != nil {
+		if err := checkInspected(x); err != nil {
 			// As without streaming: a body that is not JSON is refused as
 			// such first.
 			if verdict := b.Rest(); verdict != nil {
@@ -99,14 +95,7 @@ func (h *Handler) inspectStreaming(w http.ResponseWriter, x *exchange) error {
 	if err != nil {
 		return err
 	}
-	x.Body = body
-	x.reader.Reset(x.Body)
-	r.Body = &x.reader
-	r.ContentLength = int64(len(body))
-	r.TransferEncoding = nil
+	x.giveBack(body)
 	x.Messages, x.Batch = msgs, batch
-	if err := checkMessages(x.Messages); err != nil {
-		return err
-	}
-	return checkMirrorHeaders(r.Header, x)
+	return checkInspected(x)
 }
