@@ -74,9 +74,8 @@ type Stream struct {
 	// logger is told of a panic of the reading.
 	logger *zap.Logger
 
-	// decide decides on a head; head is the message the body is taken
-	// as, when the head pass found one that decides.
-	decide   Decide
+	// head is the message the body is taken as, when the head pass found
+	// one that decides.
 	head     jsonrpc.Message
 	headSeen bool
 
@@ -92,10 +91,10 @@ type Stream struct {
 	// may have the first safe of them, and has had sent.
 	buf        *[]byte
 	safe, sent int
-	ended      bool
-	// err is the verdict on the whole body, once ended.
-	err    error
-	closed bool
+	// err is the verdict on the whole body, once ended; closed: the
+	// upstream's transport is done with the body.
+	err           error
+	ended, closed bool
 
 	// retired are the buffers the body outgrew (of the scan's goroutine
 	// until it ends): the messages parsed before a growth may point into
@@ -109,13 +108,13 @@ type Stream struct {
 // the body is in, within l, on the caller's goroutine. The read deadline
 // set under w is lifted once the whole body is in.
 func Open(w http.ResponseWriter, r *http.Request, l Limits, logger *zap.Logger, decide Decide) *Stream {
-	b := &Stream{client: r.Body, limit: int(r.ContentLength), maxBatch: l.MaxBatch, logger: logger, decide: decide}
+	b := &Stream{client: r.Body, limit: int(r.ContentLength), maxBatch: l.MaxBatch, logger: logger}
 	b.cond.L = &b.mu
 	b.buf = Get(firstChunk)
 	if setReadDeadline(w, time.Now().Add(l.Timeout)) {
 		b.w = w
 	}
-	hs := headScan{b: b}
+	hs := headScan{b: b, decide: decide}
 	msgs, batch, err := jsonrpc.ParseStream(&hs, b.one[:0], l.MaxBatch, hs.sawHead)
 	if !b.headSeen {
 		b.msgs, b.batch, b.err = msgs, batch, b.verdict(err)
@@ -142,8 +141,9 @@ func (b *Stream) Buffer() *[]byte { return b.buf }
 // headScan is the body as the head pass sees it: the bytes received, in
 // slices that double, until the head decides.
 type headScan struct {
-	b     *Stream
-	given int
+	b      *Stream
+	decide Decide
+	given  int
 }
 
 func (s *headScan) More(int, bool) ([]byte, bool) {
@@ -161,7 +161,7 @@ func (s *headScan) sawHead(m jsonrpc.Message) bool {
 	if m.Name == nil {
 		return false
 	}
-	if head, ok := s.b.decide(m); ok {
+	if head, ok := s.decide(m); ok {
 		s.b.head, s.b.headSeen = head, true
 	}
 	return true
