@@ -13,6 +13,7 @@ import (
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+	"github.com/caddymcp/caddy-mcp/internal/reqbody"
 )
 
 // Writing the gateway's answers. Every envelope reaches the client through
@@ -72,7 +73,7 @@ const maxAnswered = 64
 // answered records that the exchange was answered with env: the outcome the
 // {http.mcp.error_code} placeholder and the metrics show, and one log line.
 func (h *Handler) answered(x *exchange, env *envelope.Envelope) {
-	if x.stream.dropsAnswers() {
+	if x.dropsAnswers() {
 		return // the client gets the body's refusal instead (streaming.go)
 	}
 	x.errorCode = string(env.Code)
@@ -125,7 +126,7 @@ type bodyRefusal struct {
 func (h *Handler) refuseBody(w http.ResponseWriter, x *exchange, err error) error {
 	ref, ok := h.refusalOf(x.Request, x.Era, err)
 	switch {
-	case errors.Is(err, errBodyUnread):
+	case errors.Is(err, reqbody.ErrUnread):
 		x.Messages = nil
 		return caddyhttp.Error(http.StatusInternalServerError, err)
 	case !ok:
@@ -157,9 +158,9 @@ func (h *Handler) refusalOf(r *http.Request, e era, err error) (bodyRefusal, boo
 	)
 	ref := bodyRefusal{status: http.StatusBadRequest, code: envelope.CodeInvalidRequest, id: envelope.NullID}
 	switch {
-	case errors.Is(err, errBodyTooLarge):
+	case errors.Is(err, reqbody.ErrTooLarge):
 		ref.env, ref.status, ref.id = bodyTooLarge(h.MaxRequestBody), http.StatusRequestEntityTooLarge, nil
-	case errors.Is(err, errBodyTimeout):
+	case errors.Is(err, reqbody.ErrTimeout):
 		ref.env, ref.status, ref.id = bodyTooSlow(time.Duration(h.ReadBodyTimeout)), http.StatusRequestTimeout, nil
 	case errors.As(err, &repeat):
 		ref.env, ref.id = inputRepeated(repeat), nil

@@ -20,6 +20,7 @@ import (
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+	"github.com/caddymcp/caddy-mcp/internal/reqbody"
 )
 
 func syntaxError(t *testing.T) *jsonrpc.SyntaxError {
@@ -43,9 +44,9 @@ func TestEveryRefusedBodyHasItsStatusCodeAndID(t *testing.T) {
 		parsed  bool
 		perReq  bool
 	}{
-		{name: "a body too large has no id: it was not read", err: errBodyTooLarge,
+		{name: "a body too large has no id: it was not read", err: reqbody.ErrTooLarge,
 			status: 413, code: envelope.CodeInvalidRequest, message: "Request body is larger than the 1048576 bytes this server accepts"},
-		{name: "a body too slow has no id either", err: errBodyTimeout,
+		{name: "a body too slow has no id either", err: reqbody.ErrTimeout,
 			status: 408, code: envelope.CodeInvalidRequest, message: "Request body did not arrive within 10s"},
 		{name: "an input given twice, refused before reading", err: &feature.RepeatError{What: "the Mcp-Name header", Count: 3},
 			status: 400, code: envelope.CodeInvalidRequest, message: "Request is ambiguous: the Mcp-Name header is given 3 times"},
@@ -63,7 +64,7 @@ func TestEveryRefusedBodyHasItsStatusCodeAndID(t *testing.T) {
 			status: 400, code: envelope.CodeInvalidRequest, id: envelope.NullID, parsed: true, message: "Request refused: an id is 300 bytes long"},
 		{name: "a method too long: each request gets its answer", err: &messageError{msg: "a method name is 200 bytes long"},
 			status: 400, code: envelope.CodeInvalidRequest, id: envelope.NullID, parsed: true, perReq: true, message: "Request refused: a method name is 200 bytes long"},
-		{name: "a wrapped error is recognised", err: fmt.Errorf("reading: %w", errBodyTooLarge),
+		{name: "a wrapped error is recognised", err: fmt.Errorf("reading: %w", reqbody.ErrTooLarge),
 			status: 413, code: envelope.CodeInvalidRequest, message: "Request body is larger than the 1048576 bytes this server accepts"},
 	}
 	for _, tt := range tests {
@@ -339,20 +340,6 @@ func TestACompressedBodyPassesWhenNothingLimitsIt(t *testing.T) {
 	h := provision(t, &Handler{FeaturesRaw: features(t, "rate_limits", map[string]*RateLimit{"identity_ok": {Rate: "1/s"}})})
 	u := &upstream{}
 	requireForwarded(t, u, 1, serve(t, h, post(callOne, header("Content-Encoding", "identity")), u))
-}
-
-func TestBodyReaderGivesTheBodyBackUntilClosed(t *testing.T) {
-	var b bodyReader
-	b.Reset([]byte("abcdef"))
-	p := make([]byte, 4)
-	n, err := b.Read(p)
-	require.NoError(t, err)
-	assert.Equal(t, "abcd", string(p[:n]))
-	require.NoError(t, b.Close())
-	assert.True(t, b.closed.Load())
-	n, err = b.Read(p)
-	assert.Zero(t, n)
-	assert.Equal(t, io.EOF, err, "once closed, nothing more is read from the buffer")
 }
 
 func TestPlaceholdersOutliveTheRecycledBody(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+	"github.com/caddymcp/caddy-mcp/internal/reqbody"
 )
 
 // exchange is what the handler knows of one HTTP request, and what it did
@@ -24,13 +25,13 @@ type exchange struct {
 	// allocated), and the body handed on to the upstream. one backs
 	// Messages without allocating.
 	pooled *[]byte
-	reader bodyReader
+	reader reqbody.Reader
 	one    [1]jsonrpc.Message
 	// stream is the body going to the upstream as it arrives, when it
 	// does (streaming.go); outgrown is the streamed read of the body,
 	// whose outgrown buffers go back to the pool with pooled.
-	stream   *bodyStream
-	outgrown *bodyStream
+	stream   *reqbody.Stream
+	outgrown *reqbody.Stream
 
 	// Written by admission: how to give back what the admitters took (the
 	// buffer backs it without allocating), and the rule that refused the
@@ -42,9 +43,11 @@ type exchange struct {
 	// Written by forward: the request went to the upstream, and watch
 	// follows its answer. canceled, written where an answer is written:
 	// the client left while the request waited for a place (beside
-	// forwarded, where it takes no room of its own).
-	forwarded, canceled bool
-	watch               upstreamWatch
+	// forwarded, where it takes no room of its own). answering, written
+	// where a streamed body is refused: the handler is answering the
+	// refusal, which every answer given before gives way to.
+	forwarded, canceled, answering bool
+	watch                          upstreamWatch
 
 	// Written where an answer is written: the envelope code the gateway
 	// answered with, and the error behind it.
@@ -137,7 +140,7 @@ func (x *exchange) recycle() {
 		return
 	}
 	if x.trace != nil && x.trace.buf != nil {
-		putBuffer(x.trace.buf)
+		reqbody.Put(x.trace.buf)
 		x.trace.buf = nil
 	}
 	if x.pooled == nil {
@@ -150,10 +153,10 @@ func (x *exchange) recycle() {
 	}
 	x.frozen = s
 	x.Messages = nil
-	putBuffer(x.pooled)
+	reqbody.Put(x.pooled)
 	x.pooled = nil
 	if x.outgrown != nil {
-		x.outgrown.recycleRetired()
+		x.outgrown.Recycle()
 	}
 }
 
@@ -161,9 +164,9 @@ func (x *exchange) recycle() {
 // body.
 func (x *exchange) bodyClosed() bool {
 	if x.stream != nil {
-		return x.stream.isClosed()
+		return x.stream.Closed()
 	}
-	return x.reader.closed.Load()
+	return x.reader.Closed()
 }
 
 // idText is an id as a log reads it (feature.IDText).

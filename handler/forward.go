@@ -7,6 +7,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/caddymcp/caddy-mcp/feature"
+	"github.com/caddymcp/caddy-mcp/internal/reqbody"
 )
 
 // Forwarding: the request goes to the next handler (reverse_proxy), and its
@@ -121,7 +122,7 @@ func (h *Handler) settle(x *exchange, u *upstreamWatch, err error, broke bool, n
 	if u.sse != nil {
 		u.sse.owed.unconfirm() // its last CR is its last byte: no LF will come
 	}
-	if x.stream.dropsAnswers() {
+	if x.dropsAnswers() {
 		// The body was refused while it streamed, and the upstream's
 		// request aborted for it: what the proxy says of that is nobody's
 		// to hear.
@@ -188,10 +189,10 @@ func (x *exchange) traceUpstream(up *http.Request) {
 	if x.trace == nil || x.Body == nil {
 		return
 	}
-	buf := getBuffer(len(x.Body) + feature.SpliceRoom*len(x.Messages))
+	buf := reqbody.Get(len(x.Body) + feature.SpliceRoom*len(x.Messages))
 	body, changed := x.trace.AppendBody((*buf)[:0], x.Body)
 	if !changed {
-		putBuffer(buf)
+		reqbody.Put(buf)
 		return
 	}
 	if cap(body) == cap(*buf) {

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/caddymcp/caddy-mcp/internal/reqbody"
 )
 
 // streamGate stands between a streamed request's answer and the client:
@@ -14,7 +16,7 @@ import (
 // answer as if it had read the whole body first.
 type streamGate struct {
 	caddyhttp.ResponseWriterWrapper
-	b *bodyStream
+	b *reqbody.Stream
 	// passed: the body was found valid, and writes go through; dropped: it
 	// was refused, and writes go nowhere.
 	passed, dropped bool
@@ -23,7 +25,7 @@ type streamGate struct {
 
 func (g *streamGate) decide() bool {
 	if !g.passed && !g.dropped {
-		if g.b.wait() == nil {
+		if g.b.Wait() == nil {
 			g.passed = true
 		} else {
 			g.dropped = true
@@ -79,26 +81,34 @@ func (g *streamGate) ReadFrom(r io.Reader) (int64, error) {
 func (h *Handler) serveStreamed(w http.ResponseWriter, x *exchange, next caddyhttp.Handler) error {
 	b := x.stream
 	if ref := h.admitCall(x); ref != nil {
-		err := b.rest()
-		x.pooled = b.buf
+		err := b.Rest()
+		x.pooled = b.Buffer()
 		if err == nil {
 			return h.refuseWith(w, x, ref)
 		}
 		x.undo(time.Now(), false)
-		b.answering = true
+		x.answering = true
 		return h.refuseBody(w, x, err)
 	}
-	b.start()
+	b.Start()
 	g := &streamGate{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, b: b}
 	err := func() error {
-		defer b.wait() // however forward ends, the body is not read past it
+		defer b.Wait() // however forward ends, the body is not read past it
 		return h.forward(g, x, next)
 	}()
-	x.pooled = b.buf
-	if b.err == nil {
+	x.pooled = b.Buffer()
+	refused := b.Wait()
+	if refused == nil {
 		return err
 	}
 	x.undo(time.Now(), false)
-	b.answering = true
-	return h.refuseBody(w, x, b.err)
+	x.answering = true
+	return h.refuseBody(w, x, refused)
+}
+
+// dropsAnswers reports whether an answer given now would be dropped: the
+// body streams and was refused, and its refusal is not the answer being
+// given. It waits for the verdict.
+func (x *exchange) dropsAnswers() bool {
+	return x.stream != nil && !x.answering && x.stream.Wait() != nil
 }

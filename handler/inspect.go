@@ -4,11 +4,11 @@ import (
 	"errors"
 	"net/http"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+	"github.com/caddymcp/caddy-mcp/internal/reqbody"
 )
 
 // Bounds on what a client chooses and the gateway keeps or repeats.
@@ -37,15 +37,12 @@ func (h *Handler) inspect(w http.ResponseWriter, x *exchange) error {
 	if h.streams(r) {
 		return h.inspectStreaming(w, x)
 	}
-	body, err := h.readBody(w, x)
+	body, pooled, err := reqbody.Read(w, r, h.bodyLimits())
+	x.pooled = pooled
 	if err != nil {
 		return err
 	}
-	x.Body = body
-	x.reader.Reset(body)
-	r.Body = &x.reader
-	r.ContentLength = int64(len(body))
-	r.TransferEncoding = nil
+	x.giveBack(body)
 	if !identityEncoded(r.Header) {
 		return errEncoded
 	}
@@ -53,56 +50,27 @@ func (h *Handler) inspect(w http.ResponseWriter, x *exchange) error {
 	if err != nil {
 		return err
 	}
+	return checkInspected(x)
+}
+
+// giveBack puts a body read whole back on the request, for the upstream
+// to read byte for byte.
+func (x *exchange) giveBack(body []byte) {
+	x.Body = body
+	x.reader.Reset(body)
+	r := x.Request
+	r.Body = &x.reader
+	r.ContentLength = int64(len(body))
+	r.TransferEncoding = nil
+}
+
+// checkInspected checks the messages read and the headers that mirror
+// them.
+func checkInspected(x *exchange) error {
 	if err := checkMessages(x.Messages); err != nil {
 		return err
 	}
-	return checkMirrorHeaders(r.Header, x)
-}
-
-// readBody reads the body within ReadBodyTimeout. The deadline is the
-// connection's (HTTP/1) or the stream's (HTTP/2); it is lifted once the body
-// is in, so that it cannot end the response, however long that streams.
-func (h *Handler) readBody(w http.ResponseWriter, x *exchange) ([]byte, error) {
-	deadline := setReadDeadline(w, time.Now().Add(time.Duration(h.ReadBodyTimeout)))
-	body, pooled, err := readBody(x.Request, h.MaxRequestBody)
-	if deadline {
-		setReadDeadline(w, time.Time{})
-	}
-	x.pooled = pooled
-	if err != nil {
-		return nil, readError(err, deadline)
-	}
-	return body, nil
-}
-
-// readError names what a failed read of the body means: a body over a
-// limit Caddy enforces (its request_body directive), a deadline passed, or
-// a broken connection.
-func readError(err error, deadline bool) error {
-	var tooLarge *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooLarge):
-		return errBodyTooLarge
-	case deadline && isTimeout(err):
-		return errBodyTimeout
-	}
-	return err
-}
-
-// setReadDeadline sets the read deadline of the connection (or HTTP/2
-// stream) under w, as http.ResponseController does, without allocating one
-// per request, and reports whether it could.
-func setReadDeadline(w http.ResponseWriter, t time.Time) bool {
-	for {
-		switch v := w.(type) {
-		case interface{ SetReadDeadline(time.Time) error }:
-			return v.SetReadDeadline(t) == nil
-		case interface{ Unwrap() http.ResponseWriter }:
-			w = v.Unwrap()
-		default:
-			return false
-		}
-	}
+	return checkMirrorHeaders(x.Request.Header, x)
 }
 
 // errEncoded is a body sent with a Content-Encoding: the gateway would

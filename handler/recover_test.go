@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/caddymcp/caddy-mcp/internal/panics"
+	"github.com/caddymcp/caddy-mcp/internal/reqbody"
 )
 
 // The handler's own goroutines and timers (the keep-alives, the reading of
@@ -90,7 +91,7 @@ func (p *panicAfterHead) Read(b []byte) (int, error) {
 func TestAStreamedBodyWhoseReadingPanicsIsRefusedAndItsUpstreamRequestAborted(t *testing.T) {
 	logger, logs := observed()
 	h := provision(t, &Handler{StreamAbove: 64, logger: logger})
-	before := recoveredAt(siteBodyStream)
+	before := recoveredAt(reqbody.PanicSite)
 	r := post("")
 	r.Body, r.ContentLength = io.NopCloser(&panicAfterHead{}), 4096
 	var upstreamRead error
@@ -103,11 +104,11 @@ func TestAStreamedBodyWhoseReadingPanicsIsRefusedAndItsUpstreamRequestAborted(t 
 	var he caddyhttp.HandlerError
 	require.ErrorAs(t, err, &he)
 	assert.Equal(t, http.StatusInternalServerError, he.StatusCode, "the gateway's bug")
-	assert.ErrorIs(t, upstreamRead, errStreamRefused, "the upstream's request was aborted")
-	assert.Equal(t, before+1, recoveredAt(siteBodyStream))
+	assert.ErrorIs(t, upstreamRead, reqbody.ErrRefused, "the upstream's request was aborted")
+	assert.Equal(t, before+1, recoveredAt(reqbody.PanicSite))
 	lines := logs.FilterMessage("recovered a panic").All()
 	require.Len(t, lines, 1)
-	assert.Equal(t, siteBodyStream, lines[0].ContextMap()["site"])
+	assert.Equal(t, reqbody.PanicSite, lines[0].ContextMap()["site"])
 	assert.Equal(t, errBodyPanics.Error(), lines[0].ContextMap()["panic"])
 	assert.Contains(t, lines[0].ContextMap()["stack"], "handler.(*panicAfterHead).Read")
 }

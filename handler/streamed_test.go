@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/caddymcp/caddy-mcp/internal/reqbody"
 )
 
 // A call declared longer than stream_above goes to the upstream as it
@@ -75,7 +77,7 @@ func TestAStreamedBodyThatEndsBadlyIsCutOffUpstream(t *testing.T) {
 	w := httptest.NewRecorder()
 	require.NoError(t, h.ServeHTTP(w, post(streamedCall("search", 8<<10, `{"jsonrpc":"2.0"}`)), u))
 	require.Equal(t, 1, u.calls)
-	assert.ErrorIs(t, u.readErr, errStreamRefused)
+	assert.ErrorIs(t, u.readErr, reqbody.ErrRefused)
 	assert.Equal(t, http.StatusBadRequest, w.Code)
 	assert.Contains(t, w.Body.String(), `unexpected data after the message`)
 	assert.Contains(t, w.Body.String(), `"code":-32700`)
