@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -28,10 +30,10 @@ func TestAPortAnotherProcessClaimedIsNotTakenWhileItLives(t *testing.T) {
 		_, _ = io.ReadAll(os.Stdin) // until the parent is done
 		return
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := ln.Addr().(*net.TCPAddr).Port
-	require.NoError(t, ln.Close())
+	ln, port := unclaimedPort(t)
+	// Held until the test ends, so that no other process is given the port
+	// (and claims it) meanwhile.
+	defer ln.Close()
 	child := exec.Command(os.Args[0], "-test.run=^TestAPortAnotherProcessClaimedIsNotTakenWhileItLives$")
 	child.Env = append(os.Environ(), "MCPTEST_CLAIM_PORT="+strconv.Itoa(port))
 	stdin, err := child.StdinPipe()
@@ -72,4 +74,37 @@ func TestARestartWaitsUntilItsPortIsFree(t *testing.T) {
 			assert.Equal(t, http.StatusMethodNotAllowed, res.StatusCode, "the server listens: a stateless one refuses GET")
 		})
 	}
+}
+
+// unclaimedPort is a port the kernel gave a listener here and that no
+// process has claimed: a port number can come back from the kernel while
+// a live test process that used it once still holds its claim.
+func unclaimedPort(t *testing.T) (net.Listener, int) {
+	t.Helper()
+	for range 100 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		port := ln.Addr().(*net.TCPAddr).Port
+		if !claimedElsewhere(t, port) {
+			return ln, port
+		}
+		require.NoError(t, ln.Close())
+	}
+	t.Fatal("every port the kernel gave was claimed by another process")
+	return nil, 0
+}
+
+// claimedElsewhere reports whether another process holds port's claim,
+// without claiming it.
+func claimedElsewhere(t *testing.T, port int) bool {
+	t.Helper()
+	dir := filepath.Join(os.TempDir(), "caddy-mcp-test-ports")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(port)), os.O_CREATE|os.O_RDWR, 0o644)
+	require.NoError(t, err)
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return true
+	}
+	return syscall.Flock(int(f.Fd()), syscall.LOCK_UN) != nil
 }
