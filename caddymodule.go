@@ -2,7 +2,7 @@
 // servers. Importing it registers the http.handlers.mcp module and the mcp
 // Caddyfile directive, ordered before reverse_proxy:
 //
-//	xcaddy build v2.11.9 --with github.com/caddymcp/caddy-mcp@v0.1.0
+//	xcaddy build v2.11.9 --with github.com/caddymcp/caddy-mcp@v0.2.0
 //
 // The handler lives in package handler, the Caddyfile syntax in package
 // caddyfile, the <tool_error> wire contract in package envelope, and the

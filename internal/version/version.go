@@ -10,7 +10,7 @@ import (
 
 // Release is the newest version CHANGELOG.md describes: the version of
 // this source. A test keeps the two the same.
-const Release = "v0.1.0"
+const Release = "v0.2.0"
 
 // ModulePath is the Go module whose version a binary may record.
 const ModulePath = "github.com/caddymcp/caddy-mcp"
@@ -23,7 +23,7 @@ const placeholder = "v0.0.0-00010101000000-000000000000"
 // String is the version of caddy-mcp in this binary: the one `caddy
 // list-modules --versions` shows, as Go recorded it for the module: a
 // published version (xcaddy build --with
-// github.com/caddymcp/caddy-mcp@v0.1.0), a commit's pseudo-version, or the
+// github.com/caddymcp/caddy-mcp@v0.2.0), a commit's pseudo-version, or the
 // version `make release` names a local checkout with. Release when Go
 // recorded none: a build of this module itself, or of a local copy named
 // with no version.
