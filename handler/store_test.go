@@ -42,6 +42,7 @@ func (s *uncheckedStore) Len() int                                       { retur
 // RATE_LIMITED: the client is not over its limit, and is told so.
 func TestAStoreThatCannotDecideRefusesWithServerBusy(t *testing.T) {
 	store := unchecked
+	store.asked = nil // a run before this one in the process asked too
 	h := provision(t, &Handler{FeaturesRaw: features(t, "rate_limits", map[string]any{
 		"limits": map[string]*RateLimit{perClient: {Rate: "10/1s"}},
 		"store":  map[string]any{"backend": "test_unchecked"},
