@@ -4,13 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptrace"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
+	"github.com/caddymcp/caddy-mcp/internal/answer"
 	"github.com/caddymcp/caddy-mcp/internal/panics"
 )
 
@@ -61,7 +60,7 @@ const (
 type abandonment struct {
 	h    *Handler
 	x    *exchange
-	u    *upstreamWatch
+	u    *answer.Watch
 	next caddyhttp.Handler
 	// cut ends the upstream request.
 	cut context.CancelCauseFunc
@@ -90,10 +89,10 @@ type abandonment struct {
 // places: one its client leaving does not cancel. watch must then be
 // called, once the request's deadline (if any) is set, and done once the
 // upstream request is over.
-func (h *Handler) detach(x *exchange, u *upstreamWatch, next caddyhttp.Handler, grace time.Duration) (*abandonment, context.Context) {
+func (h *Handler) detach(x *exchange, u *answer.Watch, next caddyhttp.Handler, grace time.Duration) (*abandonment, context.Context) {
 	ctx, cut := context.WithCancelCause(context.WithoutCancel(x.Request.Context()))
 	header := x.Request.Header
-	if u.reopen != nil {
+	if u.Reopen != nil {
 		// A reopen rewrites the request's header on its goroutine while
 		// the client's leaving is dealt with on another.
 		header = header.Clone()
@@ -115,13 +114,13 @@ func (a *abandonment) clientLeft() {
 	defer panics.Recover(a.h.logger, siteClientLeft, func() { a.cut(errClientLeft) })
 	u := a.u
 	switch {
-	case u.deadline.passed():
+	case u.Deadline.Passed():
 		// Cut at its deadline already, and the upstream told.
-	case u.answered.Load():
+	case u.Answered.Load():
 		// Answered: nothing runs upstream for it any more, and nothing is
 		// left to hold its places for.
 		a.cut(errClientLeft)
-	case !u.delivery.settled(a.cancelGrace):
+	case !u.Delivery.Settled(a.cancelGrace):
 		a.cut(errClientLeft) // it runs nowhere
 	case a.x.Era.ClosingCancels():
 		a.hold = true
@@ -129,7 +128,7 @@ func (a *abandonment) clientLeft() {
 		cancellations.WithLabelValues(reasonLabelClientLeft).Inc()
 	default:
 		a.grace = time.AfterFunc(a.cancelGrace, a.graceOver)
-		if !u.resumable.Load() && u.cancelled.CompareAndSwap(false, true) {
+		if !u.Resumable.Load() && u.Cancelled.CompareAndSwap(false, true) {
 			cancellations.WithLabelValues(reasonLabelClientLeft).Inc()
 			a.h.sendCancelled(a.x, a.header, a.vars, a.next, reasonClientLeft)
 		}
@@ -158,49 +157,4 @@ func (a *abandonment) done() {
 	if a.hold {
 		a.x.holdFor(a.cancelGrace, a.h.logger)
 	}
-}
-
-// delivery is what the upstream's transport told of a request: its
-// headers went out (sending), then all of it did (reached), or its write
-// failed; written is closed once the write ended, either way. Only a
-// request that reached the upstream is cancelled there.
-type delivery struct {
-	sending, reached, ended atomic.Bool
-	written                 chan struct{}
-}
-
-// trace has the upstream request whose context is ctx tell d of its
-// delivery.
-func (d *delivery) trace(ctx context.Context) context.Context {
-	d.written = make(chan struct{})
-	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteHeaders: d.wroteHeaders, WroteRequest: d.wroteRequest})
-}
-
-func (d *delivery) wroteHeaders() { d.sending.Store(true) }
-
-// wroteRequest is told of each attempt to write the request; the first
-// ends the wait.
-func (d *delivery) wroteRequest(info httptrace.WroteRequestInfo) {
-	if info.Err == nil {
-		d.reached.Store(true)
-	}
-	if d.ended.CompareAndSwap(false, true) {
-		close(d.written)
-	}
-}
-
-// settled reports whether the request reached the upstream, waiting at
-// most wait for a request whose headers went out to be written whole: the
-// transport tells of a body written only once the upstream may have read
-// it, and begun the call, already.
-func (d *delivery) settled(wait time.Duration) bool {
-	if d.written != nil && d.sending.Load() && !d.reached.Load() {
-		t := time.NewTimer(wait)
-		select {
-		case <-d.written:
-		case <-t.C:
-		}
-		t.Stop()
-	}
-	return d.reached.Load()
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/caddymcp/caddy-mcp/internal/answer"
 	"go.uber.org/zap"
 )
 
@@ -54,7 +55,7 @@ func (h *Handler) comeBack(w http.ResponseWriter, x *exchange, why error) error 
 		c.Write(zap.Duration("retry", comeBackAfter), zap.Error(why))
 	}
 	hdr := w.Header()
-	clearEntityHeaders(hdr)
+	answer.ClearEntityHeaders(hdr)
 	hdr.Set("Content-Type", "text/event-stream")
 	hdr.Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)

@@ -30,3 +30,6 @@ func (h *Handler) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// DefaultSSEKeepalive is the default of Handler.SSEKeepalive.
+const DefaultSSEKeepalive = 25 * time.Second

@@ -9,6 +9,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/caddymcp/caddy-mcp/feature"
+	"github.com/caddymcp/caddy-mcp/internal/answer"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 	"github.com/caddymcp/caddy-mcp/internal/reqbody"
 )
@@ -20,6 +21,8 @@ import (
 // else of it.
 type exchange struct {
 	feature.Exchange
+	// h is the handler that took the request.
+	h *Handler
 
 	// Written by inspect: the recycled buffer holding the body (nil when
 	// allocated), and the body handed on to the upstream. one backs
@@ -47,7 +50,7 @@ type exchange struct {
 	// where a streamed body is refused: the handler is answering the
 	// refusal, which every answer given before gives way to.
 	forwarded, canceled, answering bool
-	watch                          upstreamWatch
+	watch                          answer.Watch
 
 	// Written where an answer is written: the envelope code the gateway
 	// answered with, and the error behind it.

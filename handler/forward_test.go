@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"net/http/httptrace"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -21,6 +20,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/internal/answer"
+	"github.com/caddymcp/caddy-mcp/internal/answer/answertest"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 )
 
@@ -164,9 +165,9 @@ func TestReplacedErrorPageKeepsAnExcerptAndTheRetryAfter(t *testing.T) {
 
 func TestHeldErrorBodiesOverTheBound(t *testing.T) {
 	jsonish := "[" + strings.Repeat(`{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"x"}},`, 2000)
-	require.Greater(t, len(jsonish), maxHeldBody)
+	require.Greater(t, len(jsonish), answer.MaxHeldBody)
 	page := "<html>" + strings.Repeat("<p>stack frame</p>\n", 6000) + "</html>"
-	require.Greater(t, len(page), maxHeldBody)
+	require.Greater(t, len(page), answer.MaxHeldBody)
 	chunks := func(s string, n int) []string {
 		var out []string
 		for len(s) > n {
@@ -457,47 +458,6 @@ func TestNothingMoreIsWrittenToAClientThatLeft(t *testing.T) {
 
 var errUnreachable = caddyhttp.Error(http.StatusBadGateway, reverseproxy.NewDialError(errors.New("refused")))
 
-// brokenClient is a client connection that broke: every write and flush
-// fails.
-type brokenClient struct {
-	mu      sync.Mutex
-	hdr     http.Header
-	status  int
-	writes  int
-	flushes int
-}
-
-var errBrokenPipe = errors.New("write: broken pipe")
-
-func (c *brokenClient) Header() http.Header { return c.hdr }
-func (c *brokenClient) WriteHeader(s int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.status == 0 {
-		c.status = s
-	}
-}
-
-func (c *brokenClient) Write([]byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.writes++
-	return 0, errBrokenPipe
-}
-
-func (c *brokenClient) FlushError() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.flushes++
-	return errBrokenPipe
-}
-
-func (c *brokenClient) counts() (writes, flushes int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.writes, c.flushes
-}
-
 // reachUpstream is what the proxy's transport does once it has written
 // the request to the upstream: it tells the request's trace.
 func reachUpstream(r *http.Request) {
@@ -545,7 +505,7 @@ func TestAClientThatLeavesIsDrainedWhileItHoldsPlaces(t *testing.T) {
 			ctx, cancel := context.WithCancel(r.Context())
 			defer cancel()
 			r = r.WithContext(ctx)
-			client := &brokenClient{hdr: http.Header{}}
+			client := &brokenClient{Hdr: http.Header{}}
 			cancelled := make(chan struct{}, 1)
 			var writeErrs []error
 			var upstreamCtxErr, flushErr error
@@ -577,7 +537,7 @@ func TestAClientThatLeavesIsDrainedWhileItHoldsPlaces(t *testing.T) {
 				return nil
 			})
 			err := h.ServeHTTP(client, r, next)
-			writes, flushes := client.counts()
+			writes, flushes := client.Counts()
 			assert.Zero(t, guardOf(h).Places().Totals().Active, "the places come back once the handler returns")
 			if tt.drained {
 				assert.NoError(t, err)
@@ -667,56 +627,25 @@ func TestADrainedAnswerIsDroppedOnceTheClientLeft(t *testing.T) {
 	assert.Equal(t, first, w.Body.String(), "what came after the client left went nowhere, and no repair either")
 }
 
-// lockedRecorder is a ResponseRecorder that the keepalive's goroutine and
-// the test may use at once.
-type lockedRecorder struct {
-	mu sync.Mutex
-	*httptest.ResponseRecorder
-}
-
-func (l *lockedRecorder) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.ResponseRecorder.Write(p)
-}
-
-func (l *lockedRecorder) Flush() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.ResponseRecorder.Flush()
-}
-
-func (l *lockedRecorder) flushed() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.ResponseRecorder.Flushed
-}
-
-func (l *lockedRecorder) body() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.ResponseRecorder.Body.String()
-}
-
 func TestIdleAnswerStreamGetsKeepaliveComments(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := provision(t, &Handler{SSEKeepalive: caddy.Duration(10 * time.Second)})
-		w := &lockedRecorder{ResponseRecorder: httptest.NewRecorder()}
+		w := answertest.NewLockedRecorder()
 		first := "data: " + progress + "\n\n"
 		var during string
 		next := caddyhttp.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) error {
 			rw.Header().Set("Content-Type", "text/event-stream")
 			_, _ = io.WriteString(rw, first)
 			time.Sleep(35 * time.Second)
-			during = w.body()
+			during = w.Body()
 			_, err := io.WriteString(rw, "data: "+resultOne+"\n\n")
 			return err
 		})
 		require.NoError(t, h.ServeHTTP(w, post(callOne), next))
 		assert.Equal(t, first+":\n:\n", during, "a comment at 20s and 30s: the write at 0s kept the stream busy until the tick at 10s")
-		assert.Equal(t, []string{progress, resultOne}, clientMessages(t, []byte(w.body())), "comments change no event")
+		assert.Equal(t, []string{progress, resultOne}, clientMessages(t, []byte(w.Body())), "comments change no event")
 		time.Sleep(time.Minute)
-		assert.Equal(t, first+":\n:\n"+"data: "+resultOne+"\n\n", w.body(), "nothing is written once the answer is over")
+		assert.Equal(t, first+":\n:\n"+"data: "+resultOne+"\n\n", w.Body(), "nothing is written once the answer is over")
 	})
 }
 
@@ -798,6 +727,6 @@ func TestWhatCountsAsJSONRPCOrAStream(t *testing.T) {
 		"text/event-streams":               false,
 		"":                                 false,
 	} {
-		assert.Equal(t, want, isEventStream(http.Header{"Content-Type": {ct}}), "isEventStream(%q)", ct)
+		assert.Equal(t, want, answer.IsEventStream(http.Header{"Content-Type": {ct}}), "answer.IsEventStream(%q)", ct)
 	}
 }

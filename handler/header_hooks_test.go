@@ -15,6 +15,7 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/feature"
+	"github.com/caddymcp/caddy-mcp/internal/answer"
 )
 
 // sealing are sessions with a secret of their own.
@@ -29,7 +30,7 @@ func TestAHeaderOnlyHookHasNoStreamFollowed(t *testing.T) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.WriteHeader(http.StatusOK)
 		_, err := io.WriteString(w, "data: "+progress+"\n\n")
-		tracked = w.(*upstreamWatch).sse != nil
+		tracked = w.(*answer.Watch).Stream() != nil
 		return err
 	})
 	serve(t, h, newRequest(http.MethodGet, ""), next)

@@ -43,7 +43,7 @@ func TestAWatchingHookIsGivenOnlyTheAnswersMessages(t *testing.T) {
 			h := provision(t, &Handler{})
 			var seen []string
 			var ends []feature.Ending
-			h.responders = append(h.responders, hookOpener{&recordingHook{needs: feature.Needs{Max: 1 << 10}, seen: &seen}, &ends})
+			h.responders = append(h.responders, hookOpener{Hook: &recordingHook{Asks: feature.Needs{Max: 1 << 10}, Seen: &seen}, Ends: &ends})
 			_, _ = serveErr(t, h, post(callOne), tt.next)
 			assert.Equal(t, tt.want, seen)
 			assert.Equal(t, []feature.Ending{tt.ending}, ends, "told once how the answer ended")

@@ -7,15 +7,15 @@ import (
 	"unicode/utf8"
 
 	"github.com/caddymcp/caddy-mcp/feature"
+	"github.com/caddymcp/caddy-mcp/internal/answer"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 	"github.com/caddymcp/caddy-mcp/internal/reqbody"
 )
 
 // Bounds on what a client chooses and the gateway keeps or repeats.
 const (
-	// maxIDBytes bounds a request id, as sent: ids are echoed in every
-	// answer and compared with every response of an event stream.
-	maxIDBytes = 256
+	// maxIDBytes bounds a request id, as sent (jsonrpc.MaxID).
+	maxIDBytes = jsonrpc.MaxID
 	// maxName bounds params.name (a tool's or a prompt's name), in
 	// characters, as the MCP specification (2025-11-25) recommends for tool
 	// names: 1 to 128.
@@ -43,7 +43,7 @@ func (h *Handler) inspect(w http.ResponseWriter, x *exchange) error {
 		return err
 	}
 	x.giveBack(body)
-	if !identityEncoded(r.Header) {
+	if !answer.IdentityEncoded(r.Header) {
 		return errEncoded
 	}
 	x.Messages, x.Batch, err = jsonrpc.Parse(body, x.one[:0], h.MaxBatch)
@@ -76,19 +76,6 @@ func checkInspected(x *exchange) error {
 // errEncoded is a body sent with a Content-Encoding: the gateway would
 // inspect other bytes than a server that decodes them reads.
 var errEncoded = errors.New("request body is encoded")
-
-// identityEncoded reports whether a body can be read as it is: every
-// Content-Encoding it declares is identity, or it declares none.
-func identityEncoded(h http.Header) bool {
-	for _, v := range h["Content-Encoding"] {
-		for part := range strings.SplitSeq(v, ",") {
-			if p := strings.TrimSpace(part); p != "" && !strings.EqualFold(p, "identity") {
-				return false
-			}
-		}
-	}
-	return true
-}
 
 // singleHeaders are the MCP headers a request may carry once at most: with
 // two values, the gateway and the upstream may each read another. So may

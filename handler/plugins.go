@@ -210,7 +210,7 @@ func (h *Handler) tellObservers(x *exchange, now time.Time) {
 	if len(h.observers) == 0 {
 		return
 	}
-	o := feature.Outcome{Code: x.errorCode, ClientGone: x.canceled || x.watch.gone, End: now}
+	o := feature.Outcome{Code: x.errorCode, ClientGone: x.canceled || x.watch.Gone(), End: now}
 	fx := x.view()
 	for _, obs := range h.observers {
 		obs.Observe(fx, o)

@@ -11,15 +11,12 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/caddymcp/caddy-mcp/internal/panics"
 	"github.com/caddymcp/caddy-mcp/internal/reqbody"
 )
 
@@ -29,49 +26,10 @@ import (
 // counted, and what the goroutine held is given back. On a goroutine of
 // the handler's, an unrecovered panic would stop Caddy.
 
-// recoveredAt is the count of panics recovered at site.
-func recoveredAt(site string) float64 {
-	var m dto.Metric
-	if err := panics.Collectors()[0].(*prometheus.CounterVec).WithLabelValues(site).Write(&m); err != nil {
-		panic(err)
-	}
-	return m.GetCounter().GetValue()
-}
-
 // observed is a logger that records its lines at debug and above.
 func observed() (*zap.Logger, *observer.ObservedLogs) {
 	core, logs := observer.New(zapcore.DebugLevel)
 	return zap.New(core), logs
-}
-
-// panickingWriter is a client connection whose writes panic.
-type panickingWriter struct{ hdr http.Header }
-
-var errWriterPanics = errors.New("the writer panics")
-
-func (p *panickingWriter) Header() http.Header       { return p.hdr }
-func (p *panickingWriter) WriteHeader(int)           {}
-func (p *panickingWriter) Write([]byte) (int, error) { panic(errWriterPanics) }
-
-func TestAKeepaliveWhoseWriterPanicsEndsAndLeavesTheStreamItsWrites(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		before := recoveredAt(siteKeepalive)
-		ka := startKeepalive(&panickingWriter{hdr: http.Header{}}, every, nil)
-		time.Sleep(every + time.Second)
-		synctest.Wait()
-		select {
-		case <-ka.stopped:
-		default:
-			t.Fatal("the keep-alives go on after their writer panicked")
-		}
-		assert.Equal(t, before+1, recoveredAt(siteKeepalive))
-
-		w := httptest.NewRecorder()
-		_, err := ka.write([]byte("data: x\n\n"), w.Write)
-		require.NoError(t, err, "the stream's writes do not wait for a lock the panic held")
-		assert.Equal(t, "data: x\n\n", w.Body.String())
-		ka.stop()
-	})
 }
 
 // panicAfterHead is a request body that gives a tools/call's head, then

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddymcp/caddy-mcp/feature"
+	"github.com/caddymcp/caddy-mcp/internal/answer"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 	"github.com/caddymcp/caddy-mcp/internal/sse"
 )
@@ -47,22 +48,10 @@ const reopenID = `"caddy-mcp-reopen"`
 // notifications/initialized.
 const reopenTimeout = cancelTimeout
 
-// reopening is what the watch keeps of an answer that may be a lost
-// session's 404: the hook that reopens, the client's initialize params,
-// and the response header as it was before the upstream wrote to it (a
-// second answer is copied into it).
-type reopening struct {
-	hook   feature.Reopener
-	params []byte
-	header http.Header
-	// lost: the upstream answered 404, held back.
-	lost bool
-}
-
 // mayReopen readies the watch to reopen the session of x, when a hook can
 // and the request can be sent again: a POST whose body was read whole, or
 // a GET.
-func (u *upstreamWatch) mayReopen(x *exchange) {
+func (h *Handler) mayReopen(x *exchange, u *answer.Watch) {
 	switch {
 	case !x.Era.Resumes():
 		// From MCP 2026-07-28 on there are no sessions: a 404 is a
@@ -73,10 +62,10 @@ func (u *upstreamWatch) mayReopen(x *exchange) {
 	default:
 		return
 	}
-	for _, hook := range u.hooks.list {
+	for _, hook := range u.Hooks().List() {
 		if r, ok := hook.(feature.Reopener); ok {
 			if params, ok := r.Reinitialize(&x.Exchange); ok {
-				u.reopen = &reopening{hook: r, params: params, header: u.Header().Clone()}
+				u.Reopen = &answer.Reopening{Hook: r, Params: params, Header: u.Header().Clone()}
 				return
 			}
 		}
@@ -87,13 +76,13 @@ func (u *upstreamWatch) mayReopen(x *exchange) {
 // sends the request again under the new one, through up; it returns what
 // the proxy returned for it. When the session cannot be reopened, the
 // held 404 is sent as the upstream wrote it.
-func (h *Handler) reopenAndResend(x *exchange, u *upstreamWatch, up *http.Request, next caddyhttp.Handler) error {
-	ro := u.reopen
-	u.reopen = nil
-	if answersRequest(u.heldBody, x) {
+func (h *Handler) reopenAndResend(x *exchange, u *answer.Watch, up *http.Request, next caddyhttp.Handler) error {
+	ro := u.Reopen
+	u.Reopen = nil
+	if answersRequest(u.HeldBody(), x) {
 		// A JSON-RPC response to the request: the server read it, and
 		// may have run it. Its session is not what it lacks.
-		return u.release()
+		return u.Release()
 	}
 	key := x.Replica + "\x00" + x.Request.Header.Get("Mcp-Session-Id")
 	if p := x.Principal; p != nil {
@@ -101,22 +90,22 @@ func (h *Handler) reopenAndResend(x *exchange, u *upstreamWatch, up *http.Reques
 		// hands out.
 		key += "\x00" + p.Issuer + "\x00" + p.Subject
 	}
-	fl, err := h.reopenOnce(x, ro.params, key, up, next)
+	fl, err := h.reopenOnce(x, ro.Params, key, up, next)
 	if err != nil {
-		return u.release()
+		return u.Release()
 	}
-	if x.Request.Context().Err() != nil || u.cancelled.Load() {
+	if x.Request.Context().Err() != nil || u.Cancelled.Load() {
 		// The client left, and the upstream may have been told to stop:
 		// nobody waits for the request sent again.
-		return u.release()
+		return u.Release()
 	}
-	ro.hook.Reopened(&x.Exchange, fl.init, fl.id)
+	ro.Hook.Reopened(&x.Exchange, fl.init, fl.id)
 	// The request again, as it was, under the new session: its body from
 	// its start, the answer's header as before the 404.
 	hdr := u.Header()
 	clear(hdr)
-	maps.Copy(hdr, ro.header)
-	u.status, u.held, u.heldBody, u.overflow = 0, false, nil, false
+	maps.Copy(hdr, ro.Header)
+	u.Rewait()
 	if up.Method == http.MethodGet {
 		// The stream it would resume died with the old session.
 		delete(up.Header, "Last-Event-Id")
@@ -268,10 +257,10 @@ func (a *ownAnswer) initialized() error {
 	if a.status != http.StatusOK {
 		return fmt.Errorf("initialize: status %d", a.status)
 	}
-	if !identityEncoded(a.header) {
+	if !answer.IdentityEncoded(a.header) {
 		return errors.New("initialize: the upstream's answer is compressed, though the gateway asked for it plain")
 	}
-	if !isEventStream(a.header) {
+	if !answer.IsEventStream(a.header) {
 		return initResult(a.body)
 	}
 	var events initEvents

@@ -3,13 +3,11 @@ package handler
 import (
 	"errors"
 	"net/http"
-	"time"
 
+	"github.com/caddymcp/caddy-mcp/internal/answer"
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
-
-	"github.com/caddymcp/caddy-mcp/internal/sse"
 )
 
 // Resuming a broken stream. An upstream whose events carry ids (the
@@ -39,99 +37,41 @@ const maxResumes = 3
 // no event stream.
 var errNotResumed = errors.New("caddy-mcp: the upstream's answer resumes no stream")
 
-// maxResumeWait bounds how long a stream's retry field makes the gateway
-// wait before it resumes: the client waits meanwhile.
-const maxResumeWait = 2 * time.Second
-
-// maxResumeID bounds the event id the gateway keeps to resume a stream; a
-// stream whose last id is longer is not resumed, and the responses it
-// owes get the envelope.
-const maxResumeID = 1 << 10
-
-// resumePoint is where a followed stream would resume: its last event id,
-// as the SSE specification keeps it (the id field sets a buffer, and each
-// event's dispatch makes the buffer the stream's last id), and the wait
-// its retry field asks for.
-type resumePoint struct {
-	buf     []byte
-	bufLong bool
-	id      []byte
-	long    bool
-	retry   time.Duration
-}
-
-// idField reads an id field's value.
-func (r *resumePoint) idField(value []byte) {
-	if sse.IgnoredID(value) {
-		return // ignored, as clients ignore it
-	}
-	r.bufLong = len(value) > maxResumeID
-	if !r.bufLong {
-		r.buf = append(r.buf[:0], value...)
-	}
-}
-
-// idTooLong reads an id field too long to keep.
-func (r *resumePoint) idTooLong() { r.bufLong = true }
-
-// retryField reads a retry field: milliseconds, in ASCII digits only.
-func (r *resumePoint) retryField(value []byte) {
-	if ms, ok := sse.Retry(value); ok {
-		r.retry = min(time.Duration(ms)*time.Millisecond, maxResumeWait)
-	}
-}
-
-// dispatched is an event's end: its id, if the stream set one, is the
-// stream's last.
-func (r *resumePoint) dispatched() {
-	r.long = r.bufLong
-	r.id = append(r.id[:0], r.buf...)
-}
-
-// lastID is the Last-Event-ID to resume the stream with, false when there
-// is none the gateway can send.
-func (r *resumePoint) lastID() (string, bool) {
-	if r.long || len(r.id) == 0 {
-		return "", false
-	}
-	return string(r.id), true
-}
-
 // resumeBroken resumes the stream the upstream broke, while it owes
 // responses, on up to maxResumes GETs, and reports whether the resumed
 // stream ended whole: the client has then had what it replayed, and what
 // it still owes, if anything, is settled as for any stream its upstream
 // ended. Otherwise the stream is no longer resumable, and settle ends it
 // with the envelope for each response it still owes.
-func (h *Handler) resumeBroken(x *exchange, u *upstreamWatch, next caddyhttp.Handler) bool {
-	t := u.sse
-	if t == nil || !t.resumable || t.owed.left == 0 || t.stop != nil {
+func (h *Handler) resumeBroken(x *exchange, u *answer.Watch, next caddyhttp.Handler) bool {
+	t := u.Stream()
+	if t == nil || !t.Resumable() || t.Owed() == 0 || t.Stopped() != nil {
 		return false
 	}
 	if h.resumeAgain(x, u, next) {
 		return true
 	}
-	t.resumable = false
+	t.Unresumable()
 	return false
 }
 
 // resumeAgain sends the GETs of resumeBroken, one after the other while
 // each resumed stream breaks again.
-func (h *Handler) resumeAgain(x *exchange, u *upstreamWatch, next caddyhttp.Handler) bool {
-	t := u.sse
+func (h *Handler) resumeAgain(x *exchange, u *answer.Watch, next caddyhttp.Handler) bool {
+	t := u.Stream()
 	for range maxResumes {
-		id, ok := t.resume.lastID()
-		if !ok || x.Request.Context().Err() != nil || u.deadline.passed() || !u.waitToResume(t.resume.retry) {
+		id, retry, ok := t.ResumeAt()
+		if !ok || x.Request.Context().Err() != nil || u.Deadline.Passed() || !u.WaitToResume(retry) {
 			return false
 		}
-		if _, err := u.toClient(t.restart()); err != nil {
+		if _, err := u.ToClient(t.Restart()); err != nil {
 			return false
 		}
 		streamed, broke := h.resumeOnce(x, u, next, id)
 		switch {
-		case !streamed || t.stop != nil:
+		case !streamed || t.Stopped() != nil:
 			return false
-		case !broke || t.owed.left == 0:
+		case !broke || t.Owed() == 0:
 			// Ended whole, or broken after its last response: the client
 			// has its answers, or the stream is the upstream's to end.
 			return true
@@ -140,29 +80,12 @@ func (h *Handler) resumeAgain(x *exchange, u *upstreamWatch, next caddyhttp.Hand
 	return false
 }
 
-// waitToResume waits what the stream's retry field asked for, at most
-// maxResumeWait, and reports whether the upstream request is still on.
-func (u *upstreamWatch) waitToResume(d time.Duration) bool {
-	ctx := u.upstream.Context()
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
 // resumeOnce sends the GET that resumes the stream after id, through the
 // rest of the route (to the session's upstream), and passes what it
 // answers into the client's stream when it is an event stream. streamed
 // reports that it was, broke that the upstream broke it again.
-func (h *Handler) resumeOnce(x *exchange, u *upstreamWatch, next caddyhttp.Handler, id string) (streamed, broke bool) {
-	r := x.Request.Clone(u.upstream.Context())
+func (h *Handler) resumeOnce(x *exchange, u *answer.Watch, next caddyhttp.Handler, id string) (streamed, broke bool) {
+	r := x.Request.Clone(u.Upstream.Context())
 	r.Method, r.Body, r.ContentLength, r.GetBody = http.MethodGet, http.NoBody, 0, nil
 	for _, k := range []string{"Content-Length", "Content-Type", "Content-Encoding", "Transfer-Encoding", "Mcp-Method", "Mcp-Name", "Expect"} {
 		delete(r.Header, k)
@@ -188,10 +111,8 @@ func (h *Handler) resumeOnce(x *exchange, u *upstreamWatch, next caddyhttp.Handl
 			streamed, broke = w.streamed, true
 		}
 	}()
-	if u.keepaliveEvery > 0 {
-		u.ka = startKeepalive(u.ResponseWriterWrapper.ResponseWriter, u.keepaliveEvery, h.logger)
-		defer u.stopKeepalive()
-	}
+	u.StartKeepalive()
+	defer u.StopKeepalive()
 	err := next.ServeHTTP(w, r)
 	if w.status == 0 {
 		resumes.WithLabelValues("refused").Inc()
@@ -206,7 +127,7 @@ func (h *Handler) resumeOnce(x *exchange, u *upstreamWatch, next caddyhttp.Handl
 // stream passes into the client's, as the stream it resumes; anything else
 // is refused at its first byte, which stops the proxy reading it.
 type resumeWriter struct {
-	u        *upstreamWatch
+	u        *answer.Watch
 	header   http.Header
 	status   int
 	streamed bool
@@ -219,7 +140,7 @@ func (w *resumeWriter) WriteHeader(status int) {
 		return
 	}
 	w.status = status
-	w.streamed = status == http.StatusOK && isEventStream(w.header) && identityEncoded(w.header)
+	w.streamed = status == http.StatusOK && answer.IsEventStream(w.header) && answer.IdentityEncoded(w.header)
 	outcome := "refused"
 	if w.streamed {
 		outcome = "streamed"
@@ -235,7 +156,7 @@ func (w *resumeWriter) Write(p []byte) (int, error) {
 		// Not read on: an answer that is no stream may never end.
 		return 0, errNotResumed
 	}
-	return w.u.writeEvents(p)
+	return w.u.WriteEvents(p)
 }
 
 // FlushError flushes the client's stream, as the proxy does after each
@@ -245,23 +166,4 @@ func (w *resumeWriter) FlushError() error {
 		return nil
 	}
 	return w.u.FlushError()
-}
-
-// restart readies the tracker for the stream that resumes the one that
-// broke, and returns what the client must be sent first: the end of the
-// event the break cut off, if part of it reached the client, named so
-// that clients drop it (the upstream replays it whole). The new stream is
-// read from its start; what the stream owes stays owed.
-func (t *sseTracker) restart() []byte {
-	var out []byte
-	if !t.edit || t.passing {
-		out = t.appendUnfinished(nil)
-	}
-	t.sc.Reset()
-	t.data, t.event, t.dataLines, t.over, t.midEvent = t.data[:0], t.event[:0], 0, false, false
-	t.raw, t.sent, t.kept, t.out = t.raw[:0], 0, false, t.out[:0]
-	t.passing, t.withheld, t.skim, t.cut, t.cutErr, t.probed, t.dropped = false, false, nil, nil, nil, false, false
-	t.hasID, t.rewritten = false, nil
-	t.resume.buf, t.resume.bufLong = append(t.resume.buf[:0], t.resume.id...), t.resume.long
-	return out
 }

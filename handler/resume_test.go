@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/internal/answer"
 )
 
 // resumingUpstream breaks the POST's stream after writes, and answers each
@@ -85,7 +86,7 @@ func TestAnIDTooLongToKeepIsNoPlaceToResume(t *testing.T) {
 	h := provision(t, &Handler{})
 	var lastIDs []string
 	w := httptest.NewRecorder()
-	long := strings.Repeat("i", maxResumeID+1)
+	long := strings.Repeat("i", answer.MaxResumeID+1)
 	next := resumingUpstream(&lastIDs, []string{"id: " + long + "\ndata: " + progress + "\n\n"}, http.StatusOK, "")
 	require.NotPanics(t, func() { require.NoError(t, h.ServeHTTP(w, post(callOne), next)) })
 	assert.Empty(t, lastIDs)

@@ -21,7 +21,7 @@ import (
 // admitters took (the guard's places) and counts the request.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	repl := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
-	x := &exchange{Exchange: feature.Exchange{Request: r, Start: time.Now(), Era: eraOf(r), Replacer: repl}}
+	x := &exchange{Exchange: feature.Exchange{Request: r, Start: time.Now(), Era: eraOf(r), Replacer: repl}, h: h}
 	repl.Map(x.placeholder)
 	defer h.finish(x)
 	for _, f := range h.fronts {

@@ -171,36 +171,6 @@ func requireForwarded(t *testing.T, u *upstream, calls int, w *httptest.Response
 	require.Equal(t, upstreamAnswer, w.Body.String())
 }
 
-// members decodes one JSON-RPC response into its members, kept as raw
-// bytes so that ids can be compared byte for byte.
-func members(t *testing.T, body []byte) map[string]json.RawMessage {
-	t.Helper()
-	var m map[string]json.RawMessage
-	require.NoError(t, json.Unmarshal(body, &m), "%s", body)
-	require.JSONEq(t, `"2.0"`, string(m["jsonrpc"]))
-	return m
-}
-
-// toolError reads a CallToolResult that carries an envelope.
-func toolError(t *testing.T, result json.RawMessage) (envelope.Parsed, bool) {
-	t.Helper()
-	var r struct {
-		IsError bool `json:"isError"`
-	}
-	require.NoError(t, json.Unmarshal(result, &r))
-	env, err := envelope.ParseResult(result)
-	require.NoError(t, err, "%s", result)
-	return env, r.IsError
-}
-
-// decodeRPCError reads a JSON-RPC error object carrying an envelope.
-func decodeRPCError(t *testing.T, raw json.RawMessage) wire.Error {
-	t.Helper()
-	var e wire.Error
-	require.NoError(t, json.Unmarshal(raw, &e), "%s", raw)
-	return e
-}
-
 func TestRateLimitedCallGetsEnvelopeWithRetryAfter(t *testing.T) {
 	ids := []string{`"call-1"`, `"a\"b\\c\u00e9/"`, `""`, `7`, `0`, `-3`, `12345678901234567890123`, `1.5e3`, `null`}
 	for _, id := range ids {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/feature"
+	"github.com/caddymcp/caddy-mcp/internal/answer"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 )
 
@@ -77,22 +78,22 @@ type answerShape struct {
 // result, and where the writes are cut.
 func shapeFrom(input []byte) answerShape {
 	tp := tape(input)
-	s := answerShape{status: shapeStatuses[tp.next(len(shapeStatuses))], sse: tp.next(2) == 1, id: shapeIDs[tp.next(len(shapeIDs))]}
-	size := []int{10, fuzzBudget, 4 * fuzzBudget}[tp.next(3)]
+	s := answerShape{status: shapeStatuses[tp.Next(len(shapeStatuses))], sse: tp.Next(2) == 1, id: shapeIDs[tp.Next(len(shapeIDs))]}
+	size := []int{10, fuzzBudget, 4 * fuzzBudget}[tp.Next(3)]
 	text := strings.Repeat("x", size)
 	msg := `{"jsonrpc":"2.0","id":` + s.id + `,"result":{"content":[{"type":"text","text":"` + text + `"}]}}`
-	if tp.next(2) == 1 {
+	if tp.Next(2) == 1 {
 		msg = `{"result":{"content":[{"type":"text","text":"` + text + `"}]},"jsonrpc":"2.0","id":` + s.id + `}`
 	}
 	body := msg
 	if s.sse {
 		body = "event: message\ndata: " + msg + "\n\n"
-		if tp.next(4) == 0 { // an event that does not end
+		if tp.Next(4) == 0 { // an event that does not end
 			body = "event: message\ndata: " + msg[:len(msg)-2]
 		}
 	}
 	for len(body) > 0 {
-		n := 1 + tp.next(64)*7
+		n := 1 + tp.Next(64)*7
 		n = min(n, len(body))
 		s.writes = append(s.writes, body[:n])
 		body = body[n:]
@@ -104,11 +105,11 @@ func shapeFrom(input []byte) answerShape {
 // under status: the first response of the JSON body, or of the stream's
 // message events (nil: none).
 func takenResponse(status int, header http.Header, body []byte) []byte {
-	if !isAnswer(status) {
+	if !answer.IsAnswer(status) {
 		return nil
 	}
 	datas := [][]byte{body}
-	if isEventStream(header) {
+	if answer.IsEventStream(header) {
 		datas = nil
 		events, _ := sseClient(body)
 		for _, data := range messagesOf(events) {
@@ -182,6 +183,6 @@ func FuzzAFailClosedHookHoldsEveryAnswerShape(f *testing.F) {
 // The statuses a client reads an answer under: every success but 204.
 func TestAnAnswerIsReadUnderEverySuccessButNoContent(t *testing.T) {
 	for status := 100; status < 600; status++ {
-		assert.Equal(t, status >= 200 && status < 300 && status != 204, isAnswer(status), strconv.Itoa(status))
+		assert.Equal(t, status >= 200 && status < 300 && status != 204, answer.IsAnswer(status), strconv.Itoa(status))
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/caddymcp/caddy-mcp/internal/answer"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 	"github.com/caddymcp/caddy-mcp/internal/reqbody"
 )
@@ -51,7 +52,7 @@ func (h *Handler) bodyLimits() reqbody.Limits {
 // caller's own to spend.)
 func (h *Handler) streams(r *http.Request) bool {
 	return r.ContentLength > h.StreamAbove && r.ContentLength <= h.MaxRequestBody &&
-		!h.wholeBody && claimsJSON(r) && identityEncoded(r.Header)
+		!h.wholeBody && claimsJSON(r) && answer.IdentityEncoded(r.Header)
 }
 
 // toolsCallMethod is the method of every head that decides.

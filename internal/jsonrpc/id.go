@@ -266,3 +266,8 @@ func stringText(id []byte) ([]byte, bool) {
 	}
 	return []byte(s), true
 }
+
+// MaxID bounds a request id, as sent, that the gateway takes: ids are
+// echoed in every answer and compared with every response of an event
+// stream.
+const MaxID = 256

@@ -1,4 +1,4 @@
-package handler
+package answer
 
 import (
 	"bytes"
@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 )
@@ -23,19 +22,6 @@ import (
 // fuzz tests hold it to that: the same messages reach the hooks, in the
 // same order, and the client gets the same bytes, whether the answer comes
 // in one write, in two cut at any byte, or a byte at a time.
-
-// tape is a fuzz input read as a list of decisions, one a byte; once it is
-// used up, every decision is the first choice.
-type tape []byte
-
-func (t *tape) next(choices int) int {
-	if len(*t) == 0 {
-		return 0
-	}
-	c := (*t)[0]
-	*t = (*t)[1:]
-	return int(c) % choices
-}
 
 // readerRequest is the batch the streams answer: requests with ids 1, "two"
 // and 3, and a notification.
@@ -85,22 +71,22 @@ func eventStreamFrom(input []byte, max int) []byte {
 	var s []byte
 	for len(t) > 0 && len(s) < max {
 		var lines []string
-		switch t.next(8) {
+		switch t.Next(8) {
 		case 0, 1, 2:
 			lines = messageEvent(&t)
 		case 3:
-			lines = []string{[]string{": keep-alive", ":", ":data: " + resultOne, ": " + progress}[t.next(4)]}
+			lines = []string{[]string{": keep-alive", ":", ":data: " + resultOne, ": " + progress}[t.Next(4)]}
 		case 4:
 			lines = []string{""}
 		case 5:
-			lines = []string{[]string{"event: ping", "event: message", "retry: 100", "foo", "id: 5", "data"}[t.next(6)]}
+			lines = []string{[]string{"event: ping", "event: message", "retry: 100", "foo", "id: 5", "data"}[t.Next(6)]}
 		case 6:
 			lines = []string{"event: ping", "data: " + resultOne, ""}
 		case 7:
 			s = append(s, byteOrderMark...)
 			continue
 		}
-		ends := t.next(256)
+		ends := t.Next(256)
 		for _, l := range lines {
 			s = append(s, l...)
 			s = append(s, tapeEndings[ends%3]...)
@@ -116,8 +102,8 @@ func eventStreamFrom(input []byte, max int) []byte {
 // byte (no longer JSON), "data:" with a space or not, a comment after the
 // first data line or none, and a blank line ending it, or none.
 func messageEvent(t *tape) []string {
-	id, typ, msg, shape, at := t.next(6), t.next(6), tapeMessages[t.next(len(tapeMessages))], t.next(4), t.next(256)
-	noSpace, comment, open := t.next(3) == 0, t.next(5) == 0, t.next(10) == 0
+	id, typ, msg, shape, at := t.Next(6), t.Next(6), tapeMessages[t.Next(len(tapeMessages))], t.Next(4), t.Next(256)
+	noSpace, comment, open := t.Next(3) == 0, t.Next(5) == 0, t.Next(10) == 0
 	var lines []string
 	switch id {
 	case 1:
@@ -262,14 +248,14 @@ type recorded struct {
 // (watching), or, edit set, one that also edits each response with
 // editResult.
 func readStream(t testing.TB, msgs []jsonrpc.Message, stream []byte, edit bool, cuts []int) recorded {
-	tr := newSSETracker(msgs, sessionEra)
+	tr := newStream(msgs, sessionEra)
 	require.NotNil(t, tr)
 	var r recorded
-	hook := &recordingHook{needs: feature.Needs{Edit: edit}, seen: &r.seen}
+	hook := &recordingHook{Asks: feature.Needs{Edit: edit}, Seen: &r.seen}
 	if edit {
-		hook.edit = editResult
+		hook.Edit = editResult
 	}
-	tr.hooks = &answerHooks{id: json.RawMessage("1"), edit: edit}
+	tr.hooks = &Hooks{id: json.RawMessage("1"), edit: edit}
 	tr.hooks.list = append(tr.hooks.buf[:0], hook)
 	tr.fx, tr.edit = &feature.Exchange{}, edit
 	tr.fail = func(err error, _ json.RawMessage) []byte {
@@ -282,34 +268,6 @@ func readStream(t testing.TB, msgs []jsonrpc.Message, stream []byte, edit bool, 
 	r.owed, r.left = stateOf(tr).Owed, tr.owed.left
 	return r
 }
-
-// recordingHook records each message it is given, then calls then, when
-// set, and edits the message with edit, when set.
-type recordingHook struct {
-	needs feature.Needs
-	seen  *[]string
-	then  func()
-	edit  func([]byte) []byte
-}
-
-func (h *recordingHook) Needs() feature.Needs { return h.needs }
-
-func (h *recordingHook) Message(_ *feature.Exchange, msg []byte) ([]byte, error) {
-	*h.seen = append(*h.seen, string(msg))
-	if h.then != nil {
-		h.then()
-	}
-	if h.edit == nil {
-		return nil, nil
-	}
-	return h.edit(msg), nil
-}
-
-func (*recordingHook) Unreadable(*feature.Exchange, error) envelope.Envelope {
-	return envelope.Envelope{}
-}
-
-func (*recordingHook) End(*feature.Exchange, feature.Ending) {}
 
 // editResult renames the first result member in msg; nil when it has none.
 func editResult(msg []byte) []byte {
@@ -380,12 +338,12 @@ func checkStreamReading(t *testing.T, msgs []jsonrpc.Message, stream []byte) {
 	var editable []string
 	edited := slices.Clone(events)
 	for i, e := range edited {
-		if !jsonrpc.BeginsMessage([]byte(e.data)) {
+		if !jsonrpc.BeginsMessage([]byte(e.Data)) {
 			continue
 		}
-		editable = append(editable, e.data)
-		if out := editResult([]byte(e.data)); out != nil {
-			edited[i].data, edited[i].typ = string(out), "message" // sent as a message event
+		editable = append(editable, e.Data)
+		if out := editResult([]byte(e.Data)); out != nil {
+			edited[i].Data, edited[i].Type = string(out), "message" // sent as a message event
 		}
 	}
 
@@ -475,10 +433,11 @@ type jsonAnswer struct {
 	length string
 }
 
-// jsonReader is a handler whose features read the answer to callOne: one
-// that watches it, and, edit set, one that edits it with editResult.
+// jsonReader reads the answer to callOne as the core does, with a watch
+// whose hooks are one that watches it and, edit set, one that edits it
+// with editResult.
 type jsonReader struct {
-	h *Handler
+	responders []feature.Responder
 	// a is the answer being served; w, the client's side of it.
 	a jsonAnswer
 	w *httptest.ResponseRecorder
@@ -487,13 +446,13 @@ type jsonReader struct {
 }
 
 func newJSONReader(t *testing.T, edit bool) *jsonReader {
-	r := &jsonReader{h: provision(t, &Handler{})}
-	watch := &recordingHook{needs: feature.Needs{Max: jsonAnswerMax}, seen: &r.a.watched,
-		then: func() { r.a.early = r.w.Body.Len() < r.want }}
-	r.h.responders = append(r.h.responders, hookOpener{watch, &r.a.ends})
+	r := &jsonReader{}
+	watch := &recordingHook{Asks: feature.Needs{Max: jsonAnswerMax}, Seen: &r.a.watched,
+		Then: func() { r.a.early = r.w.Body.Len() < r.want }}
+	r.responders = append(r.responders, hookOpener{Hook: watch, Ends: &r.a.ends})
 	if edit {
-		editor := &recordingHook{needs: feature.Needs{Edit: true, Max: jsonAnswerMax}, seen: &r.a.edited, edit: editResult}
-		r.h.responders = append(r.h.responders, hookOpener{editor, &r.a.ends})
+		editor := &recordingHook{Asks: feature.Needs{Edit: true, Max: jsonAnswerMax}, Seen: &r.a.edited, Edit: editResult}
+		r.responders = append(r.responders, hookOpener{Hook: editor, Ends: &r.a.ends})
 	}
 	return r
 }
@@ -502,36 +461,25 @@ func newJSONReader(t *testing.T, edit bool) *jsonReader {
 // Content-Length when withLength.
 func (r *jsonReader) serve(t *testing.T, body []byte, withLength bool, cuts []int) jsonAnswer {
 	r.a, r.w, r.want = jsonAnswer{}, httptest.NewRecorder(), len(body)
-	hdr := map[string]string{"Content-Type": "application/json"}
+	var u Watch
+	fx := &feature.Exchange{Request: httptest.NewRequest(http.MethodPost, "/mcp", nil), Messages: parsed(t, callOne), Era: sessionEra}
+	u.Start(r.w, fx, testCore{}, r.responders, nil, nil)
+	u.Header().Set("Content-Type", "application/json")
 	if withLength {
-		hdr["Content-Length"] = strconv.Itoa(len(body))
+		u.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	}
-	var writes []string
+	u.WriteHeader(http.StatusOK)
 	for _, p := range cutAt(body, cuts) {
-		writes = append(writes, string(p))
+		_, err := u.Write(p)
+		require.NoError(t, err)
 	}
-	require.NoError(t, r.h.ServeHTTP(r.w, post(callOne), answering(http.StatusOK, hdr, writes...)))
+	u.Finish()
+	if u.State() == Holding {
+		require.NoError(t, u.ReleaseRead())
+	}
+	u.Hooks().End(fx, u.Ending(nil, false))
 	r.a.body, r.a.length = r.w.Body.String(), r.w.Header().Get("Content-Length")
 	return r.a
-}
-
-// hookOpener is a feature that opens the same hook on every answer, and
-// records how each ended.
-type hookOpener struct {
-	hook feature.Hook
-	ends *[]feature.Ending
-}
-
-func (o hookOpener) Open(*feature.Exchange) feature.Hook { return endRecorder{o.hook, o.ends} }
-
-type endRecorder struct {
-	feature.Hook
-	ends *[]feature.Ending
-}
-
-func (e endRecorder) End(x *feature.Exchange, end feature.Ending) {
-	*e.ends = append(*e.ends, end)
-	e.Hook.End(x, end)
 }
 
 // checkJSONReading serves body, whole and cut at every byte, with and

@@ -1,4 +1,4 @@
-package handler
+package answer
 
 import (
 	"bytes"
@@ -254,6 +254,6 @@ func (o *owedResponses) clear() {
 }
 
 // maxResponseID bounds the ids of responses compared with the requests' ids:
-// a request id has at most maxIDBytes bytes, and written back with every
+// a request id has at most jsonrpc.MaxID bytes, and written back with every
 // character escaped (\uXXXX for one byte) it has at most six times as many.
-const maxResponseID = 6*maxIDBytes + 2
+const maxResponseID = 6*jsonrpc.MaxID + 2

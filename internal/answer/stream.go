@@ -1,7 +1,8 @@
-package handler
+package answer
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
@@ -10,11 +11,11 @@ import (
 
 // maxEventData bounds what the tracker keeps of one SSE event to learn
 // whether it carries a response, and of one line, unless the hooks read
-// more (answerHooks.max). An event beyond it is not read; since it might
+// more (Hooks.max). An event beyond it is not read; since it might
 // have been the response, a stream that carried one is never repaired.
 const maxEventData = 1 << 20
 
-// sseTracker follows an upstream's event-stream answer to a POST, as it is
+// Stream follows an upstream's event-stream answer to a POST, as it is
 // written through, to know which requests still await their response and
 // whether the client could resume the stream. It never delays, buffers for
 // the client, or changes an event, except in edit mode (edit set): each
@@ -22,11 +23,11 @@ const maxEventData = 1 << 20
 // is owed may be sent rewritten. An event too large to hold is, in edit
 // mode, passed unread as it comes, or, when the read fails closed, not sent
 // at all: an error takes its place, for its id (see outgrown).
-type sseTracker struct {
+type Stream struct {
 	owed owedResponses
 	// era is the request's: whether event ids make a stream resumable, and
 	// which error code carries an envelope.
-	era era
+	era feature.Era
 	// resumable: an event carried an id in an era where the client can
 	// reconnect with Last-Event-ID and the server can replay; the gateway
 	// must not answer in its place.
@@ -47,7 +48,7 @@ type sseTracker struct {
 	midEvent bool
 	// hooks, when set, are given the data of each message event, read in
 	// the exchange fx.
-	hooks *answerHooks
+	hooks *Hooks
 	fx    *feature.Exchange
 
 	// Edit mode (a hook edits). raw holds the bytes received since the
@@ -108,25 +109,25 @@ const (
 	longID
 )
 
-// newSSETracker returns a tracker for the answer to msgs, sent in era e, or
+// newStream returns a tracker for the answer to msgs, sent in era e, or
 // nil when msgs hold no request, which no answer can owe anything.
-func newSSETracker(msgs []jsonrpc.Message, e era) *sseTracker {
-	t := &sseTracker{era: e}
+func newStream(msgs []jsonrpc.Message, e feature.Era) *Stream {
+	t := &Stream{era: e}
 	if !t.owed.init(msgs) {
 		return nil
 	}
 	return t
 }
 
-// repairable reports whether the stream owes responses that only the gateway
+// Repairable reports whether the stream owes responses that only the gateway
 // can still give.
-func (t *sseTracker) repairable() bool {
+func (t *Stream) Repairable() bool {
 	return t.owed.left > 0 && !t.resumable && !t.unreadable
 }
 
 // observe follows the bytes the upstream wrote, and returns those to send
 // now: p itself, except in edit mode.
-func (t *sseTracker) observe(p []byte) []byte {
+func (t *Stream) observe(p []byte) []byte {
 	if !t.edit {
 		t.scan(p, 0)
 		return p
@@ -166,7 +167,7 @@ func (t *sseTracker) observe(p []byte) []byte {
 // read fails closed, it is withheld: what the client must not get unread,
 // it does not get at all. Only an event that passes makes the stream
 // unreadable: a withheld one cannot have given the client its response.
-func (t *sseTracker) outgrown() {
+func (t *Stream) outgrown() {
 	switch {
 	case t.withheld:
 	case t.edit && t.hooks.failClosed:
@@ -179,7 +180,7 @@ func (t *sseTracker) outgrown() {
 
 // scan reads the lines of p, whose first byte is raw's byte base in edit
 // mode.
-func (t *sseTracker) scan(p []byte, base int) {
+func (t *Stream) scan(p []byte, base int) {
 	if len(p) == 0 {
 		return // the CR of a CRLF may still be waiting for its LF
 	}
@@ -202,11 +203,11 @@ func shrink(b []byte) []byte {
 
 // send moves the held bytes up to the end of the current line to out, or
 // drops them when the event they are part of is withheld.
-func (t *sseTracker) send() { t.release(!t.withheld) }
+func (t *Stream) send() { t.release(!t.withheld) }
 
 // release lets go of the held bytes up to the end of the current line: to
 // out when keep, or nowhere.
-func (t *sseTracker) release(keep bool) {
+func (t *Stream) release(keep bool) {
 	if keep {
 		t.out = append(t.out, t.raw[t.sent:t.lineEnd]...)
 	}
@@ -215,7 +216,7 @@ func (t *sseTracker) release(keep bool) {
 
 // Follow reads what the scanner read of the stream, as the SSE
 // specification reads it.
-func (t *sseTracker) Follow(e sse.Event) {
+func (t *Stream) Follow(e sse.Event) {
 	switch e.Kind {
 	case sse.JoinedLF:
 		if t.edit && t.sent == t.base {
@@ -259,7 +260,7 @@ func (t *sseTracker) Follow(e sse.Event) {
 // startLong begins a field line too long to keep, named name: it is let
 // go, and a data line's value goes to the skimmer, if the event has one,
 // as it comes.
-func (t *sseTracker) startLong(name []byte) {
+func (t *Stream) startLong(name []byte) {
 	t.longField = longOther
 	t.midEvent = true
 	switch string(name) {
@@ -282,7 +283,7 @@ func (t *sseTracker) startLong(name []byte) {
 }
 
 // endLong ends a line too long to keep.
-func (t *sseTracker) endLong() {
+func (t *Stream) endLong() {
 	if t.longField == longData {
 		t.dataLines++
 	}
@@ -293,14 +294,14 @@ func (t *sseTracker) endLong() {
 
 // endComment sends a comment line between events (a keep-alive, say), or
 // drops it, when it was too long to hold: it is not held.
-func (t *sseTracker) endComment() {
+func (t *Stream) endComment() {
 	t.send()
 	t.passing, t.withheld = false, false
 }
 
 // field handles a field line of the event stream, as the SSE specification
 // reads it.
-func (t *sseTracker) field(field, value []byte) {
+func (t *Stream) field(field, value []byte) {
 	t.midEvent = true
 	switch string(field) {
 	case "data":
@@ -330,4 +331,35 @@ func (t *sseTracker) field(field, value []byte) {
 	case "retry":
 		t.resume.retryField(value)
 	}
+}
+
+// Owed is how many requests of the POST still await their response.
+func (t *Stream) Owed() int { return t.owed.left }
+
+// Settle settles the request id answers, as a response in the stream
+// would.
+func (t *Stream) Settle(id []byte) { t.owed.settle(id) }
+
+// Ended tells the stream that the upstream ended it: a response whose
+// event ended with a CR alone is not read by every client (owedResponses'
+// tentative), and stays owed.
+func (t *Stream) Ended() { t.owed.unconfirm() }
+
+// Stopped is why the gateway stopped reading the stream (overrun.go), nil
+// while it reads on.
+func (t *Stream) Stopped() error { return t.stop }
+
+// Resumable reports whether the client could resume the stream: an event
+// carried an id in an era where it reconnects with Last-Event-ID.
+func (t *Stream) Resumable() bool { return t.resumable }
+
+// Unresumable notes that the stream can no longer be resumed.
+func (t *Stream) Unresumable() { t.resumable = false }
+
+// ResumeAt is the Last-Event-ID to resume the stream with, and the wait
+// its retry field asks for first; ok is false when there is no id the
+// gateway can send.
+func (t *Stream) ResumeAt() (id string, retry time.Duration, ok bool) {
+	id, ok = t.resume.lastID()
+	return id, t.resume.retry, ok
 }

@@ -1,4 +1,4 @@
-package handler
+package answer
 
 // heldBytes gathers an answer's bytes up to a bound, in chunks never
 // copied as they fill: what it allocates is what it holds, plus at most a

@@ -1,4 +1,4 @@
-package handler
+package answer
 
 import (
 	"bytes"
@@ -17,8 +17,8 @@ import (
 // editWith puts tr in edit mode, for the answer to the request with id 1,
 // with one hook that edits each message with rewrite, and fails closed
 // (fail saying what is sent instead) when failClosed.
-func editWith(tr *sseTracker, failClosed bool, rewrite func([]byte) ([]byte, error), fail func(error, json.RawMessage) []byte) {
-	hs := &answerHooks{id: json.RawMessage("1"), edit: true, failClosed: failClosed}
+func editWith(tr *Stream, failClosed bool, rewrite func([]byte) ([]byte, error), fail func(error, json.RawMessage) []byte) {
+	hs := &Hooks{id: json.RawMessage("1"), edit: true, failClosed: failClosed}
 	hs.list = append(hs.buf[:0], funcHook{rewrite, failClosed})
 	tr.edit, tr.hooks, tr.fx, tr.fail = true, hs, &feature.Exchange{}, fail
 }
@@ -184,7 +184,7 @@ func TestTrackerRepairsAStreamBrokenInAWithheldEvent(t *testing.T) {
 		tr := trackerFor(t, callOne)
 		editWith(tr, failClosed, func([]byte) ([]byte, error) { return nil, nil }, nil)
 		tr.observe([]byte("data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"pad\":\"" + strings.Repeat("x", 2*maxEventData)))
-		assert.Equal(t, failClosed, tr.repairable(), "withheld: %v", failClosed)
+		assert.Equal(t, failClosed, tr.Repairable(), "withheld: %v", failClosed)
 	}
 }
 

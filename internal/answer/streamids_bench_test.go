@@ -1,4 +1,4 @@
-package handler
+package answer
 
 import (
 	"fmt"
@@ -21,7 +21,7 @@ func BenchmarkTrackerFollowsAStreamWithIDs(b *testing.B) {
 	events = append(events, []byte(last))
 	b.SetBytes(int64(n + len(last)))
 	for b.Loop() {
-		tr := newSSETracker(parsed(b, callOne), sessionEra)
+		tr := newStream(parsed(b, callOne), sessionEra)
 		for _, e := range events {
 			tr.observe(e)
 		}

@@ -1,7 +1,6 @@
-package handler
+package answer
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -14,17 +13,15 @@ import (
 // (hooks.go). When a hook edits, a JSON answer is held until it is
 // complete, then sent at once, edited or not; an event stream is passed
 // event by event, each held only until its blank line, so that progress
-// reaches the client as it happens (sseTracker's edit mode). When the
+// reaches the client as it happens (Stream's edit mode). When the
 // hooks only watch, a JSON answer is copied as it passes (seenAnswer), and
 // an event stream's messages are read as they pass.
 
 // answerRead holds a JSON answer for hooks that edit it.
 type answerRead struct {
-	// holding: a JSON answer is being held; length is the Content-Length
-	// it came with.
-	holding bool
-	length  []string
-	body    heldBytes
+	// length is the Content-Length it came with.
+	length []string
+	body   heldBytes
 	// failed is why a JSON answer could not be read, when a hook fails
 	// closed.
 	failed error
@@ -47,7 +44,7 @@ type seenAnswer struct {
 }
 
 // write follows the bytes of a JSON answer, before they go to the client.
-func (s *seenAnswer) write(u *upstreamWatch, p []byte) {
+func (s *seenAnswer) write(u *Watch, p []byte) {
 	if s.over || s.done {
 		return
 	}
@@ -61,7 +58,7 @@ func (s *seenAnswer) write(u *upstreamWatch, p []byte) {
 }
 
 // finish gives a complete JSON answer to the hooks.
-func (s *seenAnswer) finish(u *upstreamWatch) {
+func (s *seenAnswer) finish(u *Watch) {
 	if s.done || s.over {
 		return
 	}
@@ -69,7 +66,7 @@ func (s *seenAnswer) finish(u *upstreamWatch) {
 	body := s.body.bytes()
 	s.body = heldBytes{}
 	if len(body) > 0 { // a 202's empty body, say, is no message
-		_, _ = u.hooks.message(&u.x.Exchange, body, true, false)
+		_, _ = u.hooks.message(u.fx, body, true, false)
 	}
 }
 
@@ -93,7 +90,7 @@ func answerTooLarge(length int64) error {
 var errAnswerEncoded = errors.New("the answer is compressed")
 
 // hold keeps the bytes of a JSON answer until it is complete.
-func (u *upstreamWatch) hold(p []byte) (int, error) {
+func (u *Watch) hold(p []byte) (int, error) {
 	r := u.read
 	if r.failed != nil {
 		// Stop the proxy's copy: what is owed in its place is answered in
@@ -109,7 +106,7 @@ func (u *upstreamWatch) hold(p []byte) (int, error) {
 	if c := u.hooks.cutter(); c != nil {
 		// The hook answers for it from its first bytes and what it reads
 		// of the rest as it passes: nothing more is held.
-		r.cut = c.Cut(&u.x.Exchange)
+		r.cut = c.Cut(u.fx)
 		for _, chunk := range r.body.chunks {
 			r.cut.Write(chunk)
 		}
@@ -123,18 +120,18 @@ func (u *upstreamWatch) hold(p []byte) (int, error) {
 		return 0, r.failed
 	}
 	// Too long to edit: it goes as it came, from its first byte.
-	r.holding = false
+	u.state = Passing
 	if r.length != nil {
 		u.Header()["Content-Length"] = r.length
 	}
 	u.ResponseWriterWrapper.WriteHeader(u.status)
 	for _, chunk := range r.body.chunks {
-		if _, err := u.toClient(chunk); err != nil {
+		if _, err := u.ToClient(chunk); err != nil {
 			return 0, err
 		}
 	}
 	r.body = heldBytes{}
-	return u.toClient(p)
+	return u.ToClient(p)
 }
 
 // cutMore gives p to the hook that cuts the answer. Once it reads no
@@ -163,22 +160,22 @@ func declaredLength(header []string) int64 {
 	return -1
 }
 
-// releaseRead sends a JSON answer held whole: as the upstream wrote it,
-// edited, or (failClosed, when it cannot be read) replaced.
-func (h *Handler) releaseRead(u *upstreamWatch) error {
+// ReleaseRead sends a JSON answer held whole (Holding): as the upstream
+// wrote it, edited, or (failClosed, when it cannot be read) replaced.
+func (u *Watch) ReleaseRead() error {
 	r := u.read
-	r.holding = false
+	u.state = Passing
 	body := r.body.bytes()
 	r.body = heldBytes{}
 	if r.cut != nil {
 		body, r.failed = r.cut.Close()
 		r.cut = nil
 	}
-	if r.failed == nil && u.hooks.failClosed && strayResponse(u.x.Messages, body) {
+	if r.failed == nil && u.hooks.failClosed && strayResponse(u.fx.Messages, body) {
 		r.failed = errStrayResponse
 	}
 	if r.failed == nil && len(body) > 0 {
-		out, err := u.hooks.message(&u.x.Exchange, body, true, true)
+		out, err := u.hooks.message(u.fx, body, true, true)
 		switch {
 		case err != nil:
 			r.failed = err
@@ -190,19 +187,28 @@ func (h *Handler) releaseRead(u *upstreamWatch) error {
 	if r.failed != nil {
 		// The gateway's own answer, as every one it writes for a request:
 		// under 200, which every client reads (one does not read a 202's).
-		clearEntityHeaders(hdr)
-		body = h.unreadableMessage(u.x, r.failed, u.hooks.id)
+		ClearEntityHeaders(hdr)
+		body = u.core.Unreadable(r.failed, u.hooks.id)
 		hdr["Content-Type"] = contentTypeJSON
 		status = http.StatusOK
 	}
 	hdr["Content-Length"] = []string{strconv.Itoa(len(body))}
 	u.ResponseWriterWrapper.WriteHeader(status)
-	_, err := u.toClient(body)
+	_, err := u.ToClient(body)
 	return err
 }
 
-// unreadable is the message sent in place of an event the hooks could not
-// read, for id.
-func (u *upstreamWatch) unreadable(err error, id json.RawMessage) []byte {
-	return u.h.unreadableMessage(u.x, err, id)
+var contentTypeJSON = []string{"application/json"}
+
+// ClearEntityHeaders removes what the upstream said about the body it
+// sent, before another is sent in its place. Other headers (Mcp-Session-Id
+// above all) stay.
+func ClearEntityHeaders(h http.Header) {
+	for _, k := range []string{
+		"Content-Type", "Content-Length", "Content-Encoding", "Content-Language",
+		"Content-Range", "Content-Disposition", "Content-Location", "Etag",
+		"Last-Modified", "Transfer-Encoding", "Retry-After", "Trailer",
+	} {
+		h.Del(k)
+	}
 }

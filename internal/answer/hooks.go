@@ -1,20 +1,19 @@
-package handler
+package answer
 
 import (
 	"encoding/json"
 	"net/http"
-	"slices"
 
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/feature"
 )
 
-// answerHooks are the hooks the features opened on one answer, in the
-// order the features are configured (Handler.responders), and what they
+// Hooks are the hooks the features opened on one answer, in the
+// order the features are configured, and what they
 // need of it together: the core holds the answer when one edits, reads a
 // JSON answer up to the largest bound any of them reads, and fails closed
 // when one does.
-type answerHooks struct {
+type Hooks struct {
 	buf  [4]feature.Hook
 	list []feature.Hook
 	// edit: a hook may replace messages; failClosed: one fails closed; max:
@@ -38,10 +37,9 @@ type answerHooks struct {
 }
 
 // open opens the responders' hooks on the answer to x, then those of the
-// admitters' state that is a Responder (feature.Undo), then the trace's
-// (which sees what the client is sent), when the request is traced; it
-// reports whether any has a say in the answer.
-func (hs *answerHooks) open(responders []feature.Responder, undos []feature.Undo, x *feature.Exchange, trace *traced) bool {
+// admitters' state that is a Responder (feature.Undo), then trace (nil:
+// none); it reports whether any has a say in the answer.
+func (hs *Hooks) open(responders []feature.Responder, undos []feature.Undo, x *feature.Exchange, trace feature.Hook) bool {
 	hs.list = hs.buf[:0]
 	for _, r := range responders {
 		hs.add(r.Open(x))
@@ -51,9 +49,7 @@ func (hs *answerHooks) open(responders []feature.Responder, undos []feature.Undo
 			hs.add(u.(feature.Responder).Open(x))
 		}
 	}
-	if trace != nil {
-		hs.add(trace.Answer())
-	}
+	hs.add(trace)
 	if len(hs.list) == 0 {
 		return false
 	}
@@ -72,7 +68,7 @@ func (hs *answerHooks) open(responders []feature.Responder, undos []feature.Undo
 
 // firstFailClosed is the first hook that fails closed (nil: none), whose
 // words answer for what the hooks cannot read.
-func (hs *answerHooks) firstFailClosed() feature.Hook {
+func (hs *Hooks) firstFailClosed() feature.Hook {
 	for _, hook := range hs.list {
 		if hook.Needs().FailClosed {
 			return hook
@@ -82,7 +78,7 @@ func (hs *answerHooks) firstFailClosed() feature.Hook {
 }
 
 // add adds an opened hook (nil: none was).
-func (hs *answerHooks) add(hook feature.Hook) {
+func (hs *Hooks) add(hook feature.Hook) {
 	if hook == nil {
 		return
 	}
@@ -101,21 +97,6 @@ func (hs *answerHooks) add(hook feature.Hook) {
 	hs.maxEvent = max(hs.maxEvent, n.MaxEvent)
 }
 
-// openHooks opens the features' hooks on the answer, and says how the core
-// reads it for them: held when one edits (and then not compressed); when
-// they only watch, a JSON answer is copied as it passes (WriteHeader). It
-// reports whether any was opened.
-func (u *upstreamWatch) openHooks(responders []feature.Responder, undos []feature.Undo) bool {
-	if (len(responders) == 0 && !slices.ContainsFunc(undos, responds) && u.x.trace == nil) || !u.hooks.open(responders, undos, u.x.view(), u.x.trace) {
-		return false
-	}
-	if u.hooks.edit {
-		u.read = &answerRead{}
-		delete(u.x.Request.Header, "Accept-Encoding")
-	}
-	return true
-}
-
 // responds reports whether what an admitter kept of a request opens hooks
 // on its answer: a Responder that does not linger (what lingers may be
 // given back before the answer ends).
@@ -126,7 +107,7 @@ func responds(u feature.Undo) bool {
 }
 
 // active reports whether any hook reads the answer.
-func (hs *answerHooks) active() bool { return hs.readers > 0 }
+func (hs *Hooks) active() bool { return hs.readers > 0 }
 
 // message gives msg to the hooks in order, each seeing what the one before
 // it let through, and returns what to send instead (nil: msg as it is).
@@ -135,7 +116,7 @@ func (hs *answerHooks) active() bool { return hs.readers > 0 }
 // it (an event passing unread, or data that is no JSON-RPC, is given only
 // to those that watch). err is the first error of a hook that fails
 // closed: msg must not be sent.
-func (hs *answerHooks) message(x *feature.Exchange, msg []byte, whole, editable bool) (out []byte, err error) {
+func (hs *Hooks) message(x *feature.Exchange, msg []byte, whole, editable bool) (out []byte, err error) {
 	cur := msg
 	for _, hook := range hs.list {
 		n := hook.Needs()
@@ -155,9 +136,9 @@ func (hs *answerHooks) message(x *feature.Exchange, msg []byte, whole, editable 
 	return out, nil
 }
 
-// unreadable is the envelope sent in place of what the hooks could not
+// Unreadable is the envelope sent in place of what the hooks could not
 // read: the first hook that fails closed says it.
-func (hs *answerHooks) unreadable(x *feature.Exchange, err error) envelope.Envelope {
+func (hs *Hooks) Unreadable(x *feature.Exchange, err error) envelope.Envelope {
 	if hook := hs.firstFailClosed(); hook != nil {
 		return hook.Unreadable(x, err)
 	}
@@ -166,13 +147,13 @@ func (hs *answerHooks) unreadable(x *feature.Exchange, err error) envelope.Envel
 
 // cutter is the first hook that fails closed, when it answers itself for
 // a message too large to hold (feature.Cutter).
-func (hs *answerHooks) cutter() feature.Cutter {
+func (hs *Hooks) cutter() feature.Cutter {
 	c, _ := hs.firstFailClosed().(feature.Cutter)
 	return c
 }
 
-// end tells the hooks how the answer ended, once.
-func (hs *answerHooks) end(x *feature.Exchange, e feature.Ending) {
+// End tells the hooks how the answer ended, once.
+func (hs *Hooks) End(x *feature.Exchange, e feature.Ending) {
 	if hs.ended {
 		return
 	}
@@ -184,7 +165,7 @@ func (hs *answerHooks) end(x *feature.Exchange, e feature.Ending) {
 
 // header gives the header the upstream writes under status to the hooks
 // that rewrite it.
-func (hs *answerHooks) header(x *feature.Exchange, status int, h http.Header) {
+func (hs *Hooks) header(x *feature.Exchange, status int, h http.Header) {
 	if !hs.headers {
 		return
 	}
@@ -197,7 +178,7 @@ func (hs *answerHooks) header(x *feature.Exchange, status int, h http.Header) {
 
 // trailer gives the header, the upstream's trailers copied into it, to
 // the hooks that rewrite it.
-func (hs *answerHooks) trailer(x *feature.Exchange, h http.Header) {
+func (hs *Hooks) trailer(x *feature.Exchange, h http.Header) {
 	if !hs.headers {
 		return
 	}
@@ -208,9 +189,9 @@ func (hs *answerHooks) trailer(x *feature.Exchange, h http.Header) {
 	}
 }
 
-// unreached is the first answer a hook gives for an upstream the proxy
+// Unreached is the first answer a hook gives for an upstream the proxy
 // could not reach (feature.Unreached), nil when none answers.
-func (hs *answerHooks) unreached(x *feature.Exchange, err error) *feature.Refusal {
+func (hs *Hooks) Unreached(x *feature.Exchange, err error) *feature.Refusal {
 	for _, hook := range hs.list {
 		if u, ok := hook.(feature.Unreached); ok {
 			if ref := u.Unreached(x, err); ref != nil {
@@ -221,14 +202,9 @@ func (hs *answerHooks) unreached(x *feature.Exchange, err error) *feature.Refusa
 	return nil
 }
 
-// unreadableMessage is the JSON-RPC error sent, for id, in place of what
-// the hooks could not read, and recorded as the exchange's answer.
-func (h *Handler) unreadableMessage(x *exchange, err error, id json.RawMessage) []byte {
-	env := x.watch.hooks.unreadable(x.view(), err)
-	h.answered(x, &env)
-	if m := x.Single(); m != nil && isCall(m) && string(m.ID) == string(id) {
-		// A call's answer is a result the model reads (the wire contract).
-		return env.AppendToolResult(nil, id)
-	}
-	return env.AppendRPCError(nil, id, x.Era.RPCCode(&env))
-}
+// ID is the request's id, when a hook edits (nil on a GET, or for a body
+// that is not one request).
+func (hs *Hooks) ID() json.RawMessage { return hs.id }
+
+// List is the hooks opened, in order.
+func (hs *Hooks) List() []feature.Hook { return hs.list }

@@ -1,4 +1,4 @@
-package handler
+package answer
 
 import (
 	"errors"
@@ -14,10 +14,6 @@ import (
 
 const every = 10 * time.Second
 
-func newLockedRecorder() *lockedRecorder {
-	return &lockedRecorder{ResponseRecorder: httptest.NewRecorder()}
-}
-
 func TestKeepaliveCommentsAnIdleStream(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newLockedRecorder()
@@ -26,16 +22,16 @@ func TestKeepaliveCommentsAnIdleStream(t *testing.T) {
 
 		time.Sleep(every / 2)
 		synctest.Wait()
-		assert.Empty(t, w.body(), "not before a period has passed")
+		assert.Empty(t, w.Body(), "not before a period has passed")
 
 		time.Sleep(every)
 		synctest.Wait()
-		assert.Equal(t, ":\n", w.body(), "a comment line, never a blank line")
-		assert.True(t, w.flushed(), "and flushed at once")
+		assert.Equal(t, ":\n", w.Body(), "a comment line, never a blank line")
+		assert.True(t, w.Flushed(), "and flushed at once")
 
 		time.Sleep(2 * every)
 		synctest.Wait()
-		assert.Equal(t, ":\n:\n:\n", w.body(), "one per idle period")
+		assert.Equal(t, ":\n:\n:\n", w.Body(), "one per idle period")
 	})
 }
 
@@ -66,7 +62,7 @@ func TestKeepaliveWritesOnlyAfterALineFeed(t *testing.T) {
 
 				time.Sleep(3*every + every/2)
 				synctest.Wait()
-				body := w.body()
+				body := w.Body()
 				assert.Equal(t, tt.last+strings.Repeat(":\n", tt.comments), body)
 			})
 		})
@@ -87,11 +83,11 @@ func TestKeepaliveNeverWritesWhileTheUpstreamDoes(t *testing.T) {
 			sent.WriteString("data: tick\n\n")
 		}
 		synctest.Wait()
-		assert.Equal(t, sent.String(), w.body(), "a write every half period leaves no tick idle")
+		assert.Equal(t, sent.String(), w.Body(), "a write every half period leaves no tick idle")
 
 		time.Sleep(2*every + every/2)
 		synctest.Wait()
-		assert.Equal(t, sent.String()+":\n", w.body(), "idle for one to two periods, a comment follows")
+		assert.Equal(t, sent.String()+":\n", w.Body(), "idle for one to two periods, a comment follows")
 	})
 }
 
@@ -105,9 +101,9 @@ func TestKeepaliveCannotSplitAnEvent(t *testing.T) {
 			time.Sleep(3 * every)
 		}
 		ka.stop()
-		require.Contains(t, w.body(), ":\n", "comments were written in the pauses")
-		events, _ := sseClient([]byte(w.body()))
-		assert.Equal(t, []sseEvent{{typ: "message", data: "{\"jsonrpc\":\"2.0\",\n\"method\":\"ping\"}"}}, events)
+		require.Contains(t, w.Body(), ":\n", "comments were written in the pauses")
+		events, _ := sseClient([]byte(w.Body()))
+		assert.Equal(t, []sseEvent{{Type: "message", Data: "{\"jsonrpc\":\"2.0\",\n\"method\":\"ping\"}"}}, events)
 	})
 }
 
@@ -122,10 +118,10 @@ func TestKeepaliveStopWaitsForItsGoroutine(t *testing.T) {
 		default:
 			t.Fatal("stop returned before the goroutine ended")
 		}
-		before := w.body()
+		before := w.Body()
 		time.Sleep(10 * every)
 		synctest.Wait()
-		assert.Equal(t, before, w.body(), "nothing is written once stopped")
+		assert.Equal(t, before, w.Body(), "nothing is written once stopped")
 		assert.Equal(t, ":\n", before)
 	})
 }
@@ -159,11 +155,11 @@ func TestKeepaliveFlushIsInStepWithItsWrites(t *testing.T) {
 
 func TestKeepaliveToABrokenClientDoesNotFlush(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := &brokenClient{hdr: map[string][]string{}}
+		c := &brokenClient{Hdr: map[string][]string{}}
 		ka := startKeepalive(c, every, nil)
 		time.Sleep(3*every + time.Second)
 		ka.stop()
-		writes, flushes := c.counts()
+		writes, flushes := c.Counts()
 		assert.Equal(t, 3, writes, "a comment is tried every idle period")
 		assert.Zero(t, flushes, "a failed write is not flushed")
 	})

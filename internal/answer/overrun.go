@@ -1,17 +1,12 @@
-package handler
+package answer
 
 import (
 	"bytes"
 	"cmp"
 	"errors"
-	"net/http"
-	"time"
-
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
-	"github.com/caddymcp/caddy-mcp/internal/sse"
 )
 
 // An answer that overruns what the hooks read of it. When a hook fails
@@ -34,7 +29,7 @@ var errResponseOverrun error = &feature.TooLargeError{What: "the response is lar
 // be the response owed and has outgrown the bound of the hook that fails
 // closed on it: past the hook's bound, or the core's (where it is
 // withheld), or past what the cut reading it reads.
-func (t *sseTracker) checkBound() {
+func (t *Stream) checkBound() {
 	if t.stop != nil || t.probed || t.hooks == nil || t.owed.msgs == nil {
 		return
 	}
@@ -67,7 +62,7 @@ var errLinesTwoWays = errors.New("the answer ends lines with a carriage return a
 // (an event it reads whole where the gateway read two, neither over a
 // budget; data that is JSON for it and not for the gateway). Servers end
 // lines with LF, or CRLF.
-func (t *sseTracker) checkLines() {
+func (t *Stream) checkLines() {
 	if t.loneCR && t.stop == nil && t.hooks != nil && t.hooks.failClosed {
 		t.stop = errLinesTwoWays
 	}
@@ -76,7 +71,7 @@ func (t *sseTracker) checkLines() {
 // probe skims what is held of the data of the event being received, when
 // it outgrew the bound of the hook that fails closed (nil when it did
 // not).
-func (t *sseTracker) probe() *jsonrpc.Skimmer {
+func (t *Stream) probe() *jsonrpc.Skimmer {
 	value, partial := t.partialData()
 	n := len(t.data) + len(value)
 	if partial && t.dataLines > 0 {
@@ -96,7 +91,7 @@ func (t *sseTracker) probe() *jsonrpc.Skimmer {
 
 // partialData is the value of the data line being received, ok when the
 // line being received is one.
-func (t *sseTracker) partialData() (value []byte, ok bool) {
+func (t *Stream) partialData() (value []byte, ok bool) {
 	line := t.sc.HeldLine()
 	if !bytes.HasPrefix(line, []byte("data")) {
 		return nil, false
@@ -114,7 +109,7 @@ func (t *sseTracker) partialData() (value []byte, ok bool) {
 // already counts: a client may have refused the first (the TypeScript
 // SDK's schema refuses a response with a member it does not know), and
 // take this one.
-func (t *sseTracker) mayBeOwed(kn jsonrpc.Known) bool {
+func (t *Stream) mayBeOwed(kn jsonrpc.Known) bool {
 	switch {
 	case kn.Uncertain:
 		return true
@@ -129,48 +124,10 @@ func (t *sseTracker) mayBeOwed(kn jsonrpc.Known) bool {
 // cutGaveUp notes that the cut reading a withheld event reads no more of
 // it (past its own bound, or on what it cannot cut): the reading stops
 // there, for Close's error, when the event may be the response owed.
-func (t *sseTracker) cutGaveUp() {
+func (t *Stream) cutGaveUp() {
 	_, err := t.cut.Close()
 	if err == nil {
 		err = errResponseOverrun
 	}
 	t.cut, t.cutErr = nil, err
-}
-
-// answerStopped ends a stream whose reading stopped (checkBound): the
-// event it stopped in is discarded, the request it may have answered is
-// answered with the hooks' words for what they could not read, any other
-// still owed with the envelope of a broken answer; then the upstream is
-// told to stop.
-func (h *Handler) answerStopped(x *exchange, u *upstreamWatch, next caddyhttp.Handler) error {
-	t := u.sse
-	out := t.appendUnfinished(nil)
-	if id := u.hooks.id; id != nil {
-		// Answered already, perhaps, by a response a client refused.
-		t.owed.settle(id)
-		out = sse.AppendMessage(out, nil, false, h.unreadableMessage(x, t.stop, id))
-	}
-	if t.owed.left > 0 {
-		env := h.failures.Broken("the gateway stopped reading the MCP server's answer")
-		h.answered(x, &env)
-		out = t.appendOwed(out, &env)
-	}
-	w := u.ResponseWriterWrapper.ResponseWriter
-	_, err := w.Write(out)
-	if err == nil {
-		err = http.NewResponseController(w).Flush()
-	}
-	h.cancelUnread(x, u, next)
-	return err
-}
-
-// cancelUnread tells the upstream to stop a request whose answer the
-// gateway stopped reading before its end: its places are given back
-// first, as at a deadline, and the cancellation is sent once.
-func (h *Handler) cancelUnread(x *exchange, u *upstreamWatch, next caddyhttp.Handler) {
-	x.release(time.Now())
-	if u.cancelled.CompareAndSwap(false, true) {
-		cancellations.WithLabelValues(reasonLabelUnread).Inc()
-		h.sendCancelled(x, x.Request.Header, requestVars(x), next, reasonUnread)
-	}
 }

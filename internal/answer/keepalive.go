@@ -1,4 +1,4 @@
-package handler
+package answer
 
 import (
 	"net/http"
@@ -10,9 +10,6 @@ import (
 	"github.com/caddymcp/caddy-mcp/internal/panics"
 	"github.com/caddymcp/caddy-mcp/internal/sse"
 )
-
-// DefaultSSEKeepalive is the default of Handler.SSEKeepalive.
-const DefaultSSEKeepalive = 25 * time.Second
 
 // siteKeepalive is where a panic of the keep-alives' goroutine is
 // recovered (package panics).

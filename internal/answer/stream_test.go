@@ -1,4 +1,4 @@
-package handler
+package answer
 
 import (
 	"bytes"
@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/caddymcp/caddy-mcp/envelope"
-	"github.com/caddymcp/caddy-mcp/internal/failures"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 	"github.com/caddymcp/caddy-mcp/internal/sse"
 )
@@ -23,84 +22,6 @@ func parsed(t testing.TB, body string) []jsonrpc.Message {
 	msgs, _, err := jsonrpc.Parse([]byte(body), nil, 1<<20)
 	require.NoError(t, err, "%s", body)
 	return msgs
-}
-
-// sseEvent is one event as a client's EventSource parser dispatches it.
-type sseEvent struct {
-	typ, data, lastID string
-}
-
-// sseClient reads a complete event stream as the HTML Living Standard's
-// event-stream interpretation does: lines end with CRLF, LF or CR; a blank
-// line dispatches; an event cut off by the end of the stream is dropped; an
-// id holding NUL is ignored. It returns every dispatched event and the last
-// event id at the end.
-func sseClient(stream []byte) (events []sseEvent, lastID string) {
-	var data []string
-	typ, hasData := "", false
-	for len(stream) > 0 {
-		i := bytes.IndexAny(stream, "\r\n")
-		if i < 0 {
-			break // an unterminated last line is never processed
-		}
-		line := string(stream[:i])
-		if stream[i] == '\r' && i+1 < len(stream) && stream[i+1] == '\n' {
-			i++
-		}
-		stream = stream[i+1:]
-		switch {
-		case line == "":
-			if hasData {
-				t := typ
-				if t == "" {
-					t = "message"
-				}
-				events = append(events, sseEvent{typ: t, data: strings.Join(data, "\n"), lastID: lastID})
-			}
-			data, typ, hasData = nil, "", false
-			continue
-		case line[0] == ':':
-			continue
-		}
-		field, value, _ := strings.Cut(line, ":")
-		value = strings.TrimPrefix(value, " ")
-		switch field {
-		case "data":
-			data, hasData = append(data, value), true
-		case "event":
-			typ = value
-		case "id":
-			if !strings.Contains(value, "\x00") {
-				lastID = value
-			}
-		}
-	}
-	return events, lastID
-}
-
-// messagesOf keeps the events a client hands to its JSON-RPC layer: those of
-// type message.
-// dataOf is the data of every event, of any type: what a client may read
-// as a message (the Go SDK's reads some types the others do not).
-func dataOf(events []sseEvent) []string {
-	out := make([]string, 0, len(events))
-	for _, e := range events {
-		out = append(out, e.data)
-	}
-	if len(out) == 0 {
-		return nil
-	}
-	return out
-}
-
-func messagesOf(events []sseEvent) []string {
-	var out []string
-	for _, e := range events {
-		if e.typ == "message" {
-			out = append(out, e.data)
-		}
-	}
-	return out
 }
 
 // trackerState is everything a tracker decides from the bytes it observed.
@@ -114,7 +35,7 @@ type trackerState struct {
 	LastCR               bool
 }
 
-func stateOf(tr *sseTracker) trackerState {
+func stateOf(tr *Stream) trackerState {
 	var owed []string
 	for m := range tr.owed.all() {
 		owed = append(owed, string(m.ID))
@@ -128,18 +49,12 @@ func stateOf(tr *sseTracker) trackerState {
 
 // trackerFor is a tracker following the answer to body, which must hold a
 // request.
-func trackerFor(t testing.TB, body string) *sseTracker {
+func trackerFor(t testing.TB, body string) *Stream {
 	t.Helper()
-	tr := newSSETracker(parsed(t, body), sessionEra)
+	tr := newStream(parsed(t, body), sessionEra)
 	require.NotNil(t, tr, "a body with a request is followed")
 	return tr
 }
-
-const (
-	callOne   = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search"}}`
-	resultOne = `{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`
-	progress  = `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p","progress":1}}`
-)
 
 func TestTrackerFollowsAnEventStreamAsClientsReadIt(t *testing.T) {
 	batch := `[` + callOne + `,{"jsonrpc":"2.0","id":"two","method":"tools/list"},` + progress + `]`
@@ -221,7 +136,7 @@ func TestTrackerFollowsAnEventStreamAsClientsReadIt(t *testing.T) {
 			assert.Equal(t, tt.resumable, got.Resumable, "resumable")
 			assert.Equal(t, tt.unreadable, got.Unreadable, "unreadable")
 			assert.Equal(t, tt.midEvent, got.MidEvent, "mid-event")
-			assert.Equal(t, len(tt.owed) > 0 && !tt.resumable && !tt.unreadable, tr.repairable(), "repairable")
+			assert.Equal(t, len(tt.owed) > 0 && !tt.resumable && !tt.unreadable, tr.Repairable(), "repairable")
 		})
 	}
 }
@@ -233,7 +148,7 @@ func TestTrackerIsOnlyForAnswersThatOweResponses(t *testing.T) {
 		`[` + progress + `,{"jsonrpc":"2.0","id":"r","result":{}}]`,
 		`[]`,
 	} {
-		assert.Nil(t, newSSETracker(parsed(t, body), sessionEra), "%s owes no response", body)
+		assert.Nil(t, newStream(parsed(t, body), sessionEra), "%s owes no response", body)
 	}
 }
 
@@ -257,7 +172,7 @@ func TestTrackerMarksEventsBeyondMaxEventDataUnreadable(t *testing.T) {
 				tr.observe([]byte(w))
 			}
 			assert.Equal(t, tt.unreadable, tr.unreadable)
-			assert.Equal(t, !tt.unreadable, tr.repairable(), "an unreadable event might have been the response: no repair")
+			assert.Equal(t, !tt.unreadable, tr.Repairable(), "an unreadable event might have been the response: no repair")
 		})
 	}
 }
@@ -305,10 +220,10 @@ func TestRepairEndsTheStreamWithOneMessagePerOwedRequest(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			tr := trackerFor(t, batch)
 			tr.observe([]byte(tt.upstream))
-			require.True(t, tr.repairable())
+			require.True(t, tr.Repairable())
 
-			repair := tr.appendRepair(nil, &env)
-			assert.False(t, tr.repairable(), "nothing is owed after the repair")
+			repair := tr.AppendRepair(nil, &env)
+			assert.False(t, tr.Repairable(), "nothing is owed after the repair")
 			assert.Zero(t, tr.owed.left)
 
 			events, lastID := sseClient(append([]byte(tt.upstream), repair...))
@@ -357,7 +272,7 @@ func TestAppendDiscardNamesTheUnfinishedEventSoClientsDropIt(t *testing.T) {
 			assert.Equal(t, tt.want, string(tr.appendDiscard(nil)))
 			if tt.observed != "" {
 				env := testFailures.Broken("x")
-				assert.True(t, strings.HasPrefix(string(tr.appendRepair(nil, &env)), tt.want), "a repair ends the unfinished line first")
+				assert.True(t, strings.HasPrefix(string(tr.AppendRepair(nil, &env)), tt.want), "a repair ends the unfinished line first")
 			}
 		})
 	}
@@ -392,7 +307,7 @@ const splitBatch = `[` + callOne + `,{"jsonrpc":"2.0","id":"two","method":"tools
 // returns its final state.
 func observeIn(t testing.TB, msgs []jsonrpc.Message, stream []byte, cuts ...int) trackerState {
 	t.Helper()
-	tr := newSSETracker(msgs, sessionEra)
+	tr := newStream(msgs, sessionEra)
 	require.NotNil(t, tr)
 	prev := 0
 	for _, c := range cuts {
@@ -523,7 +438,7 @@ func TestRepairedBatchAnswersKeepTheirIDsByteForByte(t *testing.T) {
 	}
 	tr := trackerFor(t, "["+strings.Join(parts, ",")+"]")
 	env := testFailures.Broken("x")
-	events, _ := sseClient(tr.appendRepair(nil, &env))
+	events, _ := sseClient(tr.AppendRepair(nil, &env))
 	got := messagesOf(events)
 	require.Len(t, got, len(ids))
 	for i, data := range got {
@@ -532,7 +447,3 @@ func TestRepairedBatchAnswersKeepTheirIDsByteForByte(t *testing.T) {
 		assert.Equal(t, ids[i], string(m["id"]))
 	}
 }
-
-// testFailures words failures as a handler with the default
-// upstream_retry_after does.
-var testFailures = &failures.Failures{RetryAfter: DefaultUpstreamRetryAfter}

@@ -1,11 +1,11 @@
-package handler
+package answer
 
 import (
 	"bytes"
 	"encoding/json"
-	"net/http"
 
 	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 	"github.com/caddymcp/caddy-mcp/internal/sse"
 )
@@ -17,7 +17,7 @@ import (
 // dispatch reads a complete event: a message event carrying a response to a
 // pending request settles it. In edit mode, the event is then sent: as it
 // came, rewritten, or, withheld, in the form the client may have.
-func (t *sseTracker) dispatch() {
+func (t *Stream) dispatch() {
 	message := t.dataLines > 0 && (len(t.event) == 0 || string(t.event) == "message")
 	t.resume.dispatched()
 	// The hooks read an event of another type as a message too: the Go
@@ -51,7 +51,7 @@ func (t *sseTracker) dispatch() {
 // read reads the data of an event: the responses it settles (a message
 // event's only), the tools it says changed, and, in edit mode, what to
 // send in its place.
-func (t *sseTracker) read(message bool) {
+func (t *Stream) read(message bool) {
 	var (
 		msg      jsonrpc.Message
 		answered *jsonrpc.Message
@@ -100,7 +100,7 @@ func (t *sseTracker) read(message bool) {
 // stream owed: the error goes for its id. Anything else gets nothing in
 // its place: a notification, a server's request, or a response that
 // answers no request still owed.
-func (t *sseTracker) answerFor(err error, m jsonrpc.Message, answered *jsonrpc.Message) {
+func (t *Stream) answerFor(err error, m jsonrpc.Message, answered *jsonrpc.Message) {
 	switch {
 	case answered != nil:
 		t.replace(err, answered.ID)
@@ -112,12 +112,12 @@ func (t *sseTracker) answerFor(err error, m jsonrpc.Message, answered *jsonrpc.M
 }
 
 // limit is what the tracker holds of an event's data, and of a line.
-func (t *sseTracker) limit() int { return max(maxEventData, t.maxData) }
+func (t *Stream) limit() int { return max(maxEventData, t.maxData) }
 
 // dataOutgrown handles an event whose data outgrew what is held of it:
 // what was kept of it is let go, or, when the event is withheld, skimmed
 // first, and given to the hook that answers for it, if one does.
-func (t *sseTracker) dataOutgrown() {
+func (t *Stream) dataOutgrown() {
 	t.over = true
 	t.outgrown()
 	if t.withheld {
@@ -135,7 +135,7 @@ func (t *sseTracker) dataOutgrown() {
 
 // skimData gives the next data line's value to the skimmer and the cut,
 // if the event has them.
-func (t *sseTracker) skimData(value []byte) {
+func (t *Stream) skimData(value []byte) {
 	if t.skim == nil {
 		return
 	}
@@ -145,7 +145,7 @@ func (t *sseTracker) skimData(value []byte) {
 
 // skimBreak gives them the line break before a data line's value, but the
 // event's first.
-func (t *sseTracker) skimBreak() {
+func (t *Stream) skimBreak() {
 	if t.skim != nil && t.dataLines > 0 {
 		t.skimWrite(newline)
 	}
@@ -153,7 +153,7 @@ func (t *sseTracker) skimBreak() {
 
 // skimWrite gives the skimmer and the cut, if the event has one, the next
 // bytes of the event's data.
-func (t *sseTracker) skimWrite(p []byte) {
+func (t *Stream) skimWrite(p []byte) {
 	t.skim.Write(p)
 	if t.cut != nil && !t.cut.Write(p) {
 		t.cutGaveUp()
@@ -166,7 +166,7 @@ var newline = []byte("\n")
 // large to read, why saying why (see answerFor); when what it is cannot be
 // known with certainty, for the request the stream answers (none on a
 // GET's stream), which it may be the response to.
-func (t *sseTracker) answerUnread(why error) {
+func (t *Stream) answerUnread(why error) {
 	m, err := t.skim.Message()
 	switch {
 	case err != nil:
@@ -182,7 +182,7 @@ func (t *sseTracker) answerUnread(why error) {
 // it, given to the hooks as a message of its own: the call's response, cut
 // to fit. When it makes nothing of it, the event is answered for as
 // unread.
-func (t *sseTracker) answerCut() {
+func (t *Stream) answerCut() {
 	out, err := t.cut.Close()
 	if err != nil {
 		t.answerUnread(err)
@@ -200,7 +200,7 @@ func (t *sseTracker) answerCut() {
 // replace sends an error in place of a message event that could not be
 // read, err saying why, for id: the request it answers, which is
 // settled (nil: none, on a GET's stream).
-func (t *sseTracker) replace(err error, id json.RawMessage) {
+func (t *Stream) replace(err error, id json.RawMessage) {
 	if id != nil {
 		t.owed.settle(id)
 	}
@@ -210,7 +210,7 @@ func (t *sseTracker) replace(err error, id json.RawMessage) {
 // sendEvent sends the event just dispatched: as it came, rewritten (its id
 // kept, other fields dropped), or, withheld with nothing in its place, not
 // at all.
-func (t *sseTracker) sendEvent() {
+func (t *Stream) sendEvent() {
 	if t.rewritten == nil {
 		t.send()
 		t.hasID = false
@@ -229,7 +229,7 @@ func (t *sseTracker) sendEvent() {
 // named as an event no client reads ("message" is the only one they do).
 // An unfinished "id" line gets a NUL, which makes clients ignore the field,
 // so that it cannot become the stream's last event id.
-func (t *sseTracker) appendDiscard(out []byte) []byte {
+func (t *Stream) appendDiscard(out []byte) []byte {
 	if t.sc.Unfinished() {
 		// As clients read it: a byte order mark opening the stream is
 		// not part of its first line.
@@ -244,41 +244,28 @@ func (t *sseTracker) appendDiscard(out []byte) []byte {
 // discardedEvent names the unfinished event of a broken stream.
 const discardedEvent = "mcp-gateway-discarded"
 
-// repairStream ends a broken, non-resumable event stream with one message
-// event per request still owed a response, each carrying the envelope.
-func (h *Handler) repairStream(u *upstreamWatch, what string) error {
-	env := h.failures.Broken(what)
-	h.answered(u.x, &env)
-	out := u.sse.appendRepair(nil, &env)
-	w := u.ResponseWriterWrapper.ResponseWriter
-	if _, err := w.Write(out); err != nil {
-		return err
-	}
-	return http.NewResponseController(w).Flush()
-}
-
-// appendRepair appends the end of the stream: the unfinished event
+// AppendRepair appends the end of the stream: the unfinished event
 // discarded, then one message event per request still owed a response,
 // carrying env in the form its request needs. Nothing is owed afterwards.
-func (t *sseTracker) appendRepair(out []byte, env *envelope.Envelope) []byte {
-	return t.appendOwed(t.appendUnfinished(out), env)
+func (t *Stream) AppendRepair(out []byte, env *envelope.Envelope) []byte {
+	return t.AppendOwed(t.AppendUnfinished(out), env)
 }
 
-// appendUnfinished appends what discards the event the upstream left
+// AppendUnfinished appends what discards the event the upstream left
 // unfinished, if it did.
-func (t *sseTracker) appendUnfinished(out []byte) []byte {
+func (t *Stream) AppendUnfinished(out []byte) []byte {
 	if t.midEvent || t.sc.Unfinished() {
 		out = t.appendDiscard(out)
 	}
 	return out
 }
 
-// appendOwed appends one message event per request still owed a response,
+// AppendOwed appends one message event per request still owed a response,
 // carrying env in the form its request needs, and settles them all.
-func (t *sseTracker) appendOwed(out []byte, env *envelope.Envelope) []byte {
+func (t *Stream) AppendOwed(out []byte, env *envelope.Envelope) []byte {
 	var data []byte
 	for m := range t.owed.all() {
-		if isCall(m) {
+		if feature.IsCall(m) {
 			data = env.AppendToolResult(data[:0], m.ID)
 		} else {
 			data = env.AppendRPCError(data[:0], m.ID, t.era.RPCCode(env))

@@ -1,0 +1,66 @@
+package answer
+
+import (
+	"encoding/json"
+
+	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/feature"
+	"github.com/caddymcp/caddy-mcp/internal/answer/answertest"
+	"github.com/caddymcp/caddy-mcp/internal/failures"
+	"go.uber.org/zap"
+)
+
+// The shared fixtures (package answertest), by the names these tests use.
+const (
+	callOne   = answertest.CallOne
+	resultOne = answertest.ResultOne
+	progress  = answertest.Progress
+)
+
+type (
+	sseEvent = answertest.Event
+	tape     = answertest.Tape
+)
+
+var (
+	sseClient  = answertest.ClientEvents
+	messagesOf = answertest.MessagesOf
+	dataOf     = answertest.DataOf
+)
+
+const sessionEra = feature.SessionEra
+
+type (
+	brokenClient   = answertest.BrokenClient
+	lockedRecorder = answertest.LockedRecorder
+)
+
+var (
+	newLockedRecorder = answertest.NewLockedRecorder
+	members           = answertest.Members
+	toolError         = answertest.ToolError
+	decodeRPCError    = answertest.RPCError
+)
+
+// testCore is the core as a watch sees it, for one request.
+type testCore struct{}
+
+func (testCore) Unreadable(err error, id json.RawMessage) []byte {
+	env := envelope.New(envelope.InternalError, err.Error()).Envelope()
+	return env.AppendRPCError(nil, id, feature.SessionEra.RPCCode(&env))
+}
+
+func (testCore) UpstreamStatus(int) {}
+
+func (testCore) Logger() *zap.Logger { return zap.NewNop() }
+
+// testFailures words failures as a handler with the default
+// upstream_retry_after does.
+var testFailures = &failures.Failures{RetryAfter: failures.DefaultRetryAfter}
+
+type (
+	recordingHook = answertest.Hook
+	hookOpener    = answertest.Opener
+)
+
+var recoveredAt = answertest.RecoveredAt
