@@ -3,12 +3,14 @@ package handler
 import (
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/caddymcp/caddy-mcp/internal/answer/answertest"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
-	"github.com/stretchr/testify/require"
 )
 
-// The shared fixtures (package answertest), by the names these tests use.
+// The fixtures shared with the tests of the answer reader (package
+// answertest), by the names these tests use.
 const (
 	callOne   = answertest.CallOne
 	resultOne = answertest.ResultOne
@@ -16,34 +18,21 @@ const (
 )
 
 type (
-	sseEvent = answertest.Event
-	tape     = answertest.Tape
-)
-
-var (
-	sseClient  = answertest.ClientEvents
-	messagesOf = answertest.MessagesOf
-	dataOf     = answertest.DataOf
-)
-
-type (
-	brokenClient   = answertest.BrokenClient
-	lockedRecorder = answertest.LockedRecorder
-)
-
-var (
-	errBrokenPipe  = answertest.ErrBrokenPipe
-	members        = answertest.Members
-	toolError      = answertest.ToolError
-	decodeRPCError = answertest.RPCError
-)
-
-type (
+	tape          = answertest.Tape
+	brokenClient  = answertest.BrokenClient
 	recordingHook = answertest.Hook
 	hookOpener    = answertest.Opener
 )
 
-var recoveredAt = answertest.RecoveredAt
+var (
+	sseClient      = answertest.ClientEvents
+	messagesOf     = answertest.MessagesOf
+	errBrokenPipe  = answertest.ErrBrokenPipe
+	members        = answertest.Members
+	toolError      = answertest.ToolError
+	decodeRPCError = answertest.RPCError
+	recoveredAt    = answertest.RecoveredAt
+)
 
 // parsed is what inspect learns of a body: its messages.
 func parsed(t testing.TB, body string) []jsonrpc.Message {

@@ -3,11 +3,12 @@ package answer
 import (
 	"encoding/json"
 
+	"go.uber.org/zap"
+
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/answer/answertest"
 	"github.com/caddymcp/caddy-mcp/internal/failures"
-	"go.uber.org/zap"
 )
 
 // The shared fixtures (package answertest), by the names these tests use.
@@ -15,31 +16,27 @@ const (
 	callOne   = answertest.CallOne
 	resultOne = answertest.ResultOne
 	progress  = answertest.Progress
+
+	sessionEra = feature.SessionEra
 )
 
 type (
-	sseEvent = answertest.Event
-	tape     = answertest.Tape
+	sseEvent      = answertest.Event
+	tape          = answertest.Tape
+	brokenClient  = answertest.BrokenClient
+	recordingHook = answertest.Hook
+	hookOpener    = answertest.Opener
 )
 
 var (
-	sseClient  = answertest.ClientEvents
-	messagesOf = answertest.MessagesOf
-	dataOf     = answertest.DataOf
-)
-
-const sessionEra = feature.SessionEra
-
-type (
-	brokenClient   = answertest.BrokenClient
-	lockedRecorder = answertest.LockedRecorder
-)
-
-var (
+	sseClient         = answertest.ClientEvents
+	messagesOf        = answertest.MessagesOf
+	dataOf            = answertest.DataOf
 	newLockedRecorder = answertest.NewLockedRecorder
 	members           = answertest.Members
 	toolError         = answertest.ToolError
 	decodeRPCError    = answertest.RPCError
+	recoveredAt       = answertest.RecoveredAt
 )
 
 // testCore is the core as a watch sees it, for one request.
@@ -57,10 +54,3 @@ func (testCore) Logger() *zap.Logger { return zap.NewNop() }
 // testFailures words failures as a handler with the default
 // upstream_retry_after does.
 var testFailures = &failures.Failures{RetryAfter: failures.DefaultRetryAfter}
-
-type (
-	recordingHook = answertest.Hook
-	hookOpener    = answertest.Opener
-)
-
-var recoveredAt = answertest.RecoveredAt
