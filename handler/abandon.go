@@ -10,6 +10,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/caddymcp/caddy-mcp/internal/answer"
+	"github.com/caddymcp/caddy-mcp/internal/own"
 	"github.com/caddymcp/caddy-mcp/internal/panics"
 )
 
@@ -97,7 +98,7 @@ func (h *Handler) detach(x *exchange, u *answer.Watch, next caddyhttp.Handler, g
 		// the client's leaving is dealt with on another.
 		header = header.Clone()
 	}
-	return &abandonment{h: h, x: x, u: u, next: next, cut: cut, vars: requestVars(x), header: header, cancelGrace: grace}, ctx
+	return &abandonment{h: h, x: x, u: u, next: next, cut: cut, vars: own.Vars(x.Request), header: header, cancelGrace: grace}, ctx
 }
 
 // watch starts watching the client.

@@ -1,20 +1,16 @@
 package handler
 
 import (
-	"bytes"
 	"context"
-	"fmt"
-	"io"
-	"maps"
 	"net/http"
 	"time"
 
-	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+	"github.com/caddymcp/caddy-mcp/internal/own"
 	"github.com/caddymcp/caddy-mcp/internal/panics"
 )
 
@@ -57,7 +53,7 @@ func (h *Handler) sendCancelled(x *exchange, header http.Header, vars map[string
 	}
 	for i := range x.Messages {
 		if m := &x.Messages[i]; m.Kind == jsonrpc.Request {
-			h.sendOwn(x, header, vars, next, fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%s,"reason":%q}}`, m.ID, reason))
+			h.sendOwn(x, header, vars, next, own.Cancelled(m.ID, reason))
 		}
 	}
 }
@@ -74,60 +70,11 @@ func (h *Handler) sendOwn(x *exchange, header http.Header, vars map[string]any, 
 	defer stop()
 	// header, not the request's own, which the request's goroutine may
 	// be writing meanwhile (a session reopened).
-	r := x.Request.WithContext(ctx)
-	r.Header = header.Clone()
-	r.Method = http.MethodPost
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	r.ContentLength = int64(len(body))
-	r.GetBody = nil
-	for _, k := range []string{"Content-Length", "Content-Encoding", "Transfer-Encoding", "Last-Event-Id", "Mcp-Method", "Mcp-Name", "Expect"} {
-		delete(r.Header, k)
-	}
-	r.Header["Content-Type"] = contentTypeJSON
-	r.Header["Accept"] = []string{"application/json, text/event-stream"}
-	sink := &discard{header: make(http.Header)}
-	repl := caddy.NewReplacer()
-	srv, _ := x.Request.Context().Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
-	r = caddyhttp.PrepareRequest(r, repl, sink, srv)
-	if own, ok := r.Context().Value(caddyhttp.VarsCtxKey).(map[string]any); ok {
-		maps.Copy(own, vars)
-	}
-	own := &exchange{Exchange: feature.Exchange{Request: r, Start: x.Start, Era: x.Era, Messages: x.Messages, Batch: x.Batch}}
-	repl.Map(own.placeholder)
-	if err := next.ServeHTTP(sink, r); err != nil || sink.status >= 300 {
-		h.logger.Debug("notifications/cancelled not taken by the upstream", zap.Int("status", sink.status), zap.Error(err))
+	sink := &own.Discard{}
+	r, repl := own.Prepare(own.Post(ctx, x.Request, header, body), vars, sink)
+	mine := &exchange{Exchange: feature.Exchange{Request: r, Start: x.Start, Era: x.Era, Messages: x.Messages, Batch: x.Batch}}
+	repl.Map(mine.placeholder)
+	if err := next.ServeHTTP(sink, r); err != nil || sink.Status() >= 300 {
+		h.logger.Debug("notifications/cancelled not taken by the upstream", zap.Int("status", sink.Status()), zap.Error(err))
 	}
 }
-
-// requestVars is a copy of the variables of x's request. A variable that
-// points at a string (a session's pin) points at a copy: the request's
-// goroutine may write the string while the copy is read elsewhere.
-func requestVars(x *exchange) map[string]any {
-	vars, _ := x.Request.Context().Value(caddyhttp.VarsCtxKey).(map[string]any)
-	vars = maps.Clone(vars)
-	for k, v := range vars {
-		if p, ok := v.(*string); ok && p != nil {
-			s := *p
-			vars[k] = &s
-		}
-	}
-	return vars
-}
-
-// discard is the response writer of a request the gateway sends itself.
-type discard struct {
-	header http.Header
-	status int
-}
-
-func (d *discard) Header() http.Header { return d.header }
-func (d *discard) WriteHeader(status int) {
-	if d.status == 0 {
-		d.status = status
-	}
-}
-func (d *discard) Write(p []byte) (int, error) {
-	d.WriteHeader(http.StatusOK)
-	return len(p), nil
-}
-func (d *discard) Flush() {}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/answer"
+	"github.com/caddymcp/caddy-mcp/internal/own"
 	"github.com/caddymcp/caddy-mcp/internal/panics"
 )
 
@@ -86,6 +87,6 @@ func (h *Handler) timeUp(x *exchange, u *answer.Watch, next caddyhttp.Handler) e
 func (h *Handler) cancelAtDeadline(x *exchange, u *answer.Watch, next caddyhttp.Handler) {
 	if u.Delivery.Reached() && u.Cancelled.CompareAndSwap(false, true) {
 		cancellations.WithLabelValues(reasonLabelDeadline).Inc()
-		h.sendCancelled(x, x.Request.Header, requestVars(x), next, reasonDeadline)
+		h.sendCancelled(x, x.Request.Header, own.Vars(x.Request), next, reasonDeadline)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/failures"
 	"github.com/caddymcp/caddy-mcp/internal/logsample"
+	"github.com/caddymcp/caddy-mcp/internal/own"
 )
 
 func init() {
@@ -117,8 +118,8 @@ type Handler struct {
 	LogKey bool `json:"log_key,omitempty"`
 
 	origins originPolicy
-	// reopens are the sessions being reopened on this node (reopens.go).
-	reopens *reopenFlights
+	// reopens are the sessions being reopened on this node (package own).
+	reopens *own.Flights
 	// failures words the upstream's failures.
 	failures feature.Failures
 	// The admitters of each phase (feature.Admitter): identity verifies
@@ -182,7 +183,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		h.logger = ctx.Logger()
 	}
 	h.logSampler = logsample.New(logEvery, maxLogKinds, h.logRepeated)
-	h.reopens = newReopenFlights()
+	h.reopens = own.NewFlights()
 	if err := registerMetrics(ctx); err != nil {
 		return err
 	}

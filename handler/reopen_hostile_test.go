@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddymcp/caddy-mcp/feature"
+	"github.com/caddymcp/caddy-mcp/internal/own"
 )
 
 // Reopening a lost session against upstreams and clients that misbehave.
@@ -160,7 +161,7 @@ func TestAReopenedSessionIDTooLongIsRefused(t *testing.T) {
 	h := provision(t, &Handler{FeaturesRaw: features(t, "sessions", &Sessions{Secrets: []string{hostileSecret}})})
 	tok := openSession(t, h)
 	u := &lostSession{reopen: func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Mcp-Session-Id", strings.Repeat("x", maxReopenedID+1))
+		w.Header().Set("Mcp-Session-Id", strings.Repeat("x", own.MaxSessionID+1))
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":"caddy-mcp-reopen","result":{}}`)
 	}}

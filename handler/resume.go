@@ -5,7 +5,7 @@ import (
 	"net/http"
 
 	"github.com/caddymcp/caddy-mcp/internal/answer"
-	"github.com/caddyserver/caddy/v2"
+	"github.com/caddymcp/caddy-mcp/internal/own"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 )
@@ -85,23 +85,8 @@ func (h *Handler) resumeAgain(x *exchange, u *answer.Watch, next caddyhttp.Handl
 // answers into the client's stream when it is an event stream. streamed
 // reports that it was, broke that the upstream broke it again.
 func (h *Handler) resumeOnce(x *exchange, u *answer.Watch, next caddyhttp.Handler, id string) (streamed, broke bool) {
-	r := x.Request.Clone(u.Upstream.Context())
-	r.Method, r.Body, r.ContentLength, r.GetBody = http.MethodGet, http.NoBody, 0, nil
-	for _, k := range []string{"Content-Length", "Content-Type", "Content-Encoding", "Transfer-Encoding", "Mcp-Method", "Mcp-Name", "Expect"} {
-		delete(r.Header, k)
-	}
-	r.Header["Accept"] = []string{"text/event-stream"}
-	r.Header["Last-Event-Id"] = []string{id}
-	repl := caddy.NewReplacer()
 	w := &resumeWriter{u: u, header: make(http.Header)}
-	srv, _ := x.Request.Context().Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
-	vars := requestVars(x)
-	r = caddyhttp.PrepareRequest(r, repl, w, srv)
-	if own, ok := r.Context().Value(caddyhttp.VarsCtxKey).(map[string]any); ok {
-		for k, v := range vars {
-			own[k] = v
-		}
-	}
+	r, repl := own.Prepare(own.Resume(u.Upstream.Context(), x.Request, id), own.Vars(x.Request), w)
 	repl.Map(x.placeholder)
 	defer func() {
 		if v := recover(); v != nil {

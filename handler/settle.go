@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/caddymcp/caddy-mcp/internal/answer"
+	"github.com/caddymcp/caddy-mcp/internal/own"
 	"github.com/caddymcp/caddy-mcp/internal/sse"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
@@ -156,7 +157,7 @@ func (h *Handler) cancelUnread(x *exchange, u *answer.Watch, next caddyhttp.Hand
 	x.release(time.Now())
 	if u.Cancelled.CompareAndSwap(false, true) {
 		cancellations.WithLabelValues(reasonLabelUnread).Inc()
-		h.sendCancelled(x, x.Request.Header, requestVars(x), next, reasonUnread)
+		h.sendCancelled(x, x.Request.Header, own.Vars(x.Request), next, reasonUnread)
 	}
 }
 

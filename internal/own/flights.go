@@ -1,6 +1,7 @@
-package handler
+package own
 
 import (
+	"context"
 	"net/http"
 	"sync"
 	"time"
@@ -20,33 +21,34 @@ import (
 const reopenRemembered = 30 * time.Second
 
 // maxReopensHeld bounds the reopens a node remembers, and maxReopenBytes
-// the bytes of their keys and new ids (maxReopenedID each at most);
+// the bytes of their keys and new ids (MaxSessionID each at most);
 // past either, a lost session is reopened by each request that meets it.
 const (
 	maxReopensHeld = 4096
 	maxReopenBytes = 4 << 20
 )
 
-// reopenFlights are the reopens of a handler, by the upstream session they
-// replace (newReopenFlights).
-type reopenFlights struct {
+// Flights are the reopens of a handler, by the upstream session they
+// replace (NewFlights).
+type Flights struct {
 	mu    sync.Mutex
-	m     map[string]*reopenFlight
+	m     map[string]*Flight
 	bytes int
 	now   func() time.Time
 }
 
-func newReopenFlights() *reopenFlights {
-	return &reopenFlights{m: make(map[string]*reopenFlight), now: time.Now}
+func NewFlights() *Flights {
+	return &Flights{m: make(map[string]*Flight), now: time.Now}
 }
 
-// reopenFlight is one reopen: done is closed once id, init and err say how
-// it went, at ended.
-type reopenFlight struct {
+// Flight is one reopen: done is closed once ID, Init and err say how it
+// went, at ended: the new session's id, and the initialize that opened
+// it.
+type Flight struct {
 	key   string
 	done  chan struct{}
-	id    string
-	init  *http.Request
+	ID    string
+	Init  *http.Request
 	err   error
 	ended time.Time
 }
@@ -55,17 +57,17 @@ type reopenFlight struct {
 // upstream and id): one under way, or one that ended recently and opened
 // a session, or, with lead true, a new one the caller runs and ends with
 // finish (in place of one that failed).
-func (f *reopenFlights) join(old string) (flight *reopenFlight, lead bool) {
+func (f *Flights) join(old string) (flight *Flight, lead bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := f.now()
 	if fl, ok := f.m[old]; ok && (!fl.over() || (fl.err == nil && now.Sub(fl.ended) < reopenRemembered)) {
 		return fl, false
 	}
-	fl := &reopenFlight{done: make(chan struct{}), key: old}
+	fl := &Flight{done: make(chan struct{}), key: old}
 	if prev, ok := f.m[old]; ok {
 		f.m[old] = fl // in place of one long over
-		f.bytes -= len(prev.id)
+		f.bytes -= len(prev.ID)
 		return fl, true
 	}
 	f.sweep(now)
@@ -78,9 +80,9 @@ func (f *reopenFlights) join(old string) (flight *reopenFlight, lead bool) {
 
 // finish ends a flight the caller led. The new session's id counts in the
 // bytes remembered.
-func (f *reopenFlights) finish(fl *reopenFlight, id string, init *http.Request, err error) {
+func (f *Flights) finish(fl *Flight, id string, init *http.Request, err error) {
 	f.mu.Lock()
-	fl.id, fl.init, fl.err, fl.ended = id, init, err, f.now()
+	fl.ID, fl.Init, fl.err, fl.ended = id, init, err, f.now()
 	if f.m[fl.key] == fl {
 		f.bytes += len(id)
 	}
@@ -89,18 +91,42 @@ func (f *reopenFlights) finish(fl *reopenFlight, id string, init *http.Request, 
 }
 
 // over reports whether the flight ended; f.mu is held.
-func (fl *reopenFlight) over() bool { return !fl.ended.IsZero() }
+func (fl *Flight) over() bool { return !fl.ended.IsZero() }
 
 // sweep forgets the reopens that ended longer ago than reopenRemembered,
 // when the map is full; f.mu is held.
-func (f *reopenFlights) sweep(now time.Time) {
+func (f *Flights) sweep(now time.Time) {
 	if len(f.m) < maxReopensHeld && f.bytes < maxReopenBytes {
 		return
 	}
 	for old, fl := range f.m {
 		if fl.over() && now.Sub(fl.ended) >= reopenRemembered {
 			delete(f.m, old)
-			f.bytes -= len(old) + len(fl.id)
+			f.bytes -= len(old) + len(fl.ID)
+		}
+	}
+}
+
+// Reopen reopens the upstream session old names (its upstream and id), with
+// open, or joins the reopen of it under way or just ended. A joiner whose
+// reopen failed leads one of its own, once: a failure (the server still
+// starting, slow to answer) is no answer for the requests that come after
+// it. It gives up when ctx ends while it waits.
+func (f *Flights) Reopen(ctx context.Context, old string, open func() (id string, init *http.Request, err error)) (*Flight, error) {
+	for attempt := 0; ; attempt++ {
+		fl, lead := f.join(old)
+		if lead {
+			id, init, err := open()
+			f.finish(fl, id, init, err)
+			return fl, err
+		}
+		select {
+		case <-fl.done:
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+		if fl.err == nil || attempt > 0 {
+			return fl, fl.err
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package handler
+package own
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ import (
 
 func TestAReopenIsJoinedWhileItRunsAndForAWhileAfter(t *testing.T) {
 	now := time.Unix(1000, 0)
-	f := newReopenFlights()
+	f := NewFlights()
 	f.now = func() time.Time { return now }
 	fl, lead := f.join("a")
 	require.True(t, lead)
@@ -22,7 +22,7 @@ func TestAReopenIsJoinedWhileItRunsAndForAWhileAfter(t *testing.T) {
 	require.Same(t, fl, joined)
 	f.finish(fl, "new", nil, nil)
 	<-joined.done
-	assert.Equal(t, "new", joined.id)
+	assert.Equal(t, "new", joined.ID)
 
 	now = now.Add(reopenRemembered - time.Second)
 	_, lead = f.join("a")
@@ -38,7 +38,7 @@ func TestAReopenIsJoinedWhileItRunsAndForAWhileAfter(t *testing.T) {
 
 func TestTheReopensANodeRemembersAreBounded(t *testing.T) {
 	now := time.Unix(1000, 0)
-	f := newReopenFlights()
+	f := NewFlights()
 	f.now = func() time.Time { return now }
 	for i := range maxReopensHeld + 10 {
 		fl, lead := f.join(strconv.Itoa(i))
