@@ -81,7 +81,7 @@ func (h *Handler) answered(x *exchange, env *envelope.Envelope) {
 		x.trace.Answered(env, x.refusedBy)
 	}
 	envelopeCounters.Get(x.errorCode).Inc()
-	h.logEnvelope(x, env)
+	h.envelopes.Write(&x.Exchange, env, x.refusedBy, x.cause)
 }
 
 var contentTypeJSON = []string{"application/json"}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/internal/answer/answertest"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+	"github.com/caddymcp/caddy-mcp/internal/panics/panicstest"
 )
 
 // The fixtures shared with the tests of the answer reader (package
@@ -31,7 +32,7 @@ var (
 	members        = answertest.Members
 	toolError      = answertest.ToolError
 	decodeRPCError = answertest.RPCError
-	recoveredAt    = answertest.RecoveredAt
+	recoveredAt    = panicstest.RecoveredAt
 )
 
 // parsed is what inspect learns of a body: its messages.

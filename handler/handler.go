@@ -15,8 +15,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddymcp/caddy-mcp/feature"
+	"github.com/caddymcp/caddy-mcp/internal/envlog"
 	"github.com/caddymcp/caddy-mcp/internal/failures"
-	"github.com/caddymcp/caddy-mcp/internal/logsample"
 	"github.com/caddymcp/caddy-mcp/internal/own"
 )
 
@@ -159,7 +159,7 @@ type Handler struct {
 	logger    *zap.Logger
 	// logSampler logs the first envelope of each kind, and counts the
 	// ones that repeat it (log.go).
-	logSampler *logsample.Sampler[envelopeKind]
+	envelopes *envlog.Log
 	// joined is the state of the config this handler belongs to
 	// (configs.go), until it is cleaned up.
 	joined *load
@@ -182,7 +182,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.logger == nil {
 		h.logger = ctx.Logger()
 	}
-	h.logSampler = logsample.New(logEvery, maxLogKinds, h.logRepeated)
+	h.envelopes = envlog.New(h.logger, h.LogKey)
 	h.reopens = own.NewFlights()
 	if err := registerMetrics(ctx); err != nil {
 		return err
@@ -225,7 +225,7 @@ func (h *Handler) Cleanup() error {
 	if h.joined != nil {
 		h.joined.removeLive(h)
 	}
-	h.logSampler.Stop()
+	h.envelopes.Stop()
 	h.closeShared()
 	if h.joined != nil {
 		// Last: the config's state goes with its last handler.

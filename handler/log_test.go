@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/caddymcp/caddy-mcp/feature/featuretest"
+	"github.com/caddymcp/caddy-mcp/internal/envlog"
 	"github.com/caddymcp/caddy-mcp/keys"
 )
 
@@ -115,7 +116,7 @@ func TestARefusalStormIsLoggedAsItsFirstRefusalAndItsCount(t *testing.T) {
 					}
 					time.Sleep(time.Millisecond)
 				}
-				time.Sleep(2 * logEvery)
+				time.Sleep(2 * envlog.Every)
 				synctest.Wait()
 				assert.Equal(t, 2, u.calls, "every call of the storm refused")
 				assert.Equal(t, float64(storm+1), featuretest.Counted(t, refusals)-before, "the metrics count every refusal")
@@ -152,7 +153,7 @@ func TestARefusalThatRepeatsIsCountedOncePerInterval(t *testing.T) {
 			serve(t, h, post(callOne), u)
 			time.Sleep(time.Second / 3)
 		}
-		time.Sleep(3 * logEvery)
+		time.Sleep(3 * envlog.Every)
 		serve(t, h, post(callOne), u)
 
 		var lines []string
@@ -172,11 +173,11 @@ func TestARefusalThatRepeatsIsCountedOncePerInterval(t *testing.T) {
 }
 
 // A client that changes its key at every call cannot grow what the log
-// keeps: beyond maxLogKinds kinds, a refusal is counted with the others of
+// keeps: beyond envlog.MaxKinds kinds, a refusal is counted with the others of
 // its code and limit, and the lines say so.
 func TestAClientRotatingItsKeyIsCountedPerLimitBeyondTheKindsKept(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		const rotating = maxLogKinds + 500
+		const rotating = envlog.MaxKinds + 500
 		log := &jsonLog{}
 		h := provision(t, &Handler{
 			FeaturesRaw: features(t, "rate_limits", map[string]*RateLimit{"rotated_limit": {Rate: "1/1h", Key: "{header.X-Client}"}}),
@@ -191,7 +192,7 @@ func TestAClientRotatingItsKeyIsCountedPerLimitBeyondTheKindsKept(t *testing.T) 
 			serve(t, h, r(), u)
 		}
 		require.Equal(t, rotating, u.calls, "each key's first call passes, its second is refused")
-		time.Sleep(2 * logEvery)
+		time.Sleep(2 * envlog.Every)
 		synctest.Wait()
 
 		lines := log.lines(t)
@@ -203,7 +204,7 @@ func TestAClientRotatingItsKeyIsCountedPerLimitBeyondTheKindsKept(t *testing.T) 
 				first++
 			case l["msg"] == "answered with an envelope":
 				overflowFirst++
-				assert.Equal(t, keys.Shown(fmt.Sprint("rotating-", maxLogKinds)), l["key"], "the first refusal beyond, with its key")
+				assert.Equal(t, keys.Shown(fmt.Sprint("rotating-", envlog.MaxKinds)), l["key"], "the first refusal beyond, with its key")
 			default:
 				assert.Equal(t, true, l["overflow"])
 				assert.NotContains(t, l, "key", "a count for the whole limit")
@@ -211,9 +212,9 @@ func TestAClientRotatingItsKeyIsCountedPerLimitBeyondTheKindsKept(t *testing.T) 
 				counted += int(n)
 			}
 		}
-		assert.Equal(t, maxLogKinds, first, "one line for each key kept")
+		assert.Equal(t, envlog.MaxKinds, first, "one line for each key kept")
 		assert.Equal(t, 1, overflowFirst)
-		assert.Equal(t, rotating-maxLogKinds-1, counted, "every refusal beyond counted")
-		assert.Len(t, lines, maxLogKinds+2)
+		assert.Equal(t, rotating-envlog.MaxKinds-1, counted, "every refusal beyond counted")
+		assert.Len(t, lines, envlog.MaxKinds+2)
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/answer/answertest"
 	"github.com/caddymcp/caddy-mcp/internal/failures"
+	"github.com/caddymcp/caddy-mcp/internal/panics/panicstest"
 )
 
 // The shared fixtures (package answertest), by the names these tests use.
@@ -36,7 +37,7 @@ var (
 	members           = answertest.Members
 	toolError         = answertest.ToolError
 	decodeRPCError    = answertest.RPCError
-	recoveredAt       = answertest.RecoveredAt
+	recoveredAt       = panicstest.RecoveredAt
 )
 
 // testCore is the core as a watch sees it, for one request.

@@ -8,13 +8,9 @@ import (
 	"sync"
 	"testing"
 
-	dto "github.com/prometheus/client_model/go"
-
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/caddymcp/caddy-mcp/envelope"
-	"github.com/caddymcp/caddy-mcp/internal/panics"
 	"github.com/caddymcp/caddy-mcp/test/wire"
 )
 
@@ -129,13 +125,4 @@ func RPCError(t testing.TB, raw json.RawMessage) wire.Error {
 	var e wire.Error
 	require.NoError(t, json.Unmarshal(raw, &e), "%s", raw)
 	return e
-}
-
-// RecoveredAt is the count of panics recovered at site.
-func RecoveredAt(site string) float64 {
-	var m dto.Metric
-	if err := panics.Collectors()[0].(*prometheus.CounterVec).WithLabelValues(site).Write(&m); err != nil {
-		panic(err)
-	}
-	return m.GetCounter().GetValue()
 }

@@ -7,6 +7,10 @@ import (
 	"strings"
 	"sync"
 
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/caddymcp/caddy-mcp/internal/panics"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
@@ -48,4 +52,14 @@ func (l *Log) Lines() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return append([]string(nil), l.lines...)
+}
+
+// RecoveredAt is the count of panics recovered at site (the panics
+// metric).
+func RecoveredAt(site string) float64 {
+	var m dto.Metric
+	if err := panics.Collectors()[0].(*prometheus.CounterVec).WithLabelValues(site).Write(&m); err != nil {
+		panic(err)
+	}
+	return m.GetCounter().GetValue()
 }

@@ -1,4 +1,8 @@
-package handler
+// Package envlog writes the log line of each envelope the gateway answers
+// with: the first of each kind at once, then, for a kind that repeats, a
+// count of the others once an interval is over (package logsample), so
+// that a storm of refusals costs the log a bounded number of lines.
+package envlog
 
 import (
 	"time"
@@ -13,25 +17,25 @@ import (
 	"github.com/caddymcp/caddy-mcp/internal/panics"
 )
 
-// logEvery is the least time between two lines of one kind of envelope
-// (see envelopeKind). Ten seconds: the first envelope of a kind is logged
+// Every is the least time between two lines of one kind of envelope
+// (see kind). Ten seconds: the first envelope of a kind is logged
 // at once, so that a new kind of trouble shows without delay; only the
 // count of a kind that repeats waits, at most twice as long, while the
 // metrics count every envelope as it is answered. Between two sweeps of
-// the sampler, at most maxLogKinds kinds are taken in, and each writes two
+// the sampler, at most MaxKinds kinds are taken in, and each writes two
 // lines at most: a client that changes its key at every call costs the log
 // about 2,000 lines every ten seconds, whatever its rate.
-const logEvery = 10 * time.Second
+const Every = 10 * time.Second
 
-// maxLogKinds bounds the kinds of envelopes counted at once, each of which
+// MaxKinds bounds the kinds of envelopes counted at once, each of which
 // holds a few hundred bytes at most; beyond it, a new kind is counted with
-// the others of its code and limit or guard (envelopeKind.coarse).
-const maxLogKinds = 1024
+// the others of its code and limit or guard (kind.coarse).
+const MaxKinds = 1024
 
-// envelopeKind is what makes two envelopes the same to the log: the first
+// kind is what makes two envelopes the same to the log: the first
 // of a kind in an interval is logged, and the ones after it are counted,
 // their number logged at the end of the interval (logsample).
-type envelopeKind struct {
+type kind struct {
 	level zapcore.Level
 	code  envelope.Code
 	// rule is who refused the request (a limit or the guard), and the key
@@ -41,26 +45,45 @@ type envelopeKind struct {
 	upstream string
 	// message tells apart envelopes that no limit or guard gave (a body
 	// refused for one reason or another, a tool that does not exist), cut
-	// to maxEchoed bytes.
+	// to feature.MaxEchoed bytes.
 	message string
 }
 
-// coarse is the kind that counts k when no room is left for kinds: the
-// same code, and the same limit or guard.
-func (k envelopeKind) coarse() envelopeKind {
-	return envelopeKind{level: k.level, code: k.code, rule: feature.Rule{Kind: k.rule.Kind, Name: k.rule.Name}}
+// Log writes the lines of one handler's envelopes.
+type Log struct {
+	logger *zap.Logger
+	// logKey: the key a rule refused under is logged as it is (the
+	// handler's log_key), not as feature.ShownKey shows it.
+	logKey  bool
+	sampler *logsample.Sampler[kind]
 }
 
-// kindOf is the kind of the envelope env that answered x.
-func (h *Handler) kindOf(x *exchange, env *envelope.Envelope, level zapcore.Level) envelopeKind {
-	k := envelopeKind{level: level, code: env.Code, rule: x.refusedBy}
+// New is the log of a handler's envelopes, written to logger.
+func New(logger *zap.Logger, logKey bool) *Log {
+	l := &Log{logger: logger, logKey: logKey}
+	l.sampler = logsample.New(Every, MaxKinds, l.repeated)
+	return l
+}
+
+// Stop writes the counts not written yet, and stops the sampler's timer.
+func (l *Log) Stop() { l.sampler.Stop() }
+
+// coarse is the kind that counts k when no room is left for kinds: the
+// same code, and the same limit or guard.
+func (k kind) coarse() kind {
+	return kind{level: k.level, code: k.code, rule: feature.Rule{Kind: k.rule.Kind, Name: k.rule.Name}}
+}
+
+// kindOf is the kind of the envelope env that answered x, refused by rule.
+func (l *Log) kindOf(x *feature.Exchange, env *envelope.Envelope, rule feature.Rule, level zapcore.Level) kind {
+	k := kind{level: level, code: env.Code, rule: rule}
 	switch {
 	case k.rule.Kind == "":
-		k.message = clip(env.Message)
+		k.message = feature.Clip(env.Message)
 	case !k.rule.Keyed:
 		k.rule.Key = ""
-	case h.LogKey:
-		k.rule.Key = clip(k.rule.Key)
+	case l.logKey:
+		k.rule.Key = feature.Clip(k.rule.Key)
 	default:
 		k.rule.Key = feature.ShownKey(k.rule.Key)
 	}
@@ -70,32 +93,33 @@ func (h *Handler) kindOf(x *exchange, env *envelope.Envelope, level zapcore.Leve
 	return k
 }
 
-// logEnvelope writes the log line of an envelope the gateway answered
-// with, unless one of its kind was logged within logEvery: then it is only
-// counted.
-func (h *Handler) logEnvelope(x *exchange, env *envelope.Envelope) {
-	level := logLevel(x, env)
-	ce := h.logger.Check(level, "answered with an envelope")
+// Write writes the log line of the envelope env the gateway answered x
+// with, refused by rule (none: the gateway answered for the upstream or
+// refused the body), for cause (nil: none), unless one of its kind was
+// logged within Every: then it is only counted.
+func (l *Log) Write(x *feature.Exchange, env *envelope.Envelope, rule feature.Rule, cause error) {
+	level := levelOf(rule, env)
+	ce := l.logger.Check(level, "answered with an envelope")
 	if ce == nil {
 		return
 	}
-	kind := h.kindOf(x, env, level)
-	log, overflow := h.logSampler.Note(kind, kind.coarse())
+	kind := l.kindOf(x, env, rule, level)
+	log, overflow := l.sampler.Note(kind, kind.coarse())
 	if !log {
 		return
 	}
 	fields := make([]zap.Field, 0, 13)
 	fields = append(fields, zap.String("code", string(env.Code)))
-	// Values the client chose are cut to maxEchoed bytes: a log line costs
+	// Values the client chose are cut to feature.MaxEchoed bytes: a log line costs
 	// no more than a bounded part of what the client sent.
 	if len(x.Messages) > 0 {
 		m := &x.Messages[0]
-		fields = append(fields, zap.String("method", clip(string(m.Method))))
+		fields = append(fields, zap.String("method", feature.Clip(string(m.Method))))
 		if m.Name != nil {
-			fields = append(fields, zap.String("tool", clip(string(m.Name))))
+			fields = append(fields, zap.String("tool", feature.Clip(string(m.Name))))
 		}
 		if m.ID != nil {
-			fields = append(fields, zap.String("id", clip(idText(m.ID))))
+			fields = append(fields, zap.String("id", feature.Clip(feature.IDText(m.ID))))
 		}
 	}
 	if x.Batch {
@@ -109,8 +133,8 @@ func (h *Handler) logEnvelope(x *exchange, env *envelope.Envelope) {
 		fields = append(fields, zap.String("upstream", kind.upstream))
 	}
 	fields = append(fields, zap.Duration("duration", time.Since(x.Start)))
-	if x.cause != nil {
-		fields = append(fields, zap.Error(x.cause))
+	if cause != nil {
+		fields = append(fields, zap.Error(cause))
 	}
 	if overflow {
 		fields = append(fields, zap.Bool("overflow", true))
@@ -118,17 +142,17 @@ func (h *Handler) logEnvelope(x *exchange, env *envelope.Envelope) {
 	ce.Write(fields...)
 }
 
-// siteLogSample is where a panic of writing a count, on the log sampler's
+// PanicSite is where a panic of writing a count, on the log sampler's
 // timer, is recovered (package panics).
-const siteLogSample = "log_sample"
+const PanicSite = "log_sample"
 
-// logRepeated writes the line of envelopes counted and not logged: their
+// repeated writes the line of envelopes counted and not logged: their
 // kind and how many. It runs on the sampler's timer, a goroutine of its
 // own, or as the handler is cleaned up.
-func (h *Handler) logRepeated(c logsample.Count[envelopeKind]) {
-	defer panics.Recover(h.logger, siteLogSample)
+func (l *Log) repeated(c logsample.Count[kind]) {
+	defer panics.Recover(l.logger, PanicSite)
 	k := c.Kind
-	ce := h.logger.Check(k.level, "answered with more envelopes of this kind")
+	ce := l.logger.Check(k.level, "answered with more envelopes of this kind")
 	if ce == nil {
 		return
 	}
@@ -150,7 +174,7 @@ func (h *Handler) logRepeated(c logsample.Count[envelopeKind]) {
 
 // appendWho appends the fields that say who refused: the rule (a field
 // named for its kind, "limit" or "guard", holding its name), and the key.
-func (k *envelopeKind) appendWho(fields []zap.Field) []zap.Field {
+func (k *kind) appendWho(fields []zap.Field) []zap.Field {
 	if k.rule.Kind != "" {
 		fields = append(fields, zap.String(k.rule.Kind, k.rule.Name))
 	}
@@ -160,15 +184,15 @@ func (k *envelopeKind) appendWho(fields []zap.Field) []zap.Field {
 	return fields
 }
 
-// logLevel is the level an envelope deserves: the gateway applying its own
+// levelOf is the level an envelope deserves: the gateway applying its own
 // policy (rate limits, the concurrency guard, the tool policy, refusing
 // bad or foreign requests) is routine and logged at info; an upstream that
 // is down, slow, failing or overloaded is a warning. The gateway answers
 // UNKNOWN_ACTION only for a tool its policy hides, or one the tools listed
 // lack.
-func logLevel(x *exchange, env *envelope.Envelope) zapcore.Level {
+func levelOf(rule feature.Rule, env *envelope.Envelope) zapcore.Level {
 	switch {
-	case x.refusedBy.Kind != "":
+	case rule.Kind != "":
 		return zapcore.InfoLevel
 	case env.Code == envelope.ValidationError || env.Code == envelope.Forbidden || env.Code == envelope.UnknownAction:
 		return zapcore.InfoLevel
