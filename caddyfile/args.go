@@ -5,7 +5,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/caddymcp/caddy-mcp/feature/featurefile"
-	"github.com/caddymcp/caddy-mcp/handler"
+	"github.com/caddymcp/caddy-mcp/internal/origin"
 )
 
 func origins(d *caddyfile.Dispenser) ([]string, error) {
@@ -13,7 +13,7 @@ func origins(d *caddyfile.Dispenser) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := handler.CheckAllowedOrigins(origins); err != nil {
+	if err := origin.Check(origins); err != nil {
 		return nil, d.WrapErr(err)
 	}
 	return origins, nil

@@ -172,8 +172,5 @@ func (x *exchange) bodyClosed() bool {
 	return x.reader.Closed()
 }
 
-// idText is an id as a log reads it (feature.IDText).
-var idText = feature.IDText
-
 // isCall reports whether m is a tools/call request.
 var isCall = feature.IsCall

@@ -17,6 +17,7 @@ import (
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/envlog"
 	"github.com/caddymcp/caddy-mcp/internal/failures"
+	"github.com/caddymcp/caddy-mcp/internal/origin"
 	"github.com/caddymcp/caddy-mcp/internal/own"
 )
 
@@ -117,7 +118,7 @@ type Handler struct {
 	// short SHA-256 digest of them.
 	LogKey bool `json:"log_key,omitempty"`
 
-	origins originPolicy
+	origins origin.Policy
 	// reopens are the sessions being reopened on this node (package own).
 	reopens *own.Flights
 	// failures words the upstream's failures.
@@ -199,7 +200,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return err
 	}
 	var err error
-	if h.origins, err = newOriginPolicy(h.AllowedOrigins); err != nil {
+	if h.origins, err = origin.NewPolicy(h.AllowedOrigins); err != nil {
 		return err
 	}
 	if err = h.provisionUpstreams(ctx); err != nil {

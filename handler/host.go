@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddymcp/caddy-mcp/feature"
+	"github.com/caddymcp/caddy-mcp/internal/origin"
 )
 
 // host is what a handler tells its features (feature.Host).
@@ -27,7 +28,7 @@ type sharedValue struct {
 }
 
 func (o *host) Logger() *zap.Logger         { return o.h.logger }
-func (o *host) Origin() (string, error)     { return siteOrigin(o.ctx) }
+func (o *host) Origin() (string, error)     { return origin.OfSite(o.ctx) }
 func (o *host) RetryAfter() time.Duration   { return time.Duration(o.h.UpstreamRetryAfter) }
 func (o *host) LogKey() bool                { return o.h.LogKey }
 func (o *host) VerifiesPrincipal() bool     { return o.verifies }

@@ -31,7 +31,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 			return nil
 		}
 	}
-	if !h.origins.allows(r) {
+	if !h.origins.Allows(r) {
 		env := originRefused(r.Header.Get("Origin"))
 		closeAfterAnswer(w, r)
 		return h.answer(w, x, &env, http.StatusForbidden)

@@ -1,14 +1,13 @@
-package handler
+package origin
 
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
+	"net/http"
 	"testing"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -28,16 +27,16 @@ func TestAnOriginWritesItsPortOnlyWhenNotTheSchemes(t *testing.T) {
 		{"::1", 443, true, "https://[::1]"},
 		{"::1", 8080, false, "http://[::1]:8080"},
 	} {
-		assert.Equal(t, c.want, origin(c.host, c.port, c.tls))
+		assert.Equal(t, c.want, of(c.host, c.port, c.tls))
 	}
 }
 
 // The site's address is read from a configuration as Caddy provisions it:
 // the hosts the matchers of every route in front of the handler allow,
-// down through subroutes, and the server's one port. A configuration that
-// names no single origin is refused unless it gives resource.
-func TestASiteNamesItsOriginOrTheConfigurationGivesResource(t *testing.T) {
-	const mcp = `{"handler":"mcp","features":{"authorization":{"issuers":[{"url":"http://127.0.0.1:1"}]}}}`
+// down through subroutes, and the server's one port; or why it names no
+// single origin.
+func TestASiteNamesItsOriginOrWhyItHasNone(t *testing.T) {
+	const mcp = `{"handler":"origin_probe"}`
 	host := func(h ...string) string {
 		hosts, err := json.Marshal(h)
 		require.NoError(t, err)
@@ -60,7 +59,7 @@ func TestASiteNamesItsOriginOrTheConfigurationGivesResource(t *testing.T) {
 	for _, c := range []struct {
 		name, listen, routes, server string
 		// server is more of the server's JSON; origins are those the
-		// handlers log, in order; refused, why the configuration is.
+		// handlers are given, in order; refused, why there is none.
 		origins []string
 		refused string
 	}{
@@ -81,38 +80,50 @@ func TestASiteNamesItsOriginOrTheConfigurationGivesResource(t *testing.T) {
 		{"a named route", `[":8080"]`, route(host("mcp.test"), `{"handler":"invoke","name":"m"}`), `,"named_routes":{"m":` + route("", mcp) + `}`, nil, "it is in a named route"},
 		{"inside a handler that is no subroute", `[":8080"]`, route(host("mcp.test"), `{"handler":"reverse_proxy","upstreams":[{"dial":"127.0.0.1:1"}],"handle_response":[{"routes":[`+route("", mcp)+`]}]}`), "", nil, "the handler is inside reverse_proxy"},
 	} {
-		logs := filepath.Join(t.TempDir(), "log")
+		probed = nil
 		cfg := fmt.Sprintf(`{"admin":{"disabled":true},"storage":{"module":"file_system","root":%q},
-			"logging":{"logs":{"default":{"level":"ERROR"},"mcp":{"level":"INFO","include":["http.handlers.mcp"],"writer":{"output":"file","filename":%q}}}},
+			"logging":{"logs":{"default":{"level":"ERROR"}}},
 			"apps":{"http":{"servers":{"s":{"listen":%s,"automatic_https":{"disable":true},"routes":[%s]%s}}}}}`,
-			t.TempDir(), logs, c.listen, c.routes, c.server)
+			t.TempDir(), c.listen, c.routes, c.server)
 		err := caddy.Validate(mustConfig(t, cfg))
 		if c.refused != "" {
 			if assert.Error(t, err, c.name) {
-				assert.Contains(t, err.Error(), "authorization: resource is required", c.name)
 				assert.Contains(t, err.Error(), c.refused, c.name)
 			}
 			continue
 		}
 		assert.NoError(t, err, c.name)
-		assert.Equal(t, c.origins, resourcesLogged(t, logs), c.name)
+		assert.Equal(t, c.origins, probed, c.name)
 	}
 }
 
-// resourcesLogged are the canonical URLs the handlers logged at start.
-func resourcesLogged(t *testing.T, file string) []string {
-	t.Helper()
-	text, err := os.ReadFile(file)
-	require.NoError(t, err)
-	var out []string
-	for line := range strings.Lines(string(text)) {
-		var entry struct{ Msg, Resource string }
-		require.NoError(t, json.Unmarshal([]byte(line), &entry), line)
-		if strings.Contains(entry.Msg, "must be issued for") {
-			out = append(out, entry.Resource)
-		}
+func init() {
+	caddy.RegisterModule(probe{})
+}
+
+// probed are the origins the probes were given, in the order Caddy
+// provisioned them.
+var probed []string
+
+// probe is a handler that asks OfSite for its site's origin as it is
+// provisioned, and refuses to be where there is none.
+type probe struct{}
+
+func (probe) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: "http.handlers.origin_probe", New: func() caddy.Module { return new(probe) }}
+}
+
+func (*probe) Provision(ctx caddy.Context) error {
+	o, err := OfSite(ctx)
+	if err != nil {
+		return err
 	}
-	return out
+	probed = append(probed, o)
+	return nil
+}
+
+func (*probe) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	return next.ServeHTTP(w, r)
 }
 
 // mustConfig is raw, a JSON config, as Caddy reads it.

@@ -1,4 +1,4 @@
-package handler
+package origin
 
 import (
 	"cmp"
@@ -26,12 +26,12 @@ import (
 // own routes'), the server being provisioned is in the context, and the
 // handler's ancestors are the modules of ctx.Modules().
 
-// siteOrigin is the origin (scheme://host[:port]) of the site the handler
+// OfSite is the origin (scheme://host[:port]) of the site the handler
 // provisioned with ctx serves: the one host the matchers of the routes
 // that lead to it allow, the one port its server listens on, and https
 // where the server serves TLS on that port. The error says why the
 // configuration names no single origin.
-func siteOrigin(ctx caddy.Context) (string, error) {
+func OfSite(ctx caddy.Context) (string, error) {
 	mods := ctx.Modules()
 	srv, _ := ctx.Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
 	// The http app is the first module of the lineage, or comes after
@@ -54,12 +54,12 @@ func siteOrigin(ctx caddy.Context) (string, error) {
 		return "", err
 	}
 	tls := len(srv.TLSConnPolicies) > 0 && port != cmp.Or(app.HTTPPort, caddyhttp.DefaultHTTPPort)
-	return origin(host, port, tls), nil
+	return of(host, port, tls), nil
 }
 
-// origin is the origin of host on port, over TLS or not: the port written
-// only when it is not the scheme's own, as a URL writes it.
-func origin(host string, port int, tls bool) string {
+// of is the origin of host on port, over TLS or not: the port written only
+// when it is not the scheme's own, as a URL writes it.
+func of(host string, port int, tls bool) string {
 	scheme, standard := "http", caddyhttp.DefaultHTTPPort
 	if tls {
 		scheme, standard = "https", caddyhttp.DefaultHTTPSPort

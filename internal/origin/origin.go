@@ -1,4 +1,7 @@
-package handler
+// Package origin holds the two origins the gateway knows: the web origins
+// allowed to reach it (Policy, read from allowed_origins), and the origin
+// of the site a handler serves, read from Caddy's configuration (OfSite).
+package origin
 
 import (
 	"net"
@@ -7,7 +10,7 @@ import (
 	"strings"
 )
 
-// originPolicy decides which browser origins may reach the MCP server.
+// Policy decides which browser origins may reach the MCP server.
 //
 // A request without an Origin header does not come from a web page (MCP
 // clients send none) and is allowed. A request with one is allowed when its
@@ -19,41 +22,45 @@ import (
 // 127.0.0.1 sends "Origin: http://evil.example", which is neither listed nor
 // loopback. Comparing the Origin with the Host header would not stop it,
 // since the browser sends the rebound name in both.
-type originPolicy struct {
+type Policy struct {
 	any     bool
 	allowed map[string]bool
 }
 
-func newOriginPolicy(origins []string) (originPolicy, error) {
-	p := originPolicy{allowed: make(map[string]bool)}
+// NewPolicy is the policy that allows origins, or an error naming the first
+// entry that is not an origin (scheme://host[:port]) or "*".
+func NewPolicy(origins []string) (Policy, error) {
+	p := Policy{allowed: make(map[string]bool)}
 	for _, o := range origins {
 		if o == "*" {
 			p.any = true
 			continue
 		}
-		norm, ok := normalizeOrigin(o)
+		norm, ok := normalize(o)
 		if !ok {
-			return p, &originError{o}
+			return p, &notAnOrigin{o}
 		}
 		p.allowed[norm] = true
 	}
 	return p, nil
 }
 
-// CheckAllowedOrigins reports the first entry of allowed_origins that is not
-// an origin (scheme://host[:port]) or "*".
-func CheckAllowedOrigins(origins []string) error {
-	_, err := newOriginPolicy(origins)
+// Check reports the first entry of allowed_origins that is not an origin
+// (scheme://host[:port]) or "*".
+func Check(origins []string) error {
+	_, err := NewPolicy(origins)
 	return err
 }
 
-type originError struct{ origin string }
+type notAnOrigin struct{ origin string }
 
-func (e *originError) Error() string {
-	return "allowed_origins: " + quote(e.origin) + " is not an origin such as https://app.example.com"
+func (e *notAnOrigin) Error() string {
+	return `allowed_origins: "` + e.origin + `" is not an origin such as https://app.example.com`
 }
 
-func (p originPolicy) allows(r *http.Request) bool {
+// Allows tells whether r may reach the MCP server: it has no Origin
+// header, or one the policy allows.
+func (p Policy) Allows(r *http.Request) bool {
 	values := r.Header.Values("Origin")
 	if len(values) == 0 {
 		return true
@@ -61,7 +68,7 @@ func (p originPolicy) allows(r *http.Request) bool {
 	if len(values) > 1 {
 		return false
 	}
-	norm, ok := normalizeOrigin(values[0])
+	norm, ok := normalize(values[0])
 	switch {
 	case !ok:
 		return false
@@ -70,12 +77,12 @@ func (p originPolicy) allows(r *http.Request) bool {
 	case len(p.allowed) > 0:
 		return p.allowed[norm]
 	}
-	return isLoopbackOrigin(norm)
+	return isLoopback(norm)
 }
 
-// normalizeOrigin writes an origin as scheme://host[:port], in lower case,
+// normalize writes an origin as scheme://host[:port], in lower case,
 // without a default port.
-func normalizeOrigin(o string) (string, bool) {
+func normalize(o string) (string, bool) {
 	u, err := url.Parse(strings.TrimSpace(o))
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") ||
 		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
@@ -94,7 +101,7 @@ func normalizeOrigin(o string) (string, bool) {
 	return u.Scheme + "://" + host, true
 }
 
-func isLoopbackOrigin(norm string) bool {
+func isLoopback(norm string) bool {
 	u, err := url.Parse(norm)
 	if err != nil {
 		return false
