@@ -80,7 +80,8 @@ func (e Era) ClosingCancels() bool { return e == StatelessEra }
 func (e Era) Resumes() bool { return e == SessionEra }
 
 // RequiresMirrors reports whether a request must carry the Mcp-Method
-// header, and Mcp-Name where its method names something (see mirrorOf).
+// header, and Mcp-Name where its method names something (see
+// internal/mirror).
 func (e Era) RequiresMirrors() bool { return e == StatelessEra }
 
 // RPCCode is the JSON-RPC error code that carries env in answer to a request

@@ -13,6 +13,7 @@ import (
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+	"github.com/caddymcp/caddy-mcp/internal/mirror"
 	"github.com/caddymcp/caddy-mcp/internal/reqbody"
 )
 
@@ -152,7 +153,7 @@ func (h *Handler) refuseBody(w http.ResponseWriter, x *exchange, err error) erro
 func (h *Handler) refusalOf(r *http.Request, e era, err error) (bodyRefusal, bool) {
 	var (
 		syntax   *jsonrpc.SyntaxError
-		mismatch *mismatchError
+		mismatch *mirror.Mismatch
 		repeat   *feature.RepeatError
 		bad      *messageError
 	)
@@ -165,7 +166,7 @@ func (h *Handler) refusalOf(r *http.Request, e era, err error) (bodyRefusal, boo
 	case errors.As(err, &repeat):
 		ref.env, ref.id = inputRepeated(repeat), nil
 		if repeat.MCP && e == statelessEra {
-			ref.code = codeHeaderMismatch
+			ref.code = mirror.Code
 		}
 	case errors.Is(err, errEncoded):
 		ref.env, ref.status = bodyEncoded(strings.Join(r.Header.Values("Content-Encoding"), ", ")), http.StatusUnsupportedMediaType
@@ -174,7 +175,7 @@ func (h *Handler) refusalOf(r *http.Request, e era, err error) (bodyRefusal, boo
 	case errors.Is(err, jsonrpc.ErrAmbiguous):
 		ref.env = messageAmbiguous()
 	case errors.As(err, &mismatch):
-		ref.env, ref.parsed, ref.code, ref.id = headersDisagree(mismatch), true, codeHeaderMismatch, mismatch.id
+		ref.env, ref.parsed, ref.code, ref.id = headersDisagree(mismatch), true, mirror.Code, mismatch.ID
 	case errors.Is(err, jsonrpc.ErrTooManyMessages):
 		ref.env, ref.parsed = batchTooLarge(h.MaxBatch), true
 	case errors.As(err, &bad):

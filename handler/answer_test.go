@@ -20,6 +20,7 @@ import (
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+	"github.com/caddymcp/caddy-mcp/internal/mirror"
 	"github.com/caddymcp/caddy-mcp/internal/reqbody"
 )
 
@@ -56,7 +57,7 @@ func TestEveryRefusedBodyHasItsStatusCodeAndID(t *testing.T) {
 			status: 400, code: envelope.CodeParseError, id: envelope.NullID, message: "Request body is not valid JSON: " + syntaxError(t).Error()},
 		{name: "an ambiguous message", err: jsonrpc.ErrAmbiguous,
 			status: 400, code: envelope.CodeInvalidRequest, id: envelope.NullID, message: messageAmbiguous().Message},
-		{name: "headers disagreeing with the body: the request's id, and MCP's HeaderMismatch", err: &mismatchError{msg: "x", id: json.RawMessage(`7`)},
+		{name: "headers disagreeing with the body: the request's id, and MCP's HeaderMismatch", err: &mirror.Mismatch{Msg: "x", ID: json.RawMessage(`7`)},
 			status: 400, code: -32020, id: json.RawMessage(`7`), parsed: true, message: "Request headers disagree with its body: x"},
 		{name: "a batch over max_batch", err: jsonrpc.ErrTooManyMessages,
 			status: 400, code: envelope.CodeInvalidRequest, id: envelope.NullID, parsed: true, message: "Request is a batch of more than 16 messages, the most this server takes in one request"},

@@ -9,6 +9,7 @@ import (
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/answer"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+	"github.com/caddymcp/caddy-mcp/internal/mirror"
 	"github.com/caddymcp/caddy-mcp/internal/reqbody"
 )
 
@@ -70,7 +71,7 @@ func checkInspected(x *exchange) error {
 	if err := checkMessages(x.Messages); err != nil {
 		return err
 	}
-	return checkMirrorHeaders(x.Request.Header, x)
+	return mirror.Check(x.Request.Header, x.Messages, x.Batch, x.Era)
 }
 
 // errEncoded is a body sent with a Content-Encoding: the gateway would

@@ -7,7 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
+
+	"github.com/caddymcp/caddy-mcp/internal/mirror"
 )
 
 func b64(s string) string { return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(s)) + "?=" }
@@ -99,7 +100,7 @@ func TestMirrorHeadersMustAgreeWithTheBody(t *testing.T) {
 				assert.Equal(t, tt.id, string(m["id"]))
 			}
 			e := decodeRPCError(t, m["error"])
-			assert.Equal(t, codeHeaderMismatch, e.Code)
+			assert.Equal(t, mirror.Code, e.Code)
 			assert.Equal(t, "VALIDATION_ERROR", e.Data.Code)
 			assert.Contains(t, e.Message, "Request headers disagree with its body: ")
 			assert.Contains(t, e.Message, tt.refused)
@@ -137,23 +138,6 @@ func TestMirroredParamHeadersPassUntouched(t *testing.T) {
 	assert.Equal(t, "42.0", u.request.Header.Get("Mcp-Param-Count"))
 }
 
-func TestDecodeMirror(t *testing.T) {
-	for in, want := range map[string]string{
-		"plain": "plain", "": "", "=?base64?": "=?base64?", "=?base64?=": "=?base64?=", "=?base64??=": "",
-		b64("Hello, 世界"): "Hello, 世界", b64(" padded "): " padded ", "=?base64?YQ?=": "",
-	} {
-		got, ok := decodeMirror(in)
-		if in == "=?base64?YQ?=" {
-			assert.False(t, ok, "unpadded base64 is not what clients send")
-			continue
-		}
-		require.True(t, ok, in)
-		assert.Equal(t, want, got, in)
-	}
-	_, ok := decodeMirror("=?base64?" + strings.Repeat("*", 10) + "?=")
-	assert.False(t, ok)
-}
-
 // Found by an attacker's review: values a hop reads differently from the
 // gateway.
 func TestMirrorHeadersAreReadAsTheNextHopReadsThem(t *testing.T) {
@@ -184,7 +168,7 @@ func TestMirrorHeadersAreReadAsTheNextHopReadsThem(t *testing.T) {
 				return
 			}
 			assert.Equal(t, http.StatusBadRequest, w.Code)
-			assert.Equal(t, codeHeaderMismatch, decodeRPCError(t, members(t, w.Body.Bytes())["error"]).Code)
+			assert.Equal(t, mirror.Code, decodeRPCError(t, members(t, w.Body.Bytes())["error"]).Code)
 		})
 	}
 }
@@ -209,7 +193,7 @@ func TestMCPHeadersSpelledWithUnderscoresAreRefused(t *testing.T) {
 }
 
 func TestARepeatedMCPHeaderIsAHeaderMismatchInTheStatelessEra(t *testing.T) {
-	for version, code := range map[string]int{"2026-07-28": codeHeaderMismatch, "2025-11-25": -32600} {
+	for version, code := range map[string]int{"2026-07-28": mirror.Code, "2025-11-25": -32600} {
 		h := provision(t, &Handler{})
 		r := post(toolsCall(`1`, "search"), header("Mcp-Protocol-Version", version))
 		r.Header["Mcp-Name"] = []string{"search", "other"}
@@ -233,7 +217,7 @@ func TestAHugeMirrorHeaderIsAnsweredInFewBytes(t *testing.T) {
 			assert.Equal(t, 0, u.calls)
 			assert.Equal(t, http.StatusBadRequest, w.Code)
 			assert.Less(t, w.Body.Len(), 4<<10, "the answer repeats the value cut short")
-			assert.Equal(t, codeHeaderMismatch, decodeRPCError(t, members(t, w.Body.Bytes())["error"]).Code)
+			assert.Equal(t, mirror.Code, decodeRPCError(t, members(t, w.Body.Bytes())["error"]).Code)
 		})
 	}
 }

@@ -105,16 +105,6 @@ func TestAnAnswerInTheUpstreamsPlaceIsReadByEveryHook(t *testing.T) {
 	assert.Equal(t, 1, u.calls, "a call goes upstream")
 }
 
-// A value is written in a mirror header so that it reads back as itself.
-func TestAMirroredValueReadsBackAsItself(t *testing.T) {
-	for _, v := range []string{"add", "calc add", " lead", "trail ", "naïve", "tab\tbed", "=?base64?YQ==?=", "日本"} {
-		said, ok := decodeMirror(encodeMirror([]byte(v)))
-		assert.True(t, ok, v)
-		assert.Equal(t, v, said, v)
-	}
-	assert.Equal(t, "add", encodeMirror([]byte("add")))
-}
-
 // A rewritten request's mirror headers say what its body says.
 func TestARewrittenRequestsMirrorHeadersFollowItsBody(t *testing.T) {
 	h := provision(t, &Handler{FeaturesRaw: guests(t, map[string]any{"feature": "test_renamer"})})

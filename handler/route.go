@@ -10,6 +10,7 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+	"github.com/caddymcp/caddy-mcp/internal/mirror"
 )
 
 // Where a request goes, and as what: a guest feature's feature.Answerer
@@ -80,10 +81,10 @@ func (x *exchange) rewrite(rewriters []feature.Rewriter, up *http.Request) {
 	remirror(up.Header, body)
 }
 
-// remirror keeps a rewritten request's mirror headers (mirror.go) saying
-// what its body says: a server of MCP 2026-07-28 refuses a request whose
-// Mcp-Name differs from the name in its body. A body that is no single
-// message carries none.
+// remirror keeps a rewritten request's mirror headers (internal/mirror)
+// saying what its body says: a server of MCP 2026-07-28 refuses a request
+// whose Mcp-Name differs from the name in its body. A body that is no
+// single message carries none.
 func remirror(h http.Header, body []byte) {
 	if h.Get("Mcp-Method") == "" && h.Get("Mcp-Name") == "" {
 		return
@@ -97,8 +98,8 @@ func remirror(h http.Header, body []byte) {
 	}
 	m := &msgs[0]
 	h.Set("Mcp-Method", string(m.Method))
-	if _, value, _ := mirrorOf(m); value != nil && h.Get("Mcp-Name") != "" {
-		h.Set("Mcp-Name", encodeMirror(value))
+	if _, value, _ := mirror.Of(m); value != nil && h.Get("Mcp-Name") != "" {
+		h.Set("Mcp-Name", mirror.Encode(value))
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+	"github.com/caddymcp/caddy-mcp/internal/mirror"
 )
 
 // The words the model reads: every envelope the gateway writes is made here,
@@ -83,8 +84,8 @@ func messageAmbiguous() envelope.Envelope {
 		Envelope()
 }
 
-func headersDisagree(e *mismatchError) envelope.Envelope {
-	return envelope.New(envelope.ValidationError, "Request headers disagree with its body: "+e.msg).
+func headersDisagree(e *mirror.Mismatch) envelope.Envelope {
+	return envelope.New(envelope.ValidationError, "Request headers disagree with its body: "+e.Msg).
 		Suggest("Send the Mcp-Method header equal to the body's method, and Mcp-Name equal to its params.name (tools/call, prompts/get), params.uri (resources/read) or params.taskId (tasks/get, tasks/update, tasks/cancel); a value that is not plain ASCII goes as =?base64?...?=.").
 		Envelope()
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/feature/featuretest"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+	"github.com/caddymcp/caddy-mcp/internal/mirror"
 )
 
 // coreWords are the envelopes the core writes, built with an example's
@@ -64,7 +65,7 @@ func coreWords(t *testing.T) []featuretest.WordCase {
 			Message:  "Request is ambiguous: a JSON-RPC member (jsonrpc, method, id, params, result, error, params.name, params.uri, params.taskId) appears twice or in another letter case",
 			Recovery: "Send each member once, spelled in lower case as JSON-RPC defines it.",
 		}},
-		{Name: "headers that disagree with the body", Env: headersDisagree(&mismatchError{msg: `the Mcp-Method header says "a" but the body's method is "b"`}), Want: envelope.Envelope{
+		{Name: "headers that disagree with the body", Env: headersDisagree(&mirror.Mismatch{Msg: `the Mcp-Method header says "a" but the body's method is "b"`}), Want: envelope.Envelope{
 			Code: envelope.ValidationError, Severity: envelope.SeverityError,
 			Message:  `Request headers disagree with its body: the Mcp-Method header says "a" but the body's method is "b"`,
 			Recovery: "Send the Mcp-Method header equal to the body's method, and Mcp-Name equal to its params.name (tools/call, prompts/get), params.uri (resources/read) or params.taskId (tasks/get, tasks/update, tasks/cancel); a value that is not plain ASCII goes as =?base64?...?=.",

@@ -1,4 +1,11 @@
-package handler
+// Package mirror checks the headers of MCP 2026-07-28 (SEP-2243) that
+// repeat what a request's body says, Mcp-Method and Mcp-Name, for routers
+// that do not read the body. The gateway decides from the body, so it
+// refuses a request whose headers say something else, as the
+// specification requires of every intermediary that reads the body: a hop
+// behind it that routes on a header would otherwise run another request
+// than the one admitted.
+package mirror
 
 import (
 	"encoding/base64"
@@ -12,23 +19,15 @@ import (
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 )
 
-// Mirror headers (MCP 2026-07-28, SEP-2243): a request repeats its method in
-// Mcp-Method, and what it acts on in Mcp-Name, so that load balancers and
-// routers can act without reading the body. The gateway decides everything
-// from the body; it refuses a request whose headers say something else, or
-// a proxy or server behind it that routes on a header would run another
-// request than the one the gateway admitted. The specification requires
-// this of every intermediary that reads the body.
+// Code is the JSON-RPC error code MCP 2026-07-28 defines for a request
+// whose headers disagree with its body (HeaderMismatch).
+const Code = -32020
 
-// codeHeaderMismatch is the JSON-RPC error code MCP 2026-07-28 defines for a
-// request whose headers disagree with its body (HeaderMismatch).
-const codeHeaderMismatch = -32020
-
-// mirrorOf names the params member a request's Mcp-Name header mirrors ("" when
+// Of names the params member a request's Mcp-Name header mirrors ("" when
 // its method names nothing), and its value in the body (nil when absent).
 // needed: a client of the stateless era must send the header for this
 // method.
-func mirrorOf(m *jsonrpc.Message) (member string, value []byte, needed bool) {
+func Of(m *jsonrpc.Message) (member string, value []byte, needed bool) {
 	switch string(m.Method) {
 	case "tools/call", "prompts/get":
 		return "params.name", m.Name, true
@@ -43,67 +42,70 @@ func mirrorOf(m *jsonrpc.Message) (member string, value []byte, needed bool) {
 	return "", nil, false
 }
 
-// mismatchError is a request whose headers disagree with its body, or which
+// Mismatch is a request whose headers disagree with its body, or which
 // lacks a header its era requires.
-type mismatchError struct {
-	msg string
-	// id is the request's, echoed in the answer; nil for a notification,
+type Mismatch struct {
+	// Msg says what disagrees, with the values the client chose cut to
+	// feature.MaxEchoed bytes.
+	Msg string
+	// ID is the request's, echoed in the answer; nil for a notification,
 	// null for a batch.
-	id json.RawMessage
+	ID json.RawMessage
 }
 
-func (e *mismatchError) Error() string { return e.msg }
+func (e *Mismatch) Error() string { return e.Msg }
 
-// checkMirrorHeaders refuses a request whose Mcp-Method or Mcp-Name header
-// disagrees with its body, in any era, and one of the stateless era that
-// leaves out a header it must send. Each header is given once at most
-// (checkSingleInputs). Mcp-Param-{Name} headers mirror tool arguments that
-// only the tool's schema names; they are passed on untouched, for the
-// server to check.
-func checkMirrorHeaders(h http.Header, x *exchange) error {
+// Check refuses, with a *Mismatch, a request of era whose Mcp-Method or
+// Mcp-Name header in h disagrees with its messages msgs (a batch when
+// batch), in any era, and one of the stateless era that leaves out a
+// header it must send. The caller has refused a header given more than
+// once. Mcp-Param-{Name} headers mirror tool arguments that only the
+// tool's schema names; they are passed on untouched, for the server to
+// check.
+func Check(h http.Header, msgs []jsonrpc.Message, batch bool, era feature.Era) error {
 	method, name := headerValue(h, "Mcp-Method"), headerValue(h, "Mcp-Name")
-	required := x.Era.RequiresMirrors()
+	required := era.RequiresMirrors()
 	if method == "" && name == "" && !required {
 		return nil
 	}
-	if x.Batch || len(x.Messages) != 1 {
+	if batch || len(msgs) != 1 {
 		if method == "" && name == "" {
 			return nil // batches are not part of the stateless era: the upstream refuses them
 		}
-		return &mismatchError{msg: "a batch cannot carry Mcp-Method or Mcp-Name headers", id: envelope.NullID}
+		return &Mismatch{Msg: "a batch cannot carry Mcp-Method or Mcp-Name headers", ID: envelope.NullID}
 	}
-	m := &x.Messages[0]
-	e := &mismatchError{id: m.ID}
+	m := &msgs[0]
+	e := &Mismatch{ID: m.ID}
 	if m.Kind != jsonrpc.Request && m.Kind != jsonrpc.Notification {
 		required = false // a response mirrors nothing
 	}
 	switch {
 	case method == "" && required:
-		e.msg = fmt.Sprintf("the Mcp-Method header is missing; MCP %s requires it on every request, equal to the body's method %q", feature.StatelessSince, clip(string(m.Method)))
+		e.Msg = fmt.Sprintf("the Mcp-Method header is missing; MCP %s requires it on every request, equal to the body's method %q", feature.StatelessSince, feature.Clip(string(m.Method)))
 		return e
 	case method != "" && method != string(m.Method):
-		e.msg = fmt.Sprintf("the Mcp-Method header says %q but the body's method is %q", clip(method), clip(string(m.Method)))
+		e.Msg = fmt.Sprintf("the Mcp-Method header says %q but the body's method is %q", feature.Clip(method), feature.Clip(string(m.Method)))
 		return e
 	}
-	member, value, needed := mirrorOf(m)
+	member, value, needed := Of(m)
 	switch {
 	case name == "" && needed && required:
-		e.msg = fmt.Sprintf("the Mcp-Name header is missing; MCP %s requires it on %s, equal to the body's %s", feature.StatelessSince, clip(string(m.Method)), member)
+		e.Msg = fmt.Sprintf("the Mcp-Name header is missing; MCP %s requires it on %s, equal to the body's %s", feature.StatelessSince, feature.Clip(string(m.Method)), member)
 		return e
 	case name == "":
 		return nil
 	case member == "":
-		e.msg = fmt.Sprintf("the Mcp-Name header is given, but the body's method %q names nothing it could mirror", clip(string(m.Method)))
+		e.Msg = fmt.Sprintf("the Mcp-Name header is given, but the body's method %q names nothing it could mirror", feature.Clip(string(m.Method)))
 		return e
 	}
-	said, ok := decodeMirror(name)
+	said, ok := decode(name)
 	switch {
 	case !ok:
-		e.msg = fmt.Sprintf("the Mcp-Name header %q is marked as base64 but is not valid base64", clip(name))
+		e.Msg = fmt.Sprintf("the Mcp-Name header %q is marked as base64 but is not valid base64", feature.Clip(name))
 	case value == nil:
-		e.msg = fmt.Sprintf("the Mcp-Name header says %q but the body has no %s", clip(said), member)
+		e.Msg = fmt.Sprintf("the Mcp-Name header says %q but the body has no %s", feature.Clip(said), member)
 	case said != string(value):
-		e.msg = fmt.Sprintf("the Mcp-Name header says %q but the body's %s is %q", clip(said), member, clip(string(value)))
+		e.Msg = fmt.Sprintf("the Mcp-Name header says %q but the body's %s is %q", feature.Clip(said), member, feature.Clip(string(value)))
 	default:
 		return nil
 	}
@@ -125,11 +127,11 @@ const (
 	base64Suffix = "?="
 )
 
-// decodeMirror is the value a mirror header carries: a value between the
+// decode is the value a mirror header carries: a value between the
 // base64 markers decoded (standard base64, padded), any other as sent. ok
 // is false for a value marked as base64 that is not. Clients must encode a
 // value that itself looks marked, so a marked value is never read as sent.
-func decodeMirror(v string) (_ string, ok bool) {
+func decode(v string) (_ string, ok bool) {
 	inner, marked := strings.CutPrefix(v, base64Prefix)
 	if marked {
 		inner, marked = strings.CutSuffix(inner, base64Suffix)
@@ -146,10 +148,10 @@ func decodeMirror(v string) (_ string, ok bool) {
 	return string(b), true
 }
 
-// encodeMirror is value as a client writes it in a mirror header: as it
+// Encode is value as a client writes it in a mirror header: as it
 // is when it is visible ASCII, without a space at either end, and not
 // marked as base64 itself; otherwise in base64 between the markers.
-func encodeMirror(value []byte) string {
+func Encode(value []byte) string {
 	v := string(value)
 	plain := v != "" && v[0] != ' ' && v[len(v)-1] != ' ' &&
 		!(strings.HasPrefix(v, base64Prefix) && strings.HasSuffix(v, base64Suffix))
