@@ -52,8 +52,8 @@ func serveStatus(w http.ResponseWriter, r *http.Request) error {
 		return caddy.APIError{HTTPStatus: http.StatusMethodNotAllowed, Err: errors.New("method not allowed")}
 	}
 	// Every live config's handlers: during a reload, the old config's and
-	// the new one's, until the old one is cleaned up (configs.go).
-	handlers := liveHandlers()
+	// the new one's, until the old one is cleaned up (package internal/configs).
+	handlers := loads.Live()
 	status := Status{Version: version.String(), Handlers: make([]HandlerStatus, 0, len(handlers))}
 	for _, h := range handlers {
 		status.Handlers = append(status.Handlers, h.status())

@@ -4,12 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
-	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
@@ -156,43 +154,6 @@ func TestValidateRefusesNegativeSettings(t *testing.T) {
 			require.Error(t, err, "%s must be refused", cfg)
 			assert.Contains(t, err.Error(), field)
 		})
-	}
-}
-
-func TestTwoMCPHandlersOnOneRequestPathAreFound(t *testing.T) {
-	const (
-		mcp   = `{"handler":"mcp"}`
-		proxy = `{"handler":"reverse_proxy"}`
-	)
-	sub := func(routes string) string { return `{"handler":"subroute","routes":[` + routes + `]}` }
-	route := func(match string, handlers ...string) string {
-		r := `{"handle":[` + strings.Join(handlers, ",") + `]`
-		if match != "" {
-			r += `,"match":[{"path":["` + match + `"]}]`
-		}
-		return r + "}"
-	}
-	for _, tt := range []struct {
-		name   string
-		routes string
-		twice  bool
-	}{
-		{"one mcp", route("", mcp, proxy), false},
-		{"two in one site", route("", mcp) + "," + route("", mcp, proxy), true},
-		{"two in one route", route("", mcp, mcp, proxy), true},
-		{"one in a route block below one at the top", route("", mcp) + "," + route("", sub(route("", mcp, proxy))), true},
-		{"one in a handle block and one at the top", route("/x", sub(route("", mcp))) + "," + route("", mcp, proxy), true},
-		{"one per handle block", route("/a", sub(route("", mcp, proxy))) + "," + route("/b", sub(route("", mcp, proxy))), false},
-		{"two in one handle block", route("/a", sub(route("", mcp)+","+route("", mcp, proxy))), true},
-	} {
-		var routes caddyhttp.RouteList
-		require.NoError(t, json.Unmarshal([]byte("["+tt.routes+"]"), &routes), tt.name)
-		_, err := unconditionalMCP(routes)
-		if tt.twice {
-			assert.ErrorIs(t, err, errDuplicateMCP, tt.name)
-		} else {
-			assert.NoError(t, err, tt.name)
-		}
 	}
 }
 

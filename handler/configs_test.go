@@ -19,6 +19,7 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/contract"
 	"github.com/caddymcp/caddy-mcp/guard"
+	"github.com/caddymcp/caddy-mcp/internal/configs"
 	"github.com/caddymcp/caddy-mcp/internal/promreg"
 	"github.com/caddymcp/caddy-mcp/results"
 	"github.com/caddymcp/caddy-mcp/validate"
@@ -37,16 +38,14 @@ func inConfig(t *testing.T, ctx caddy.Context, h *Handler) *Handler {
 
 // alive reports whether the config ctx stands for has a load.
 func alive(ctx caddy.Context) bool {
-	configs.Lock()
-	defer configs.Unlock()
-	return slices.ContainsFunc(configs.loads, func(l *load) bool { return l.id == loadOf(ctx) })
+	return slices.Contains(loads.IDs(), configs.ID(ctx))
 }
 
 // guardsListed are the guard names /mcp/status lists, in its order.
 func guardsListed(t *testing.T, names ...string) []string {
 	t.Helper()
 	var listed []string
-	for _, h := range liveHandlers() {
+	for _, h := range loads.Live() {
 		if s, ok := statusOfFeature[guard.Status](h.status(), "concurrency"); ok && slices.Contains(names, s.Name) {
 			listed = append(listed, s.Name)
 		}
@@ -127,17 +126,15 @@ func TestAReloadStartsAFreshSetOfToolLabels(t *testing.T) {
 // resultLabels are the tool labels the budgets of h's config share.
 func resultLabels(t *testing.T, h *Handler) interface{ Of(string) string } {
 	t.Helper()
-	v, err := h.joined.share("results.tool_labels", func() (any, error) { return nil, errors.New("no budgets") })
+	v, err := h.joined.Share("results.tool_labels", func() (any, error) { return nil, errors.New("no budgets") })
 	require.NoError(t, err)
 	return v.(interface{ Of(string) string })
 }
 
 // caddyLoaded reports whether a config Caddy loaded has a load.
 func caddyLoaded() bool {
-	configs.Lock()
-	defer configs.Unlock()
-	return slices.ContainsFunc(configs.loads, func(l *load) bool {
-		_, ok := l.id.(*caddyhttp.App)
+	return slices.ContainsFunc(loads.IDs(), func(id any) bool {
+		_, ok := id.(*caddyhttp.App)
 		return ok
 	})
 }

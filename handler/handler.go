@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddymcp/caddy-mcp/feature"
+	"github.com/caddymcp/caddy-mcp/internal/configs"
 	"github.com/caddymcp/caddy-mcp/internal/envlog"
 	"github.com/caddymcp/caddy-mcp/internal/failures"
 	"github.com/caddymcp/caddy-mcp/internal/origin"
@@ -162,11 +163,15 @@ type Handler struct {
 	// ones that repeat it (log.go).
 	envelopes *envlog.Log
 	// joined is the state of the config this handler belongs to
-	// (configs.go), until it is cleaned up.
-	joined *load
+	// (package internal/configs), until it is cleaned up.
+	joined *configs.Load[*Handler]
 	// tracer follows each request from its start (nil: none).
 	tracer feature.Tracer
 }
+
+// loads are the live configs' states, each with its handlers, which
+// /mcp/status lists. In a route's JSON, a handler is named "mcp".
+var loads = configs.Registry[*Handler]{Name: "mcp"}
 
 // CaddyModule returns the Caddy module information.
 func (Handler) CaddyModule() caddy.ModuleInfo {
@@ -195,8 +200,8 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	h.SSEKeepalive = cmp.Or(h.SSEKeepalive, caddy.Duration(DefaultSSEKeepalive))
 	h.UpstreamRetryAfter = cmp.Or(h.UpstreamRetryAfter, caddy.Duration(DefaultUpstreamRetryAfter))
 	h.failures = &failures.Failures{RetryAfter: time.Duration(h.UpstreamRetryAfter)}
-	h.joined = joinLoad(loadOf(ctx))
-	if err := h.joined.checkRoutes(ctx); err != nil {
+	h.joined = loads.Join(configs.ID(ctx))
+	if err := h.joined.CheckRoutes(ctx); err != nil {
 		return err
 	}
 	var err error
@@ -210,7 +215,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return err
 	}
 	h.askFeatures()
-	h.joined.addLive(h)
+	h.joined.AddLive(h)
 	return nil
 }
 
@@ -224,13 +229,13 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 // those requests' envelopes are then each logged.
 func (h *Handler) Cleanup() error {
 	if h.joined != nil {
-		h.joined.removeLive(h)
+		h.joined.RemoveLive(h)
 	}
 	h.envelopes.Stop()
 	h.closeShared()
 	if h.joined != nil {
 		// Last: the config's state goes with its last handler.
-		h.joined.leave()
+		h.joined.Leave()
 		h.joined = nil
 	}
 	return nil

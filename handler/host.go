@@ -52,7 +52,7 @@ func (o *host) Share(key string, make func() (any, error)) (any, error) {
 }
 
 func (o *host) ShareInConfig(key string, make func() (any, error)) (any, error) {
-	return o.h.joined.share(key, make)
+	return o.h.joined.Share(key, make)
 }
 
 // closers are the shared values to close with the handler.
