@@ -96,9 +96,12 @@ func (h *Handler) settle(x *exchange, u *answer.Watch, err error, broke bool, ne
 func (h *Handler) unreached(x *exchange, u *answer.Watch, err error) (_ error, settled bool) {
 	w := u.ResponseWriterWrapper.ResponseWriter
 	ref := u.Hooks().Unreached(x.view(), err)
-	if comesBack(x) && (ref == nil || ref.Status != http.StatusNotFound) {
+	if answer.MayComeBack(x.Request, x.Era) && (ref == nil || ref.Status != http.StatusNotFound) {
 		// Out of reach for now; a session gone is gone (404).
-		return h.comeBack(w, x, err), true
+		if c := h.logger.Check(zap.DebugLevel, "the upstream of a session's GET stream is out of reach: the client is asked to come back"); c != nil {
+			c.Write(zap.Duration("retry", answer.ComeBackAfter), zap.Error(err))
+		}
+		return answer.ComeBack(w), true
 	}
 	if ref != nil {
 		return h.refuseWith(w, x, ref), true
