@@ -54,6 +54,16 @@ var (
 	}, []string{"method"})
 )
 
+// countResume counts the answer to a GET that resumes a broken stream:
+// streamed, or refused.
+func countResume(streamed bool) {
+	outcome := "refused"
+	if streamed {
+		outcome = "streamed"
+	}
+	resumes.WithLabelValues(outcome).Inc()
+}
+
 // registerMetrics registers the handler's collectors with the registry of
 // the config being loaded.
 func registerMetrics(ctx caddy.Context) error {

@@ -21,12 +21,24 @@ import (
 func (h *Handler) settleBroken(v any, x *exchange, u *answer.Watch, next caddyhttp.Handler) error {
 	u.StopKeepalive()
 	if v == http.ErrAbortHandler {
-		u.Broke = !h.resumeBroken(x, u, next)
+		u.Broke = !u.Resume(resumeSender(x, u, next), countResume)
 		if err, settled := h.settle(x, u, nil, u.Broke, next); settled || !u.Broke {
 			return err
 		}
 	}
 	panic(v)
+}
+
+// resumeSender sends the GET that resumes the stream of x's answer, which
+// the upstream broke (answer.Watch.Resume), through the rest of the route
+// as the client's request went: under the upstream request's context (its
+// deadline), with its variables and placeholders.
+func resumeSender(x *exchange, u *answer.Watch, next caddyhttp.Handler) func(string, http.ResponseWriter) error {
+	return func(lastID string, w http.ResponseWriter) error {
+		r, repl := own.Prepare(own.Resume(u.Upstream.Context(), x.Request, lastID), own.Vars(x.Request), w)
+		repl.Map(x.placeholder)
+		return next.ServeHTTP(w, r)
+	}
 }
 
 // settle decides what the client is owed once the proxy is done, err being

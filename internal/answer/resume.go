@@ -1,10 +1,44 @@
 package answer
 
 import (
+	"errors"
+	"net/http"
 	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/caddymcp/caddy-mcp/internal/sse"
 )
+
+// Resuming a broken stream. An upstream whose events carry ids (the
+// TypeScript SDK's servers with an event store, the Go SDK's with one) can
+// replay a stream after any of them: a GET with Last-Event-ID. When such
+// a stream to a POST breaks while it still owes responses, the gateway
+// resumes it itself, on the same upstream (the request's session and pin),
+// and splices what the upstream replays into the client's stream: the
+// client sees one stream, whose events pass as the upstream wrote them.
+// When the upstream cannot resume it (the connection refused: the server
+// died; 404: it restarted and lost the session; any other answer but an
+// event stream), the core ends the client's stream with the envelope for
+// each response still owed, which says the call may have run. The client
+// is never left to resume a stream only to meet a server that is gone,
+// with an answer it cannot match to its call.
+//
+// A stream the upstream ended whole, without a response, is its own to
+// close (a server may close one and ask the client to come back with
+// Last-Event-ID): it is left to the client, as it always was.
+//
+// The watch decides when to resume and reads what each GET answers; the
+// core sends the GET, through the rest of its route.
+
+// maxResumes bounds the GETs the gateway sends to resume one answer: a
+// server that breaks every stream it resumes costs that many, and then
+// the envelope.
+const maxResumes = 3
+
+// errNotResumed refuses the body of an answer to a resuming GET that is
+// no event stream.
+var errNotResumed = errors.New("caddy-mcp: the upstream's answer resumes no stream")
 
 // maxResumeWait bounds how long a stream's retry field makes the gateway
 // wait before it resumes: the client waits meanwhile.
@@ -64,12 +98,12 @@ func (r *resumePoint) lastID() (string, bool) {
 	return string(r.id), true
 }
 
-// Restart readies the tracker for the stream that resumes the one that
+// restart readies the tracker for the stream that resumes the one that
 // broke, and returns what the client must be sent first: the end of the
 // event the break cut off, if part of it reached the client, named so
 // that clients drop it (the upstream replays it whole). The new stream is
 // read from its start; what the stream owes stays owed.
-func (t *Stream) Restart() []byte {
+func (t *Stream) restart() []byte {
 	var out []byte
 	if !t.edit || t.passing {
 		out = t.AppendUnfinished(nil)
@@ -83,9 +117,9 @@ func (t *Stream) Restart() []byte {
 	return out
 }
 
-// WaitToResume waits what the stream's retry field asked for, at most
+// waitToResume waits what the stream's retry field asked for, at most
 // maxResumeWait, and reports whether the upstream request is still on.
-func (u *Watch) WaitToResume(d time.Duration) bool {
+func (u *Watch) waitToResume(d time.Duration) bool {
 	ctx := u.Upstream.Context()
 	if d <= 0 {
 		return ctx.Err() == nil
@@ -98,4 +132,121 @@ func (u *Watch) WaitToResume(d time.Duration) bool {
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// Resume resumes the stream the upstream broke, while it owes responses,
+// on up to maxResumes GETs, and reports whether the resumed stream ended
+// whole: the client has then had what it replayed, and what it still
+// owes, if anything, is settled as for any stream its upstream ended.
+// Otherwise the stream is no longer resumable, and the core ends it with
+// the envelope for each response it still owes.
+//
+// send sends the GET that resumes the stream after lastID through the
+// rest of the route, its answer written to w, and returns what the route
+// returned; a panic of the route goes on, but reverse_proxy's
+// http.ErrAbortHandler: the upstream broke the resumed stream too.
+// answered is told of each GET's answer: streamed, it resumed the stream
+// (an event stream); otherwise it was refused (any other answer).
+func (u *Watch) Resume(send func(lastID string, w http.ResponseWriter) error, answered func(streamed bool)) bool {
+	t := u.sse
+	if t == nil || !t.resumable || t.owed.left == 0 || t.stop != nil {
+		return false
+	}
+	if u.resumeAgain(send, answered) {
+		return true
+	}
+	t.resumable = false
+	return false
+}
+
+// resumeAgain sends the GETs of Resume, one after the other while each
+// resumed stream breaks again.
+func (u *Watch) resumeAgain(send func(string, http.ResponseWriter) error, answered func(bool)) bool {
+	t := u.sse
+	for range maxResumes {
+		id, retry, ok := t.resumeAt()
+		if !ok || u.fx.Request.Context().Err() != nil || u.Deadline.Passed() || !u.waitToResume(retry) {
+			return false
+		}
+		if _, err := u.ToClient(t.restart()); err != nil {
+			return false
+		}
+		streamed, broke := u.resumeOnce(send, answered, id)
+		switch {
+		case !streamed || t.stop != nil:
+			return false
+		case !broke || t.owed.left == 0:
+			// Ended whole, or broken after its last response: the client
+			// has its answers, or the stream is the upstream's to end.
+			return true
+		}
+	}
+	return false
+}
+
+// resumeOnce sends the GET that resumes the stream after id, and passes
+// what it answers into the client's stream when it is an event stream.
+// streamed reports that it was, broke that the upstream broke it again.
+func (u *Watch) resumeOnce(send func(string, http.ResponseWriter) error, answered func(bool), id string) (streamed, broke bool) {
+	w := &resumeWriter{u: u, answered: answered, header: make(http.Header)}
+	defer func() {
+		if v := recover(); v != nil {
+			if v != http.ErrAbortHandler {
+				panic(v)
+			}
+			streamed, broke = w.streamed, true
+		}
+	}()
+	u.StartKeepalive()
+	defer u.StopKeepalive()
+	err := send(id, w)
+	if w.status == 0 {
+		answered(false)
+	}
+	if !w.streamed {
+		u.core.Logger().Debug("the upstream did not resume a broken stream", zap.String("last_event_id", id), zap.Int("status", w.status), zap.Error(err))
+	}
+	return w.streamed, err != nil
+}
+
+// resumeWriter takes the upstream's answer to a resuming GET: an event
+// stream passes into the client's, as the stream it resumes; anything else
+// is refused at its first byte, which stops the proxy reading it.
+type resumeWriter struct {
+	u        *Watch
+	answered func(streamed bool)
+	header   http.Header
+	status   int
+	streamed bool
+}
+
+func (w *resumeWriter) Header() http.Header { return w.header }
+
+func (w *resumeWriter) WriteHeader(status int) {
+	if w.status != 0 || status < 200 {
+		return
+	}
+	w.status = status
+	w.streamed = status == http.StatusOK && IsEventStream(w.header) && IdentityEncoded(w.header)
+	w.answered(w.streamed)
+}
+
+func (w *resumeWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	if !w.streamed {
+		// Not read on: an answer that is no stream may never end.
+		return 0, errNotResumed
+	}
+	return w.u.WriteEvents(p)
+}
+
+// FlushError flushes the client's stream, as the proxy does after each
+// event.
+func (w *resumeWriter) FlushError() error {
+	if !w.streamed {
+		return nil
+	}
+	return w.u.FlushError()
 }

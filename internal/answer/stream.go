@@ -349,17 +349,10 @@ func (t *Stream) Ended() { t.owed.unconfirm() }
 // while it reads on.
 func (t *Stream) Stopped() error { return t.stop }
 
-// Resumable reports whether the client could resume the stream: an event
-// carried an id in an era where it reconnects with Last-Event-ID.
-func (t *Stream) Resumable() bool { return t.resumable }
-
-// Unresumable notes that the stream can no longer be resumed.
-func (t *Stream) Unresumable() { t.resumable = false }
-
-// ResumeAt is the Last-Event-ID to resume the stream with, and the wait
+// resumeAt is the Last-Event-ID to resume the stream with, and the wait
 // its retry field asks for first; ok is false when there is no id the
 // gateway can send.
-func (t *Stream) ResumeAt() (id string, retry time.Duration, ok bool) {
+func (t *Stream) resumeAt() (id string, retry time.Duration, ok bool) {
 	id, ok = t.resume.lastID()
 	return id, t.resume.retry, ok
 }
