@@ -17,7 +17,7 @@ import (
 // request is over: given back as unspent when it never ran (the guard shed
 // it, its body was refused as it streamed). A request admitted holds its
 // places until its answer is written, or its deadline cut it, and for up
-// to cancel_grace after its client left (abandon.go).
+// to cancel_grace after its client left (answer.Abandonment).
 
 // admit runs the admitters of a phase (h.admitters, h.entries) on x, in
 // order, keeping what each took to be given back; the first refusal gives

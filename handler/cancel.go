@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddymcp/caddy-mcp/feature"
+	"github.com/caddymcp/caddy-mcp/internal/answer"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 	"github.com/caddymcp/caddy-mcp/internal/own"
 	"github.com/caddymcp/caddy-mcp/internal/panics"
@@ -16,7 +17,7 @@ import (
 
 // Cancellations: how the gateway tells the upstream to stop requests it
 // forwarded, when their deadline passed (deadline.go) or their client left
-// holding places (abandon.go). From MCP 2026-07-28 on, closing a request's
+// holding places (answer.Abandonment). From MCP 2026-07-28 on, closing a request's
 // stream, which cutting the upstream request does, is the cancellation.
 // Before it, closing means nothing: the gateway sends notifications/cancelled
 // for each request of the body, on its session, through the rest of the
@@ -60,7 +61,7 @@ func (h *Handler) sendCancelled(x *exchange, header http.Header, vars map[string
 
 // sendOwn sends body through next as a POST of x's session, and drops the
 // answer. No panic of the route goes past it: net/http would not recover
-// it on a goroutine of the gateway's (abandon.go), and on the request's
+// it on a goroutine of the gateway's (answer.Abandonment), and on the request's
 // it would abort a connection whose client has its answer (deadline.go).
 // reverse_proxy panics with http.ErrAbortHandler when the upstream breaks
 // its answer, which is logged at debug.
@@ -77,4 +78,22 @@ func (h *Handler) sendOwn(x *exchange, header http.Header, vars map[string]any, 
 	if err := next.ServeHTTP(sink, r); err != nil || sink.Status() >= 300 {
 		h.logger.Debug("notifications/cancelled not taken by the upstream", zap.Int("status", sink.Status()), zap.Error(err))
 	}
+}
+
+// detach cuts the upstream request of x, which holds places, loose from
+// its client (answer.Abandonment): when the client leaves, the upstream is
+// told to stop the request under x's header and variables as they are now
+// (a reopen rewrites the header on the request's goroutine meanwhile, the
+// route its variables).
+func (h *Handler) detach(x *exchange, u *answer.Watch, next caddyhttp.Handler, grace time.Duration) (*answer.Abandonment, context.Context) {
+	header, vars := x.Request.Header, own.Vars(x.Request)
+	if u.Reopen != nil {
+		header = header.Clone()
+	}
+	return u.Detach(x.Request.Context(), grace, x.Era.ClosingCancels(), func(send bool) {
+		cancellations.WithLabelValues(reasonLabelClientLeft).Inc()
+		if send {
+			h.sendCancelled(x, header, vars, next, reasonClientLeft)
+		}
+	})
 }

@@ -43,15 +43,16 @@ func (h *Handler) forwardTo(w http.ResponseWriter, x *exchange, next caddyhttp.H
 	}
 	u.KeepaliveEvery = time.Duration(h.SSEKeepalive)
 	up := x.Request
-	var abandon *abandonment
+	var abandon *answer.Abandonment
 	ctx := up.Context()
-	if grace := x.linger(); grace > 0 && !(h.UpstreamCancelsOnClose && x.Era.ClosingCancels()) {
+	grace := x.linger()
+	if grace > 0 && !(h.UpstreamCancelsOnClose && x.Era.ClosingCancels()) {
 		// The request holds places in the guard, and its upstream may go
 		// on running it when the client leaves (before MCP 2026-07-28
 		// closing the connection does not cancel a call, and from it on
 		// servers do not all stop). The upstream request is cut loose from
 		// the client's, and its answer read to its end, into nothing once
-		// the client is gone, for as long as abandon.go says.
+		// the client is gone, for as long as answer.Abandonment says.
 		abandon, ctx = h.detach(x, u, next, grace)
 		u.Drain = true
 	}
@@ -72,8 +73,12 @@ func (h *Handler) forwardTo(w http.ResponseWriter, x *exchange, next caddyhttp.H
 	}
 	u.Upstream = up
 	if abandon != nil {
-		abandon.watch()
-		defer abandon.done()
+		abandon.Watch()
+		defer func() {
+			if abandon.Done() {
+				x.holdFor(grace, h.logger)
+			}
+		}()
 	}
 	defer func() {
 		if v := recover(); v != nil {

@@ -481,7 +481,7 @@ func isCancellation(w http.ResponseWriter, r *http.Request) bool {
 
 // A client that leaves a call holding places, before MCP 2026-07-28: the
 // upstream is told to stop it, and its answer is read to its end, into
-// nothing, the places held meanwhile (abandon.go). With an upstream said to
+// nothing, the places held meanwhile (answer.Abandonment). With an upstream said to
 // stop when its stream closes, a 2026-07-28 call is cut with its client.
 func TestAClientThatLeavesIsDrainedWhileItHoldsPlaces(t *testing.T) {
 	events := []string{"data: " + progress + "\n\n", "data: " + progress + "\n\n", "data: " + resultOne + "\n\n"}
@@ -585,7 +585,7 @@ func TestAClientThatLeavesUnder2026IsCutAndItsPlacesHeldForTheGrace(t *testing.T
 		})
 		_, err := serveErr(t, h, r, next)
 		require.NoError(t, err)
-		assert.ErrorIs(t, upstreamCtxErr, errClientLeft, "the upstream request is cut with its client")
+		assert.ErrorIs(t, upstreamCtxErr, answer.ErrClientLeft, "the upstream request is cut with its client")
 		assert.Equal(t, 1, guardOf(h).Places().Totals().Active, "the place is held while the upstream may run the call")
 		time.Sleep(grace - time.Nanosecond)
 		synctest.Wait()

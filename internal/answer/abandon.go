@@ -1,16 +1,11 @@
-package handler
+package answer
 
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"sync"
 	"time"
 
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-
-	"github.com/caddymcp/caddy-mcp/internal/answer"
-	"github.com/caddymcp/caddy-mcp/internal/own"
 	"github.com/caddymcp/caddy-mcp/internal/panics"
 )
 
@@ -37,13 +32,13 @@ import (
 // waited for a connection, say) runs nowhere: it is cut, and nothing is
 // cancelled.
 
-// errClientLeft and errAbandoned are why an upstream request was cut: its
+// ErrClientLeft and errAbandoned are why an upstream request was cut: its
 // client left (the cancellation of the stateless era), or the grace after
 // it did passed. Both are a context.Canceled, as a client leaving is to
 // reverse_proxy: the request is not the upstream's failure, and it is
 // logged as 499.
 var (
-	errClientLeft = fmt.Errorf("the client left: %w", context.Canceled)
+	ErrClientLeft = fmt.Errorf("the client left: %w", context.Canceled)
 	errAbandoned  = fmt.Errorf("the upstream did not answer within cancel_grace after the client left: %w", context.Canceled)
 )
 
@@ -54,27 +49,26 @@ const (
 	siteCancelGrace = "cancel_grace"
 )
 
-// abandonment watches the client of a request that holds places, and acts
+// Abandonment watches the client of a request that holds places, and acts
 // for it when it leaves. Its fields are written before the request goes
 // upstream, or under the goroutine handling the client's leaving
-// (clientLeft), which done waits for.
-type abandonment struct {
-	h    *Handler
-	x    *exchange
-	u    *answer.Watch
-	next caddyhttp.Handler
-	// cut ends the upstream request.
-	cut context.CancelCauseFunc
-	// cancelGrace is how long the places are held after the client left
-	// (feature.Lingering).
-	cancelGrace time.Duration
-	// vars and header are the request's variables and header as it went
-	// upstream: the route writes to the first while it serves the
-	// request, and a session reopened to the second, so the
-	// cancellation, sent meanwhile, has copies of its own (of the header,
-	// when the session may be reopened: nothing else writes it then).
-	vars   map[string]any
-	header http.Header
+// (clientLeft), which Done waits for.
+type Abandonment struct {
+	u *Watch
+	// client is the client's request's context; cut ends the upstream
+	// request.
+	client context.Context
+	cut    context.CancelCauseFunc
+	// grace is how long the places are held after the client left
+	// (feature.Lingering); closingCancels: the request's era takes
+	// closing its stream for the cancellation.
+	grace          time.Duration
+	closingCancels bool
+	// cancel is told that the gateway cancels the request for its client:
+	// send, that the upstream must be sent notifications/cancelled (the
+	// cut is the cancellation otherwise). It runs on the goroutine acting
+	// for the client.
+	cancel func(send bool)
 	// stop stops watching the client; handled is done once its leaving
 	// has been dealt with, or will never be.
 	stop    func() bool
@@ -82,37 +76,34 @@ type abandonment struct {
 	// Written by clientLeft: the grace's timer, and hold: the places are
 	// kept for the grace after the request ends (the upstream request was
 	// cut as the cancellation).
-	grace *time.Timer
+	timer *time.Timer
 	hold  bool
 }
 
-// detach returns the context of the upstream request of x, which holds
-// places: one its client leaving does not cancel. watch must then be
-// called, once the request's deadline (if any) is set, and done once the
-// upstream request is over.
-func (h *Handler) detach(x *exchange, u *answer.Watch, next caddyhttp.Handler, grace time.Duration) (*abandonment, context.Context) {
-	ctx, cut := context.WithCancelCause(context.WithoutCancel(x.Request.Context()))
-	header := x.Request.Header
-	if u.Reopen != nil {
-		// A reopen rewrites the request's header on its goroutine while
-		// the client's leaving is dealt with on another.
-		header = header.Clone()
-	}
-	return &abandonment{h: h, x: x, u: u, next: next, cut: cut, vars: own.Vars(x.Request), header: header, cancelGrace: grace}, ctx
+// Detach cuts the upstream request loose from its client's (client): it
+// returns the context of an upstream request its client leaving does not
+// cancel, and the abandonment that acts for the client when it leaves,
+// holding the places for grace at most. closingCancels says the request's
+// era takes closing for the cancellation; cancel is told when the gateway
+// cancels the request. Watch must then be called, once the request's
+// deadline (if any) is set, and Done once the upstream request is over.
+func (u *Watch) Detach(client context.Context, grace time.Duration, closingCancels bool, cancel func(send bool)) (*Abandonment, context.Context) {
+	ctx, cut := context.WithCancelCause(context.WithoutCancel(client))
+	return &Abandonment{u: u, client: client, cut: cut, grace: grace, closingCancels: closingCancels, cancel: cancel}, ctx
 }
 
-// watch starts watching the client.
-func (a *abandonment) watch() {
+// Watch starts watching the client.
+func (a *Abandonment) Watch() {
 	a.handled.Add(1)
-	a.stop = context.AfterFunc(a.x.Request.Context(), a.clientLeft)
+	a.stop = context.AfterFunc(a.client, a.clientLeft)
 }
 
 // clientLeft acts for a client that left while its request was upstream,
 // on a goroutine of its own. A panic ends the upstream request, however
 // far it got: its places come back once the request is over.
-func (a *abandonment) clientLeft() {
+func (a *Abandonment) clientLeft() {
 	defer a.handled.Done()
-	defer panics.Recover(a.h.logger, siteClientLeft, func() { a.cut(errClientLeft) })
+	defer panics.Recover(a.u.core.Logger(), siteClientLeft, func() { a.cut(ErrClientLeft) })
 	u := a.u
 	switch {
 	case u.Deadline.Passed():
@@ -120,42 +111,40 @@ func (a *abandonment) clientLeft() {
 	case u.Answered.Load():
 		// Answered: nothing runs upstream for it any more, and nothing is
 		// left to hold its places for.
-		a.cut(errClientLeft)
-	case !u.Delivery.Settled(a.cancelGrace):
-		a.cut(errClientLeft) // it runs nowhere
-	case a.x.Era.ClosingCancels():
+		a.cut(ErrClientLeft)
+	case !u.Delivery.Settled(a.grace):
+		a.cut(ErrClientLeft) // it runs nowhere
+	case a.closingCancels:
 		a.hold = true
-		a.cut(errClientLeft)
-		cancellations.WithLabelValues(reasonLabelClientLeft).Inc()
+		a.cut(ErrClientLeft)
+		a.cancel(false)
 	default:
-		a.grace = time.AfterFunc(a.cancelGrace, a.graceOver)
+		a.timer = time.AfterFunc(a.grace, a.graceOver)
 		if !u.Resumable.Load() && u.Cancelled.CompareAndSwap(false, true) {
-			cancellations.WithLabelValues(reasonLabelClientLeft).Inc()
-			a.h.sendCancelled(a.x, a.header, a.vars, a.next, reasonClientLeft)
+			a.cancel(true)
 		}
 	}
 }
 
 // graceOver cuts the upstream request cancel_grace after its client left.
-func (a *abandonment) graceOver() {
-	defer panics.Recover(a.h.logger, siteCancelGrace)
+func (a *Abandonment) graceOver() {
+	defer panics.Recover(a.u.core.Logger(), siteCancelGrace)
 	a.cut(errAbandoned)
 }
 
-// done ends the watch once the upstream request is over, waiting for the
-// client's leaving to be dealt with if it began. Places the grace must
-// still hold are handed to a timer that frees them.
-func (a *abandonment) done() {
+// Done ends the watch once the upstream request is over, waiting for the
+// client's leaving to be dealt with if it began. It reports whether the
+// places must still be held for the grace (the core hands them to a timer
+// that frees them).
+func (a *Abandonment) Done() (hold bool) {
 	if a.stop() {
 		a.handled.Done() // clientLeft never runs
 		a.cut(nil)
-		return
+		return false
 	}
 	a.handled.Wait()
-	if a.grace != nil {
-		a.grace.Stop()
+	if a.timer != nil {
+		a.timer.Stop()
 	}
-	if a.hold {
-		a.x.holdFor(a.cancelGrace, a.h.logger)
-	}
+	return a.hold
 }
