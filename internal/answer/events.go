@@ -38,14 +38,14 @@ func (t *Stream) dispatch() {
 	if t.edit {
 		switch {
 		case t.dropped:
-			t.withheld, t.rewritten = true, nil
-		case t.withheld && message && !t.over && t.rewritten == nil:
+			t.fate, t.rewritten = eventWithheld, nil
+		case t.fate == eventWithheld && message && !t.over && t.rewritten == nil:
 			t.rewritten = t.data // held whole, but not its lines
 		}
 		t.sendEvent()
 	}
 	t.data, t.event, t.dataLines, t.midEvent = shrink(t.data), t.event[:0], 0, false
-	t.over, t.skim, t.cut, t.cutErr, t.passing, t.withheld, t.dropped, t.probed = false, nil, nil, nil, false, false, false, false
+	t.over, t.skim, t.cut, t.cutErr, t.fate, t.dropped, t.probed = false, nil, nil, nil, eventHeld, false, false
 }
 
 // read reads the data of an event: the responses it settles (a message
@@ -81,7 +81,7 @@ func (t *Stream) read(message bool) {
 	}
 	// Data that is no JSON object or array (a priming event's empty data,
 	// say) is no message a client reads: nothing to edit in it.
-	editable := t.edit && !t.passing && jsonrpc.BeginsMessage(t.data)
+	editable := t.edit && t.fate != eventPassing && jsonrpc.BeginsMessage(t.data)
 	out, rerr := t.hooks.message(t.fx, t.data, false, editable)
 	switch {
 	case rerr != nil && (batch || err != nil):
@@ -120,7 +120,7 @@ func (t *Stream) limit() int { return max(maxEventData, t.maxData) }
 func (t *Stream) dataOutgrown() {
 	t.over = true
 	t.outgrown()
-	if t.withheld {
+	if t.fate == eventWithheld {
 		t.skim = jsonrpc.NewSkimmer(maxResponseID)
 		t.skim.Write(t.data)
 		if c := t.hooks.cutter(); c != nil {

@@ -105,13 +105,13 @@ func (r *resumePoint) lastID() (string, bool) {
 // read from its start; what the stream owes stays owed.
 func (t *Stream) restart() []byte {
 	var out []byte
-	if !t.edit || t.passing {
+	if !t.edit || t.fate == eventPassing {
 		out = t.AppendUnfinished(nil)
 	}
 	t.sc.Reset()
 	t.data, t.event, t.dataLines, t.over, t.midEvent = t.data[:0], t.event[:0], 0, false, false
 	t.raw, t.sent, t.kept, t.out = t.raw[:0], 0, false, t.out[:0]
-	t.passing, t.withheld, t.skim, t.cut, t.cutErr, t.probed, t.dropped = false, false, nil, nil, nil, false, false
+	t.fate, t.skim, t.cut, t.cutErr, t.probed, t.dropped = eventHeld, nil, nil, nil, false, false
 	t.hasID, t.rewritten = false, nil
 	t.resume.buf, t.resume.bufLong = append(t.resume.buf[:0], t.resume.id...), t.resume.long
 	return out

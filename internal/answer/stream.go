@@ -71,11 +71,11 @@ type Stream struct {
 	id        []byte
 	hasID     bool
 	rewritten []byte
-	// The event being received outgrew what is held of it: passing, it
-	// goes to the client unread, as it comes; withheld, its bytes are
-	// dropped as they come, and skim reads its data meanwhile, when that
-	// outgrew maxEventData too, to answer for it at its end.
-	passing, withheld bool
+	// fate is what becomes of the bytes of the event being received, in
+	// edit mode (eventHeld, unless it outgrew what is held of it); skim
+	// reads the data of one withheld meanwhile, when that outgrew
+	// maxEventData too, to answer for it at its end.
+	fate eventFate
 	skim              *jsonrpc.Skimmer
 	// dropped: the event just read is not sent, nor anything in its place
 	// (a response to no request of the POST, under a hook that fails
@@ -99,6 +99,22 @@ type Stream struct {
 	// resume is where the gateway would resume the stream (resume.go).
 	resume resumePoint
 }
+
+// eventFate is what becomes of the bytes of an event in edit mode.
+type eventFate uint8
+
+const (
+	// eventHeld: held until the event's end, then sent as it came,
+	// rewritten, or in the form the client may have.
+	eventHeld eventFate = iota
+	// eventPassing: it outgrew what is held of it, and goes to the client
+	// unread, as it comes.
+	eventPassing
+	// eventWithheld: it outgrew what is held of it under a hook that
+	// fails closed, or was dropped: its bytes go nowhere, and what the
+	// client is owed for it is answered at its end.
+	eventWithheld
+)
 
 // longField is what a line too long to keep is.
 type longField uint8
@@ -142,10 +158,10 @@ func (t *Stream) observe(p []byte) []byte {
 	}
 	t.checkBound()
 	t.checkLines()
-	switch {
-	case t.withheld:
+	switch t.fate {
+	case eventWithheld:
 		t.sent, t.kept = len(t.raw), false
-	case t.passing:
+	case eventPassing:
 		t.out = append(t.out, t.raw[t.sent:]...)
 		t.sent, t.kept = len(t.raw), true
 	}
@@ -169,12 +185,14 @@ func (t *Stream) observe(p []byte) []byte {
 // unreadable: a withheld one cannot have given the client its response.
 func (t *Stream) outgrown() {
 	switch {
-	case t.withheld:
+	case t.fate == eventWithheld:
 	case t.edit && t.hooks.failClosed:
-		t.withheld = true
+		t.fate = eventWithheld
 	default:
 		t.unreadable = true
-		t.passing = t.edit
+		if t.edit {
+			t.fate = eventPassing
+		}
 	}
 }
 
@@ -203,7 +221,7 @@ func shrink(b []byte) []byte {
 
 // send moves the held bytes up to the end of the current line to out, or
 // drops them when the event they are part of is withheld.
-func (t *Stream) send() { t.release(!t.withheld) }
+func (t *Stream) send() { t.release(t.fate != eventWithheld) }
 
 // release lets go of the held bytes up to the end of the current line: to
 // out when keep, or nowhere.
@@ -241,10 +259,10 @@ func (t *Stream) Follow(e sse.Event) {
 	case sse.LongComment:
 		// Between events, it is no message, and passes.
 		t.longField = longOther
-		if t.edit && !t.midEvent && !t.withheld {
-			t.passing = true
+		if t.edit && !t.midEvent && t.fate != eventWithheld {
+			t.fate = eventPassing
 		}
-		t.unreadable = t.unreadable || !t.withheld
+		t.unreadable = t.unreadable || t.fate != eventWithheld
 	case sse.LongField:
 		t.startLong(e.Name)
 	case sse.Piece:
@@ -279,7 +297,7 @@ func (t *Stream) startLong(name []byte) {
 		t.hasID = false
 		t.resume.idTooLong()
 	}
-	t.unreadable = t.unreadable || !t.withheld
+	t.unreadable = t.unreadable || t.fate != eventWithheld
 }
 
 // endLong ends a line too long to keep.
@@ -296,7 +314,7 @@ func (t *Stream) endLong() {
 // drops it, when it was too long to hold: it is not held.
 func (t *Stream) endComment() {
 	t.send()
-	t.passing, t.withheld = false, false
+	t.fate = eventHeld
 }
 
 // field handles a field line of the event stream, as the SSE specification
