@@ -42,30 +42,7 @@ func (h *Handler) forwardTo(w http.ResponseWriter, x *exchange, next caddyhttp.H
 		h.mayReopen(x, u)
 	}
 	u.KeepaliveEvery = time.Duration(h.SSEKeepalive)
-	up := x.Request
-	var abandon *answer.Abandonment
-	ctx := up.Context()
-	grace := x.linger()
-	if grace > 0 && !(h.UpstreamCancelsOnClose && x.Era.ClosingCancels()) {
-		// The request holds places in the guard, and its upstream may go
-		// on running it when the client leaves (before MCP 2026-07-28
-		// closing the connection does not cancel a call, and from it on
-		// servers do not all stop). The upstream request is cut loose from
-		// the client's, and its answer read to its end, into nothing once
-		// the client is gone, for as long as answer.Abandonment says.
-		abandon, ctx = h.detach(x, u, next, grace)
-		u.Drain = true
-	}
-	if abandon != nil || len(h.deadlines) > 0 {
-		// What the transport did with the request: a call cut at its
-		// deadline is cancelled upstream only once it got there.
-		ctx = u.Delivery.Trace(ctx)
-	}
-	if ctx != up.Context() {
-		up = up.WithContext(ctx)
-	}
-	x.traceUpstream(up)
-	x.rewrite(h.rewriters, up)
+	up, abandon := h.upstreamRequest(x, u, next)
 	if d, cut, cancel := h.startDeadline(x, up); d != nil {
 		u.Deadline, up = d, cut
 		defer cancel(nil)
@@ -75,8 +52,8 @@ func (h *Handler) forwardTo(w http.ResponseWriter, x *exchange, next caddyhttp.H
 	if abandon != nil {
 		abandon.Watch()
 		defer func() {
-			if abandon.Done() {
-				x.holdFor(grace, h.logger)
+			if hold := abandon.Done(); hold > 0 {
+				x.holdFor(hold, h.logger)
 			}
 		}()
 	}
@@ -96,6 +73,36 @@ func (h *Handler) forwardTo(w http.ResponseWriter, x *exchange, next caddyhttp.H
 	u.Finish()
 	err, _ = h.settle(x, u, err, false, next)
 	return err
+}
+
+// upstreamRequest is the request of x as it goes upstream: cut loose from
+// its client's when it holds places (abandon then acts for a client that
+// leaves), followed by the transport when it may have to be cancelled, with
+// the trace's context spliced in and the body as the rewriters leave it.
+func (h *Handler) upstreamRequest(x *exchange, u *answer.Watch, next caddyhttp.Handler) (up *http.Request, abandon *answer.Abandonment) {
+	up = x.Request
+	ctx := up.Context()
+	if grace := x.linger(); grace > 0 && !(h.UpstreamCancelsOnClose && x.Era.ClosingCancels()) {
+		// The request holds places in the guard, and its upstream may go
+		// on running it when the client leaves (before MCP 2026-07-28
+		// closing the connection does not cancel a call, and from it on
+		// servers do not all stop). The upstream request is cut loose from
+		// the client's, and its answer read to its end, into nothing once
+		// the client is gone, for as long as answer.Abandonment says.
+		abandon, ctx = h.detach(x, u, next, grace)
+		u.Drain = true
+	}
+	if abandon != nil || len(h.deadlines) > 0 {
+		// What the transport did with the request: a call cut at its
+		// deadline is cancelled upstream only once it got there.
+		ctx = u.Delivery.Trace(ctx)
+	}
+	if ctx != up.Context() {
+		up = up.WithContext(ctx)
+	}
+	x.traceUpstream(up)
+	x.rewrite(h.rewriters, up)
+	return up, abandon
 }
 
 // traceUpstream gives up, the request going upstream, the body with the

@@ -133,18 +133,21 @@ func (a *Abandonment) graceOver() {
 }
 
 // Done ends the watch once the upstream request is over, waiting for the
-// client's leaving to be dealt with if it began. It reports whether the
-// places must still be held for the grace (the core hands them to a timer
-// that frees them).
-func (a *Abandonment) Done() (hold bool) {
+// client's leaving to be dealt with if it began. It returns how long the
+// places must still be held (0: not at all), which the core hands to a
+// timer that frees them.
+func (a *Abandonment) Done() (hold time.Duration) {
 	if a.stop() {
 		a.handled.Done() // clientLeft never runs
 		a.cut(nil)
-		return false
+		return 0
 	}
 	a.handled.Wait()
 	if a.timer != nil {
 		a.timer.Stop()
 	}
-	return a.hold
+	if a.hold {
+		return a.grace
+	}
+	return 0
 }

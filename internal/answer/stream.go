@@ -76,7 +76,7 @@ type Stream struct {
 	// reads the data of one withheld meanwhile, when that outgrew
 	// maxEventData too, to answer for it at its end.
 	fate eventFate
-	skim              *jsonrpc.Skimmer
+	skim *jsonrpc.Skimmer
 	// dropped: the event just read is not sent, nor anything in its place
 	// (a response to no request of the POST, under a hook that fails
 	// closed; a message that owes nothing a hook refused).
