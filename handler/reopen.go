@@ -59,7 +59,8 @@ func (h *Handler) mayReopen(x *exchange, u *answer.Watch) {
 // reopenAndResend reopens the session the upstream answered 404 for, and
 // sends the request again under the new one, through up; it returns what
 // the proxy returned for it. When the session cannot be reopened, the
-// held 404 is sent as the upstream wrote it.
+// held 404 is sent as the upstream wrote it, but to a session's GET stream,
+// which is asked to come back (answer.ComeBack).
 func (h *Handler) reopenAndResend(x *exchange, u *answer.Watch, up *http.Request, next caddyhttp.Handler) error {
 	ro := u.Reopen
 	u.Reopen = nil
@@ -76,6 +77,14 @@ func (h *Handler) reopenAndResend(x *exchange, u *answer.Watch, up *http.Request
 	}
 	fl, err := h.reopenOnce(x, ro.Params, key, up, next)
 	if err != nil {
+		if answer.MayComeBack(x.Request, x.Era) {
+			// A session's GET stream is asked to come back rather than
+			// told its session is gone, which the Go SDK's client takes
+			// for the end of the whole session: a server still starting
+			// may take the next reopen.
+			u.Replace()
+			return answer.ComeBack(u.ResponseWriterWrapper.ResponseWriter)
+		}
 		return u.Release()
 	}
 	if x.Request.Context().Err() != nil || u.Cancelled.Load() {

@@ -149,6 +149,25 @@ func TestASessionThatCannotBeReopenedGetsTheUpstreams404(t *testing.T) {
 	assert.Equal(t, []string{"POST tools/call old", "POST initialize "}, up.seen, "the request is not sent again")
 }
 
+// A session's GET stream whose session cannot be reopened now (the server
+// still starting) is asked to come back, as when its upstream is out of
+// reach: a 404 there would end the Go SDK client's whole session, and the
+// next GET may reopen it.
+func TestASessionsStreamThatCannotBeReopenedIsAskedToComeBack(t *testing.T) {
+	f := &reopener{params: []byte(`{}`)}
+	h := provision(t, &Handler{})
+	h.responders = append(h.responders, f)
+	up := &restarted{sessions: map[string]bool{}, initStatus: http.StatusServiceUnavailable}
+	w := httptest.NewRecorder()
+	req := newRequest(http.MethodGet, "", withSession("old"), header("Accept", "text/event-stream"))
+	require.NoError(t, h.ServeHTTP(w, req, caddyhttp.HandlerFunc(up.ServeHTTP)))
+	assert.Equal(t, http.StatusOK, w.Code)
+	assert.Equal(t, "text/event-stream", w.Header().Get("Content-Type"))
+	assert.Equal(t, "retry: 2000\n\n", w.Body.String(), "no 404: the client comes back")
+	assert.Empty(t, f.reopened)
+	assert.Equal(t, []string{"GET  old", "POST initialize "}, up.seen)
+}
+
 func TestADeleteOfALostSessionIsNotReopened(t *testing.T) {
 	f := &reopener{params: []byte(`{}`)}
 	h := provision(t, &Handler{})
