@@ -5,7 +5,7 @@ import (
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 )
 
-// An error answer held back (watch.go): passed as the upstream wrote it
+// An error answer held back (answer.Held): passed as the upstream wrote it
 // when it is JSON-RPC, replaced by the envelope for its status otherwise
 // (in the words of feature.Failures, package failures).
 

@@ -159,8 +159,8 @@ type Handler struct {
 	// request may give once at most.
 	keyInputs feature.Inputs
 	logger    *zap.Logger
-	// logSampler logs the first envelope of each kind, and counts the
-	// ones that repeat it (log.go).
+	// envelopes logs the first envelope of each kind, and counts the
+	// ones that repeat it (package envlog).
 	envelopes *envlog.Log
 	// joined is the state of the config this handler belongs to
 	// (package internal/configs), until it is cleaned up.

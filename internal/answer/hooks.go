@@ -55,7 +55,7 @@ func (hs *Hooks) open(responders []feature.Responder, undos []feature.Undo, x *f
 	}
 	if m := x.Single(); m != nil && hs.edit {
 		// For what is sent in place of a message the hooks cannot read;
-		// the body's buffer may be replaced meanwhile (streaming.go).
+		// the body's buffer may be replaced meanwhile (a streamed body).
 		hs.id = append(json.RawMessage(nil), m.ID...)
 	}
 	if first := hs.firstFailClosed(); first != nil {

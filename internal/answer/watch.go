@@ -1,3 +1,12 @@
+// Package answer reads an upstream's answer to one request, once, as
+// reverse_proxy writes it: the Watch that stands between the proxy and the
+// client, whose State says where the answer stands; the features' hooks on
+// it; the event stream it follows (Stream: the responses a POST is still
+// owed, what the hooks read and replace, its repair and its resumption);
+// and what acts for the request while its answer is on its way (its
+// Deadline, keep-alives, a client that left). It decides nothing about
+// what the client is owed once the proxy is done: the core reads where the
+// answer stands, and settles.
 package answer
 
 import (
