@@ -7,10 +7,11 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
 	"github.com/caddymcp/caddy-mcp/internal/answer"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 	"github.com/caddymcp/caddy-mcp/internal/sse"
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 )
 
 // maxInitAnswer bounds what the gateway reads of the upstream's answer to

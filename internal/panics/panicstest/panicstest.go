@@ -7,12 +7,12 @@ import (
 	"strings"
 	"sync"
 
-	dto "github.com/prometheus/client_model/go"
-
-	"github.com/caddymcp/caddy-mcp/internal/panics"
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/caddymcp/caddy-mcp/internal/panics"
 )
 
 // Log records the messages of the lines written to it, and panics on a
