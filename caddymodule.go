@@ -14,6 +14,7 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/caddyfile"
 	_ "github.com/caddymcp/caddy-mcp/contract"   // registers the feature contract and the caddy mcp-lock command
+	_ "github.com/caddymcp/caddy-mcp/federation" // registers the feature federation and the server blocks
 	_ "github.com/caddymcp/caddy-mcp/guard"      // registers the feature concurrency
 	_ "github.com/caddymcp/caddy-mcp/handler"    // registers http.handlers.mcp
 	_ "github.com/caddymcp/caddy-mcp/limits"     // registers the feature rate_limits

@@ -55,6 +55,7 @@
 package caddyfile
 
 import (
+	"encoding/json"
 	"reflect"
 
 	"github.com/caddyserver/caddy/v2"
@@ -73,6 +74,7 @@ import (
 func Parse(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 	cfg := new(handler.Handler)
 	a := &adaptation{featurefile.NewAdaptation(h.State, warner(h))}
+	a.SetRoutes(func(d *caddyfile.Dispenser) (json.RawMessage, error) { return routes(h, d) })
 	if err := a.unmarshal(h.Dispenser, cfg); err != nil {
 		return nil, err
 	}
@@ -91,6 +93,31 @@ func Unmarshal(d *caddyfile.Dispenser, cfg *handler.Handler) error {
 // and the features it configures.
 type adaptation struct {
 	*featurefile.Adaptation
+}
+
+// routes reads the block the dispenser is in as a site's directives, the
+// dispenser on a value of the block's first line: the line's other values
+// were read by the caller (a server's name), and are left out.
+func routes(h httpcaddyfile.Helper, d *caddyfile.Dispenser) (json.RawMessage, error) {
+	seg := d.NextSegment()
+	// The segment from the value on: its first line is that value and
+	// what follows it, the block after. The directive's name is put back
+	// in its place, alone on its line, as the reader of a segment wants.
+	line := seg[0].Line
+	body := seg
+	for len(body) > 0 && body[0].Line == line && body[0].Text != "{" {
+		body = body[1:]
+	}
+	tokens := append([]caddyfile.Token{seg[0]}, body...)
+	sub, err := httpcaddyfile.ParseSegmentAsSubroute(h.WithDispenser(caddyfile.NewDispenser(tokens)))
+	if err != nil {
+		return nil, err
+	}
+	sr, ok := sub.(*caddyhttp.Subroute)
+	if !ok {
+		return nil, d.Errf("the block did not read as routes")
+	}
+	return json.Marshal(sr.Routes)
 }
 
 // warner returns what adds a warning to those the adapter returns. Caddy

@@ -138,6 +138,23 @@ type Router interface {
 	Route(x *Exchange) string
 }
 
+// RouteHolder is implemented by a Router whose routes are its own rather
+// than the handler's upstreams (federation's servers, each configured in
+// its block): the route a name it gave is looked up there first.
+type RouteHolder interface {
+	// Upstream is the route named name; nil when the router holds none
+	// of that name.
+	Upstream(name string) Upstream
+}
+
+// Upstream is a route a request is sent through, as Caddy's handlers are:
+// it writes the upstream's answer to w, or returns the error
+// reverse_proxy returns when it could not (the core words it, as it
+// words the next handler's).
+type Upstream interface {
+	ServeHTTP(w http.ResponseWriter, r *http.Request) error
+}
+
 // Rewriter rewrites a request's body before it goes upstream, once it was
 // admitted (a tool's name as clients know it to its server's own). The
 // features read the body as the client sent it; the upstream, its
@@ -160,4 +177,12 @@ type Rewriter interface {
 type Answerer interface {
 	// Answer is the handler that answers x, or nil to let it go on.
 	Answer(x *Exchange) http.Handler
+}
+
+// SessionAnswerer is implemented by an Answerer whose answers may open a
+// session (federation's initialize, which opened one on each server):
+// the Mcp-Session-Id its answer gives reaches the client. Any other
+// answerer's is dropped, since no upstream opened it.
+type SessionAnswerer interface {
+	OpensSessions() bool
 }

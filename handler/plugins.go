@@ -75,10 +75,13 @@ func (h *Handler) loadPlugins(ctx caddy.Context) error {
 		return err
 	}
 	h.plugAll(all)
-	if len(h.routers) > 0 && len(h.openers) > 0 {
-		// A session's token names one upstream: a request routed to
-		// another would carry its session id there.
-		return errors.New("features: sessions cannot be combined yet with a feature that routes requests to upstream routes")
+	for _, o := range h.openers {
+		if _, routes := o.(feature.Router); len(h.routers) > 0 && !routes {
+			// A session's token names one upstream: a request routed to
+			// another would carry its session id there. A router that
+			// opens sessions itself (federation) gives each route its own.
+			return errors.New("features: sessions cannot be combined with a feature that routes requests to upstream routes (federation seals each server's session itself: drop sessions)")
+		}
 	}
 	return nil
 }

@@ -36,8 +36,12 @@ func (h *Handler) provisionUpstreams(ctx caddy.Context) error {
 func (h *Handler) route(w http.ResponseWriter, x *exchange, next caddyhttp.Handler) (caddyhttp.Handler, bool, error) {
 	for _, a := range h.answerers {
 		if own := a.Answer(x.view()); own != nil {
+			opens := false
+			if s, ok := a.(feature.SessionAnswerer); ok {
+				opens = s.OpensSessions()
+			}
 			return caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
-				own.ServeHTTP(&ownAnswerWriter{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}}, r)
+				own.ServeHTTP(&ownAnswerWriter{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, opensSession: opens}, r)
 				return nil
 			}), true, nil
 		}
@@ -46,6 +50,11 @@ func (h *Handler) route(w http.ResponseWriter, x *exchange, next caddyhttp.Handl
 		name := r.Route(x.view())
 		if name == "" {
 			continue
+		}
+		if holder, ok := r.(feature.RouteHolder); ok {
+			if up := holder.Upstream(name); up != nil {
+				return caddyhttp.HandlerFunc(up.ServeHTTP), true, nil
+			}
 		}
 		routes, ok := h.Upstreams[name]
 		if !ok {
@@ -103,18 +112,21 @@ func remirror(h http.Header, body []byte) {
 	}
 }
 
-// ownAnswerWriter is what an answerer writes its answer to: no upstream
-// opened a session, so a session id it gives (a cached answer's headers
-// replayed) is not passed on, nor sealed into a token for the client.
+// ownAnswerWriter is what an answerer writes its answer to: unless the
+// answerer opens sessions (feature.SessionAnswerer), no upstream opened a
+// session, so a session id it gives (a cached answer's headers replayed)
+// is not passed on, nor sealed into a token for the client.
 type ownAnswerWriter struct {
 	caddyhttp.ResponseWriterWrapper
-	wrote bool
+	wrote, opensSession bool
 }
 
 func (w *ownAnswerWriter) WriteHeader(status int) {
 	if !w.wrote && status >= 200 {
 		w.wrote = true
-		w.Header().Del("Mcp-Session-Id")
+		if !w.opensSession {
+			w.Header().Del("Mcp-Session-Id")
+		}
 	}
 	w.ResponseWriterWrapper.WriteHeader(status)
 }

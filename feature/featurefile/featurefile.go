@@ -95,6 +95,7 @@ type Adaptation struct {
 	names    map[string]place
 	warn     func(caddyconfig.Warning)
 	features map[string]any
+	routes   func(d *caddyfile.Dispenser) (json.RawMessage, error)
 }
 
 // place is where a shared name was configured, and how.
@@ -144,6 +145,24 @@ func (a *Adaptation) Features() (map[string]json.RawMessage, error) {
 		out[name] = raw
 	}
 	return out, nil
+}
+
+// SetRoutes gives the adaptation the reader of a block of directives as
+// Caddy routes (the Caddyfile adapter's own, which knows every directive
+// of the build): Routes reads with it.
+func (a *Adaptation) SetRoutes(read func(d *caddyfile.Dispenser) (json.RawMessage, error)) {
+	a.routes = read
+}
+
+// Routes reads the block of the subdirective the dispenser is on as the
+// directives of a site (reverse_proxy and its matchers, headers...), into
+// the JSON of a list of Caddy routes: a feature's own upstream route. The
+// subdirective's values are read before, and left out.
+func (a *Adaptation) Routes(d *caddyfile.Dispenser) (json.RawMessage, error) {
+	if a.routes == nil {
+		return nil, d.Errf("%s: a block of directives is read only by the Caddyfile adapter", d.Val())
+	}
+	return a.routes(d)
 }
 
 // Warn adds a warning to the adapter's.

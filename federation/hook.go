@@ -1,0 +1,72 @@
+package federation
+
+import (
+	"bytes"
+	"net/http"
+
+	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/feature"
+)
+
+// The hook on a routed request's answer: a server that says its list
+// changed makes the federation ask again before it routes by it, and a
+// server that lost the session (it restarted) is given a new one, for that
+// server alone: the core sends initialize with the client's params
+// (feature.Reopener), and this node remembers the new session under the
+// client's session id, which the client keeps.
+
+// Open opens the hook on the answer to a routed request.
+func (d *decision) Open(*feature.Exchange) feature.Hook {
+	if d.fanOut || d.server == nil || d.refusal != nil {
+		return nil
+	}
+	return d
+}
+
+// Needs: the messages of a stream (a list_changed comes in one), read,
+// never held.
+func (*decision) Needs() feature.Needs { return feature.Needs{} }
+
+// Message notes a server's list_changed.
+func (d *decision) Message(_ *feature.Exchange, msg []byte) ([]byte, error) {
+	if bytes.Contains(msg, []byte("list_changed")) {
+		if m := decisionMessage(msg); m != nil && bytes.HasSuffix(m.Method, []byte("/list_changed")) {
+			d.f.changed.Add(1)
+			listsChanged.WithLabelValues(d.server.name).Inc()
+		}
+	}
+	return nil, nil
+}
+
+func (*decision) Unreadable(*feature.Exchange, error) envelope.Envelope { return envelope.Envelope{} }
+
+func (*decision) End(*feature.Exchange, feature.Ending) {}
+
+// Reinitialize gives the client's initialize params, for a request to a
+// server that held a session for it.
+func (d *decision) Reinitialize(x *feature.Exchange) ([]byte, bool) {
+	if d.o == nil || d.o.params == nil || d.o.ids[d.server.name] == "" || x.Request.Method != http.MethodPost {
+		return nil, false
+	}
+	return d.o.params, true
+}
+
+// Reopened makes the request, and the session's later ones on this node,
+// name the server's new session.
+func (d *decision) Reopened(x *feature.Exchange, _ *http.Request, id string) {
+	if id == "" {
+		return
+	}
+	f := d.f
+	f.remap.keep(d.o.ref, d.server.name, id, d.o.issued.Add(f.ttl))
+	d.o.ids[d.server.name] = id
+	x.Request.Header["Mcp-Session-Id"] = []string{id}
+	serversReopened.WithLabelValues(d.server.name).Inc()
+}
+
+// Interface guards.
+var (
+	_ feature.Responder = (*decision)(nil)
+	_ feature.Hook      = (*decision)(nil)
+	_ feature.Reopener  = (*decision)(nil)
+)

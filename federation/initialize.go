@@ -1,0 +1,181 @@
+package federation
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+
+	"go.uber.org/zap"
+
+	"github.com/caddymcp/caddy-mcp/feature"
+	"github.com/caddymcp/caddy-mcp/internal/own"
+	"github.com/caddymcp/caddy-mcp/internal/version"
+)
+
+// One initialize, every server. The client's initialize is sent as it is
+// to every server at once (eagerly: the client learns the merged
+// capabilities and instructions from its answer, which no later call
+// could change, and the servers are asked in parallel, so it costs the
+// slowest server's time, not their sum). The answer merges their
+// capabilities and instructions; its session id seals each server's own.
+// A server that does not answer within list_timeout is left out: its
+// first call connects it.
+
+// initialized is one server's answer to initialize.
+type initialized struct {
+	ok        bool
+	sessionID string
+	result    struct {
+		ProtocolVersion string                     `json:"protocolVersion"`
+		Capabilities    map[string]json.RawMessage `json:"capabilities"`
+		Instructions    string                     `json:"instructions"`
+	}
+}
+
+// initializeAll answers the client's initialize.
+func (f *federation) initializeAll(w http.ResponseWriter, r *http.Request, x *feature.Exchange) {
+	m := x.Single()
+	answers := make([]initialized, len(f.servers))
+	_, vars := prepared(r)
+	var wg sync.WaitGroup
+	for i, s := range f.servers {
+		wg.Go(func() {
+			defer f.recover("federation initialize")
+			ctx, stop := context.WithTimeout(r.Context(), f.listTimeout)
+			defer stop()
+			rep, err := f.ask(ctx, r, vars, s, "", "initialize", x.Body, maxInitAnswer)
+			if err == nil && rep.rpcErr != nil {
+				err = fmt.Errorf("the server refused initialize: %s", clipBytes(rep.rpcErr))
+			}
+			if err == nil {
+				err = json.Unmarshal(rep.result, &answers[i].result)
+			}
+			if err == nil && len(rep.sessionID) > own.MaxSessionID {
+				err = fmt.Errorf("a session id of %d bytes, over the %d the gateway keeps", len(rep.sessionID), own.MaxSessionID)
+			}
+			if err != nil {
+				f.logger.Warn("a server did not initialize: its first call will connect it", zap.String("server", s.name), zap.Error(err))
+				return
+			}
+			answers[i].ok, answers[i].sessionID = true, rep.sessionID
+		})
+	}
+	wg.Wait()
+	ids := sessionIDs{}
+	var first *initialized
+	for i := range answers {
+		if answers[i].ok {
+			ids[f.servers[i].name] = answers[i].sessionID
+			if first == nil {
+				first = &answers[i]
+			}
+		}
+	}
+	if first == nil {
+		env := noServer(len(f.servers), f.retryAfter)
+		writeEnvelope(w, m.ID, &env)
+		return
+	}
+	if f.stateful(answers) && x.Era.Resumes() {
+		token, err := f.seal(x, ids, initializeParams(x.Body))
+		if err != nil {
+			f.logger.Error("sealing a federated session id failed", zap.Error(err))
+			env := noServer(len(f.servers), f.retryAfter)
+			writeEnvelope(w, m.ID, &env)
+			return
+		}
+		w.Header().Set("Mcp-Session-Id", token)
+	}
+	writeResult(w, m.ID, f.mergeInitialized(answers, first))
+}
+
+// maxInitAnswer bounds what is read of a server's answer to initialize.
+const maxInitAnswer = 1 << 20
+
+// stateful reports whether the session needs a session id: a server gave
+// one, or one is not connected yet (its first call connects it, with the
+// params the session id carries).
+func (f *federation) stateful(answers []initialized) bool {
+	for _, a := range answers {
+		if !a.ok || a.sessionID != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// initializeParams are the params of the client's initialize, compacted.
+func initializeParams(body []byte) []byte {
+	var msg struct {
+		Params json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal(body, &msg) != nil || len(msg.Params) > 2<<10 {
+		return nil
+	}
+	return msg.Params
+}
+
+// mergeInitialized is the result the client gets: the first server's
+// protocol version, every server's capabilities merged (a capability one
+// server has is the federation's; a flag one server sets is set), and
+// their instructions, each under its server's name.
+func (f *federation) mergeInitialized(answers []initialized, first *initialized) []byte {
+	caps := map[string]map[string]any{}
+	var instructions []string
+	for i, a := range answers {
+		if !a.ok {
+			continue
+		}
+		if a.result.ProtocolVersion != first.result.ProtocolVersion {
+			f.logger.Warn("servers answered initialize with different protocol versions: the client is told the first's",
+				zap.String("server", f.servers[i].name), zap.String("version", a.result.ProtocolVersion), zap.String("told", first.result.ProtocolVersion))
+		}
+		for name, raw := range a.result.Capabilities {
+			var members map[string]any
+			if json.Unmarshal(raw, &members) != nil {
+				continue
+			}
+			merged, ok := caps[name]
+			if !ok {
+				merged = map[string]any{}
+				caps[name] = merged
+			}
+			for k, v := range members {
+				if b, isBool := v.(bool); isBool {
+					prev, _ := merged[k].(bool)
+					merged[k] = prev || b
+				} else if _, set := merged[k]; !set {
+					merged[k] = v
+				}
+			}
+		}
+		if text := strings.TrimSpace(a.result.Instructions); text != "" {
+			instructions = append(instructions, "Server "+f.servers[i].name+": "+text)
+		}
+	}
+	result := map[string]any{
+		"protocolVersion": first.result.ProtocolVersion,
+		"capabilities":    caps,
+		"serverInfo":      map[string]string{"name": "caddy-mcp", "version": version.String()},
+	}
+	if len(instructions) > 0 {
+		result["instructions"] = strings.Join(instructions, "\n\n")
+	}
+	b, _ := json.Marshal(result)
+	return b
+}
+
+// initialize opens a session with s for a client's session, with the
+// client's initialize params: the gateway sends initialize, then
+// notifications/initialized.
+func (f *federation) initialize(ctx context.Context, from *http.Request, vars map[string]any, s *server, params []byte) (string, error) {
+	if params == nil {
+		return "", errors.New("the session carries no initialize params")
+	}
+	id, _, err := own.Initialize(ctx, from, vars, s.route, params)
+	return id, err
+}
