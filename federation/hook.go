@@ -42,6 +42,27 @@ func (*decision) Unreadable(*feature.Exchange, error) envelope.Envelope { return
 
 func (*decision) End(*feature.Exchange, feature.Ending) {}
 
+// Header puts the client's session id in the place of the server's own:
+// the client holds one session, whichever server answers.
+func (d *decision) Header(_ *feature.Exchange, status int, hdr http.Header) {
+	if _, ok := hdr["Mcp-Session-Id"]; !ok {
+		return
+	}
+	if d.o == nil || status < 200 {
+		delete(hdr, "Mcp-Session-Id")
+		return
+	}
+	hdr["Mcp-Session-Id"] = []string{d.o.token}
+}
+
+// Trailer keeps the server's own session id from leaving in a trailer.
+func (d *decision) Trailer(_ *feature.Exchange, hdr http.Header) {
+	delete(hdr, http.TrailerPrefix+"Mcp-Session-Id")
+	if _, ok := hdr["Mcp-Session-Id"]; ok {
+		d.Header(nil, http.StatusOK, hdr)
+	}
+}
+
 // Reinitialize gives the client's initialize params, for a request to a
 // server that held a session for it.
 func (d *decision) Reinitialize(x *feature.Exchange) ([]byte, bool) {
@@ -66,7 +87,8 @@ func (d *decision) Reopened(x *feature.Exchange, _ *http.Request, id string) {
 
 // Interface guards.
 var (
-	_ feature.Responder = (*decision)(nil)
-	_ feature.Hook      = (*decision)(nil)
-	_ feature.Reopener  = (*decision)(nil)
+	_ feature.Responder  = (*decision)(nil)
+	_ feature.Hook       = (*decision)(nil)
+	_ feature.Reopener   = (*decision)(nil)
+	_ feature.HeaderHook = (*decision)(nil)
 )

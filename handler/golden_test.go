@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/caddymcp/caddy-mcp/contract"
+	"github.com/caddymcp/caddy-mcp/federation"
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/guard"
 	"github.com/caddymcp/caddy-mcp/internal/failures"
@@ -70,6 +71,7 @@ func TestEveryWordOfTheGatewayInOnePlace(t *testing.T) {
 	section("The tool policy (toolpolicy)", toolpolicy.Words())
 	section("validate", validate.Words())
 	section("contract", contract.Words())
+	section("Federation (federation)", federation.Words())
 
 	got := b.String()
 	if *updateWords {

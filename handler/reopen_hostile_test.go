@@ -235,7 +235,7 @@ func TestSessionsAndARouterAreRefusedTogether(t *testing.T) {
 	err := h.Provision(ctx)
 	_ = h.Cleanup()
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "sessions cannot be combined yet")
+	assert.Contains(t, err.Error(), "sessions cannot be combined with a feature that routes")
 }
 
 // What a node reopened outlives a reload: the new config's handler sends

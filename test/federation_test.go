@@ -1,7 +1,9 @@
 package test
 
 import (
+	"io"
 	"net/http"
+	"strings"
 	"slices"
 	"testing"
 
@@ -74,5 +76,91 @@ func TestFederationNamesAndRoutesThreeServers(t *testing.T) {
 		require.NoError(t, err, name)
 		assert.Equal(t, code, p.Code, name)
 		t.Logf("%s: %s", name, mcptest.TextOf(t, res))
+	}
+}
+
+// callEnvelope calls name and reads the envelope of its result.
+func callEnvelope(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) envelope.Parsed {
+	t.Helper()
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: name, Arguments: args})
+	require.NoError(t, err, name)
+	require.True(t, res.IsError, name)
+	p, err := envelope.Parse(mcptest.TextOf(t, res))
+	require.NoError(t, err, name)
+	return p
+}
+
+// Killing one server leaves the others serving at once; its calls are
+// answered HANDOFF_UPSTREAM_UNAVAILABLE; restarted, it is given a new
+// session for the client's, which the client keeps.
+func TestFederationOneServerDownLeavesTheOthersServing(t *testing.T) {
+	demo := startStatefulDemo(t)
+	ts := mcptest.StartKillable(t, mcptest.KillableTS{Stateful: true})
+	gw := mcptest.StartGateway(t, federatedSite([]string{"demo", "ts"}, []string{demo, ts.URL}, ""))
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "federated", Version: "0"}, nil).
+		Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: gw.URL + mcptest.MCPPath, DisableStandaloneSSE: true}, nil)
+	require.NoError(t, err)
+	defer cs.Close()
+	assert.Contains(t, toolNames(t, cs), "ts__echo", "the TypeScript server's echo is the second echo")
+
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "ts__echo", Arguments: map[string]any{"text": "before"}})
+	require.NoError(t, err)
+	assert.Equal(t, "before", mcptest.TextOf(t, res))
+
+	ts.Kill()
+	p := callEnvelope(t, cs, "ts__echo", map[string]any{"text": "down"})
+	assert.Equal(t, envelope.HandoffUpstreamUnavailable, p.Code)
+	res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "still"}})
+	require.NoError(t, err)
+	assert.Equal(t, "still", mcptest.TextOf(t, res), "the other server serves while one is down")
+
+	ts.Restart(t)
+	res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "ts__echo", Arguments: map[string]any{"text": "after"}})
+	require.NoError(t, err)
+	assert.Equal(t, "after", mcptest.TextOf(t, res), "the restarted server is reopened for the client's session")
+}
+
+// The TypeScript SDK's client calls each tool by its advertised name.
+func TestFederationServesTheTypeScriptClient(t *testing.T) {
+	first, second := startStatefulDemo(t), startStatefulDemo(t)
+	gw := mcptest.StartGateway(t, federatedSite([]string{"first", "second"}, []string{first, second}, ""))
+	out := mcptest.RunTSClient(t, mcptest.TSScript{URL: gw.URL + mcptest.MCPPath, Steps: []mcptest.TSStep{
+		mcptest.ListToolsStep(),
+		mcptest.CallToolStep("echo", map[string]any{"text": "one"}),
+		mcptest.CallToolStep("second__echo", map[string]any{"text": "two"}),
+		mcptest.CallToolStep("third__echo", map[string]any{"text": "three"}),
+	}})
+	require.Len(t, out.Results, 4)
+	for _, r := range out.Results {
+		require.True(t, r.OK, "%+v", r.Error)
+	}
+	assert.Contains(t, string(out.Results[0].Result), `"second__echo"`)
+	assert.Equal(t, "one", out.Results[1].Text())
+	assert.Equal(t, "two", out.Results[2].Text())
+	res := out.Results[3].CallToolResult(t)
+	require.True(t, res.IsError)
+	p, err := envelope.Parse(mcptest.TextOf(t, res))
+	require.NoError(t, err)
+	assert.Equal(t, envelope.UnknownAction, p.Code)
+	assert.NotEmpty(t, out.Session.SessionID)
+}
+
+// A session id the gateway did not seal is not found, whatever it holds.
+func TestFederationRefusesAForgedSession(t *testing.T) {
+	demo := startStatefulDemo(t)
+	gw := mcptest.StartGateway(t, federatedSite([]string{"demo"}, []string{demo}, ""))
+	for _, forged := range []string{"made-up", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"} {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, gw.URL+mcptest.MCPPath,
+			strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", forged)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusNotFound, resp.StatusCode, string(body))
+		assert.Contains(t, string(body), "Session not found")
 	}
 }
