@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/caddymcp/caddy-mcp/contract"
-	"github.com/caddymcp/caddy-mcp/federation"
 	"github.com/caddymcp/caddy-mcp/feature"
+	"github.com/caddymcp/caddy-mcp/federation"
 	"github.com/caddymcp/caddy-mcp/guard"
 	"github.com/caddymcp/caddy-mcp/internal/failures"
 	"github.com/caddymcp/caddy-mcp/limits"

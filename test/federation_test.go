@@ -3,8 +3,8 @@ package test
 import (
 	"io"
 	"net/http"
-	"strings"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
