@@ -15,7 +15,8 @@ import (
 // lists are asked under the session of the request that needs them.
 
 // minRelist is the least time between two listings made for a name or a
-// URI the last lists did not give.
+// URI the last lists did not give, and between two listings made after
+// list_changed.
 const minRelist = time.Second
 
 func toolsOf(c *catalog) *names   { return &c.tools }
@@ -26,7 +27,9 @@ func promptsOf(c *catalog) *names { return &c.prompts }
 // when again is set.
 func (f *federation) catalog(x *feature.Exchange, o *opened, again bool) *catalog {
 	c := f.names.Load()
-	if c != nil && !again && c.generation == f.changed.Load() {
+	if c != nil && !again && (c.generation == f.changed.Load() || f.now().Sub(c.made) < minRelist) {
+		// Fresh, or made less than minRelist ago: a storm of list_changed
+		// costs the servers one listing every minRelist at most.
 		return c
 	}
 	v, _, _ := f.relists.Do("names", func() (any, error) {
@@ -119,8 +122,8 @@ type template struct {
 
 // located is where the servers' resources are, asked of the servers when
 // the federation knows nothing yet or it is stale.
-func (f *federation) located(x *feature.Exchange, o *opened) *located {
-	if l := f.resources.Load(); l != nil && l.generation == f.changed.Load() {
+func (f *federation) located(x *feature.Exchange, o *opened, again bool) *located {
+	if l := f.resources.Load(); l != nil && !again && (l.generation == f.changed.Load() || f.now().Sub(l.made) < minRelist) {
 		return l
 	}
 	v, _, _ := f.relists.Do("resources", func() (any, error) {

@@ -111,7 +111,7 @@ func (f *federation) decide(x *feature.Exchange, d *decision) {
 // answers.
 var fannedOut = map[string]bool{"initialize": true, "ping": true, "logging/setLevel": true}
 
-// byName routes a request that names a tool or a prompt.
+// routeByName routes a request that names a tool or a prompt.
 func (f *federation) routeByName(x *feature.Exchange, d *decision, name string, of func(*catalog) *names, what string) {
 	c := f.catalog(x, d.o, false)
 	e, candidates, namespace := of(c).lookup(f, name)
@@ -135,20 +135,14 @@ func (f *federation) routeByName(x *feature.Exchange, d *decision, name string, 
 	}
 }
 
-// byURI routes a request that names a resource: to the server that
+// routeByURI routes a request that names a resource: to the server that
 // lists it, or whose template it matches (the longest literal head), or,
 // when one server alone has resources, to it.
 func (f *federation) routeByURI(x *feature.Exchange, d *decision, uri string) {
-	r := f.located(x, d.o)
-	if s, ok := r.byURI[uri]; ok {
-		d.server = s
-		return
-	}
-	best := -1
-	for _, t := range r.templates {
-		if strings.HasPrefix(uri, t.head) && len(t.head) > best {
-			d.server, best = t.server, len(t.head)
-		}
+	r := f.located(x, d.o, false)
+	d.server = r.serverOf(uri)
+	if d.server == nil && f.now().Sub(r.made) > minRelist {
+		d.server = f.located(x, d.o, true).serverOf(uri)
 	}
 	if d.server == nil && len(f.servers) == 1 {
 		d.server = f.servers[0]
@@ -158,7 +152,23 @@ func (f *federation) routeByURI(x *feature.Exchange, d *decision, uri string) {
 	}
 }
 
-// byReference routes completion/complete by what it completes: a
+// serverOf is the server that lists uri, or whose template it matches
+// with the longest literal head; nil when none.
+func (l *located) serverOf(uri string) *server {
+	if s, ok := l.byURI[uri]; ok {
+		return s
+	}
+	var s *server
+	best := -1
+	for _, t := range l.templates {
+		if strings.HasPrefix(uri, t.head) && len(t.head) > best {
+			s, best = t.server, len(t.head)
+		}
+	}
+	return s
+}
+
+// routeByReference routes completion/complete by what it completes: a
 // prompt's argument by the prompt's name, a resource template's by its
 // URI.
 func (f *federation) routeByReference(x *feature.Exchange, d *decision, m *jsonrpc.Message) {
