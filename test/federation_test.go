@@ -164,3 +164,24 @@ func TestFederationRefusesAForgedSession(t *testing.T) {
 		assert.Contains(t, string(body), "Session not found")
 	}
 }
+
+// A server added last renames nothing clients know: its names that
+// another server gives are the ones prefixed.
+func TestFederationAFourthServerRenamesNothing(t *testing.T) {
+	urls := []string{startStatefulDemo(t), startStatefulDemo(t), mcptest.StartKillable(t, mcptest.KillableTS{Stateful: true}).URL}
+	servers := []string{"first", "second", "ts"}
+	gw := mcptest.StartGateway(t, federatedSite(servers, urls, ""))
+	listed := func() []string {
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "federated", Version: "0"}, nil).
+			Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: gw.URL + mcptest.MCPPath, DisableStandaloneSSE: true}, nil)
+		require.NoError(t, err)
+		defer cs.Close()
+		return toolNames(t, cs)
+	}
+	before := listed()
+	gw.Reload(t, federatedSite(append(servers, "fourth"), append(urls, startStatefulDemo(t)), ""))
+	after := listed()
+	assert.Subset(t, after, before, "every name listed before is listed, unchanged")
+	assert.Contains(t, after, "fourth__add")
+	assert.Len(t, after, len(before)+4, "the fourth server's four tools, each prefixed")
+}
