@@ -144,6 +144,22 @@ func hostiles() []hostile {
 		bound: func(f *federation) { f.maxList, f.maxItems = 16<<10, 5000 },
 		want:  wantIs(errTooLarge),
 	}, {
+		name: "an answer to another id",
+		route: answering(func(w http.ResponseWriter, _ *http.Request, _ asked) error {
+			return writeRPC(w, []byte(`"someone-else"`), `{"tools":[{"name":"stolen"}]}`)
+		}),
+		bound: small,
+		want:  wantSays("to another request"),
+	}, {
+		name: "a stream whose one answer is to another id",
+		route: answering(func(w http.ResponseWriter, _ *http.Request, _ asked) error {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, err := io.WriteString(w, "data: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"tools\":[{\"name\":\"stolen\"}]}}\n\n")
+			return err
+		}),
+		bound: small,
+		want:  wantSays("held no response"),
+	}, {
 		name: "not JSON",
 		route: answering(func(w http.ResponseWriter, _ *http.Request, _ asked) error {
 			w.Header().Set("Content-Type", "application/json")
