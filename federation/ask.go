@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 
+	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 	"github.com/caddymcp/caddy-mcp/internal/own"
 )
 
@@ -56,27 +57,32 @@ func (f *federation) ask(ctx context.Context, from *http.Request, vars map[strin
 	case w.status == http.StatusAccepted:
 		return rep, nil
 	}
-	return rep, rep.read(w)
+	var id json.RawMessage
+	if m := decisionMessage(body); m != nil && m.Kind == jsonrpc.Request {
+		id = m.ID
+	}
+	return rep, rep.read(w, id)
 }
 
-// read finds the response in the answer w kept: a JSON body, or the first
-// event of a stream that holds a response.
-func (rep *reply) read(w *kept) error {
+// read finds the response to the request id in the answer w kept: a JSON
+// body, or the first event of a stream that holds it.
+func (rep *reply) read(w *kept, id json.RawMessage) error {
 	ct, _, _ := mime.ParseMediaType(w.header.Get("Content-Type"))
 	if ct != "text/event-stream" {
-		return rep.readMessage(w.body.Bytes())
+		return rep.readMessage(w.body.Bytes(), id)
 	}
 	for data := range events(w.body.Bytes()) {
-		if err := rep.readMessage(data); err == nil {
+		if err := rep.readMessage(data, id); err == nil {
 			return nil
 		}
 	}
 	return errors.New("the server's event stream held no response")
 }
 
-// readMessage reads a JSON-RPC response.
-func (rep *reply) readMessage(b []byte) error {
+// readMessage reads a JSON-RPC response to the request id (nil: any).
+func (rep *reply) readMessage(b []byte, id json.RawMessage) error {
 	var m struct {
+		ID     json.RawMessage `json:"id"`
 		Result json.RawMessage `json:"result"`
 		Error  json.RawMessage `json:"error"`
 	}
@@ -85,6 +91,9 @@ func (rep *reply) readMessage(b []byte) error {
 	}
 	if m.Result == nil && m.Error == nil {
 		return errors.New("the server's answer is no JSON-RPC response")
+	}
+	if id != nil && !jsonrpc.MayAnswer(id, m.ID) {
+		return fmt.Errorf("the server's answer is to another request: id %s", clipBytes(m.ID))
 	}
 	rep.result, rep.rpcErr = m.Result, m.Error
 	return nil
