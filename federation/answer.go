@@ -32,10 +32,7 @@ func (f *federation) Answer(x *feature.Exchange) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.Method {
 		case http.MethodGet:
-			// The servers' own streams are not merged: a client takes 405
-			// for "no stream here", and keeps its session.
-			w.Header().Set("Allow", "POST, DELETE")
-			w.WriteHeader(http.StatusMethodNotAllowed)
+			f.mergeStreams(w, r, d)
 		case http.MethodDelete:
 			f.endSession(w, r, d)
 		default:

@@ -1,7 +1,6 @@
 package federation
 
 import (
-	"bytes"
 	"net/http"
 
 	"github.com/caddymcp/caddy-mcp/envelope"
@@ -23,19 +22,14 @@ func (d *decision) Open(*feature.Exchange) feature.Hook {
 	return d
 }
 
-// Needs: the messages of a stream (a list_changed comes in one), read,
-// never held.
-func (*decision) Needs() feature.Needs { return feature.Needs{} }
+// Needs: the messages of a stream, each held until it is whole, so that
+// a server's own request is given the id the client sees (stream.go); a
+// list_changed noted.
+func (*decision) Needs() feature.Needs { return feature.Needs{Edit: true} }
 
-// Message notes a server's list_changed.
+// Message gives a server's request the id the client sees.
 func (d *decision) Message(_ *feature.Exchange, msg []byte) ([]byte, error) {
-	if bytes.Contains(msg, []byte("list_changed")) {
-		if m := decisionMessage(msg); m != nil && bytes.HasSuffix(m.Method, []byte("/list_changed")) {
-			d.f.changed.Add(1)
-			listsChanged.WithLabelValues(d.server.name).Inc()
-		}
-	}
-	return nil, nil
+	return d.f.fromServer(d.server, msg), nil
 }
 
 func (*decision) Unreadable(*feature.Exchange, error) envelope.Envelope { return envelope.Envelope{} }

@@ -35,6 +35,9 @@ type decision struct {
 	// names none, or names it as the server does).
 	server *server
 	own    string
+	// responseID is the server's own id of the request a client's
+	// response answers.
+	responseID json.RawMessage
 	// refusal is the check's answer, when no server can take it.
 	refusal *feature.Refusal
 }
@@ -83,8 +86,16 @@ func (f *federation) decide(x *feature.Exchange, d *decision) {
 		return
 	}
 	m := x.Single()
+	if m != nil && m.Kind == jsonrpc.Response {
+		if s, id, ok := f.serverID(m.ID); ok {
+			// The client's answer to a server's request: to that server,
+			// under the id it gave.
+			d.server, d.responseID = s, id
+			return
+		}
+	}
 	if m == nil || m.Kind != jsonrpc.Request {
-		d.fanOut = true // notifications and responses go to every server
+		d.fanOut = true // notifications, and responses to no server's id, go to every server
 		return
 	}
 	switch method := string(m.Method); method {
@@ -215,6 +226,9 @@ func (f *federation) Route(x *feature.Exchange) string {
 // Rewrite gives the server the name it knows a tool or prompt by.
 func (f *federation) Rewrite(x *feature.Exchange, body []byte) []byte {
 	d := decisionOf(x)
+	if d != nil && d.responseID != nil {
+		return withID(body, d.responseID)
+	}
 	if d == nil || d.own == "" {
 		return nil
 	}
