@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddytest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -117,4 +118,20 @@ func TestAnUnsetSealingSecretIsWarnedOfAtItsLine(t *testing.T) {
 	_, warnings, err = caddyconfig.GetAdapter("caddyfile").Adapt([]byte(rotated), nil)
 	require.NoError(t, err)
 	assert.Empty(t, warnings, "an old secret may be unset between rotations")
+}
+
+// TestGoldenCaddyfilesAreAsCaddyFmtWritesThem: every golden Caddyfile is
+// written as caddy fmt writes it, so that what the goldens prove adapts
+// is what an operator's formatted file holds (nested blocks such as a
+// federation's server blocks included).
+func TestGoldenCaddyfilesAreAsCaddyFmtWritesThem(t *testing.T) {
+	paths, err := filepath.Glob(filepath.Join("testdata", "adapt", "*.caddyfiletest"))
+	require.NoError(t, err)
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
+		require.NoError(t, err)
+		config, _, _ := strings.Cut(strings.ReplaceAll(string(data), "\r\n", "\n"), "\n"+separator+"\n")
+		config = strings.TrimSpace(config) + "\n"
+		assert.Equal(t, config, string(caddyfile.Format([]byte(config))), "caddy fmt changes %s", path)
+	}
 }
