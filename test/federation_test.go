@@ -1,10 +1,13 @@
 package test
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -185,3 +188,110 @@ func TestFederationAFourthServerRenamesNothing(t *testing.T) {
 	assert.Contains(t, after, "fourth__add")
 	assert.Len(t, after, len(before)+4, "the fourth server's four tools, each prefixed")
 }
+
+// Two servers that ask the client at once, each with the id it chose
+// (the same: each server counts its own), each get their own answer.
+func TestFederationSendsEachServersRequestBackToIt(t *testing.T) {
+	bin := mcptest.BuildEverythingServer(t)
+	a, b := mcptest.StartEverythingServer(t, bin)+mcptest.MCPPath, mcptest.StartEverythingServer(t, bin)+mcptest.MCPPath
+	gw := mcptest.StartGateway(t, federatedSite([]string{"a", "b"}, []string{a, b}, ""))
+	asked := make(chan string, 2)
+	both := make(chan struct{})
+	var once sync.Once
+	var n atomic.Int32
+	client := mcp.NewClient(&mcp.Implementation{Name: "federated", Version: "0"}, &mcp.ClientOptions{
+		CreateMessageHandler: func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			prompt := req.Params.Messages[0].Content.(*mcp.TextContent).Text
+			asked <- prompt
+			if n.Add(1) == 2 {
+				once.Do(func() { close(both) })
+			}
+			select { // both servers' requests are out before either is answered
+			case <-both:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			return &mcp.CreateMessageResult{Role: "assistant", Model: "test", Content: &mcp.TextContent{Text: "answer to " + prompt}}, nil
+		},
+	})
+	cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: gw.URL + mcptest.MCPPath, DisableStandaloneSSE: true}, nil)
+	require.NoError(t, err)
+	defer cs.Close()
+	require.Contains(t, toolNames(t, cs), "b__test_sampling")
+
+	var wg sync.WaitGroup
+	got := map[string]string{}
+	var mu sync.Mutex
+	for tool, prompt := range map[string]string{"test_sampling": "one", "b__test_sampling": "two"} {
+		wg.Go(func() {
+			res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"prompt": prompt}})
+			if !assert.NoError(t, err, tool) {
+				return
+			}
+			mu.Lock()
+			got[tool] = mcptest.TextOf(t, res)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, map[string]string{"test_sampling": "LLM response: answer to one", "b__test_sampling": "LLM response: answer to two"}, got)
+	assert.Len(t, asked, 2)
+}
+
+// The client's GET stream carries a server's notification that belongs
+// to no request: a tool added, and the merged list asked again shows it.
+func TestFederationCarriesEveryServersStream(t *testing.T) {
+	srv := demoserver.New()
+	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	streamOpen := make(chan struct{})
+	var opened sync.Once
+	stateful := mcptest.ServeMCP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			w = &headerSignal{ResponseWriter: w, wrote: func() { opened.Do(func() { close(streamOpen) }) }}
+		}
+		sdk.ServeHTTP(w, r)
+	}))
+	gw := mcptest.StartGateway(t, federatedSite([]string{"demo", "other"}, []string{startStatefulDemo(t), stateful}, ""))
+	changed := make(chan struct{}, 8)
+	client := mcp.NewClient(&mcp.Implementation{Name: "federated", Version: "0"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	})
+	cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: gw.URL + mcptest.MCPPath}, nil)
+	require.NoError(t, err)
+	defer cs.Close()
+	require.NotContains(t, toolNames(t, cs), "added")
+
+	// Once the server's stream for the client is open (the gateway's GET
+	// for it answered), a tool added is told on it.
+	<-streamOpen
+	mcp.AddTool(srv, &mcp.Tool{Name: "added", Description: "added later"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "here"}}}, nil, nil
+	})
+	select {
+	case <-changed:
+	case <-t.Context().Done():
+		t.Fatal("no list_changed reached the client")
+	}
+	assert.Contains(t, toolNames(t, cs), "added")
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "added", Arguments: map[string]any{}})
+	require.NoError(t, err)
+	assert.Equal(t, "here", mcptest.TextOf(t, res))
+}
+
+// headerSignal calls wrote once the header of an answer is written.
+type headerSignal struct {
+	http.ResponseWriter
+	wrote func()
+}
+
+func (h *headerSignal) WriteHeader(status int) {
+	h.ResponseWriter.WriteHeader(status)
+	h.wrote()
+}
+
+func (h *headerSignal) Flush() {
+	_ = http.NewResponseController(h.ResponseWriter).Flush()
+	h.wrote()
+}
+
+func (h *headerSignal) Unwrap() http.ResponseWriter { return h.ResponseWriter }
