@@ -130,7 +130,7 @@ func (f *federation) askAll(r *http.Request, d *decision, method string, body []
 			defer f.recover("federation notify")
 			ctx, stop := context.WithTimeout(ctx, f.listTimeout)
 			defer stop()
-			if _, err := f.ask(ctx, r, vars, s, sid, method, body, maxSmallAnswer); err != nil {
+			if _, err := f.ask(ctx, r, varsFor(vars, d.o, s), s, sid, method, body, maxSmallAnswer); err != nil {
 				f.logger.Debug("a server did not take a message sent to every server",
 					zap.String("server", s.name), zap.String("method", method), zap.Error(err))
 			}
@@ -165,7 +165,7 @@ func (f *federation) endSession(w http.ResponseWriter, r *http.Request, d *decis
 			del.Header = r.Header.Clone()
 			del.Header["Mcp-Session-Id"] = []string{sid}
 			out := &own.Discard{}
-			del, _ = own.Prepare(del, vars, out)
+			del, _ = own.Prepare(del, varsFor(vars, d.o, s), out)
 			_ = own.Serve(s.route, out, del)
 		})
 	}

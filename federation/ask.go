@@ -22,6 +22,8 @@ import (
 type reply struct {
 	status    int
 	sessionID string
+	// replica is the replica lb_policy mcp_session chose, "" none.
+	replica string
 	// result is the JSON-RPC result; rpcErr the error, when it answered
 	// one.
 	result, rpcErr json.RawMessage
@@ -46,7 +48,7 @@ func (f *federation) ask(ctx context.Context, from *http.Request, vars map[strin
 	w := &kept{header: http.Header{}, max: max}
 	r, _ = own.Prepare(r, vars, w)
 	err := own.Serve(s.route, w, r)
-	rep := reply{status: w.status, sessionID: w.header.Get("Mcp-Session-Id")}
+	rep := reply{status: w.status, sessionID: w.header.Get("Mcp-Session-Id"), replica: replicaOf(r)}
 	switch {
 	case w.over:
 		return rep, errTooLarge

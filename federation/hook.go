@@ -3,8 +3,11 @@ package federation
 import (
 	"net/http"
 
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/feature"
+	"github.com/caddymcp/caddy-mcp/session"
 )
 
 // The hook on a routed request's answer: a server that says its list
@@ -68,13 +71,17 @@ func (d *decision) Reinitialize(x *feature.Exchange) ([]byte, bool) {
 
 // Reopened makes the request, and the session's later ones on this node,
 // name the server's new session.
-func (d *decision) Reopened(x *feature.Exchange, _ *http.Request, id string) {
+func (d *decision) Reopened(x *feature.Exchange, init *http.Request, id string) {
 	if id == "" {
 		return
 	}
 	f := d.f
-	f.remap.keep(d.o.ref, d.server.name, id, d.o.issued.Add(f.ttl))
+	replica := replicaOf(init)
+	f.remap.keep(d.o.ref, d.server.name, id, replica, d.o.issued.Add(f.ttl))
 	d.o.ids[d.server.name] = id
+	if replica != "" {
+		caddyhttp.SetVar(x.Request.Context(), session.PinVar, &replica)
+	}
 	x.Request.Header["Mcp-Session-Id"] = []string{id}
 	serversReopened.WithLabelValues(d.server.name).Inc()
 }

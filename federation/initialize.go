@@ -29,6 +29,7 @@ import (
 type initialized struct {
 	ok        bool
 	sessionID string
+	replica   string
 	result    struct {
 		ProtocolVersion string                     `json:"protocolVersion"`
 		Capabilities    map[string]json.RawMessage `json:"capabilities"`
@@ -61,15 +62,18 @@ func (f *federation) initializeAll(w http.ResponseWriter, r *http.Request, x *fe
 				f.logger.Warn("a server did not initialize: its first call will connect it", zap.String("server", s.name), zap.Error(err))
 				return
 			}
-			answers[i].ok, answers[i].sessionID = true, rep.sessionID
+			answers[i].ok, answers[i].sessionID, answers[i].replica = true, rep.sessionID, rep.replica
 		})
 	}
 	wg.Wait()
-	ids := sessionIDs{}
+	ids, pins := sessionIDs{}, map[string]string{}
 	var first *initialized
 	for i := range answers {
 		if answers[i].ok {
 			ids[f.servers[i].name] = answers[i].sessionID
+			if answers[i].replica != "" {
+				pins[f.servers[i].name] = answers[i].replica
+			}
 			if first == nil {
 				first = &answers[i]
 			}
@@ -81,7 +85,7 @@ func (f *federation) initializeAll(w http.ResponseWriter, r *http.Request, x *fe
 		return
 	}
 	if f.stateful(answers) && x.Era.Resumes() {
-		token, err := f.seal(x, ids, initializeParams(x.Body))
+		token, err := f.seal(x, ids, pins, initializeParams(x.Body))
 		if err != nil {
 			f.logger.Error("sealing a federated session id failed", zap.Error(err))
 			env := noServer(len(f.servers), f.retryAfter)
@@ -172,10 +176,10 @@ func (f *federation) mergeInitialized(answers []initialized, first *initialized)
 // initialize opens a session with s for a client's session, with the
 // client's initialize params: the gateway sends initialize, then
 // notifications/initialized.
-func (f *federation) initialize(ctx context.Context, from *http.Request, vars map[string]any, s *server, params []byte) (string, error) {
+func (f *federation) initialize(ctx context.Context, from *http.Request, vars map[string]any, s *server, params []byte) (id, replica string, err error) {
 	if params == nil {
-		return "", errors.New("the session carries no initialize params")
+		return "", "", errors.New("the session carries no initialize params")
 	}
-	id, _, err := own.Initialize(ctx, from, vars, s.route, params)
-	return id, err
+	id, init, err := own.Initialize(ctx, from, vars, s.route, params)
+	return id, replicaOf(init), err
 }

@@ -73,7 +73,7 @@ func (f *federation) listAll(ctx context.Context, from *http.Request, o *opened,
 			defer f.recover("federation list")
 			ctx, stop := context.WithTimeout(ctx, f.listTimeout)
 			defer stop()
-			out[i].entries, out[i].err = f.listOne(ctx, from, vars, s, sid, k)
+			out[i].entries, out[i].err = f.listOne(ctx, from, varsFor(vars, o, s), s, sid, k)
 		})
 	}
 	wg.Wait()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+	"github.com/caddymcp/caddy-mcp/session"
 )
 
 // Where each request goes. The session phase (Admit) opens the client's
@@ -70,6 +71,11 @@ func (f *federation) Admit(x *feature.Exchange) (feature.Undo, *feature.Refusal)
 		x.Request.Header.Del("Mcp-Session-Id")
 		if sid != "" {
 			x.Request.Header["Mcp-Session-Id"] = []string{sid}
+		}
+		if replica := o.pins[d.server.name]; replica != "" {
+			// lb_policy mcp_session sends it to the replica that holds
+			// the session.
+			caddyhttp.SetVar(x.Request.Context(), session.PinVar, &replica)
 		}
 	}
 	return d, nil

@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
 	"github.com/caddymcp/caddy-mcp/envelope"
@@ -36,6 +38,15 @@ const tokenUpstream = "federation"
 // sessionIDs are the servers' own session ids, by server name: "" for a
 // server that needs none (stateless); a server missing is not connected.
 type sessionIDs map[string]string
+
+// sealed is what a token's id holds: the servers' session ids, and the
+// replica of each that holds its session, when lb_policy mcp_session
+// chose it (its dial address), so that every request of the session
+// reaches that replica.
+type sealed struct {
+	IDs  sessionIDs        `json:"s"`
+	Pins map[string]string `json:"p,omitempty"`
+}
 
 // keys reads the keys that seal session ids: from secrets, or kept in
 // ctx's storage.
@@ -69,6 +80,7 @@ type opened struct {
 	ref    [sha256.Size]byte // names the token in the remap
 	params []byte
 	ids    sessionIDs
+	pins   map[string]string
 	issued time.Time
 }
 
@@ -95,14 +107,15 @@ func (f *federation) open(x *feature.Exchange) (*opened, error) {
 	if err != nil {
 		return nil, err
 	}
-	var ids sessionIDs
-	if s.Upstream != tokenUpstream || json.Unmarshal([]byte(s.ID), &ids) != nil {
+	var in sealed
+	if s.Upstream != tokenUpstream || json.Unmarshal([]byte(s.ID), &in) != nil || in.IDs == nil {
 		return nil, session.ErrMalformed
 	}
-	o := &opened{token: values[0], ref: sha256.Sum256([]byte(values[0])), params: s.Params, ids: ids, issued: s.Issued}
+	o := &opened{token: values[0], ref: sha256.Sum256([]byte(values[0])), params: s.Params, ids: in.IDs, pins: in.Pins, issued: s.Issued}
 	for name := range f.byName {
-		if id, ok := f.remap.find(o.ref, name, x.Start); ok {
-			o.ids[name] = id
+		if e, ok := f.remap.find(o.ref, name, x.Start); ok {
+			o.ids[name] = e.id
+			o.pin(name, e.replica)
 		}
 	}
 	return o, nil
@@ -110,8 +123,8 @@ func (f *federation) open(x *feature.Exchange) (*opened, error) {
 
 // seal is the session id a client holds for the servers' ids, opened by
 // the initialize of x with params.
-func (f *federation) seal(x *feature.Exchange, ids sessionIDs, params []byte) (string, error) {
-	raw, err := json.Marshal(ids)
+func (f *federation) seal(x *feature.Exchange, ids sessionIDs, pins map[string]string, params []byte) (string, error) {
+	raw, err := json.Marshal(sealed{IDs: ids, Pins: pins})
 	if err != nil {
 		return "", err
 	}
@@ -156,25 +169,25 @@ type remapKey struct {
 }
 
 type remapped struct {
-	id      string
-	expires time.Time
+	id, replica string
+	expires     time.Time
 }
 
 func newRemap(max int) *remap {
 	return &remap{max: max, entries: map[remapKey]remapped{}}
 }
 
-func (m *remap) find(ref [sha256.Size]byte, server string, now time.Time) (string, bool) {
+func (m *remap) find(ref [sha256.Size]byte, server string, now time.Time) (remapped, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, ok := m.entries[remapKey{ref, server}]
 	if !ok || now.After(e.expires) {
-		return "", false
+		return remapped{}, false
 	}
-	return e.id, true
+	return e, true
 }
 
-func (m *remap) keep(ref [sha256.Size]byte, server, id string, expires time.Time) {
+func (m *remap) keep(ref [sha256.Size]byte, server, id, replica string, expires time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	k := remapKey{ref, server}
@@ -185,7 +198,7 @@ func (m *remap) keep(ref [sha256.Size]byte, server, id string, expires time.Time
 		}
 		m.order = append(m.order, k)
 	}
-	m.entries[k] = remapped{id: id, expires: expires}
+	m.entries[k] = remapped{id: id, replica: replica, expires: expires}
 }
 
 func (m *remap) len() int {
@@ -210,12 +223,12 @@ func (f *federation) connect(x *feature.Exchange, o *opened, s *server) {
 		defer f.recover("federation connect")
 		ctx, stop := context.WithTimeout(from.Context(), connectTimeout)
 		defer stop()
-		id, err := f.initialize(ctx, from, vars, s, o.params)
+		id, replica, err := f.initialize(ctx, from, vars, s, o.params)
 		if err != nil {
 			f.logger.Warn("a server could not be connected for a session", zap.String("server", s.name), zap.Error(err))
 			return
 		}
-		f.remap.keep(o.ref, s.name, id, o.issued.Add(f.ttl))
+		f.remap.keep(o.ref, s.name, id, replica, o.issued.Add(f.ttl))
 		serversConnected.WithLabelValues(s.name).Inc()
 	}()
 }
@@ -225,3 +238,41 @@ const connectTimeout = 30 * time.Second
 
 // errNotConnected: the session has no session with the server.
 var errNotConnected = errors.New("the server is not connected in this session")
+
+// pin records that server's session lives on replica ("" none).
+func (o *opened) pin(server, replica string) {
+	if replica == "" {
+		return
+	}
+	if o.pins == nil {
+		o.pins = map[string]string{}
+	}
+	o.pins[server] = replica
+}
+
+// varsFor are vars, for a request of the session o to server s: pinned to
+// the replica that holds its session there, when one does.
+func varsFor(vars map[string]any, o *opened, s *server) map[string]any {
+	if o == nil || o.pins[s.name] == "" {
+		return vars
+	}
+	replica := o.pins[s.name]
+	out := maps.Clone(vars)
+	if out == nil {
+		out = map[string]any{}
+	}
+	out[session.PinVar] = &replica
+	return out
+}
+
+// replicaOf is the replica lb_policy mcp_session chose for r, "" when it
+// chose none.
+func replicaOf(r *http.Request) string {
+	if r == nil {
+		return ""
+	}
+	if p, ok := caddyhttp.GetVar(r.Context(), session.SelectedVar).(*string); ok && p != nil {
+		return *p
+	}
+	return ""
+}

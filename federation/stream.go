@@ -127,7 +127,7 @@ func (f *federation) mergeStreams(w http.ResponseWriter, r *http.Request, d *dec
 		pending.Add(1)
 		streams.Go(func() {
 			defer f.recover("federation stream")
-			if err := f.follow(ctx, r, vars, s, sid, opened, events); err != nil {
+			if err := f.follow(ctx, r, varsFor(vars, d.o, s), s, sid, opened, events); err != nil {
 				f.logger.Debug("a server's stream ended", zap.String("server", s.name), zap.Error(err))
 			}
 		})

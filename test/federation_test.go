@@ -1,7 +1,10 @@
 package test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -295,3 +298,58 @@ func (h *headerSignal) Flush() {
 }
 
 func (h *headerSignal) Unwrap() http.ResponseWriter { return h.ResponseWriter }
+
+// countingServer is a stateful demo server that counts the JSON-RPC
+// methods it is sent.
+type countingServer struct {
+	url string
+	mu  sync.Mutex
+	n   map[string]int
+}
+
+func startCountingServer(t *testing.T) *countingServer {
+	c := &countingServer{n: map[string]int{}}
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return demoserver.New() }, nil)
+	c.url = mcptest.ServeMCP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var m struct {
+			Method string `json:"method"`
+		}
+		_ = json.Unmarshal(body, &m)
+		c.mu.Lock()
+		c.n[m.Method]++
+		c.mu.Unlock()
+		h.ServeHTTP(w, r)
+	}))
+	return c
+}
+
+func (c *countingServer) count(method string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[method]
+}
+
+// A server of two stateful replicas behind lb_policy mcp_session: every
+// request of the client's session reaches the replica that holds its
+// session there, while round_robin would alternate.
+func TestFederationPinsEachServersSessionToItsReplica(t *testing.T) {
+	r1, r2 := startCountingServer(t), startCountingServer(t)
+	host := func(u string) string { return strings.TrimSuffix(strings.TrimPrefix(u, "http://"), mcptest.MCPPath) }
+	site := "mcp {\n\tserver demo {\n\t\t" + mcptest.ProxyTo(startStatefulDemo(t)) + "\n\t}\n" +
+		"\tserver pool {\n\t\treverse_proxy " + host(r1.url) + " " + host(r2.url) + " {\n\t\t\theader_up Host {upstream_hostport}\n\t\t\tlb_policy mcp_session {\n\t\t\t\tfallback round_robin\n\t\t\t}\n\t\t}\n\t}\n" +
+		"\tfederation {\n\t\trename pool echo pool_echo\n\t}\n}\n"
+	gw := mcptest.StartGateway(t, site)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "federated", Version: "0"}, nil).
+		Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: gw.URL + mcptest.MCPPath, DisableStandaloneSSE: true}, nil)
+	require.NoError(t, err)
+	defer cs.Close()
+	for i := range 6 {
+		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "pool_echo", Arguments: map[string]any{"text": fmt.Sprint(i)}})
+		require.NoError(t, err)
+		assert.Equal(t, fmt.Sprint(i), mcptest.TextOf(t, res))
+	}
+	assert.Equal(t, 1, r1.count("initialize")+r2.count("initialize"), "one session, never reopened on the other replica")
+	assert.ElementsMatch(t, []int{0, 6}, []int{r1.count("tools/call"), r2.count("tools/call")}, "every call on the replica that holds the session")
+}
