@@ -45,16 +45,17 @@ func readServer(d *caddyfile.Dispenser, a *featurefile.Adaptation) error {
 			return d.Errf("server %q is named twice", name)
 		}
 	}
+	at := featurefile.At(d)
 	raw, err := a.Routes(d)
 	if err != nil {
 		return err
 	}
 	s := Server{Name: name}
 	if err := json.Unmarshal(raw, &s.Routes); err != nil {
-		return d.Errf("server %q: %v", name, err)
+		return featurefile.ErrAt(at, fmt.Errorf("server %q: %w", name, err))
 	}
 	if len(s.Routes) == 0 {
-		return d.Errf("server %q: its block holds no directive: give it a reverse_proxy", name)
+		return featurefile.ErrAt(at, fmt.Errorf("server %q: its block holds no directive: give it a reverse_proxy", name))
 	}
 	f.Servers = append(f.Servers, s)
 	return nil
