@@ -56,6 +56,11 @@ type Exchange struct {
 	// Replica is the upstream a session token pinned the request to, ""
 	// when none did: written by the admitter of the session phase.
 	Replica string
+	// Server is the server of several behind the endpoint the request
+	// goes to (federation's, by its configured name), "" when it goes to
+	// the one upstream or to every server: written by the admitter of the
+	// session phase.
+	Server string
 	// Path is the request's path as the client sent it, before any
 	// handle_path stripped it.
 	Path string

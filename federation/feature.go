@@ -188,7 +188,7 @@ func (f *Feature) Parts(h feature.Host) (feature.Parts, error) {
 	}
 	f.fed = fed
 	return feature.Parts{
-		Order: Order, Session: fed, Check: fed, Router: fed, Rewriter: fed, Answerer: fed,
+		Order: Order, Session: fed, Check: fed, Router: fed, Rewriter: fed, Answerer: fed, Observer: fed,
 		Status: func() any { return fed.status() },
 	}, nil
 }

@@ -1,6 +1,10 @@
 package federation
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/caddymcp/caddy-mcp/feature"
+)
 
 // Federation's metrics. The server label is a configured server's name:
 // bounded by the configuration.
@@ -21,6 +25,10 @@ var (
 		Namespace: "caddy", Subsystem: "mcp", Name: "federation_list_changed_total",
 		Help: "list_changed notifications a server sent, each making the federation list again before it routes.",
 	}, []string{"server"})
+	routed = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "caddy", Subsystem: "mcp", Name: "federation_routed_requests_total",
+		Help: "Requests routed to one server, by server and how they ended: passed (the server's answer reached the client), client_gone, or the code of the gateway's envelope.",
+	}, []string{"server", "outcome"})
 	namesPrefixed = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: "caddy", Subsystem: "mcp", Name: "federation_names_prefixed",
 		Help: "Entries of the last merged list advertised under a prefixed name, by list.",
@@ -28,5 +36,20 @@ var (
 )
 
 func collectors() []prometheus.Collector {
-	return []prometheus.Collector{listFailures, serversConnected, serversReopened, listsChanged, namesPrefixed}
+	return []prometheus.Collector{listFailures, serversConnected, serversReopened, listsChanged, namesPrefixed, routed}
+}
+
+// Observe counts a routed request by its server and how it ended.
+func (f *federation) Observe(x *feature.Exchange, o feature.Outcome) {
+	if x.Server == "" {
+		return
+	}
+	outcome := o.Code
+	switch {
+	case o.ClientGone:
+		outcome = "client_gone"
+	case outcome == "":
+		outcome = "passed"
+	}
+	routed.WithLabelValues(x.Server, outcome).Inc()
 }

@@ -60,6 +60,9 @@ func (f *federation) Admit(x *feature.Exchange) (feature.Undo, *feature.Refusal)
 	d := &decision{f: f, o: o}
 	caddyhttp.SetVar(x.Request.Context(), varKey, d)
 	f.decide(x, d)
+	if d.server != nil && !d.fanOut {
+		x.Server = d.server.name
+	}
 	if d.server != nil && o != nil {
 		sid, connected := o.ids[d.server.name]
 		if !connected && d.refusal == nil {

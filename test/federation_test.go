@@ -353,3 +353,28 @@ func TestFederationPinsEachServersSessionToItsReplica(t *testing.T) {
 	assert.Equal(t, 1, r1.count("initialize")+r2.count("initialize"), "one session, never reopened on the other replica")
 	assert.ElementsMatch(t, []int{0, 6}, []int{r1.count("tools/call"), r2.count("tools/call")}, "every call on the replica that holds the session")
 }
+
+// Each span of a routed call names the server it went to, and the
+// federation's metrics count it under that server.
+func TestFederationNamesTheServerOnSpansAndMetrics(t *testing.T) {
+	rec := mcptest.TraceReceiver(t)
+	a, b := startSeenServer(t), startSeenServer(t)
+	gw := mcptest.StartGatewayWith(t, mcptest.GatewayConfig{
+		Site:  "tracing {\n\tspan http\n}\n" + federatedSite([]string{"a", "b"}, []string{a.url, b.url}, ""),
+		Admin: true,
+	})
+	traceID, traceparent := newTraceID(t)
+	body := `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"b__echo","arguments":{"text":"x"}}}`
+	resp, got := post(t, gw.URL+mcptest.MCPPath, body, withHeader("traceparent", traceparent, "Mcp-Method", "tools/call"))
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", got)
+	assert.Contains(t, string(got), `"text":"x"`)
+	assert.Equal(t, 1, b.calls())
+	assert.Zero(t, a.calls())
+	spans := rec.Trace(t, traceID, "tools/call b__echo")
+	for _, s := range spans {
+		if s.Name == "tools/call b__echo" {
+			assert.Equal(t, "b", s.Attributes["caddy.mcp.server"])
+		}
+	}
+	assert.Equal(t, 1.0, mcpMetrics(t, gw.AdminURL)[`caddy_mcp_federation_routed_requests_total{outcome="passed",server="b"}`])
+}

@@ -58,6 +58,10 @@ type Spans struct {
 	rule     feature.Rule
 	ending   feature.Ending
 	ended    bool
+	// x is the request's exchange: the server it went to, once the
+	// session phase wrote it, is put on the spans (serverOnce).
+	x         *feature.Exchange
+	serverSet bool
 }
 
 // message is one message's span.
@@ -87,7 +91,7 @@ func Start(x *feature.Exchange, tools *Tools) *Spans {
 		return nil
 	}
 	tracer := http.TracerProvider().Tracer(Instrumentation)
-	s := &Spans{splice: x.Body != nil, tools: tools}
+	s := &Spans{splice: x.Body != nil, tools: tools, x: x}
 	s.msgs = s.one[:0]
 	if len(x.Messages) > len(s.one) {
 		s.msgs = make([]message, 0, len(x.Messages))
@@ -263,7 +267,27 @@ func (s *Spans) Phase(p feature.Phase, d time.Duration) {
 
 // Upstream records that the upstream's answer began, with its status.
 func (s *Spans) Upstream(status int) {
-	s.Event("caddy.mcp.upstream.response", attribute.Int("http.response.status_code", status))
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.server()
+	s.event("caddy.mcp.upstream.response", attribute.Int("http.response.status_code", status))
+}
+
+// server puts the server of several the request went to on the spans,
+// once (caddy.mcp.server: a configured name, bounded); s.mu is held.
+func (s *Spans) server() {
+	if s.serverSet || s.x == nil || s.x.Server == "" {
+		return
+	}
+	s.serverSet = true
+	for i := range s.msgs {
+		if !s.msgs[i].done {
+			s.msgs[i].span.SetAttributes(attribute.String("caddy.mcp.server", s.x.Server))
+		}
+	}
 }
 
 // Answer is the hook that reads the answer for the spans: the spans
@@ -283,6 +307,7 @@ func (s *Spans) Answered(env *envelope.Envelope, by feature.Rule) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.server()
 	s.envelope, s.rule = env, by
 	attrs := []attribute.KeyValue{attribute.String("caddy.mcp.envelope.code", string(env.Code))}
 	if by.Kind != "" {
