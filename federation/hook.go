@@ -7,6 +7,7 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/feature"
+	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 	"github.com/caddymcp/caddy-mcp/session"
 )
 
@@ -30,8 +31,19 @@ func (d *decision) Open(*feature.Exchange) feature.Hook {
 // list_changed noted.
 func (*decision) Needs() feature.Needs { return feature.Needs{Edit: true} }
 
-// Message gives a server's request the id the client sees.
-func (d *decision) Message(_ *feature.Exchange, msg []byte) ([]byte, error) {
+// Message gives a server's request the id the client sees, and keeps
+// from the client a response of the server that answers no request the
+// server was sent (it could answer one the client sent another server).
+func (d *decision) Message(x *feature.Exchange, msg []byte) ([]byte, error) {
+	if m := decisionMessage(msg); m != nil && m.Kind == jsonrpc.Response {
+		// A null id answers no request of anyone's: the server's own
+		// error, passed as it is.
+		if own := x.Single(); string(m.ID) != "null" && (own == nil || own.Kind != jsonrpc.Request || !jsonrpc.MayAnswer(own.ID, m.ID)) {
+			strayResponses.WithLabelValues(d.server.name).Inc()
+			return strayNote(d.server.name), nil
+		}
+		return nil, nil
+	}
 	return d.f.fromServer(d.server, msg), nil
 }
 
@@ -93,3 +105,9 @@ var (
 	_ feature.Reopener   = (*decision)(nil)
 	_ feature.HeaderHook = (*decision)(nil)
 )
+
+// strayNote is what the client gets in place of a server's response to
+// no request it was sent: a log message saying so.
+func strayNote(server string) []byte {
+	return []byte(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"warning","logger":"caddy-mcp","data":"the gateway kept from the client a response of the server ` + server + ` to no request it was sent"}}`)
+}

@@ -29,6 +29,10 @@ var (
 		Namespace: "caddy", Subsystem: "mcp", Name: "federation_routed_requests_total",
 		Help: "Requests routed to one server, by server and how they ended: passed (the server's answer reached the client), client_gone, or the code of the gateway's envelope.",
 	}, []string{"server", "outcome"})
+	strayResponses = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "caddy", Subsystem: "mcp", Name: "federation_stray_responses_total",
+		Help: "Responses a server sent to no request it was sent, kept from the client.",
+	}, []string{"server"})
 	namesPrefixed = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: "caddy", Subsystem: "mcp", Name: "federation_names_prefixed",
 		Help: "Entries of the last merged list advertised under a prefixed name, by list.",
@@ -36,7 +40,7 @@ var (
 )
 
 func collectors() []prometheus.Collector {
-	return []prometheus.Collector{listFailures, serversConnected, serversReopened, listsChanged, namesPrefixed, routed}
+	return []prometheus.Collector{listFailures, serversConnected, serversReopened, listsChanged, namesPrefixed, routed, strayResponses}
 }
 
 // Observe counts a routed request by its server and how it ended.

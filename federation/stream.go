@@ -228,6 +228,13 @@ func (f *federation) follow(ctx context.Context, from *http.Request, vars map[st
 			continue
 		}
 		msg := data
+		if m := decisionMessage(msg); m != nil && m.Kind == jsonrpc.Response {
+			// A stream of no request answers none: a response here could
+			// answer a request the client sent another server.
+			strayResponses.WithLabelValues(s.name).Inc()
+			data = nil
+			continue
+		}
 		if out := f.fromServer(s, msg); out != nil {
 			msg = out
 		}

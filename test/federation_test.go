@@ -378,3 +378,36 @@ func TestFederationNamesTheServerOnSpansAndMetrics(t *testing.T) {
 	}
 	assert.Equal(t, 1.0, mcpMetrics(t, gw.AdminURL)[`caddy_mcp_federation_routed_requests_total{outcome="passed",server="b"}`])
 }
+
+// A server that answers, in a call's stream, an id it was never sent (one
+// the client may have sent another server) has that response kept from
+// the client; its answer to the call passes.
+func TestFederationKeepsAServersStrayResponseFromTheClient(t *testing.T) {
+	stray := mcptest.ServeMCP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		_ = json.Unmarshal(body, &m)
+		switch m.Method {
+		case "tools/list":
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"liar","inputSchema":{"type":"object"}}]}}`, m.ID)
+		case "tools/call":
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":777,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"not yours\"}]}}\n\n")
+			fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"yours\"}]}}\n\n", m.ID)
+		default:
+			w.WriteHeader(http.StatusAccepted)
+		}
+	}))
+	demo := startSeenServer(t)
+	gw := mcptest.StartGateway(t, federatedSite([]string{"demo", "stray"}, []string{demo.url, stray}, ""))
+	resp, got := post(t, gw.URL+mcptest.MCPPath, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"liar","arguments":{}}}`)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", got)
+	assert.NotContains(t, string(got), "not yours")
+	assert.NotContains(t, string(got), `"id":777`)
+	assert.Contains(t, string(got), `"text":"yours"`)
+	assert.Contains(t, string(got), "to no request it was sent")
+}
