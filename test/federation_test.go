@@ -411,3 +411,43 @@ func TestFederationKeepsAServersStrayResponseFromTheClient(t *testing.T) {
 	assert.Contains(t, string(got), `"text":"yours"`)
 	assert.Contains(t, string(got), "to no request it was sent")
 }
+
+// Every feature works with the names clients see: a rate limit and a
+// policy by advertised name, validate with each server's schema under its
+// advertised name, a result budget by advertised name.
+func TestFederationFeaturesUseTheAdvertisedNames(t *testing.T) {
+	first, second := startStatefulDemo(t), startStatefulDemo(t)
+	extra := "\trate_limit second_adds {\n\t\trate 1/1h\n\t\ttools second__add\n\t}\n" +
+		"\ttools {\n\t\tdeny second__count\n\t}\n" +
+		"\tvalidate\n" +
+		"\tresults {\n\t\tmax second__echo 64\n\t}\n"
+	gw := mcptest.StartGateway(t, federatedSite([]string{"first", "second"}, []string{first, second}, extra))
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "federated", Version: "0"}, nil).
+		Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: gw.URL + mcptest.MCPPath, DisableStandaloneSSE: true}, nil)
+	require.NoError(t, err)
+	defer cs.Close()
+	names := toolNames(t, cs)
+	assert.NotContains(t, names, "second__count", "hidden by the policy, by its advertised name")
+	assert.Contains(t, names, "count")
+
+	// The limit counts second__add alone.
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "second__add", Arguments: map[string]any{"a": 1, "b": 2}})
+	require.NoError(t, err)
+	assert.False(t, res.IsError)
+	assert.Equal(t, envelope.RateLimited, callEnvelope(t, cs, "second__add", map[string]any{"a": 1, "b": 2}).Code)
+	res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "add", Arguments: map[string]any{"a": 1, "b": 2}})
+	require.NoError(t, err)
+	assert.False(t, res.IsError, "the first server's add is not limited")
+
+	assert.Equal(t, envelope.UnknownAction, callEnvelope(t, cs, "second__count", map[string]any{}).Code)
+	res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": 7}})
+	require.NoError(t, err)
+	require.True(t, res.IsError)
+	assert.Contains(t, mcptest.TextOf(t, res), "<validation_error", "the server's schema, under the name it is advertised by")
+
+	p := callEnvelope(t, cs, "second__echo", map[string]any{"text": strings.Repeat("x", 200)})
+	assert.Equal(t, "RESULT_TOO_LARGE", string(p.Code))
+	res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": strings.Repeat("x", 200)}})
+	require.NoError(t, err)
+	assert.False(t, res.IsError, "the first server's echo has no budget")
+}
