@@ -60,6 +60,8 @@ func (f *federation) answerPost(w http.ResponseWriter, r *http.Request, x *featu
 	switch method {
 	case "initialize":
 		f.initializeAll(w, r, x)
+	case "server/discover":
+		f.discoverAll(w, r, x)
 	case "logging/setLevel":
 		f.askAll(r, d, method, x.Body)
 		writeResult(w, m.ID, []byte("{}"))
@@ -194,9 +196,10 @@ func writeError(w http.ResponseWriter, id json.RawMessage, code int, message str
 	writeJSON(w, envelope.AppendPlainRPCError(nil, id, code, message))
 }
 
-// writeEnvelope writes env as the JSON-RPC error of the request id.
-func writeEnvelope(w http.ResponseWriter, id json.RawMessage, env *envelope.Envelope) {
-	writeJSON(w, env.AppendRPCError(nil, id, -32603))
+// writeEnvelope writes env as the JSON-RPC error of x's request, with
+// the code its era gives it.
+func writeEnvelope(w http.ResponseWriter, x *feature.Exchange, env *envelope.Envelope) {
+	writeJSON(w, env.AppendRPCError(nil, x.Single().ID, x.Era.RPCCode(env)))
 }
 
 func writeJSON(w http.ResponseWriter, body []byte) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 
@@ -31,26 +32,28 @@ type initialized struct {
 	sessionID string
 	replica   string
 	result    struct {
-		ProtocolVersion string                     `json:"protocolVersion"`
-		Capabilities    map[string]json.RawMessage `json:"capabilities"`
-		Instructions    string                     `json:"instructions"`
+		ProtocolVersion   string                     `json:"protocolVersion"`
+		SupportedVersions []string                   `json:"supportedVersions"`
+		Capabilities      map[string]json.RawMessage `json:"capabilities"`
+		Instructions      string                     `json:"instructions"`
 	}
 }
 
-// initializeAll answers the client's initialize.
-func (f *federation) initializeAll(w http.ResponseWriter, r *http.Request, x *feature.Exchange) {
-	m := x.Single()
+// askEvery sends the client's body (initialize, server/discover) to every
+// server at once, each within list_timeout, with no session, and reads
+// their answers.
+func (f *federation) askEvery(r *http.Request, body []byte, method string) []initialized {
 	answers := make([]initialized, len(f.servers))
 	_, vars := prepared(r)
 	var wg sync.WaitGroup
 	for i, s := range f.servers {
 		wg.Go(func() {
-			defer f.recover("federation initialize")
+			defer f.recover("federation " + method)
 			ctx, stop := context.WithTimeout(r.Context(), f.listTimeout)
 			defer stop()
-			rep, err := f.ask(ctx, r, vars, s, "", "initialize", x.Body, maxInitAnswer)
+			rep, err := f.ask(ctx, r, vars, s, "", method, body, maxInitAnswer)
 			if err == nil && rep.rpcErr != nil {
-				err = fmt.Errorf("the server refused initialize: %s", clipBytes(rep.rpcErr))
+				err = fmt.Errorf("the server refused %s: %s", method, clipBytes(rep.rpcErr))
 			}
 			if err == nil {
 				err = json.Unmarshal(rep.result, &answers[i].result)
@@ -59,13 +62,59 @@ func (f *federation) initializeAll(w http.ResponseWriter, r *http.Request, x *fe
 				err = fmt.Errorf("a session id of %d bytes, over the %d the gateway keeps", len(rep.sessionID), own.MaxSessionID)
 			}
 			if err != nil {
-				f.logger.Warn("a server did not initialize: its first call will connect it", zap.String("server", s.name), zap.Error(err))
+				f.logger.Warn("a server did not answer "+method+": it is left out (for initialize, its first call connects it)",
+					zap.String("server", s.name), zap.Error(err))
 				return
 			}
 			answers[i].ok, answers[i].sessionID, answers[i].replica = true, rep.sessionID, rep.replica
 		})
 	}
 	wg.Wait()
+	return answers
+}
+
+// discoverAll answers server/discover (MCP 2026-07-28): the versions every
+// server that answered supports, their capabilities and instructions
+// merged. Servers that share no version are refused in words: no client
+// could speak to all of them.
+func (f *federation) discoverAll(w http.ResponseWriter, r *http.Request, x *feature.Exchange) {
+	m := x.Single()
+	answers := f.askEvery(r, x.Body, "server/discover")
+	var first *initialized
+	var versions []string
+	for i := range answers {
+		if !answers[i].ok {
+			continue
+		}
+		if first == nil {
+			first, versions = &answers[i], slices.Clone(answers[i].result.SupportedVersions)
+			continue
+		}
+		versions = slices.DeleteFunc(versions, func(v string) bool { return !slices.Contains(answers[i].result.SupportedVersions, v) })
+	}
+	switch {
+	case first == nil:
+		env := noServer(len(f.servers), f.retryAfter)
+		writeEnvelope(w, x, &env)
+		return
+	case len(versions) == 0:
+		env := noCommonVersion()
+		writeEnvelope(w, x, &env)
+		return
+	}
+	merged := f.mergeInitialized(answers, first)
+	var result map[string]any
+	_ = json.Unmarshal(merged, &result)
+	delete(result, "protocolVersion")
+	result["supportedVersions"] = versions
+	b, _ := json.Marshal(result)
+	writeResult(w, m.ID, b)
+}
+
+// initializeAll answers the client's initialize.
+func (f *federation) initializeAll(w http.ResponseWriter, r *http.Request, x *feature.Exchange) {
+	m := x.Single()
+	answers := f.askEvery(r, x.Body, "initialize")
 	ids, pins := sessionIDs{}, map[string]string{}
 	var first *initialized
 	for i := range answers {
@@ -81,7 +130,7 @@ func (f *federation) initializeAll(w http.ResponseWriter, r *http.Request, x *fe
 	}
 	if first == nil {
 		env := noServer(len(f.servers), f.retryAfter)
-		writeEnvelope(w, m.ID, &env)
+		writeEnvelope(w, x, &env)
 		return
 	}
 	if f.stateful(answers) && x.Era.Resumes() {
@@ -89,7 +138,7 @@ func (f *federation) initializeAll(w http.ResponseWriter, r *http.Request, x *fe
 		if err != nil {
 			f.logger.Error("sealing a federated session id failed", zap.Error(err))
 			env := noServer(len(f.servers), f.retryAfter)
-			writeEnvelope(w, m.ID, &env)
+			writeEnvelope(w, x, &env)
 			return
 		}
 		w.Header().Set("Mcp-Session-Id", token)

@@ -129,7 +129,7 @@ func (f *federation) decide(x *feature.Exchange, d *decision) {
 
 // fannedOut are the requests every server is asked, and the federation
 // answers.
-var fannedOut = map[string]bool{"initialize": true, "ping": true, "logging/setLevel": true}
+var fannedOut = map[string]bool{"initialize": true, "server/discover": true, "ping": true, "logging/setLevel": true}
 
 // routeByName routes a request that names a tool or a prompt.
 func (f *federation) routeByName(x *feature.Exchange, d *decision, name string, of func(*catalog) *names, what string) {

@@ -65,6 +65,15 @@ func noServer(servers int, retryAfter time.Duration) envelope.Envelope {
 		Envelope()
 }
 
+// noCommonVersion: the servers that answered server/discover share no
+// protocol version.
+func noCommonVersion() envelope.Envelope {
+	return envelope.New(envelope.InternalError, "The servers behind this endpoint share no protocol version: no client can speak to all of them").
+		Suggest("Tell the user the servers behind this endpoint are of protocol versions that cannot be served together; do not retry.").
+		Critical().
+		Envelope()
+}
+
 // batchRefused: a batch could hold calls to several servers.
 func batchRefused() envelope.Envelope {
 	return envelope.New(envelope.ValidationError, "This endpoint federates several servers, and takes one JSON-RPC message per request, not a batch").
@@ -81,5 +90,6 @@ func Words() []feature.Word {
 		{Name: "federation: a server not connected yet", Envelope: connecting("github", 2*time.Second)},
 		{Name: "federation: no server answered initialize", Envelope: noServer(3, 2*time.Second)},
 		{Name: "federation: a batch", Envelope: batchRefused()},
+		{Name: "federation: servers that share no protocol version", Envelope: noCommonVersion()},
 	}
 }
