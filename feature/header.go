@@ -59,3 +59,12 @@ type Reopener interface {
 	Reinitialize(x *Exchange) (params []byte, ok bool)
 	Reopened(x *Exchange, r *http.Request, id string)
 }
+
+// NotReopened is implemented by a Reopener that answers in the place of
+// the upstream's 404 when the session could not be reopened (federation:
+// one server of several lost its session, and the client's session with
+// the others must not end for it). NotReopened returns the answer, or nil
+// to let the 404 reach the client as the upstream wrote it.
+type NotReopened interface {
+	NotReopened(x *Exchange, err error) *Refusal
+}

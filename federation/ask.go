@@ -29,6 +29,10 @@ type reply struct {
 	result, rpcErr json.RawMessage
 }
 
+// errSessionLost: the server answered 404 to the session it was asked
+// under: it lost it (it restarted).
+var errSessionLost = errors.New("the server lost the session (HTTP 404)")
+
 // errTooLarge: the server answered more than the gateway reads.
 var errTooLarge = errors.New("the answer is over the bound read of it")
 
@@ -54,6 +58,8 @@ func (f *federation) ask(ctx context.Context, from *http.Request, vars map[strin
 		return rep, errTooLarge
 	case err != nil:
 		return rep, err
+	case w.status == http.StatusNotFound && sid != "":
+		return rep, errSessionLost
 	case w.status >= 300:
 		return rep, fmt.Errorf("the server answered HTTP %d", w.status)
 	case w.status == http.StatusAccepted:

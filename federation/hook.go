@@ -87,23 +87,33 @@ func (d *decision) Reopened(x *feature.Exchange, init *http.Request, id string) 
 	if id == "" {
 		return
 	}
-	f := d.f
 	replica := replicaOf(init)
-	f.remap.keep(d.o.ref, d.server.name, id, replica, d.o.issued.Add(f.ttl))
-	d.o.ids[d.server.name] = id
+	d.f.reopenedFor(d.o, d.server, id, replica)
 	if replica != "" {
 		caddyhttp.SetVar(x.Request.Context(), session.PinVar, &replica)
 	}
 	x.Request.Header["Mcp-Session-Id"] = []string{id}
-	serversReopened.WithLabelValues(d.server.name).Inc()
+}
+
+// NotReopened answers for a server that lost the client's session and
+// could not give it a new one yet (still starting): the model is told to
+// come back, a new session is opened in the background, and the client's
+// session with the other servers goes on. A 404 would end it whole.
+func (d *decision) NotReopened(x *feature.Exchange, _ error) *feature.Refusal {
+	if d.o == nil {
+		return nil
+	}
+	d.f.connect(x, d.o, d.server)
+	return &feature.Refusal{Envelope: connecting(d.server.name, d.f.retryAfter), Status: http.StatusServiceUnavailable}
 }
 
 // Interface guards.
 var (
-	_ feature.Responder  = (*decision)(nil)
-	_ feature.Hook       = (*decision)(nil)
-	_ feature.Reopener   = (*decision)(nil)
-	_ feature.HeaderHook = (*decision)(nil)
+	_ feature.Responder   = (*decision)(nil)
+	_ feature.Hook        = (*decision)(nil)
+	_ feature.Reopener    = (*decision)(nil)
+	_ feature.HeaderHook  = (*decision)(nil)
+	_ feature.NotReopened = (*decision)(nil)
 )
 
 // strayNote is what the client gets in place of a server's response to

@@ -51,6 +51,9 @@ var (
 type listed struct {
 	entries []*entry
 	err     error
+	// reopened is the session the server was given anew, having lost
+	// the client's ("" none), and the replica that holds it.
+	reopened, replica string
 }
 
 // listAll asks every server for its whole list of k, in parallel, from
@@ -73,10 +76,27 @@ func (f *federation) listAll(ctx context.Context, from *http.Request, o *opened,
 			defer f.recover("federation list")
 			ctx, stop := context.WithTimeout(ctx, f.listTimeout)
 			defer stop()
-			out[i].entries, out[i].err = f.listOne(ctx, from, varsFor(vars, o, s), s, sid, k)
+			vars := varsFor(vars, o, s)
+			out[i].entries, out[i].err = f.listOne(ctx, from, vars, s, sid, k)
+			if errors.Is(out[i].err, errSessionLost) && o.params != nil {
+				// Restarted: given a new session for the client's, and
+				// asked again under it.
+				id, replica, err := f.initialize(ctx, from, vars, s, o.params)
+				if err != nil {
+					out[i].err = errors.Join(out[i].err, err)
+					return
+				}
+				out[i].reopened, out[i].replica = id, replica
+				out[i].entries, out[i].err = f.listOne(ctx, from, varsFor(vars, &opened{pins: map[string]string{s.name: replica}}, s), s, id, k)
+			}
 		})
 	}
 	wg.Wait()
+	for i, l := range out {
+		if l.reopened != "" {
+			f.reopenedFor(o, f.servers[i], l.reopened, l.replica)
+		}
+	}
 	for i, l := range out {
 		if l.err != nil {
 			listFailures.WithLabelValues(f.servers[i].name).Inc()
@@ -161,13 +181,46 @@ func (f *federation) merge(k *kind, all []listed) ([]*entry, *names) {
 		}
 		return out, nil
 	}
+	for i, l := range all {
+		if l.err != nil {
+			per[i] = f.known(k, f.servers[i])
+		}
+	}
 	n, left, prefixed := f.name(per)
 	for _, d := range left {
 		f.logger.Warn("a server's entry is left out of the merged list",
 			zap.String("server", d.server), zap.String("name", d.name), zap.String("why", d.why))
 	}
 	namesPrefixed.WithLabelValues(k.method).Set(float64(prefixed))
-	return n.all, &n
+	visible := make([]*entry, 0, len(n.all))
+	for _, e := range n.all {
+		if !e.stale {
+			visible = append(visible, e)
+		}
+	}
+	return visible, &n
+}
+
+// known are the entries of k that s gave in the last lists, for a server
+// whose list failed now: they are named with the others' (so that no
+// name changes while a server is down) and routed by (so that its calls
+// are answered as a server down, not as names unknown), but not listed.
+func (f *federation) known(k *kind, s *server) []*entry {
+	c := f.names.Load()
+	if c == nil {
+		return nil
+	}
+	n := &c.tools
+	if k == promptsList {
+		n = &c.prompts
+	}
+	var out []*entry
+	for _, e := range n.all {
+		if e.server == s {
+			out = append(out, &entry{server: s, own: e.own, raw: e.raw, stale: true})
+		}
+	}
+	return out
 }
 
 // item is the entry as the client sees it: as its server wrote it, but

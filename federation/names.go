@@ -37,6 +37,9 @@ type entry struct {
 	own        string // the name its server knows it by
 	advertised string
 	raw        []byte // the list's item as the server wrote it
+	// stale: its server's list failed now; the entry is from the last
+	// lists, named and routed by, not listed.
+	stale bool
 }
 
 // names is one kind's entries (tools, or prompts), by advertised name and

@@ -276,3 +276,13 @@ func replicaOf(r *http.Request) string {
 	}
 	return ""
 }
+
+// reopenedFor records that server s was given the session id (on
+// replica) for the client's session o, which it had lost: for the rest of
+// this request (o), and for the session's next requests on this node.
+func (f *federation) reopenedFor(o *opened, s *server, id, replica string) {
+	o.ids[s.name] = id
+	o.pin(s.name, replica)
+	f.remap.keep(o.ref, s.name, id, replica, o.issued.Add(f.ttl))
+	serversReopened.WithLabelValues(s.name).Inc()
+}

@@ -77,6 +77,13 @@ func (h *Handler) reopenAndResend(x *exchange, u *answer.Watch, up *http.Request
 	}
 	fl, err := h.reopenOnce(x, ro.Params, key, up, next)
 	if err != nil {
+		if nr, ok := ro.Hook.(feature.NotReopened); ok {
+			if ref := nr.NotReopened(&x.Exchange, err); ref != nil {
+				u.Replace()
+				answer.ClearEntityHeaders(u.Header())
+				return h.refuseWith(u.ResponseWriterWrapper.ResponseWriter, x, ref)
+			}
+		}
 		if answer.MayComeBack(x.Request, x.Era) {
 			// A session's GET stream is asked to come back rather than
 			// told its session is gone, which the Go SDK's client takes

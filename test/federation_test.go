@@ -451,3 +451,75 @@ func TestFederationFeaturesUseTheAdvertisedNames(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, res.IsError, "the first server's echo has no budget")
 }
+
+// restartingServer is a stateful demo server that can lose every session
+// and refuse to start new ones (it is restarting), then come back with
+// none of its old sessions.
+type restartingServer struct {
+	url     string
+	mu      sync.Mutex
+	down    bool
+	handler http.Handler
+}
+
+func startRestartingServer(t *testing.T) *restartingServer {
+	s := &restartingServer{}
+	s.up()
+	s.url = mcptest.ServeMCP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		down, h := s.down, s.handler
+		s.mu.Unlock()
+		switch {
+		case down && r.Header.Get("Mcp-Session-Id") != "":
+			http.Error(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Session not found"}}`, http.StatusNotFound)
+		case down:
+			http.Error(w, "starting", http.StatusServiceUnavailable)
+		default:
+			h.ServeHTTP(w, r)
+		}
+	}))
+	return s
+}
+
+func (s *restartingServer) up() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.down = false
+	s.handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return demoserver.New() }, nil)
+}
+
+func (s *restartingServer) goDown() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.down = true
+}
+
+// A server that lost the client's session and cannot open a new one yet
+// is answered HANDOFF_CONNECTING for its calls alone: the client keeps its
+// session, the other server serves it, and once the server is back its
+// calls work again under the same session.
+func TestFederationAServerThatLostItsSessionsIsConnectingNotGone(t *testing.T) {
+	flaky := startRestartingServer(t)
+	gw := mcptest.StartGateway(t, federatedSite([]string{"demo", "flaky"}, []string{startStatefulDemo(t), flaky.url}, ""))
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "federated", Version: "0"}, nil).
+		Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: gw.URL + mcptest.MCPPath, DisableStandaloneSSE: true}, nil)
+	require.NoError(t, err)
+	defer cs.Close()
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "flaky__echo", Arguments: map[string]any{"text": "before"}})
+	require.NoError(t, err)
+	assert.Equal(t, "before", mcptest.TextOf(t, res))
+
+	flaky.goDown()
+	p := callEnvelope(t, cs, "flaky__echo", map[string]any{"text": "down"})
+	assert.Equal(t, envelope.HandoffConnecting, p.Code)
+	assert.True(t, p.HasRetryAfter(), "the model is told when to come back")
+	res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "other"}})
+	require.NoError(t, err)
+	assert.Equal(t, "other", mcptest.TextOf(t, res), "the other server never noticed")
+
+	flaky.up()
+	assert.Contains(t, toolNames(t, cs), "flaky__echo", "listed again: its session reopened for the list")
+	res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "flaky__echo", Arguments: map[string]any{"text": "after"}})
+	require.NoError(t, err)
+	assert.Equal(t, "after", mcptest.TextOf(t, res), "back, under the client's same session")
+}
