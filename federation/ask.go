@@ -61,7 +61,7 @@ func (f *federation) ask(ctx context.Context, from *http.Request, vars map[strin
 	case w.status == http.StatusNotFound && sid != "":
 		return rep, errSessionLost
 	case w.status >= 300:
-		return rep, fmt.Errorf("the server answered HTTP %d", w.status)
+		return rep, fmt.Errorf("the server answered HTTP %d: %s", w.status, clipBytes(bytes.TrimSpace(w.body.Bytes())))
 	case w.status == http.StatusAccepted:
 		return rep, nil
 	}
