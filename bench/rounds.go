@@ -13,9 +13,11 @@ var errInterrupted = errors.New("interrupted")
 // rounds warms every configuration up, then measures them round after round.
 func (b *bench) rounds() ([]*series, *firstEvents, error) {
 	var all []*series
-	for _, size := range b.sizes {
+	for i, size := range b.sizes {
 		for _, c := range b.sel.Throughput {
-			all = append(all, &series{Config: c, Size: size})
+			if n, ok := c.sizeAt(i, size); ok {
+				all = append(all, &series{Config: c, Size: n})
+			}
 		}
 	}
 	if err := b.warmUp(all); err != nil {
