@@ -124,7 +124,7 @@ func versusBaseline(all []*series, sizes []int) []fedFigure {
 				cpu = append(cpu, a-b)
 			}
 		}
-		figs = append(figs, fedFigure{Config: s.Config.Name, Baseline: s.Config.Baseline, Body: bodyLabel(row{Size: s.Size, List: s.Config.List}), CPU: medianInterval(cpu)})
+		figs = append(figs, fedFigure{Config: s.Config.Name, Baseline: s.Config.Baseline, Body: bodyLabel(s.Size, s.Config.List), CPU: medianInterval(cpu)})
 	}
 	return figs
 }

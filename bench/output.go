@@ -120,7 +120,7 @@ func (r *report) writeRows(w io.Writer) {
 			name += " (against " + baselineLabel(row.Baseline) + ")"
 		}
 		fmt.Fprintf(w, "| %s | %s | %s | %.2f [%.2f–%.2f] | %s [%s–%s] | %s ms | %s ms | %s | %s | %s | %d |\n",
-			name, bodyLabel(row), cpuInterval(row.CPUOverControl),
+			name, bodyLabel(row.Size, row.List), cpuInterval(row.CPUOverControl),
 			row.Ratio.Median, row.Ratio.Min, row.Ratio.Max,
 			thousands(row.RPS.Median), thousands(row.RPS.Min), thousands(row.RPS.Max),
 			millis(row.P50.Median), millis(row.P99.Median),
@@ -129,7 +129,7 @@ func (r *report) writeRows(w io.Writer) {
 	}
 	for _, row := range r.Rows {
 		if row.Errors > 0 {
-			fmt.Fprintf(w, "\n%s, %s: %d errors; the first: %s\n", row.Config, bodyLabel(row), row.Errors, row.FirstError)
+			fmt.Fprintf(w, "\n%s, %s: %d errors; the first: %s\n", row.Config, bodyLabel(row.Size, row.List), row.Errors, row.FirstError)
 		}
 	}
 }
@@ -243,13 +243,13 @@ func (r *report) writeGoals(w io.Writer) {
 	}
 }
 
-// bodyLabel is what a row's requests were: a tools/call of its size, or a
-// tools/list.
-func bodyLabel(r row) string {
-	if r.List {
+// bodyLabel is what a measurement's requests were: a tools/call of size
+// bytes, or a tools/list.
+func bodyLabel(size int, list bool) string {
+	if list {
 		return "tools/list"
 	}
-	return sizeLabel(r.Size)
+	return sizeLabel(size)
 }
 
 // baselineLabel names a baseline other than reverse_proxy in the table.
