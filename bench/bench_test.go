@@ -95,6 +95,13 @@ func TestEveryCaddyfileAdapts(t *testing.T) {
 		cfgTools:      {`"tools":{"deny":["admin_*","*delete*"]`, `"timeouts":[{"after":60000000000,"tools":"*"}]`},
 		cfgDenied:     {`"deny":{"burst":1,"rate":"1/1h"}`},
 		cfgSDKMCP:     {`"handler":"mcp"`},
+		cfgSlowList:   {`"handler":"mcp"`, `"dial":"127.0.0.1:9000"`},
+		cfgFedCall:    {`"federation":{"servers":[{"name":"first"`, `"name":"second"`, `"name":"slow"`, `"dial":"127.0.0.1:9001"`, `"dial":"127.0.0.1:9002"`, `"dial":"127.0.0.1:9003"`},
+		cfgFedList:    {`"federation":{"servers":[{"name":"first"`, `"dial":"127.0.0.1:9003"`},
+	}
+	marks := map[string]string{
+		redisAddrMark: "127.0.0.1:6379", issuerMark: "http://127.0.0.1:9999",
+		responderMark: "127.0.0.1:9001", secondMark: "127.0.0.1:9002", slowMark: "127.0.0.1:9003",
 	}
 	for _, c := range allConfigs(1000) {
 		if c.Direct || c.Peer {
@@ -103,7 +110,7 @@ func TestEveryCaddyfileAdapts(t *testing.T) {
 			continue
 		}
 		t.Run(c.Name, func(t *testing.T) {
-			text := caddyfile(c, 8080, 2019, t.TempDir(), "127.0.0.1:9000", "127.0.0.1:6379", "http://127.0.0.1:9999")
+			text := caddyfile(c, 8080, 2019, t.TempDir(), "127.0.0.1:9000", marks)
 			adapted, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(text), nil)
 			require.NoError(t, err, text)
 			for _, w := range warnings {
@@ -125,6 +132,13 @@ func TestEveryCaddyfileAdapts(t *testing.T) {
 			}
 			if !c.Sessions {
 				assert.NotContains(t, cfg, `"sessions"`)
+			}
+			if c.Federated {
+				// The servers' own routes reach the upstreams: the site
+				// has no reverse_proxy to the one every other has.
+				assert.NotContains(t, cfg, `"dial":"127.0.0.1:9000"`)
+			} else {
+				assert.NotContains(t, cfg, `"federation"`)
 			}
 		})
 	}
@@ -617,4 +631,90 @@ func TestPacedIsComparedWithReverseProxyRoundByRound(t *testing.T) {
 	assert.InDelta(t, 10, whole.OverProxy.Max, 0.5)
 	assert.Nil(t, run.Rows[0].OverProxy, "reverse_proxy is the reference")
 	assert.Nil(t, summarisePaced(nil, []int{1 << 20}, 100), "not measured")
+}
+
+// TestListsAreMeasuredOnceAgainstTheSlowServerAlone: a tools/list row is
+// measured once whatever the body sizes, and compared with the slow server
+// alone, which the selection runs.
+func TestListsAreMeasuredOnceAgainstTheSlowServerAlone(t *testing.T) {
+	sel, err := selectConfigs(cfgFedList+","+cfgFedCall, allConfigs(1000))
+	require.NoError(t, err)
+	var running []string
+	for _, c := range sel.Running {
+		running = append(running, c.Name)
+	}
+	assert.Equal(t, []string{cfgMCP, cfgFedCall, cfgSlowList, cfgFedList}, running)
+	for _, c := range sel.Throughput {
+		var sizes []int
+		for i, size := range []int{1 << 10, 64 << 10} {
+			if n, ok := c.sizeAt(i, size); ok {
+				sizes = append(sizes, n)
+			}
+		}
+		if c.List {
+			assert.Equal(t, []int{len(listBody)}, sizes, c.Name)
+			assert.Equal(t, cfgSlowList, c.Baseline)
+		} else {
+			assert.Equal(t, []int{1 << 10, 64 << 10}, sizes, c.Name)
+		}
+	}
+}
+
+// TestMergedListHoldsTheSlowToolInTheBytesChecked: the federation lists
+// the three servers' tools in their order, each as its server wrote it; the
+// slow server's, which every answer of federated-list must hold, ends
+// within the bytes the load generator keeps of an answer.
+func TestMergedListHoldsTheSlowToolInTheBytesChecked(t *testing.T) {
+	merged := `{"jsonrpc":"2.0","id":1,"result":{"tools":[` + echoTool + `,` + secondTool + `,` + slowTool + `]}}`
+	require.True(t, json.Valid([]byte(merged)))
+	assert.LessOrEqual(t, strings.Index(merged, slowTool)+len(slowTool), checkBytes)
+	for _, tool := range []string{"", secondTool, slowTool} {
+		out := appendToolsList(nil, []byte("7"), tool)
+		var list struct {
+			ID     int `json:"id"`
+			Result struct {
+				Tools []map[string]any `json:"tools"`
+			} `json:"result"`
+		}
+		require.NoError(t, json.Unmarshal(out, &list), string(out))
+		assert.Equal(t, 7, list.ID)
+		require.Len(t, list.Result.Tools, 1)
+		assert.NotEmpty(t, list.Result.Tools[0]["name"])
+	}
+}
+
+// A federated configuration's CPU is compared with its baseline's round by
+// round, and the list's row is labelled as a tools/list.
+func TestFederationIsComparedWithItsBaselineRoundByRound(t *testing.T) {
+	configs := map[string]config{}
+	for _, c := range allConfigs(1000) {
+		configs[c.Name] = c
+	}
+	measured := func(name string, size int, cpus ...time.Duration) *series {
+		s := &series{Config: configs[name], Size: size}
+		for _, c := range cpus {
+			s.Samples = append(s.Samples, &sample{Requests: 100, Answered: 100, Window: time.Second, CPU: c})
+		}
+		return s
+	}
+	// Per answer: the call 3 µs over mcp each round, the list 400 µs over
+	// the slow server alone.
+	all := []*series{
+		measured(cfgMCP, 1024, 20*time.Millisecond, 40*time.Millisecond),
+		measured(cfgFedCall, 1024, 20300*time.Microsecond, 40300*time.Microsecond),
+		measured(cfgSlowList, len(listBody), 30*time.Millisecond, 60*time.Millisecond),
+		measured(cfgFedList, len(listBody), 70*time.Millisecond, 100*time.Millisecond),
+	}
+	figs := versusBaseline(all, []int{1024})
+	require.Len(t, figs, 2)
+	assert.Equal(t, fedFigure{Config: cfgFedCall, Baseline: cfgMCP, Body: "1 KiB", CPU: figs[0].CPU}, figs[0])
+	assert.InDelta(t, 3, figs[0].CPU.Median, 1e-9)
+	assert.Equal(t, "tools/list", figs[1].Body)
+	assert.InDelta(t, 400, figs[1].CPU.Median, 1e-9)
+
+	var out strings.Builder
+	(&report{Rows: summarise(all), Federation: figs}).writeMarkdown(&out)
+	assert.Contains(t, out.String(), "| federated-list (against mcp-slow-list) | tools/list |")
+	assert.Contains(t, out.String(), "| mcp-slow-list | tools/list |")
+	assert.Contains(t, out.String(), "| federated-call | mcp {} | 1 KiB | +3.0 µs")
 }

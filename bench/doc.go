@@ -40,6 +40,15 @@
 //	                   every measured call (echo) is checked against the
 //	                   policy, runs under a deadline, and has its answer
 //	                   read to count its outcome; its baseline is mcp
+//	federated-call     three servers behind one mcp block (server blocks,
+//	                   federation): every measured call (echo) is routed by
+//	                   its tool's name to the first; its baseline is mcp,
+//	                   mcp {} in front of that server alone
+//	mcp-slow-list      mcp {} in front of the slow responder, which waits
+//	                   50 ms before each answer: a tools/list, not a call
+//	federated-list     a tools/list through the same three servers, one of
+//	                   them the slow responder: asked of the three in
+//	                   parallel and merged; its baseline is mcp-slow-list
 //	mcp-session        mcp {} with every request in a session of the
 //	                   upstream's, named by the upstream's own id
 //	sessions           the same session with mcp { sessions { secret … } }
@@ -74,7 +83,8 @@
 //	sdk-*              direct, reverse_proxy and mcp in front of the official
 //	                   Go SDK server (the demo server, stateless, calling echo)
 //
-// each with a 1 KiB and a 64 KiB tools/call body, and then
+// each with a 1 KiB and a 64 KiB tools/call body (the two lists with their
+// one tools/list), and then
 //
 //	sse                the time from a request to the end of the first
 //	                   server-sent event of its answer, direct, through
@@ -133,6 +143,25 @@
 // is replaced by the client's token: the whole feature, on every request,
 // for one session shared by all the clients.
 //
+// The federated configurations put three responders behind one gateway,
+// each a server block of its own, in this order: the responder every other
+// configuration proxies to, listing echo; a second one, listing add; and a
+// slow one, listing wait, which answers everything 50 ms after it has read
+// the request. No name is given twice, so none is prefixed. Before the
+// first round, the benchmark lists the tools through each federated
+// gateway (the three must be there) and makes one call to echo, which must
+// be answered by the first server; that call also has the gateway learn
+// the names it routes by, as a client's first call would. Every measured
+// answer of federated-list, and of mcp-slow-list, must hold the slow
+// server's tool, so that a list answered without waiting for the slow
+// server counts as an error: the claim measured is that a merged list
+// takes as long as the slowest server alone, not the sum of the three,
+// because the servers are asked in parallel. In a closed loop of 8
+// clients that wait 50 ms for each answer, the throughput of both is about
+// 8 / 50 ms, 160 requests a second; the latencies are what to compare. A
+// routed call never waits for the slow server: the names it routes by were
+// learned before the first round.
+//
 // The upstream is a minimal JSON-RPC responder written for the benchmark: it
 // answers application/json with the request's id or, on /sse, an event at
 // once, flushed, then the response as a second event. Its sessions are the
@@ -188,7 +217,9 @@
 // enough rounds for the interval (-rounds 10). The peer, when measured,
 // has a table of its own: each of mcp, limits-1key and guard against peer,
 // and denied against peer-denied, round by round, as a throughput ratio and
-// a CPU difference with its interval.
+// a CPU difference with its interval. The federated configurations, when
+// measured, have one too: each one's Caddy CPU per answer minus its
+// baseline's, round by round, with its interval.
 //
 // After the table, each *-redis configuration and body size has a line:
 // its throughput against reverse_proxy; its p50 minus that of the same

@@ -209,6 +209,7 @@ func (b *bench) measure(env environment, guardMax int) (*report, error) {
 		SSE:  fe,
 	}
 	rep.Peer = versusPeer(all, b.sizes)
+	rep.Federation = versusBaseline(all, b.sizes)
 	rep.Paced = summarisePaced(b.paced, b.pacedSizes, o.pacedRate)
 	rep.Goals = append(goals(rep.Rows, rep.SSE, b.sizes), peerGoals(rep.Peer)...)
 	if o.profile != "" {

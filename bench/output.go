@@ -22,10 +22,13 @@ type report struct {
 	Rows     []row        `json:"rows"`
 	SSE      *firstEvents `json:"sse,omitempty"`
 	Peer     []peerPair   `json:"against_peer,omitempty"`
-	Paced    *pacedRun    `json:"paced,omitempty"`
-	Goals    []goal       `json:"targets"`
-	Elapsed  string       `json:"elapsed"`
-	Profiles []string     `json:"profiles,omitempty"`
+	// Federation is each federated configuration's CPU against its
+	// baseline's.
+	Federation []fedFigure `json:"federation,omitempty"`
+	Paced      *pacedRun   `json:"paced,omitempty"`
+	Goals      []goal      `json:"targets"`
+	Elapsed    string      `json:"elapsed"`
+	Profiles   []string    `json:"profiles,omitempty"`
 }
 
 // environment is the machine and the software measured.
@@ -71,6 +74,7 @@ func (r *report) writeMarkdown(w io.Writer) {
 	r.writeRedis(w)
 	r.writeFirstEvents(w)
 	r.writePeer(w)
+	r.writeFederation(w)
 	r.writePaced(w)
 	r.writeGoals(w)
 	if len(r.Profiles) > 0 {
@@ -112,11 +116,11 @@ func (r *report) writeRows(w io.Writer) {
 		if row.Upstream == upstreamSDK {
 			name += " (Go SDK server)"
 		}
-		if row.Baseline != cfgProxy && row.Baseline != cfgSDKProxy {
+		if row.Baseline != cfgProxy && row.Baseline != cfgSDKProxy && row.Baseline != row.Config {
 			name += " (against " + baselineLabel(row.Baseline) + ")"
 		}
 		fmt.Fprintf(w, "| %s | %s | %s | %.2f [%.2f–%.2f] | %s [%s–%s] | %s ms | %s ms | %s | %s | %s | %d |\n",
-			name, sizeLabel(row.Size), cpuInterval(row.CPUOverControl),
+			name, bodyLabel(row.Size, row.List), cpuInterval(row.CPUOverControl),
 			row.Ratio.Median, row.Ratio.Min, row.Ratio.Max,
 			thousands(row.RPS.Median), thousands(row.RPS.Min), thousands(row.RPS.Max),
 			millis(row.P50.Median), millis(row.P99.Median),
@@ -125,7 +129,7 @@ func (r *report) writeRows(w io.Writer) {
 	}
 	for _, row := range r.Rows {
 		if row.Errors > 0 {
-			fmt.Fprintf(w, "\n%s, %s: %d errors; the first: %s\n", row.Config, sizeLabel(row.Size), row.Errors, row.FirstError)
+			fmt.Fprintf(w, "\n%s, %s: %d errors; the first: %s\n", row.Config, bodyLabel(row.Size, row.List), row.Errors, row.FirstError)
 		}
 	}
 }
@@ -237,6 +241,15 @@ func (r *report) writeGoals(w io.Writer) {
 	if len(fellBack) > 0 {
 		fmt.Fprintf(w, "\nRedis did not make every decision of %s: the handler's own buckets made the rest, so the Redis targets of those rows measure less than Redis costs.\n", strings.Join(fellBack, "; "))
 	}
+}
+
+// bodyLabel is what a measurement's requests were: a tools/call of size
+// bytes, or a tools/list.
+func bodyLabel(size int, list bool) string {
+	if list {
+		return "tools/list"
+	}
+	return sizeLabel(size)
 }
 
 // baselineLabel names a baseline other than reverse_proxy in the table.

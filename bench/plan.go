@@ -13,7 +13,8 @@ import (
 type config struct {
 	// Name is what -configs selects and the table shows.
 	Name string
-	// Upstream is the server behind it: upstreamResponder or upstreamSDK.
+	// Upstream is the server behind it: upstreamResponder, upstreamSDK or
+	// upstreamSlow.
 	Upstream string
 	// Direct configurations send straight to the upstream; the others go
 	// through a Caddy whose site holds Handler and then reverse_proxy.
@@ -60,11 +61,18 @@ type config struct {
 	// configuration on that binary. A denied one answers every call with
 	// the peer's own refusal, an empty 429.
 	Peer bool
+	// List configurations send a tools/list (listBody) rather than a
+	// tools/call: one row, measured with the first body size's.
+	List bool
+	// Federated configurations put the three responders behind one mcp
+	// block (federatedHandler): the site has no reverse_proxy of its own.
+	Federated bool
 }
 
 const (
 	upstreamResponder = "responder"
 	upstreamSDK       = "sdk"
+	upstreamSlow      = "slow"
 )
 
 // Configuration names.
@@ -93,6 +101,9 @@ const (
 	cfgAuthz       = "authorization"
 	cfgTracedHTTP  = "tracing-http"
 	cfgTraced      = "tracing"
+	cfgFedCall     = "federated-call"
+	cfgSlowList    = "mcp-slow-list"
+	cfgFedList     = "federated-list"
 	sseMeasurement = "sse"
 )
 
@@ -198,6 +209,12 @@ func allConfigs(guardMax int) []config {
 		{Name: cfgMCPStreamed, Upstream: upstreamResponder, Handler: "mcp {\n\tstream_above 16KiB\n}", Keys: 1, Baseline: cfgProxy},
 		{Name: cfgMCPWhole, Upstream: upstreamResponder, Handler: "mcp {\n\tstream_above 64MiB\n}", Keys: 1, Baseline: cfgProxy},
 		{Name: cfgTools, Upstream: upstreamResponder, Handler: toolsHandler, Keys: 1, Baseline: cfgMCP, Policy: true},
+		// Three servers behind one gateway: a call routed by its tool's
+		// name (over mcp), and tools/list asked of all three, one of them
+		// slow (over that server alone).
+		{Name: cfgFedCall, Upstream: upstreamResponder, Handler: federatedHandler, Keys: 1, Baseline: cfgMCP, Federated: true},
+		{Name: cfgSlowList, Upstream: upstreamSlow, Handler: "mcp", Keys: 1, Baseline: cfgSlowList, List: true},
+		{Name: cfgFedList, Upstream: upstreamResponder, Handler: federatedHandler, Keys: 1, Baseline: cfgSlowList, List: true, Federated: true},
 		{Name: cfgMCPSession, Upstream: upstreamResponder, Handler: "mcp", Keys: 1, Baseline: cfgProxy, Sessions: true},
 		{Name: cfgSessions, Upstream: upstreamResponder, Handler: sessionsHandler, Proxy: sessionsProxy, Keys: 1, Baseline: cfgMCPSession, Sessions: true, Sealed: true},
 		{Name: cfgValidate, Upstream: upstreamResponder, Handler: "mcp {\n\tvalidate\n}", Keys: 1, Baseline: cfgProxy, ListsTools: true},
@@ -350,13 +367,22 @@ func configNames(all []config) string {
 // own loopback port (for /debug/pprof/), no HTTPS, nothing logged below
 // ERROR, and one plain-HTTP site listening on loopback only. Every
 // configuration, with or without mcp, proxies with the same reverse_proxy
-// settings, followed by its own Proxy lines if it has any. redis is the
-// benchmark's redis-server, host:port, for the configurations that keep
-// their buckets there; issuerURL the issuer of those that require tokens.
-func caddyfile(c config, port, adminPort int, storage, upstream, redis, issuerURL string) string {
+// settings, followed by its own Proxy lines if it has any; a federated
+// one has its mcp block alone. marks are what takes the place of each mark
+// in its Handler: the benchmark's redis-server, host:port, for the
+// configurations that keep their buckets there (redisAddrMark), the issuer
+// of those that require tokens (issuerMark), the federated servers.
+func caddyfile(c config, port, adminPort int, storage, upstream string, marks map[string]string) string {
 	var site strings.Builder
 	if c.Handler != "" {
-		site.WriteString(strings.NewReplacer(redisAddrMark, redis, issuerMark, issuerURL).Replace(c.Handler))
+		var pairs []string
+		for mark, v := range marks {
+			pairs = append(pairs, mark, v)
+		}
+		site.WriteString(strings.NewReplacer(pairs...).Replace(c.Handler))
+		if c.Federated {
+			return caddyrun.Site(port, adminPort, storage, "ERROR", site.String())
+		}
 		site.WriteString("\n")
 	}
 	fmt.Fprintf(&site, "reverse_proxy %s {\n\theader_up Host {upstream_hostport}\n", upstream)
@@ -365,24 +391,4 @@ func caddyfile(c config, port, adminPort int, storage, upstream, redis, issuerUR
 	}
 	site.WriteString("}")
 	return caddyrun.Site(port, adminPort, storage, "ERROR", site.String())
-}
-
-// body is a tools/call of the echo tool, exactly size bytes long: text
-// with spaces, punctuation and escapes, as a model's arguments are.
-func body(size int) []byte {
-	const head = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"`
-	const tail = `"}}}`
-	const prose = `The gateway reads every call before the server does; it must not be what the user waits for. \"Quoted,\" she said.\n`
-	b := make([]byte, 0, size)
-	b = append(b, head...)
-	for n := size - len(head) - len(tail); n > 0; {
-		chunk := prose[:min(n, len(prose))]
-		// Never cut an escape in two.
-		if chunk[len(chunk)-1] == '\\' {
-			chunk = chunk[:len(chunk)-1] + " "
-		}
-		b = append(b, chunk...)
-		n -= len(chunk)
-	}
-	return append(b, tail...)
 }

@@ -21,10 +21,11 @@ func (b *bench) profiles() ([]string, error) {
 	}
 	secs := max(1, int(b.o.duration.Round(time.Second)/time.Second))
 	var files []string
-	for _, size := range b.sizes {
+	for i, size := range b.sizes {
 		for _, c := range b.sel.Throughput {
 			p := b.caddies[c.Name]
-			if p == nil {
+			size, measured := c.sizeAt(i, size)
+			if p == nil || !measured {
 				continue
 			}
 			if b.stop.Load() {

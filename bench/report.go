@@ -42,6 +42,8 @@ type row struct {
 	Upstream string `json:"upstream"`
 	Baseline string `json:"baseline"`
 	Size     int    `json:"body_bytes"`
+	// List rows measured a tools/list, not a tools/call.
+	List bool `json:"tools_list,omitempty"`
 	// RPS is good answers per second.
 	RPS spread `json:"rps"`
 	// Ratio is RPS divided by the baseline's RPS of the same round.
@@ -113,7 +115,7 @@ func summarise(all []*series) []row {
 	var rows []row
 	for _, s := range all {
 		base := findSeries(all, s.Config.Baseline, s.Size)
-		r := row{Config: s.Config.Name, Upstream: s.Config.Upstream, Baseline: s.Config.Baseline, Size: s.Size, InProcess: s.Config.InProcess}
+		r := row{Config: s.Config.Name, Upstream: s.Config.Upstream, Baseline: s.Config.Baseline, Size: s.Size, List: s.Config.List, InProcess: s.Config.InProcess}
 		var rps, ratio, p50, p99, add50, add99 []float64
 		var inProcess *series
 		if s.Config.InProcess != "" {
@@ -283,6 +285,7 @@ func goals(rows []row, fe *firstEvents, sizes []int) []goal {
 	gs.overhead(rows, sizes)
 	gs.features(rows, sizes)
 	gs.redis(rows, sizes)
+	gs.federation(rows, sizes)
 	if fe != nil && fe.Added != nil {
 		gs.atMost("SSE time to first event, mcp minus reverse_proxy", *fe.Added, 1, "ms")
 	}

@@ -13,9 +13,11 @@ var errInterrupted = errors.New("interrupted")
 // rounds warms every configuration up, then measures them round after round.
 func (b *bench) rounds() ([]*series, *firstEvents, error) {
 	var all []*series
-	for _, size := range b.sizes {
+	for i, size := range b.sizes {
 		for _, c := range b.sel.Throughput {
-			all = append(all, &series{Config: c, Size: size})
+			if n, ok := c.sizeAt(i, size); ok {
+				all = append(all, &series{Config: c, Size: n})
+			}
 		}
 	}
 	if err := b.warmUp(all); err != nil {
@@ -81,7 +83,7 @@ func (b *bench) round(round int, all []*series, sse map[string][]*sample) error 
 			return err
 		}
 		s.Samples = append(s.Samples, smp)
-		log.Printf("round %d/%d %-17s %6s: %8.0f req/s  p50 %s ms  p99 %s ms%s%s", round, o.rounds, s.Config.Name, sizeLabel(s.Size),
+		log.Printf("round %d/%d %-17s %6s: %8.0f req/s  p50 %s ms  p99 %s ms%s%s", round, o.rounds, s.Config.Name, bodyLabel(s.Size, s.Config.List),
 			smp.RPS(), millis(ms(smp.P50())), millis(ms(smp.P99())), redisFigures(smp), errorNote(smp))
 		if err := b.alive(s.Config); err != nil {
 			return err

@@ -59,7 +59,8 @@ func (b *bench) start(tmp string) error {
 	if err := b.openSessions(); err != nil {
 		return err
 	}
-	log.Printf("started %d Caddy processes; upstreams on %s (responder) and %s (Go SDK)", len(b.caddies), b.upstreams.Responder, b.upstreams.SDK)
+	log.Printf("started %d Caddy processes; upstreams on %s (responder), %s (Go SDK), %s and %s (the second and the slow responder)",
+		len(b.caddies), b.upstreams.Responder, b.upstreams.SDK, b.upstreams.Second, b.upstreams.Slow)
 	return nil
 }
 
@@ -89,12 +90,16 @@ func (b *bench) startServices(tmp string) (redisAddr, issuerURL string, err erro
 
 // startCaddies starts a Caddy for each configuration that is not direct.
 func (b *bench) startCaddies(tmp, redisAddr, issuerURL string) error {
+	marks := map[string]string{
+		redisAddrMark: redisAddr, issuerMark: issuerURL,
+		responderMark: b.upstreams.Responder, secondMark: b.upstreams.Second, slowMark: b.upstreams.Slow,
+	}
 	for _, c := range b.sel.Running {
 		if c.Direct {
 			continue
 		}
 		p, err := caddyrun.Start(b.o.caddyBin, filepath.Join(tmp, c.Name), c.Name, func(port, adminPort int, storage string) string {
-			return caddyfile(c, port, adminPort, storage, b.upstreamOf(c), redisAddr, issuerURL)
+			return caddyfile(c, port, adminPort, storage, b.upstreamOf(c), marks)
 		})
 		if err != nil {
 			return err
@@ -104,12 +109,18 @@ func (b *bench) startCaddies(tmp, redisAddr, issuerURL string) error {
 	return nil
 }
 
-// prepare has the gateways that check calls learn the tools, and checks
-// the tools policy of those that have one.
+// prepare has the gateways that check calls learn the tools, checks the
+// tools policy of those that have one, and that the federated ones list
+// and route as they should.
 func (b *bench) prepare() error {
 	for _, c := range b.sel.Running {
 		if c.ListsTools {
 			if err := listTools(b.caddies[c.Name].Addr); err != nil {
+				return fmt.Errorf("%s: %w", c.Name, err)
+			}
+		}
+		if c.Federated {
+			if err := checkFederation(b.caddies[c.Name].Addr); err != nil {
 				return fmt.Errorf("%s: %w", c.Name, err)
 			}
 		}
@@ -163,8 +174,11 @@ func (b *bench) shutdown() {
 }
 
 func (b *bench) upstreamOf(c config) string {
-	if c.Upstream == upstreamSDK {
+	switch c.Upstream {
+	case upstreamSDK:
 		return b.upstreams.SDK
+	case upstreamSlow:
+		return b.upstreams.Slow
 	}
 	return b.upstreams.Responder
 }
@@ -186,6 +200,10 @@ func (b *bench) target(c config, size int) *target {
 	case c.Upstream == upstreamSDK:
 		// The echo tool's answer starts with the text sent.
 		t.expect = `"text":"The gateway reads`
+	case c.List:
+		// Every list holds the slow server's tool: its answer was
+		// waited for.
+		t.body, t.expect = listBody, slowTool
 	}
 	return t
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -37,8 +38,17 @@ const ssePath = "/sse"
 // header, and a POST with any other id with 404, session not found. So a
 // gateway that did not give the upstream its own id back fails every
 // request.
+//
+// The federated configurations put three behind one gateway: the
+// responder, a second that lists a tool of its own (add), and a slow one
+// that lists another (wait) and answers everything after slowDelay.
 type responder struct {
 	bufs sync.Pool
+	// tool is the entry it lists for tools/list, in a list of its own:
+	// "" for echo, with echoSchema.
+	tool string
+	// delay is how long it waits before it answers, having read the body.
+	delay time.Duration
 }
 
 var (
@@ -89,9 +99,12 @@ func (s *responder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if paced != nil {
 		h.Set(firstByteHeader, strconv.FormatInt(paced.at.UnixNano(), 10))
 	}
+	if s.delay > 0 {
+		time.Sleep(s.delay)
+	}
 	id := jsonrpcID(body)
 	if bytes.Contains(body, toolsListMethod) {
-		out := appendToolsList(make([]byte, 0, 512), id)
+		out := appendToolsList(make([]byte, 0, 512), id, s.tool)
 		h["Content-Type"] = jsonType
 		h["Content-Length"] = []string{strconv.Itoa(len(out))}
 		_, _ = w.Write(out)
@@ -121,14 +134,18 @@ var toolsListMethod = []byte(`"method":"tools/list"`)
 // demo server's echo has it.
 const echoSchema = `{"type":"object","properties":{"text":{"type":"string","description":"the text to echo back"}},"required":["text"],"additionalProperties":false}`
 
+// echoTool is the responder's entry for echo.
+const echoTool = `{"name":"echo","description":"Echoes text.","inputSchema":` + echoSchema + `}`
+
 // appendToolsList appends the responder's answer to tools/list: one tool,
-// echo, in a complete list without ttlMs (an MCP server of the 2025
-// revisions).
-func appendToolsList(b, id []byte) []byte {
+// tool (echoTool when ""), in a complete list without ttlMs (an MCP server
+// of the 2025 revisions).
+func appendToolsList(b, id []byte, tool string) []byte {
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = append(b, id...)
-	b = append(b, `,"result":{"tools":[{"name":"echo","description":"Echoes text.","inputSchema":`+echoSchema+`}]}}`...)
-	return b
+	b = append(b, `,"result":{"tools":[`...)
+	b = append(b, cmp.Or(tool, echoTool)...)
+	return append(b, `]}}`...)
 }
 
 // readInto reads r to its end, appending to buf.
@@ -193,11 +210,12 @@ func sdkHandler() http.Handler {
 	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true})
 }
 
-// upstreams are the two servers every configuration proxies to.
+// upstreams are the servers the configurations proxy to.
 type upstreams struct {
-	// Responder and SDK are host:port on loopback.
-	Responder, SDK string
-	stop           func()
+	// Responder, SDK, Second and Slow are host:port on loopback: Second
+	// and Slow are the federated configurations' other two responders.
+	Responder, SDK, Second, Slow string
+	stop                         func()
 }
 
 // serveUpstreams serves the responder and the SDK server on free loopback
@@ -233,6 +251,14 @@ func serveUpstreams() (*upstreams, error) {
 		stop()
 		return nil, err
 	}
+	if u.Second, err = serve(&responder{tool: secondTool}); err != nil {
+		stop()
+		return nil, err
+	}
+	if u.Slow, err = serve(&responder{tool: slowTool, delay: slowDelay}); err != nil {
+		stop()
+		return nil, err
+	}
 	return u, nil
 }
 
@@ -240,16 +266,16 @@ func serveUpstreams() (*upstreams, error) {
 // startUpstreamProcess).
 const upstreamFlag = "upstream"
 
-// runUpstreamProcess is the upstream process: it serves both upstreams,
-// prints "RESPONDER SDK" on stdout, and exits when its stdin closes, so that
-// it never outlives the benchmark.
+// runUpstreamProcess is the upstream process: it serves the upstreams,
+// prints "RESPONDER SDK SECOND SLOW" on stdout, and exits when its stdin
+// closes, so that it never outlives the benchmark.
 func runUpstreamProcess() error {
 	u, err := serveUpstreams()
 	if err != nil {
 		return err
 	}
 	defer u.stop()
-	fmt.Printf("%s %s\n", u.Responder, u.SDK)
+	fmt.Printf("%s %s %s %s\n", u.Responder, u.SDK, u.Second, u.Slow)
 	_, err = io.Copy(io.Discard, os.Stdin)
 	return err
 }
@@ -291,10 +317,10 @@ func startUpstreamProcess() (*upstreams, error) {
 		stop()
 		return nil, fmt.Errorf("reading the upstream process's addresses: %w", err)
 	}
-	responder, sdk, ok := strings.Cut(strings.TrimSpace(line), " ")
-	if !ok {
+	addrs := strings.Fields(line)
+	if len(addrs) != 4 {
 		stop()
-		return nil, fmt.Errorf("upstream process said %q, want two addresses", line)
+		return nil, fmt.Errorf("upstream process said %q, want four addresses", line)
 	}
-	return &upstreams{Responder: responder, SDK: sdk, stop: stop}, nil
+	return &upstreams{Responder: addrs[0], SDK: addrs[1], Second: addrs[2], Slow: addrs[3], stop: stop}, nil
 }
