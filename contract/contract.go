@@ -20,6 +20,11 @@ import (
 // Version is the lockfile format this package writes and reads.
 const Version = 1
 
+// ServerMeta is the member of a tool's (or prompt's) _meta, in a list a
+// federated endpoint merged, naming the server behind the endpoint the
+// entry comes from.
+const ServerMeta = "caddymcp.dev/server"
+
 // Lockfile is the approved contract: the tools as the server listed them.
 type Lockfile struct {
 	// Version is the format's version (1).
@@ -34,7 +39,11 @@ type Lockfile struct {
 
 // Tool is one tool of a contract: what a model relies on.
 type Tool struct {
-	Name        string          `json:"name"`
+	Name string `json:"name"`
+	// Server is, for a federated endpoint, the server behind it whose tool
+	// the name is advertised for (the entry's _meta member ServerMeta): a
+	// federation's pins keep the name with that server.
+	Server      string          `json:"server,omitempty"`
 	Description string          `json:"description,omitempty"`
 	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
 }

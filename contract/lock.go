@@ -25,6 +25,8 @@ client, lists its tools (every page), and writes them as a lockfile to <file>,
 or to standard output: the contract an operator approves and names in the mcp
 handler's contract option. The gateway then compares every tools/list answer
 with it, and tells a model what changed when a call to a changed tool fails.
+Against a federated endpoint, each tool records the server it comes from: the
+name map the federation's pins option keeps.
 
 	caddy mcp-lock https://mcp.example.com/mcp tools.lock.json
 	caddy mcp-lock --header 'Authorization: Bearer TOKEN' http://127.0.0.1:9000/mcp`,
@@ -84,7 +86,9 @@ func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // Lock lists the tools of the MCP server at url, every page, and returns
-// them as a lockfile.
+// them as a lockfile. A federated endpoint's tools each name their server
+// (ServerMeta), which the lockfile records: the advertised names a
+// federation's pins keep.
 func Lock(ctx context.Context, url string, client *http.Client) (*Lockfile, error) {
 	c := mcp.NewClient(&mcp.Implementation{Name: "caddy-mcp-lock", Version: "1"}, nil)
 	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: client}, nil)
@@ -101,7 +105,8 @@ func Lock(ctx context.Context, url string, client *http.Client) (*Lockfile, erro
 		if err != nil {
 			return nil, fmt.Errorf("tool %q: %w", tool.Name, err)
 		}
-		l.Tools = append(l.Tools, Tool{Name: tool.Name, Description: tool.Description, InputSchema: schema})
+		server, _ := tool.Meta[ServerMeta].(string)
+		l.Tools = append(l.Tools, Tool{Name: tool.Name, Server: server, Description: tool.Description, InputSchema: schema})
 	}
 	return l, nil
 }

@@ -14,7 +14,7 @@ func init() {
 	featurefile.Register("federation", featurefile.Subdirective{
 		Read: readFederation,
 		Words: map[string][]string{"federation": {
-			"separator", "list_timeout", "max_list_size", "max_list_items", "page_size", "rename", "secret", "session_ttl",
+			"separator", "list_timeout", "max_list_size", "max_list_items", "page_size", "rename", "pins", "secret", "session_ttl",
 		}},
 	})
 }
@@ -87,6 +87,8 @@ func readFederation(d *caddyfile.Dispenser, a *featurefile.Adaptation) error {
 			f.MaxListItems, err = featurefile.PositiveInt(d)
 		case "page_size":
 			f.PageSize, err = featurefile.PositiveInt(d)
+		case "pins":
+			f.Pins, err = featurefile.OneArg(d)
 		case "secret":
 			f.Secrets, err = featurefile.ManyArgs(d)
 		case "session_ttl":

@@ -64,6 +64,7 @@ const (
 //		max_list_items <n>                     # per server and list, default 5000
 //		page_size      <n>                     # default 1000
 //		rename         <server> <name> <as>    # advertise a tool or prompt as <as>
+//		pins           <lockfile>              # keep the tool names it records
 //		secret         <secret...>             # seals session ids; default keys in storage
 //		session_ttl    <duration>              # default 24h
 //	}
@@ -89,6 +90,10 @@ type Feature struct {
 	// PageSize is the most entries of a merged list the client gets per
 	// page. Default: 1000.
 	PageSize int `json:"page_size,omitempty"`
+	// Pins is a lockfile of the federated endpoint (caddy mcp-lock), whose
+	// tool names are kept with the servers it records, whatever the order
+	// of the servers (names.go). Default: none, the order decides.
+	Pins string `json:"pins,omitempty"`
 	// Secrets seal the session ids clients hold, as sessions' do; default:
 	// keys kept in Caddy's storage, rotated, shared by the nodes that
 	// share it.
@@ -96,8 +101,9 @@ type Feature struct {
 	// SessionTTL is how long a session id opens. Default: 24h.
 	SessionTTL caddy.Duration `json:"session_ttl,omitempty"`
 
-	ctx caddy.Context
-	fed *federation
+	ctx  caddy.Context
+	pins pins
+	fed  *federation
 }
 
 // Server is one MCP server behind the endpoint.
@@ -123,9 +129,15 @@ func (Feature) CaddyModule() caddy.ModuleInfo {
 // names, which clients restrict to these characters.
 var serverName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
 
-// Provision readies the servers' routes.
+// Provision reads the pins, and readies the servers' routes.
 func (f *Feature) Provision(ctx caddy.Context) error {
 	f.ctx = ctx
+	if f.Pins != "" {
+		var err error
+		if f.pins, err = loadPins(f.Pins); err != nil {
+			return fmt.Errorf("federation: pins: %w", err)
+		}
+	}
 	for i := range f.Servers {
 		s := &f.Servers[i]
 		if err := s.Routes.Provision(ctx); err != nil {
@@ -197,6 +209,7 @@ func (f *Feature) Parts(h feature.Host) (feature.Parts, error) {
 func (f *Feature) build(h feature.Host) (*federation, error) {
 	fed := &federation{
 		sep:         cmp.Or(f.Separator, DefaultSeparator),
+		pins:        f.pins,
 		listTimeout: cmp.Or(time.Duration(f.ListTimeout), DefaultListTimeout),
 		maxList:     cmp.Or(f.MaxListSize, DefaultMaxList),
 		maxItems:    cmp.Or(f.MaxListItems, DefaultMaxItems),

@@ -23,6 +23,7 @@ type federation struct {
 	byName  map[string]*server
 
 	sep         string
+	pins        pins
 	listTimeout time.Duration
 	maxList     int64
 	maxItems    int

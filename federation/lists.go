@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/caddymcp/caddy-mcp/contract"
 )
 
 // Merged lists. A list is asked of every server in parallel, every page
@@ -144,7 +146,7 @@ func (f *federation) listOne(ctx context.Context, from *http.Request, vars map[s
 			if json.Unmarshal(item, &named) != nil || json.Unmarshal(named[k.key], &name) != nil || name == "" {
 				continue // an entry with no name cannot be called: left out
 			}
-			entries = append(entries, &entry{server: s, own: name, raw: item})
+			entries = append(entries, &entry{server: s, own: name, raw: item, meta: named["_meta"] != nil})
 		}
 		next := result["nextCursor"]
 		if next == nil || bytes.Equal(next, []byte("null")) {
@@ -186,7 +188,7 @@ func (f *federation) merge(k *kind, all []listed) ([]*entry, *names) {
 			per[i] = f.known(k, f.servers[i])
 		}
 	}
-	n, left, prefixed := f.name(per)
+	n, left, prefixed := f.name(per, f.pinsOf(k))
 	for _, d := range left {
 		f.logger.Warn("a server's entry is left out of the merged list",
 			zap.String("server", d.server), zap.String("name", d.name), zap.String("why", d.why))
@@ -217,28 +219,44 @@ func (f *federation) known(k *kind, s *server) []*entry {
 	var out []*entry
 	for _, e := range n.all {
 		if e.server == s {
-			out = append(out, &entry{server: s, own: e.own, raw: e.raw, stale: true})
+			out = append(out, &entry{server: s, own: e.own, raw: e.raw, meta: e.meta, stale: true})
 		}
 	}
 	return out
 }
 
-// item is the entry as the client sees it: as its server wrote it, but
-// for its name when it is advertised under another.
-func (e *entry) item(k *kind) json.RawMessage {
-	if e.advertised == e.own {
-		return e.raw
+// appendItem appends the entry as the client sees it: as its server wrote
+// it, but for its name when it is advertised under another, and, in a list
+// of tools or prompts, for the server it comes from, named in its _meta
+// (contract.ServerMeta, beside the server's own members): what `caddy
+// mcp-lock` records for pins.
+func (e *entry) appendItem(dst []byte, k *kind) []byte {
+	if !k.named {
+		return append(dst, e.raw...)
+	}
+	raw := bytes.TrimSpace(e.raw)
+	if e.advertised == e.own && !e.meta && len(raw) > 2 && raw[len(raw)-1] == '}' {
+		// The common case: the member spliced in, the rest the server's bytes.
+		dst = append(dst, raw[:len(raw)-1]...)
+		dst = fmt.Appendf(dst, `,"_meta":{%q:%q}}`, contract.ServerMeta, e.server.name)
+		return dst
 	}
 	var m map[string]json.RawMessage
 	if json.Unmarshal(e.raw, &m) != nil {
-		return e.raw
+		return append(dst, e.raw...)
 	}
 	m[k.key], _ = json.Marshal(e.advertised)
+	var meta map[string]json.RawMessage
+	if json.Unmarshal(m["_meta"], &meta) != nil || meta == nil {
+		meta = map[string]json.RawMessage{} // none, or not an object: ours alone
+	}
+	meta[contract.ServerMeta], _ = json.Marshal(e.server.name)
+	m["_meta"], _ = json.Marshal(meta)
 	b, err := json.Marshal(m)
 	if err != nil {
-		return e.raw
+		return append(dst, e.raw...)
 	}
-	return b
+	return append(dst, b...)
 }
 
 // page is the result of a list: page_size entries from offset, and the
@@ -250,7 +268,7 @@ func (f *federation) page(k *kind, entries []*entry, offset int, bind []byte) []
 		if i > 0 {
 			out = append(out, ',')
 		}
-		out = append(out, e.item(k)...)
+		out = e.appendItem(out, k)
 	}
 	out = append(out, ']')
 	if end < len(entries) {

@@ -150,7 +150,8 @@ func TestAPagePastTheEndIsEmpty(t *testing.T) {
 }
 
 // An entry advertised under another name is listed under it, with every
-// other member as its server wrote it.
+// other member as its server wrote it, and the server it comes from in its
+// _meta.
 func TestAnEntryIsListedUnderItsAdvertisedName(t *testing.T) {
 	s := testServer("b", nil, nil)
 	f := testFederation(s)
@@ -158,7 +159,7 @@ func TestAnEntryIsListedUnderItsAdvertisedName(t *testing.T) {
 	plain := &entry{server: s, own: "fetch", advertised: "fetch", raw: []byte(`{"name":"fetch", "x":1}`)}
 	out := f.page(toolsList, []*entry{e, plain}, 0, nil)
 	assert.JSONEq(t, `{"tools":[
-		{"name":"b__search","description":"finds <things>","inputSchema":{"type":"object"}},
-		{"name":"fetch","x":1}]}`, string(out))
-	assert.Contains(t, string(out), `{"name":"fetch", "x":1}`, "an entry under its own name is the server's bytes")
+		{"name":"b__search","description":"finds <things>","inputSchema":{"type":"object"},"_meta":{"caddymcp.dev/server":"b"}},
+		{"name":"fetch","x":1,"_meta":{"caddymcp.dev/server":"b"}}]}`, string(out))
+	assert.Contains(t, string(out), `{"name":"fetch", "x":1,"_meta":{"caddymcp.dev/server":"b"}}`, "an entry under its own name is the server's bytes, and its server")
 }

@@ -1,6 +1,7 @@
 package federation
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
 
+	"github.com/caddymcp/caddy-mcp/contract"
 	"github.com/caddymcp/caddy-mcp/internal/spelling"
 )
 
@@ -22,6 +24,14 @@ import (
 // confusable with another even so (a server whose own tool is named like
 // another's prefixed one) is left out of the list, and logged: two tools a
 // model cannot tell apart are never listed.
+//
+// Pins keep the names clients know whatever the order: a lockfile of the
+// federated endpoint (`caddy mcp-lock`) records each tool's advertised
+// name and its server. A bare name pinned to a server stays that server's
+// while it lists it; every other server's tool of that name is prefixed,
+// the first listed or not. A prefixed name pinned to its server stays
+// prefixed. A pin whose server is gone, or no longer lists the name,
+// keeps nothing: the order decides.
 
 // confusable is the form names are compared in: NFKC, then folded case.
 func confusable(name string) string {
@@ -37,6 +47,7 @@ type entry struct {
 	own        string // the name its server knows it by
 	advertised string
 	raw        []byte // the list's item as the server wrote it
+	meta       bool   // the item holds a _meta member
 	// stale: its server's list failed now; the entry is from the last
 	// lists, named and routed by, not listed.
 	stale bool
@@ -65,12 +76,87 @@ type dropped struct {
 	server, name, why string
 }
 
+// pins are the tools' names a lockfile keeps: each advertised name's
+// confusable form, and the name of the server it was advertised for.
+type pins map[string]string
+
+// loadPins reads the lockfile at path as pins.
+func loadPins(path string) (pins, error) {
+	l, err := contract.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	p := pins{}
+	name := map[string]string{}
+	for _, t := range l.Tools {
+		if t.Server == "" {
+			continue
+		}
+		form := confusable(t.Name)
+		if prev, dup := name[form]; dup {
+			return nil, fmt.Errorf("%s: %q and %q read alike: a federated endpoint lists no two such names", path, prev, t.Name)
+		}
+		name[form], p[form] = t.Name, t.Server
+	}
+	if len(p) == 0 && len(l.Tools) > 0 {
+		return nil, fmt.Errorf("%s: no tool names its server: write it with caddy mcp-lock of the federated endpoint", path)
+	}
+	return p, nil
+}
+
+// pinsOf are the pins of a list of k: the lockfile holds tools.
+func (f *federation) pinsOf(k *kind) pins {
+	if k == toolsList {
+		return f.pins
+	}
+	return nil
+}
+
 // name gives the entries of each server (in the order of the servers) the
-// names they are advertised by, and returns those left out.
-func (f *federation) name(perServer [][]*entry) (names, []dropped, int) {
+// names they are advertised by, keeping the names pinned (nil: none), and
+// returns those left out.
+func (f *federation) name(perServer [][]*entry, pinned pins) (names, []dropped, int) {
+	out := ownNames(perServer)
+	kept := f.kept(perServer, pinned)
+	owner := owners(perServer, kept)
+	var all []*entry
+	prefixed := 0
+	holder := map[string]*entry{} // a pinned name's entry takes it first
+	for _, list := range perServer {
+		for _, e := range list {
+			if e.advertised == "" {
+				continue
+			}
+			if owner[confusable(e.advertised)] != e.server {
+				e.advertised = e.server.name + f.sep + e.advertised
+				prefixed++
+			}
+			if _, ok := kept[e]; ok {
+				holder[confusable(e.advertised)] = e
+			}
+			all = append(all, e)
+		}
+	}
+	n := names{byName: map[string]*entry{}, byForm: map[string][]*entry{}}
+	for _, e := range all {
+		form := confusable(e.advertised)
+		if h := holder[form]; h != nil && h != e {
+			out = append(out, dropped{e.server.name, e.own, "its name, or its prefixed name, reads like another server's tool"})
+			continue
+		}
+		holder[form] = e
+		n.byName[e.advertised] = e
+		n.byForm[form] = append(n.byForm[form], e)
+		n.all = append(n.all, e)
+	}
+	return n, out, prefixed
+}
+
+// ownNames gives each entry the name its server gives it, or the one a
+// rename gives it, and leaves out (and returns) a second of one server's
+// names that read alike.
+func ownNames(perServer [][]*entry) []dropped {
 	var out []dropped
-	// The first server to give a form owns it bare.
-	owner := map[string]*server{}
 	for i, list := range perServer {
 		own := map[string]bool{}
 		kept := list[:0]
@@ -86,34 +172,62 @@ func (f *federation) name(perServer [][]*entry) (names, []dropped, int) {
 			}
 			own[form] = true
 			kept = append(kept, e)
-			if _, ok := owner[form]; !ok {
-				owner[form] = e.server
-			}
 		}
 		perServer[i] = kept
 	}
-	n := names{byName: map[string]*entry{}, byForm: map[string][]*entry{}}
-	prefixed := 0
+	return out
+}
+
+// kept are the entries whose names are pinned, each true when the name
+// pinned is its bare one, false when its prefixed one. A name pinned to a
+// server is kept by the first of its entries it can be: an entry's bare
+// name, or its prefixed one when its bare name is not pinned to it (as a
+// server's entries met in its order take a name when none are pinned).
+func (f *federation) kept(perServer [][]*entry, pinned pins) map[*entry]bool {
+	kept := map[*entry]bool{}
+	if len(pinned) == 0 {
+		return kept
+	}
 	for _, list := range perServer {
+		taken := map[string]bool{}
 		for _, e := range list {
-			if e.advertised == "" {
+			if form := confusable(e.advertised); pinned[form] == e.server.name {
+				if !taken[form] {
+					taken[form], kept[e] = true, true
+				}
 				continue
 			}
-			if owner[confusable(e.advertised)] != e.server {
-				e.advertised = e.server.name + f.sep + e.advertised
-				prefixed++
+			if p := confusable(e.server.name + f.sep + e.advertised); pinned[p] == e.server.name && !taken[p] {
+				taken[p], kept[e] = true, false
 			}
-			form := confusable(e.advertised)
-			if len(n.byForm[form]) > 0 {
-				out = append(out, dropped{e.server.name, e.own, "its name, or its prefixed name, reads like another server's tool"})
-				continue
-			}
-			n.byName[e.advertised] = e
-			n.byForm[form] = append(n.byForm[form], e)
-			n.all = append(n.all, e)
 		}
 	}
-	return n, out, prefixed
+	return kept
+}
+
+// owners are the servers that own each form bare: the server whose entry
+// keeps it pinned; else the first server to list it, but for one whose
+// entry keeps its prefixed name pinned.
+func owners(perServer [][]*entry, kept map[*entry]bool) map[string]*server {
+	owner := map[string]*server{}
+	for e, bare := range kept {
+		if bare {
+			owner[confusable(e.advertised)] = e.server
+		}
+	}
+	for _, list := range perServer {
+		for _, e := range list {
+			form := confusable(e.advertised)
+			if _, ok := owner[form]; ok {
+				continue
+			}
+			if bare, ok := kept[e]; ok && !bare {
+				continue // a pinned prefixed name stays as it is
+			}
+			owner[form] = e.server
+		}
+	}
+	return owner
 }
 
 // lookup is the entry a client's name stands for; when none, what the

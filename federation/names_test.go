@@ -21,6 +21,12 @@ type given struct {
 // ("server/own"), and the count prefixed.
 func named(t *testing.T, servers []given) (*federation, names, map[string]string, []string, int) {
 	t.Helper()
+	return namedPinned(t, servers, nil)
+}
+
+// namedPinned is named, keeping the names pinned.
+func namedPinned(t *testing.T, servers []given, pinned pins) (*federation, names, map[string]string, []string, int) {
+	t.Helper()
 	var ss []*server
 	for _, g := range servers {
 		ss = append(ss, testServer(g.server, nil, g.rename))
@@ -30,7 +36,7 @@ func named(t *testing.T, servers []given) (*federation, names, map[string]string
 	for i, g := range servers {
 		per[i] = entriesOf(ss[i], g.names...)
 	}
-	n, left, prefixed := f.name(per)
+	n, left, prefixed := f.name(per, pinned)
 	got := map[string]string{}
 	for _, e := range n.all {
 		got[e.advertised] = e.server.name + "/" + e.own
