@@ -203,9 +203,9 @@ func TestFederationSendsEachServersRequestBackToIt(t *testing.T) {
 	var once sync.Once
 	var n atomic.Int32
 	client := mcp.NewClient(&mcp.Implementation{Name: "federated", Version: "0"}, &mcp.ClientOptions{
-		CreateMessageHandler: func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-			prompt := req.Params.Messages[0].Content.(*mcp.TextContent).Text
-			asked <- prompt
+		ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			message := req.Params.Message
+			asked <- message
 			if n.Add(1) == 2 {
 				once.Do(func() { close(both) })
 			}
@@ -214,20 +214,20 @@ func TestFederationSendsEachServersRequestBackToIt(t *testing.T) {
 			case <-ctx.Done():
 				return nil, ctx.Err()
 			}
-			return &mcp.CreateMessageResult{Role: "assistant", Model: "test", Content: &mcp.TextContent{Text: "answer to " + prompt}}, nil
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"username": "answer to " + message}}, nil
 		},
 	})
 	cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: gw.URL + mcptest.MCPPath, DisableStandaloneSSE: true}, nil)
 	require.NoError(t, err)
 	defer cs.Close()
-	require.Contains(t, toolNames(t, cs), "b__test_sampling")
+	require.Contains(t, toolNames(t, cs), "b__test_elicitation")
 
 	var wg sync.WaitGroup
 	got := map[string]string{}
 	var mu sync.Mutex
-	for tool, prompt := range map[string]string{"test_sampling": "one", "b__test_sampling": "two"} {
+	for tool, message := range map[string]string{"test_elicitation": "one", "b__test_elicitation": "two"} {
 		wg.Go(func() {
-			res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"prompt": prompt}})
+			res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"message": message}})
 			if !assert.NoError(t, err, tool) {
 				return
 			}
@@ -237,7 +237,10 @@ func TestFederationSendsEachServersRequestBackToIt(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	assert.Equal(t, map[string]string{"test_sampling": "LLM response: answer to one", "b__test_sampling": "LLM response: answer to two"}, got)
+	assert.Equal(t, map[string]string{
+		"test_elicitation":    "Elicitation result: action=accept, content=map[username:answer to one]",
+		"b__test_elicitation": "Elicitation result: action=accept, content=map[username:answer to two]",
+	}, got)
 	assert.Len(t, asked, 2)
 }
 
