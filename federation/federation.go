@@ -46,6 +46,9 @@ type federation struct {
 	// before the last one is stale.
 	changed atomic.Uint64
 
+	// ids numbers the gateway's own requests to the servers.
+	ids atomic.Uint64
+
 	retryAfter time.Duration
 	logger     *zap.Logger
 	now        func() time.Time

@@ -115,7 +115,10 @@ func (f *federation) listOne(ctx context.Context, from *http.Request, vars map[s
 	budget := f.maxList
 	cursor := ""
 	for page := 0; ; page++ {
-		body := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":"caddy-mcp-federation-%d","method":%q`, page, k.method)
+		// An id of its own: a server refuses two requests of one session
+		// in flight under one id (the tools and the prompts are listed at
+		// once).
+		body := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":"caddy-mcp-federation-%d","method":%q`, f.ids.Add(1), k.method)
 		if cursor != "" {
 			c, _ := json.Marshal(cursor)
 			body = fmt.Appendf(body, `,"params":{"cursor":%s}`, c)
