@@ -126,29 +126,37 @@ func TestFederationOneServerDownLeavesTheOthersServing(t *testing.T) {
 	assert.Equal(t, "after", mcptest.TextOf(t, res), "the restarted server is reopened for the client's session")
 }
 
-// The TypeScript SDK's client calls each tool by its advertised name.
+// The TypeScript SDK's client calls each tool by its advertised name,
+// across the three servers: two Go SDK servers with every tool name in
+// common, and the TypeScript SDK's, stateful, whose echo is the third.
 func TestFederationServesTheTypeScriptClient(t *testing.T) {
 	first, second := startStatefulDemo(t), startStatefulDemo(t)
-	gw := mcptest.StartGateway(t, federatedSite([]string{"first", "second"}, []string{first, second}, ""))
+	ts := mcptest.StartKillable(t, mcptest.KillableTS{Stateful: true})
+	gw := mcptest.StartGateway(t, federatedSite([]string{"first", "second", "ts"}, []string{first, second, ts.URL}, ""))
 	out := mcptest.RunTSClient(t, mcptest.TSScript{URL: gw.URL + mcptest.MCPPath, Steps: []mcptest.TSStep{
 		mcptest.ListToolsStep(),
 		mcptest.CallToolStep("echo", map[string]any{"text": "one"}),
 		mcptest.CallToolStep("second__echo", map[string]any{"text": "two"}),
-		mcptest.CallToolStep("third__echo", map[string]any{"text": "three"}),
+		mcptest.CallToolStep("ts__echo", map[string]any{"text": "three"}),
+		mcptest.CallToolStep("third__echo", map[string]any{"text": "four"}),
 	}})
-	require.Len(t, out.Results, 4)
+	require.Len(t, out.Results, 5)
 	for _, r := range out.Results {
 		require.True(t, r.OK, "%+v", r.Error)
 	}
-	assert.Contains(t, string(out.Results[0].Result), `"second__echo"`)
+	for _, name := range []string{`"echo"`, `"second__echo"`, `"ts__echo"`, `"work"`} {
+		assert.Contains(t, string(out.Results[0].Result), name)
+	}
 	assert.Equal(t, "one", out.Results[1].Text())
 	assert.Equal(t, "two", out.Results[2].Text())
-	res := out.Results[3].CallToolResult(t)
+	assert.Equal(t, "three", out.Results[3].Text())
+	res := out.Results[4].CallToolResult(t)
 	require.True(t, res.IsError)
 	p, err := envelope.Parse(mcptest.TextOf(t, res))
 	require.NoError(t, err)
 	assert.Equal(t, envelope.UnknownAction, p.Code)
 	assert.NotEmpty(t, out.Session.SessionID)
+	assert.Equal(t, out.Session.FirstSessionID, out.Session.SessionID, "one session throughout")
 }
 
 // A session id the gateway did not seal is not found, whatever it holds.
