@@ -202,7 +202,7 @@ func (f *federation) follow(ctx context.Context, from *http.Request, vars map[st
 		_ = pw.CloseWithError(errors.Join(err, io.EOF))
 	}()
 	status := <-sw.answered
-	if status != http.StatusOK || !strings.HasPrefix(sw.header.Get("Content-Type"), "text/event-stream") {
+	if status != http.StatusOK || !strings.HasPrefix(sw.contentType, "text/event-stream") {
 		opened(false)
 		_ = pr.CloseWithError(errors.New("not a stream"))
 		return errors.New("the server offers no stream")
@@ -249,18 +249,24 @@ func (f *federation) follow(ctx context.Context, from *http.Request, vars map[st
 }
 
 // piped is the writer of a server's GET answer: its header, then its body
-// through a pipe the merged stream reads.
+// through a pipe the merged stream reads. contentType is the header's, as
+// it was when the server answered: the route may go on writing to its
+// header map while the merged stream reads the body.
 type piped struct {
-	header   http.Header
-	pw       *io.PipeWriter
-	answered chan int
-	once     sync.Once
+	header      http.Header
+	pw          *io.PipeWriter
+	answered    chan int
+	contentType string
+	once        sync.Once
 }
 
 func (p *piped) Header() http.Header { return p.header }
 
 func (p *piped) answer(status int) {
-	p.once.Do(func() { p.answered <- status })
+	p.once.Do(func() {
+		p.contentType = p.header.Get("Content-Type")
+		p.answered <- status
+	})
 }
 
 func (p *piped) WriteHeader(status int) {
