@@ -90,8 +90,12 @@ func (f *federation) fromServer(s *server, msg []byte) []byte {
 }
 
 // maxEvent bounds an event of a server's stream that the merged stream
-// reads; a server whose event is longer is dropped from it.
+// reads, all its data lines together; a server whose event is longer is
+// dropped from it.
 const maxEvent = 1 << 20
+
+// errEventTooLong: a server's event is over maxEvent.
+var errEventTooLong = errors.New("the server's event is over the bound read of it")
 
 // mergeStreams answers the client's GET with every server's stream of the
 // session, merged: each server's events as they come, each a message event
@@ -209,7 +213,13 @@ func (f *federation) follow(ctx context.Context, from *http.Request, vars map[st
 	}
 	opened(true)
 	defer pr.Close()
-	sc := bufio.NewScanner(pr)
+	return f.relay(ctx, pr, s, events)
+}
+
+// relay sends each message of s's stream to events, rewritten for the
+// client, until the stream ends or ctx does.
+func (f *federation) relay(ctx context.Context, stream io.Reader, s *server, events chan<- []byte) error {
+	sc := bufio.NewScanner(stream)
 	sc.Buffer(make([]byte, 0, 4096), maxEvent)
 	var data []byte
 	for sc.Scan() {
@@ -220,6 +230,11 @@ func (f *federation) follow(ctx context.Context, from *http.Request, vars map[st
 					data = append(data, '\n')
 				}
 				data = append(data, bytes.TrimPrefix(v, []byte(" "))...)
+				if len(data) > maxEvent {
+					// Many lines, each under the scanner's bound: the
+					// event as a whole is held to it too.
+					return errEventTooLong
+				}
 			}
 			continue
 		}
