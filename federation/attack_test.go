@@ -1,6 +1,7 @@
 package federation
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,6 +11,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/caddymcp/caddy-mcp/feature"
+	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
+	"github.com/caddymcp/caddy-mcp/internal/own"
+	"github.com/caddymcp/caddy-mcp/session"
 )
 
 // streamingServer is a server named name whose GET answers with stream,
@@ -85,4 +91,59 @@ func TestAServerWritingItsHeaderAfterItAnsweredDoesNotRaceTheMergedStream(t *tes
 	w := merged(t, testFederation(late))
 	require.Equal(t, http.StatusOK, w.Code)
 	assert.Contains(t, w.Body.String(), "notifications/resources/updated")
+}
+
+// initializing is a server named name that answers initialize with the
+// session id sid.
+func initializing(name, sid string) *server {
+	return testServer(name, answering(func(w http.ResponseWriter, _ *http.Request, req asked) error {
+		w.Header().Set("Mcp-Session-Id", sid)
+		return writeRPC(w, req.ID, `{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}`)
+	}), nil)
+}
+
+// initializedBy is f's answer to a client's initialize, and the session its
+// id opens.
+func initializedBy(t *testing.T, f *federation) (*httptest.ResponseRecorder, *opened) {
+	t.Helper()
+	ring, err := session.FromSecrets([]string{"a secret of the test, long enough to be one"})
+	require.NoError(t, err)
+	f.ring = func() *session.Keyring { return ring }
+	f.ttl = session.DefaultTTL
+	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`)
+	msgs, _, err := jsonrpc.Parse(body, nil, 1)
+	require.NoError(t, err)
+	r := httptest.NewRequest(http.MethodPost, "/mcp", bytes.NewReader(body))
+	w := httptest.NewRecorder()
+	f.initializeAll(w, r, &feature.Exchange{Request: r, Messages: msgs, Body: body})
+	token := w.Header().Get("Mcp-Session-Id")
+	if token == "" {
+		return w, nil
+	}
+	next := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+	next.Header.Set("Mcp-Session-Id", token)
+	o, err := f.open(&feature.Exchange{Request: next, Start: f.now()})
+	require.NoError(t, err)
+	return w, o
+}
+
+// A server whose session id, within the bound of one, makes the client's
+// too long to seal is left out of the session: the others serve, as when
+// a server does not answer initialize, and its first call connects it.
+func TestAServerWhoseSessionIDMakesTheClientsTooLongIsLeftOutNotEveryServer(t *testing.T) {
+	long := initializing("long", strings.Repeat("<", own.MaxSessionID)) // written as \u003c in the token
+	good := initializing("good", "good-session")
+	w, o := initializedBy(t, testFederation(good, long))
+	require.NotNil(t, o, "no session id: %s", w.Body)
+	assert.Contains(t, w.Body.String(), `"protocolVersion":"2025-11-25"`)
+	assert.Equal(t, sessionIDs{"good": "good-session"}, o.ids)
+
+	var many []*server
+	for i := range 10 {
+		many = append(many, initializing(fmt.Sprintf("s%d", i), strings.Repeat("x", own.MaxSessionID)))
+	}
+	w, o = initializedBy(t, testFederation(many...))
+	require.NotNil(t, o, "no session id: %s", w.Body)
+	assert.NotEmpty(t, o.ids, "the servers whose ids fit are connected")
+	assert.Contains(t, o.ids, "s0", "the first servers are kept, the later left out")
 }
