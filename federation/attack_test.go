@@ -147,3 +147,24 @@ func TestAServerWhoseSessionIDMakesTheClientsTooLongIsLeftOutNotEveryServer(t *t
 	assert.NotEmpty(t, o.ids, "the servers whose ids fit are connected")
 	assert.Contains(t, o.ids, "s0", "the first servers are kept, the later left out")
 }
+
+// The session header spelt with underscores, which a CGI-style server
+// reads as the session id, is refused as sessions refuses it: a server's
+// own session id sent so would reach it past the token and its principal.
+func TestASessionHeaderSpeltWithUnderscoresIsRefused(t *testing.T) {
+	f := testFederation(initializing("a", "a-session"))
+	_, o := initializedBy(t, f)
+	require.NotNil(t, o)
+	for _, name := range []string{"Mcp_Session_Id", "mcp_session-id"} {
+		r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+		r.Header.Set("Mcp-Session-Id", o.token)
+		r.Header[name] = []string{"a-session"}
+		_, err := f.open(&feature.Exchange{Request: r, Start: f.now()})
+		assert.ErrorIs(t, err, session.ErrMalformed, name)
+
+		alone := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+		alone.Header[name] = []string{"a-session"}
+		_, err = f.open(&feature.Exchange{Request: alone, Start: f.now()})
+		assert.ErrorIs(t, err, session.ErrMalformed, name)
+	}
+}
