@@ -168,3 +168,53 @@ func TestASessionHeaderSpeltWithUnderscoresIsRefused(t *testing.T) {
 		assert.ErrorIs(t, err, session.ErrMalformed, name)
 	}
 }
+
+// listing is a server named name whose tools and prompts are one, named
+// tool.
+func listing(name, tool string) *server {
+	return testServer(name, answering(func(w http.ResponseWriter, _ *http.Request, req asked) error {
+		if req.Method == "prompts/list" {
+			return writeRPC(w, req.ID, `{"prompts":[{"name":"`+tool+`"}]}`)
+		}
+		return writeRPC(w, req.ID, `{"tools":[{"name":"`+tool+`"}]}`)
+	}), nil)
+}
+
+// A session short of a server (not connected in it: its initialize was
+// refused by that server, or the server was slow) would list a later
+// server's tool under the bare name of the first server's. Its view must
+// not route the calls of every other session to the later server's tool:
+// the names are those of the last whole lists, whichever session asks.
+func TestASessionShortOfAServerDoesNotRouteOtherSessionsCalls(t *testing.T) {
+	f := testFederation(listing("a", "admin"), listing("b", "admin"))
+	whole := &opened{ids: sessionIDs{"a": "", "b": ""}}
+	short := &opened{ids: sessionIDs{"b": ""}}
+	x := &feature.Exchange{Request: httptest.NewRequest(http.MethodPost, "/mcp", nil)}
+	routedTo := func() string {
+		e, _, _ := f.names.Load().tools.lookup(f, "admin")
+		require.NotNil(t, e)
+		return e.server.name
+	}
+	f.relist(x, whole)
+	require.Equal(t, "a", routedTo())
+
+	f.relist(x, short)
+	assert.Equal(t, "a", routedTo(), "a relist under the short session")
+
+	for _, k := range []*kind{toolsList, promptsList} {
+		body := []byte(`{"jsonrpc":"2.0","id":1,"method":"` + k.method + `"}`)
+		msgs, _, err := jsonrpc.Parse(body, nil, 1)
+		require.NoError(t, err)
+		r := httptest.NewRequest(http.MethodPost, "/mcp", bytes.NewReader(body))
+		w := httptest.NewRecorder()
+		f.answerList(w, r, &feature.Exchange{Request: r, Messages: msgs, Body: body}, &decision{f: f, o: short, fanOut: true}, k)
+		assert.JSONEq(t, `{"jsonrpc":"2.0","id":1,"result":{"`+k.member+`":[{"name":"b__admin"}]}}`, w.Body.String(),
+			"the short session lists b's under the name the others know it by")
+	}
+	assert.Equal(t, "a", routedTo(), "the short session's tools/list")
+	e, _, _ := f.names.Load().prompts.lookup(f, "admin")
+	assert.Equal(t, "a", e.server.name, "the short session's prompts/list")
+
+	f.relist(x, whole)
+	assert.Equal(t, "b__admin", f.names.Load().tools.all[1].advertised, "a whole list is learned")
+}

@@ -33,7 +33,7 @@ func (f *federation) catalog(x *feature.Exchange, o *opened, again bool) *catalo
 		return c
 	}
 	v, _, _ := f.relists.Do("names", func() (any, error) {
-		if c := f.names.Load(); c != nil && time.Since(c.made) < minRelist && c.generation == f.changed.Load() {
+		if c := f.names.Load(); c != nil && f.now().Sub(c.made) < minRelist && c.generation == f.changed.Load() {
 			return c, nil // remade while this one waited
 		}
 		return f.relist(x, o), nil

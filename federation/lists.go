@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -161,13 +162,60 @@ func (f *federation) merge(k *kind, all []listed) ([]*entry, *names) {
 		}
 		return out, nil
 	}
-	n, left, prefixed := f.name(per)
+	held := map[*entry]bool{}
+	for i, l := range all {
+		if l.err != nil {
+			per[i] = f.reserve(k, f.servers[i], held)
+		}
+	}
+	n, left, _ := f.name(per)
+	n.hold(held)
 	for _, d := range left {
 		f.logger.Warn("a server's entry is left out of the merged list",
 			zap.String("server", d.server), zap.String("name", d.name), zap.String("why", d.why))
 	}
-	namesPrefixed.WithLabelValues(k.method).Set(float64(prefixed))
+	namesPrefixed.WithLabelValues(k.method).Set(float64(countPrefixed(&n)))
 	return n.all, &n
+}
+
+// reserve is what the last lists gave of server s's entries of k, for a
+// list s was left out of: they keep their names, and are routed by, but
+// not listed (held). Names then do not hang on which servers a session's
+// list reached: one short of the first server (not connected in it, or
+// refusing its credentials) would list a later server's tool bare under
+// the first's name, and every session's calls of that name would go to
+// the later server.
+func (f *federation) reserve(k *kind, s *server, held map[*entry]bool) []*entry {
+	c := f.names.Load()
+	if c == nil {
+		return nil
+	}
+	last := &c.tools
+	if k == promptsList {
+		last = &c.prompts
+	}
+	var out []*entry
+	for _, e := range slices.Concat(last.all, last.held) {
+		if e.server == s {
+			kept := &entry{server: s, own: e.own, raw: e.raw}
+			held[kept] = true
+			out = append(out, kept)
+		}
+	}
+	return out
+}
+
+// hold takes the held entries out of the list n gives.
+func (n *names) hold(held map[*entry]bool) {
+	if len(held) == 0 {
+		return
+	}
+	n.all = slices.DeleteFunc(n.all, func(e *entry) bool {
+		if held[e] {
+			n.held = append(n.held, e)
+		}
+		return held[e]
+	})
 }
 
 // item is the entry as the client sees it: as its server wrote it, but

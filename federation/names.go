@@ -45,6 +45,9 @@ type names struct {
 	byName map[string]*entry
 	byForm map[string][]*entry
 	all    []*entry
+	// held are entries routed by but not listed: a server's, kept from
+	// the last lists for a list it was left out of (see reserve).
+	held []*entry
 }
 
 // catalog is what the last lists made of the servers' names, and when.
