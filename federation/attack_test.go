@@ -2,6 +2,8 @@ package federation
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -217,4 +219,36 @@ func TestASessionShortOfAServerDoesNotRouteOtherSessionsCalls(t *testing.T) {
 
 	f.relist(x, whole)
 	assert.Equal(t, "b__admin", f.names.Load().tools.all[1].advertised, "a whole list is learned")
+}
+
+// A client's response id names the server and the id it gave: one the
+// client writes itself reaches a server of the federation only with an id
+// an id may be (a string or a number), and never a server not configured.
+func TestAResponseIDTheClientWritesIsReadAsNoMoreThanAnID(t *testing.T) {
+	a := testServer("a", nil, nil)
+	f := testFederation(a)
+	for _, id := range []string{`7`, `"x"`, `-1.5`} {
+		s, got, ok := f.serverID(clientID(a, json.RawMessage(id)))
+		require.True(t, ok, id)
+		assert.Equal(t, a, s)
+		assert.Equal(t, id, string(got))
+	}
+	enc := base64.RawURLEncoding.EncodeToString
+	for _, id := range []string{
+		`"federation/a/` + enc([]byte(`{"x":1}`)) + `"`,
+		`"federation/a/` + enc([]byte(`[1]`)) + `"`,
+		`"federation/a/` + enc([]byte(`null`)) + `"`,
+		`"federation/a/` + enc([]byte(`true`)) + `"`,
+		`"federation/a/` + enc([]byte(`{`)) + `"`,
+		`"federation/a/!!"`,
+		`"federation/a/"`,
+		`"federation/a"`,
+		`"federation/b/` + enc([]byte(`7`)) + `"`,
+		`"federation//` + enc([]byte(`7`)) + `"`,
+		`7`,
+		`{"federation/a/Nw":1}`,
+	} {
+		_, _, ok := f.serverID([]byte(id))
+		assert.False(t, ok, id)
+	}
 }

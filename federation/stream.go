@@ -52,10 +52,24 @@ func (f *federation) serverID(id []byte) (*server, json.RawMessage, bool) {
 		return nil, nil, false
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(encoded)
-	if err != nil || !json.Valid(raw) {
+	if err != nil || !json.Valid(raw) || !scalar(raw) {
 		return nil, nil, false
 	}
 	return s, raw, true
+}
+
+// scalar reports whether the JSON value id is a string or a number, what
+// an id may be: an id the client wrote itself could hold an object.
+func scalar(id []byte) bool {
+	var v any
+	if json.Unmarshal(id, &v) != nil {
+		return false
+	}
+	switch v.(type) {
+	case string, float64:
+		return true
+	}
+	return false
 }
 
 // withID is msg with its id replaced by id; nil when msg is no object.
