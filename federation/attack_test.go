@@ -2,6 +2,8 @@ package federation
 
 import (
 	"bytes"
+	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -10,6 +12,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -251,4 +255,85 @@ func TestAResponseIDTheClientWritesIsReadAsNoMoreThanAnID(t *testing.T) {
 		_, _, ok := f.serverID([]byte(id))
 		assert.False(t, ok, id)
 	}
+}
+
+// leaving is a client's side of the merged stream: it leaves (cancels
+// the request) once it got a message.
+type leaving struct {
+	*httptest.ResponseRecorder
+	leave context.CancelFunc
+}
+
+func (l *leaving) Write(p []byte) (int, error) {
+	n, err := l.ResponseRecorder.Write(p)
+	if bytes.Contains(p, []byte("data:")) {
+		l.leave()
+	}
+	return n, err
+}
+
+// waiting is a server that answers a GET once the request ends, having
+// written stream first (nothing: it never sends its header).
+func waiting(name, stream string) *server {
+	return testServer(name, handlerOf(func(w http.ResponseWriter, r *http.Request) error {
+		if stream != "" {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusOK)
+			if _, err := io.WriteString(w, stream); err != nil {
+				return err
+			}
+		}
+		<-r.Context().Done()
+		return r.Context().Err()
+	}), nil)
+}
+
+// A client that leaves the merged stream ends every goroutine of it, those
+// of a server that never sent its header too: the bubble ends with none
+// left.
+func TestAClientLeavingTheMergedStreamEndsEveryGoroutineOfIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := testFederation(waiting("silent", ""), waiting("talking", "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{}}\n\n"))
+		ctx, leave := context.WithCancel(context.Background())
+		defer leave()
+		d := &decision{f: f, o: &opened{ids: sessionIDs{"silent": "s1", "talking": "s2"}}, fanOut: true}
+		w := &leaving{ResponseRecorder: httptest.NewRecorder(), leave: leave}
+		f.mergeStreams(w, httptest.NewRequestWithContext(ctx, http.MethodGet, "/mcp", nil), d)
+		assert.Equal(t, http.StatusOK, w.Code)
+		assert.Contains(t, w.Body.String(), "notifications/message")
+	})
+	synctest.Test(t, func(t *testing.T) {
+		// No server ever sends its header: the client that leaves is let go.
+		f := testFederation(waiting("silent", ""))
+		ctx, leave := context.WithCancel(context.Background())
+		d := &decision{f: f, o: &opened{ids: sessionIDs{"silent": "s1"}}, fanOut: true}
+		go func() {
+			synctest.Wait() // every goroutine of the stream is blocked
+			leave()
+		}()
+		w := httptest.NewRecorder()
+		f.mergeStreams(w, httptest.NewRequestWithContext(ctx, http.MethodGet, "/mcp", nil), d)
+		assert.Equal(t, http.StatusMethodNotAllowed, w.Code)
+	})
+}
+
+// The sessions a node remembers are bounded: past the bound the oldest is
+// forgotten, and a session kept again takes no second place.
+func TestTheRemapKeepsNoMoreThanItsBound(t *testing.T) {
+	m := newRemap(3)
+	now := time.Unix(1_800_000_000, 0)
+	ref := func(i int) [32]byte { return sha256.Sum256([]byte{byte(i)}) }
+	for i := range 10 {
+		m.keep(ref(i), "a", fmt.Sprint(i), "", now.Add(time.Hour))
+		m.keep(ref(i), "a", fmt.Sprint(i), "", now.Add(time.Hour)) // again: no second place
+	}
+	assert.Equal(t, 3, m.len())
+	assert.Len(t, m.order, 3)
+	_, ok := m.find(ref(6), "a", now)
+	assert.False(t, ok, "the oldest are forgotten")
+	e, ok := m.find(ref(9), "a", now)
+	require.True(t, ok)
+	assert.Equal(t, "9", e.id)
+	_, ok = m.find(ref(9), "a", now.Add(2*time.Hour))
+	assert.False(t, ok, "an expired session is not found")
 }
