@@ -11,10 +11,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -336,4 +338,29 @@ func TestTheRemapKeepsNoMoreThanItsBound(t *testing.T) {
 	assert.Equal(t, "9", e.id)
 	_, ok = m.find(ref(9), "a", now.Add(2*time.Hour))
 	assert.False(t, ok, "an expired session is not found")
+}
+
+// A HEAD or an OPTIONS carries no message: it goes to the first server,
+// as a single server would get it, not as an empty message to every
+// server, answered 202.
+func TestAHeadOrOptionsGoesToTheFirstServerAlone(t *testing.T) {
+	var asked atomic.Int64
+	counting := handlerOf(func(w http.ResponseWriter, _ *http.Request) error {
+		asked.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	})
+	f := testFederation(testServer("a", counting, nil), testServer("b", counting, nil))
+	for _, method := range []string{http.MethodHead, http.MethodOptions} {
+		r := httptest.NewRequest(method, "/mcp", nil)
+		r = r.WithContext(context.WithValue(r.Context(), caddyhttp.VarsCtxKey, map[string]any{}))
+		x := &feature.Exchange{Request: r, Start: f.now()}
+		_, refusal := f.Admit(x)
+		require.Nil(t, refusal, method)
+		assert.Equal(t, "a", f.Route(x), method)
+		if h := f.Answer(x); h != nil {
+			h.ServeHTTP(httptest.NewRecorder(), r)
+		}
+	}
+	assert.Zero(t, asked.Load(), "the federation sent the servers nothing of its own")
 }
