@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -363,4 +364,37 @@ func TestAHeadOrOptionsGoesToTheFirstServerAlone(t *testing.T) {
 		}
 	}
 	assert.Zero(t, asked.Load(), "the federation sent the servers nothing of its own")
+}
+
+// A server refuses a request whose id it is still answering in the
+// session, as the Go SDK's does: the tools and the prompts, listed at
+// once, are each asked under an id of its own.
+func TestListsAskedAtOnceOfOneServerHaveIDsOfTheirOwn(t *testing.T) {
+	var mu sync.Mutex
+	inFlight := map[string]bool{}
+	both := make(chan struct{})
+	var arrived atomic.Int64
+	route := answering(func(w http.ResponseWriter, _ *http.Request, req asked) error {
+		if arrived.Add(1) == 2 {
+			close(both)
+		}
+		mu.Lock()
+		dup := inFlight[string(req.ID)]
+		inFlight[string(req.ID)] = true
+		mu.Unlock()
+		if dup {
+			w.WriteHeader(http.StatusBadRequest)
+			return writeRPC(w, req.ID, `{}`)
+		}
+		<-both // the other list is asked meanwhile
+		if req.Method == "prompts/list" {
+			return writeRPC(w, req.ID, `{"prompts":[{"name":"p"}]}`)
+		}
+		return writeRPC(w, req.ID, `{"tools":[{"name":"t"}]}`)
+	})
+	f := testFederation(testServer("a", route, nil))
+	x := &feature.Exchange{Request: httptest.NewRequest(http.MethodPost, "/mcp", nil)}
+	c := f.relist(x, &opened{ids: sessionIDs{"a": "sid"}})
+	assert.Contains(t, c.tools.byName, "t")
+	assert.Contains(t, c.prompts.byName, "p")
 }

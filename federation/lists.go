@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -88,13 +89,19 @@ func (f *federation) listAll(ctx context.Context, from *http.Request, o *opened,
 	return out
 }
 
+// listIDs numbers the gateway's list requests: each has an id of its own,
+// for a server refuses a request whose id is one it is still answering in
+// the session (the tools and the prompts are listed at once, and so are
+// the lists of several clients' requests of one session).
+var listIDs atomic.Uint64
+
 // listOne asks s for every page of its list of k.
 func (f *federation) listOne(ctx context.Context, from *http.Request, vars map[string]any, s *server, sid string, k *kind) ([]*entry, error) {
 	var entries []*entry
 	budget := f.maxList
 	cursor := ""
 	for page := 0; ; page++ {
-		body := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":"caddy-mcp-federation-%d","method":%q`, page, k.method)
+		body := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":"caddy-mcp-federation-%d","method":%q`, listIDs.Add(1), k.method)
 		if cursor != "" {
 			c, _ := json.Marshal(cursor)
 			body = fmt.Appendf(body, `,"params":{"cursor":%s}`, c)
