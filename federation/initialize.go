@@ -134,7 +134,7 @@ func (f *federation) initializeAll(w http.ResponseWriter, r *http.Request, x *fe
 		return
 	}
 	if f.stateful(answers) && x.Era.Resumes() {
-		token, err := f.seal(x, ids, pins, initializeParams(x.Body))
+		token, err := f.sealWithin(x, ids, pins, initializeParams(x.Body))
 		if err != nil {
 			f.logger.Error("sealing a federated session id failed", zap.Error(err))
 			env := noServer(len(f.servers), f.retryAfter)
@@ -144,6 +144,35 @@ func (f *federation) initializeAll(w http.ResponseWriter, r *http.Request, x *fe
 		w.Header().Set("Mcp-Session-Id", token)
 	}
 	writeResult(w, m.ID, f.mergeInitialized(answers, first))
+}
+
+// sealWithin seals ids as seal does, leaving out the server with the
+// longest session id until the token fits the bound a session id is read
+// within: one server's long id must not cost the client every server. A
+// server left out is connected by its first call, as one that did not
+// answer initialize.
+func (f *federation) sealWithin(x *feature.Exchange, ids sessionIDs, pins map[string]string, params []byte) (string, error) {
+	for {
+		token, err := f.seal(x, ids, pins, params)
+		if err == nil {
+			return token, nil
+		}
+		var longest *server
+		for name, id := range ids {
+			s := f.byName[name]
+			if id != "" && (longest == nil || len(id) > len(ids[longest.name]) ||
+				len(id) == len(ids[longest.name]) && s.index > longest.index) {
+				longest = s
+			}
+		}
+		if longest == nil {
+			return "", err // no id to leave out: not a matter of length
+		}
+		f.logger.Warn("a server's session id makes the client's too long: the server is left out, and its first call connects it",
+			zap.String("server", longest.name), zap.Int("bytes", len(ids[longest.name])), zap.Error(err))
+		delete(ids, longest.name)
+		delete(pins, longest.name)
+	}
 }
 
 // maxInitAnswer bounds what is read of a server's answer to initialize.

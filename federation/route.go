@@ -86,8 +86,15 @@ func (f *federation) Admit(x *feature.Exchange) (feature.Undo, *feature.Refusal)
 
 // decide finds where x goes.
 func (f *federation) decide(x *feature.Exchange, d *decision) {
-	if x.Request.Method != http.MethodPost {
+	switch x.Request.Method {
+	case http.MethodPost:
+	case http.MethodGet, http.MethodDelete:
 		d.fanOut = true // a GET's stream, a DELETE of the session
+		return
+	default:
+		// HEAD, OPTIONS (a CORS preflight): carry no message, go to the
+		// first server, which answers them in its own words.
+		d.server = f.servers[0]
 		return
 	}
 	if x.Batch {

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -98,7 +99,7 @@ func (f *federation) principal(x *feature.Exchange) *session.Principal {
 func (f *federation) open(x *feature.Exchange) (*opened, error) {
 	values := x.Request.Header.Values("Mcp-Session-Id")
 	switch {
-	case len(values) > 1:
+	case len(values) > 1 || underscored(x.Request.Header):
 		return nil, session.ErrMalformed
 	case len(values) == 0 || values[0] == "":
 		return nil, nil
@@ -119,6 +120,18 @@ func (f *federation) open(x *feature.Exchange) (*opened, error) {
 		}
 	}
 	return o, nil
+}
+
+// underscored reports whether hdr holds the session header spelt with
+// underscores (Mcp_Session_Id), which a CGI-style server reads as the
+// same: a server's own id sent so would reach it past the token.
+func underscored(hdr http.Header) bool {
+	for name := range hdr {
+		if strings.Contains(name, "_") && strings.EqualFold(strings.ReplaceAll(name, "_", "-"), "Mcp-Session-Id") {
+			return true
+		}
+	}
+	return false
 }
 
 // seal is the session id a client holds for the servers' ids, opened by

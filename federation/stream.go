@@ -52,10 +52,24 @@ func (f *federation) serverID(id []byte) (*server, json.RawMessage, bool) {
 		return nil, nil, false
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(encoded)
-	if err != nil || !json.Valid(raw) {
+	if err != nil || !json.Valid(raw) || !scalar(raw) {
 		return nil, nil, false
 	}
 	return s, raw, true
+}
+
+// scalar reports whether the JSON value id is a string or a number, what
+// an id may be: an id the client wrote itself could hold an object.
+func scalar(id []byte) bool {
+	var v any
+	if json.Unmarshal(id, &v) != nil {
+		return false
+	}
+	switch v.(type) {
+	case string, float64:
+		return true
+	}
+	return false
 }
 
 // withID is msg with its id replaced by id; nil when msg is no object.
@@ -90,8 +104,12 @@ func (f *federation) fromServer(s *server, msg []byte) []byte {
 }
 
 // maxEvent bounds an event of a server's stream that the merged stream
-// reads; a server whose event is longer is dropped from it.
+// reads, all its data lines together; a server whose event is longer is
+// dropped from it.
 const maxEvent = 1 << 20
+
+// errEventTooLong: a server's event is over maxEvent.
+var errEventTooLong = errors.New("the server's event is over the bound read of it")
 
 // mergeStreams answers the client's GET with every server's stream of the
 // session, merged: each server's events as they come, each a message event
@@ -202,14 +220,20 @@ func (f *federation) follow(ctx context.Context, from *http.Request, vars map[st
 		_ = pw.CloseWithError(errors.Join(err, io.EOF))
 	}()
 	status := <-sw.answered
-	if status != http.StatusOK || !strings.HasPrefix(sw.header.Get("Content-Type"), "text/event-stream") {
+	if status != http.StatusOK || !strings.HasPrefix(sw.contentType, "text/event-stream") {
 		opened(false)
 		_ = pr.CloseWithError(errors.New("not a stream"))
 		return errors.New("the server offers no stream")
 	}
 	opened(true)
 	defer pr.Close()
-	sc := bufio.NewScanner(pr)
+	return f.relay(ctx, pr, s, events)
+}
+
+// relay sends each message of s's stream to events, rewritten for the
+// client, until the stream ends or ctx does.
+func (f *federation) relay(ctx context.Context, stream io.Reader, s *server, events chan<- []byte) error {
+	sc := bufio.NewScanner(stream)
 	sc.Buffer(make([]byte, 0, 4096), maxEvent)
 	var data []byte
 	for sc.Scan() {
@@ -220,6 +244,11 @@ func (f *federation) follow(ctx context.Context, from *http.Request, vars map[st
 					data = append(data, '\n')
 				}
 				data = append(data, bytes.TrimPrefix(v, []byte(" "))...)
+				if len(data) > maxEvent {
+					// Many lines, each under the scanner's bound: the
+					// event as a whole is held to it too.
+					return errEventTooLong
+				}
 			}
 			continue
 		}
@@ -249,18 +278,24 @@ func (f *federation) follow(ctx context.Context, from *http.Request, vars map[st
 }
 
 // piped is the writer of a server's GET answer: its header, then its body
-// through a pipe the merged stream reads.
+// through a pipe the merged stream reads. contentType is the header's, as
+// it was when the server answered: the route may go on writing to its
+// header map while the merged stream reads the body.
 type piped struct {
-	header   http.Header
-	pw       *io.PipeWriter
-	answered chan int
-	once     sync.Once
+	header      http.Header
+	pw          *io.PipeWriter
+	answered    chan int
+	contentType string
+	once        sync.Once
 }
 
 func (p *piped) Header() http.Header { return p.header }
 
 func (p *piped) answer(status int) {
-	p.once.Do(func() { p.answered <- status })
+	p.once.Do(func() {
+		p.contentType = p.header.Get("Content-Type")
+		p.answered <- status
+	})
 }
 
 func (p *piped) WriteHeader(status int) {
