@@ -222,6 +222,10 @@ func (f *Feature) build(h feature.Host) (*federation, error) {
 		now:         time.Now,
 		remap:       newRemap(maxRemapped),
 	}
+	fed.audience = tokenUpstream
+	if origin, err := h.Origin(); err == nil {
+		fed.audience += " " + origin
+	}
 	fed.cursorKey = make([]byte, 32)
 	_, _ = rand.Read(fed.cursorKey)
 	for i := range f.Servers {

@@ -30,9 +30,12 @@ type federation struct {
 	pageSize    int
 	cursorKey   []byte
 
-	ring  func() *session.Keyring
-	ttl   time.Duration
-	bound bool
+	// audience is what a session token of this site names as its
+	// upstream: "federation", and the site's origin.
+	audience string
+	ring     func() *session.Keyring
+	ttl      time.Duration
+	bound    bool
 	// remap is the sessions this node opened for clients' tokens.
 	remap      *remap
 	connecting sync.Map

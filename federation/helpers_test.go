@@ -32,6 +32,7 @@ func testFederation(servers ...*server) *federation {
 		logger:      zap.NewNop(),
 		now:         func() time.Time { return time.Unix(1_800_000_000, 0) },
 		remap:       newRemap(16),
+		audience:    tokenUpstream,
 	}
 	for i, s := range servers {
 		s.index = i

@@ -33,7 +33,10 @@ import (
 // remembers the session it opened (remap), as it does one it reopened
 // after the server lost it.
 
-// tokenUpstream is the upstream a federated session token names.
+// tokenUpstream begins the upstream a federated session token names; the
+// site's origin follows it (federation.audience), so that a session id of
+// one federated site does not open at another that shares its keys (the
+// default keys kept in one storage).
 const tokenUpstream = "federation"
 
 // sessionIDs are the servers' own session ids, by server name: "" for a
@@ -109,7 +112,7 @@ func (f *federation) open(x *feature.Exchange) (*opened, error) {
 		return nil, err
 	}
 	var in sealed
-	if s.Upstream != tokenUpstream || json.Unmarshal([]byte(s.ID), &in) != nil || in.IDs == nil {
+	if s.Upstream != f.audience || json.Unmarshal([]byte(s.ID), &in) != nil || in.IDs == nil {
 		return nil, session.ErrMalformed
 	}
 	o := &opened{token: values[0], ref: sha256.Sum256([]byte(values[0])), params: s.Params, ids: in.IDs, pins: in.Pins, issued: s.Issued}
@@ -141,7 +144,7 @@ func (f *federation) seal(x *feature.Exchange, ids sessionIDs, pins map[string]s
 	if err != nil {
 		return "", err
 	}
-	s := session.Session{Upstream: tokenUpstream, ID: string(raw), Issued: f.now(), Params: params}
+	s := session.Session{Upstream: f.audience, ID: string(raw), Issued: f.now(), Params: params}
 	return f.ring().Seal(s, f.principal(x))
 }
 
