@@ -108,7 +108,7 @@ func (f *federation) answerList(w http.ResponseWriter, r *http.Request, x *featu
 // session, and waits for none of them to answer more than 202.
 func (f *federation) tellAll(r *http.Request, d *decision, body []byte) {
 	var method string
-	if m := decisionMessage(body); m != nil {
+	if m := oneMessage(body); m != nil {
 		method = string(m.Method)
 	}
 	f.askAll(r, d, method, body)
@@ -175,8 +175,8 @@ func (f *federation) endSession(w http.ResponseWriter, r *http.Request, d *decis
 	w.WriteHeader(http.StatusOK)
 }
 
-// decisionMessage is the one message of body, nil when it holds none.
-func decisionMessage(body []byte) *jsonrpc.Message {
+// oneMessage is the one message of body, nil when it holds none.
+func oneMessage(body []byte) *jsonrpc.Message {
 	var one [1]jsonrpc.Message
 	msgs, batch, err := jsonrpc.Parse(body, one[:0], 1)
 	if err != nil || batch || len(msgs) != 1 {

@@ -66,7 +66,7 @@ func (f *federation) ask(ctx context.Context, from *http.Request, vars map[strin
 		return rep, nil
 	}
 	var id json.RawMessage
-	if m := decisionMessage(body); m != nil && m.Kind == jsonrpc.Request {
+	if m := oneMessage(body); m != nil && m.Kind == jsonrpc.Request {
 		id = m.ID
 	}
 	return rep, rep.read(w, id)

@@ -89,7 +89,7 @@ func withID(msg []byte, id json.RawMessage) []byte {
 // fromServer is a message of server s as the client gets it: a request
 // of its own with the id the client sees; a list_changed noted.
 func (f *federation) fromServer(s *server, msg []byte) []byte {
-	m := decisionMessage(msg)
+	m := oneMessage(msg)
 	if m == nil {
 		return nil
 	}
@@ -257,7 +257,7 @@ func (f *federation) relay(ctx context.Context, stream io.Reader, s *server, eve
 			continue
 		}
 		msg := data
-		if m := decisionMessage(msg); m != nil && m.Kind == jsonrpc.Response {
+		if m := oneMessage(msg); m != nil && m.Kind == jsonrpc.Response {
 			// A stream of no request answers none: a response here could
 			// answer a request the client sent another server.
 			strayResponses.WithLabelValues(s.name).Inc()
