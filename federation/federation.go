@@ -90,13 +90,14 @@ type Status struct {
 	Tools     int      `json:"tools"`
 	Prompts   int      `json:"prompts"`
 	Prefixed  int      `json:"prefixed"`
+	Pinned    int      `json:"pinned"`
 	Remapped  int      `json:"sessions_opened_here"`
 	ListedAt  string   `json:"listed_at,omitempty"`
 	Separator string   `json:"separator"`
 }
 
 func (f *federation) status() *Status {
-	st := &Status{Separator: f.sep, Remapped: f.remap.len()}
+	st := &Status{Separator: f.sep, Remapped: f.remap.len(), Pinned: len(f.pins)}
 	for _, s := range f.servers {
 		st.Servers = append(st.Servers, s.name)
 	}
