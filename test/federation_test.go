@@ -19,6 +19,7 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/examples/demo/demoserver"
+	"github.com/caddymcp/caddy-mcp/federation"
 	"github.com/caddymcp/caddy-mcp/test/mcptest"
 )
 
@@ -390,6 +391,24 @@ func TestFederationNamesTheServerOnSpansAndMetrics(t *testing.T) {
 		}
 	}
 	assert.Equal(t, before+1, mcpMetrics(t, gw.AdminURL)[passed])
+
+	raw, _, err := getStatus(gw.AdminURL)
+	require.NoError(t, err)
+	var status struct {
+		Handlers []struct {
+			Features struct {
+				Federation *federation.Status `json:"federation"`
+			} `json:"features"`
+		} `json:"handlers"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &status), "%s", raw)
+	require.Len(t, status.Handlers, 1)
+	fed := status.Handlers[0].Features.Federation
+	require.NotNil(t, fed, "%s", raw)
+	assert.Equal(t, []string{"a", "b"}, fed.Servers)
+	assert.Equal(t, "__", fed.Separator)
+	assert.Positive(t, fed.Tools)
+	assert.Equal(t, fed.Tools/2, fed.Prefixed, "the second server's tools, each a name the first gives")
 }
 
 // A server that answers, in a call's stream, an id it was never sent (one
