@@ -70,3 +70,23 @@ func TestDiscoverMergesTheServersAndRefusesThoseThatShareNoVersion(t *testing.T)
 	assert.Equal(t, envelope.InternalError, p.Code)
 	assert.Contains(t, p.Message, "share no protocol version")
 }
+
+// A server of the older era refuses server/discover: no version serves
+// every server, and the client falls back to initialize. When every
+// server refuses it, the client gets their words.
+func TestDiscoverWithAServerOfTheOlderEra(t *testing.T) {
+	refusing := func(name string) *server {
+		return testServer(name, answering(func(w http.ResponseWriter, _ *http.Request, req asked) error {
+			w.Header().Set("Content-Type", "application/json")
+			_, err := w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"error":{"code":-32601,"message":"Method not found"}}`))
+			return err
+		}), nil)
+	}
+	modern := discovering(`["2026-07-28"]`, `{}`)
+	modern.name = "modern"
+	answer := discover(t, testFederation(modern, refusing("old")))
+	assert.Contains(t, string(answer), "share no protocol version")
+
+	answer = discover(t, testFederation(refusing("a"), refusing("b")))
+	assert.JSONEq(t, `{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found"}}`, string(answer))
+}

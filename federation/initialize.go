@@ -31,6 +31,10 @@ type initialized struct {
 	ok        bool
 	sessionID string
 	replica   string
+	// refused is the JSON-RPC error the server answered with, when it
+	// did: reached, but of another mind (an older server does not know
+	// server/discover).
+	refused json.RawMessage
 	result    struct {
 		ProtocolVersion   string                     `json:"protocolVersion"`
 		SupportedVersions []string                   `json:"supportedVersions"`
@@ -53,6 +57,7 @@ func (f *federation) askEvery(r *http.Request, body []byte, method string) []ini
 			defer stop()
 			rep, err := f.ask(ctx, r, vars, s, "", method, body, maxInitAnswer)
 			if err == nil && rep.rpcErr != nil {
+				answers[i].refused = rep.rpcErr
 				err = fmt.Errorf("the server refused %s: %s", method, clipBytes(rep.rpcErr))
 			}
 			if err == nil {
@@ -82,19 +87,31 @@ func (f *federation) discoverAll(w http.ResponseWriter, r *http.Request, x *feat
 	answers := f.askEvery(r, x.Body, "server/discover")
 	var first *initialized
 	var versions []string
+	var refused json.RawMessage
 	for i := range answers {
-		if !answers[i].ok {
-			continue
+		switch {
+		case answers[i].refused != nil:
+			// Reached, and refused: a server of the older era, which a
+			// client of this one cannot speak to. The client falls back
+			// to initialize, which every server takes.
+			refused, versions = answers[i].refused, nil
+		case !answers[i].ok:
+		case first == nil:
+			first = &answers[i]
+			if refused == nil {
+				versions = slices.Clone(answers[i].result.SupportedVersions)
+			}
+		default:
+			versions = slices.DeleteFunc(versions, func(v string) bool { return !slices.Contains(answers[i].result.SupportedVersions, v) })
 		}
-		if first == nil {
-			first, versions = &answers[i], slices.Clone(answers[i].result.SupportedVersions)
-			continue
-		}
-		versions = slices.DeleteFunc(versions, func(v string) bool { return !slices.Contains(answers[i].result.SupportedVersions, v) })
 	}
 	switch {
+	case first == nil && refused != nil:
+		// Every server reached refused it: their words, as one server's.
+		writeJSON(w, fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":%s}`, m.ID, refused))
+		return
 	case first == nil:
-		env := noServer(len(f.servers), f.retryAfter)
+		env := noServer("server/discover", len(f.servers), f.retryAfter)
 		writeEnvelope(w, x, &env)
 		return
 	case len(versions) == 0:
@@ -129,7 +146,7 @@ func (f *federation) initializeAll(w http.ResponseWriter, r *http.Request, x *fe
 		}
 	}
 	if first == nil {
-		env := noServer(len(f.servers), f.retryAfter)
+		env := noServer("initialize", len(f.servers), f.retryAfter)
 		writeEnvelope(w, x, &env)
 		return
 	}
@@ -137,7 +154,7 @@ func (f *federation) initializeAll(w http.ResponseWriter, r *http.Request, x *fe
 		token, err := f.sealWithin(x, ids, pins, initializeParams(x.Body))
 		if err != nil {
 			f.logger.Error("sealing a federated session id failed", zap.Error(err))
-			env := noServer(len(f.servers), f.retryAfter)
+			env := noServer("initialize", len(f.servers), f.retryAfter)
 			writeEnvelope(w, x, &env)
 			return
 		}

@@ -56,10 +56,11 @@ func connecting(server string, retryAfter time.Duration) envelope.Envelope {
 		Envelope()
 }
 
-// noServer: no server answered the client's initialize.
-func noServer(servers int, retryAfter time.Duration) envelope.Envelope {
+// noServer: no server answered the client's initialize (or
+// server/discover).
+func noServer(method string, servers int, retryAfter time.Duration) envelope.Envelope {
 	secs, _ := feature.InSeconds(retryAfter)
-	return envelope.New(envelope.HandoffUpstreamUnavailable, fmt.Sprintf("None of the %d servers behind this endpoint answered initialize", servers)).
+	return envelope.New(envelope.HandoffUpstreamUnavailable, fmt.Sprintf("None of the %d servers behind this endpoint answered %s", servers, method)).
 		Suggest("Try again after " + strconv.FormatInt(secs, 10) + " seconds; if it keeps failing, tell the user the tool servers are down.").
 		RetryAfter(float64(secs)).
 		Envelope()
@@ -88,7 +89,7 @@ func Words() []feature.Word {
 		{Name: "federation: a name that is not the one advertised", Envelope: namespaceMismatch("tool", "github__serch", []string{"github__search"})},
 		{Name: "federation: a resource no server lists", Envelope: unknownResource("file:///nowhere")},
 		{Name: "federation: a server not connected yet", Envelope: connecting("github", 2*time.Second)},
-		{Name: "federation: no server answered initialize", Envelope: noServer(3, 2*time.Second)},
+		{Name: "federation: no server answered initialize", Envelope: noServer("initialize", 3, 2*time.Second)},
 		{Name: "federation: a batch", Envelope: batchRefused()},
 		{Name: "federation: servers that share no protocol version", Envelope: noCommonVersion()},
 	}
