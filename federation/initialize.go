@@ -35,7 +35,7 @@ type initialized struct {
 	// did: reached, but of another mind (an older server does not know
 	// server/discover).
 	refused json.RawMessage
-	result    struct {
+	result  struct {
 		ProtocolVersion   string                     `json:"protocolVersion"`
 		SupportedVersions []string                   `json:"supportedVersions"`
 		Capabilities      map[string]json.RawMessage `json:"capabilities"`
