@@ -135,6 +135,13 @@ func (f *federation) initializeAll(w http.ResponseWriter, r *http.Request, x *fe
 	ids, pins := sessionIDs{}, map[string]string{}
 	var first *initialized
 	for i := range answers {
+		if answers[i].refused != nil {
+			// Reached, and refused (a server of MCP 2026-07-28 alone,
+			// which has no initialize): served without a session, its
+			// calls answered in its own words, rather than connected
+			// again and again.
+			ids[f.servers[i].name] = ""
+		}
 		if answers[i].ok {
 			ids[f.servers[i].name] = answers[i].sessionID
 			if answers[i].replica != "" {
@@ -200,7 +207,7 @@ const maxInitAnswer = 1 << 20
 // params the session id carries).
 func (f *federation) stateful(answers []initialized) bool {
 	for _, a := range answers {
-		if !a.ok || a.sessionID != "" {
+		if !a.ok && a.refused == nil || a.sessionID != "" {
 			return true
 		}
 	}
