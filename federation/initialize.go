@@ -153,6 +153,14 @@ func (f *federation) initializeAll(w http.ResponseWriter, r *http.Request, x *fe
 		}
 	}
 	if first == nil {
+		for _, a := range answers {
+			if a.refused != nil {
+				// Every server reached refused it: their words, as one
+				// server's.
+				writeJSON(w, fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":%s}`, m.ID, a.refused))
+				return
+			}
+		}
 		env := noServer("initialize", len(f.servers), f.retryAfter)
 		writeEnvelope(w, x, &env)
 		return
