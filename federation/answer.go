@@ -92,7 +92,8 @@ func (f *federation) answerList(w http.ResponseWriter, r *http.Request, x *featu
 		}
 	}
 	generation := f.changed.Load()
-	entries, n := f.merge(k, f.listAll(r.Context(), r, d.o, k))
+	all := f.listAll(r.Context(), r, d.o, k)
+	entries, n := f.merge(k, all)
 	if total >= 0 && total != len(entries) {
 		writeError(w, m.ID, -32602, "the list changed since this cursor was given: list again without a cursor")
 		return
@@ -101,7 +102,19 @@ func (f *federation) answerList(w http.ResponseWriter, r *http.Request, x *featu
 	case toolsList, promptsList:
 		f.learned(k, n, generation)
 	}
-	writeResult(w, m.ID, f.page(k, entries, offset, bind))
+	result := f.page(k, entries, offset, bind)
+	for _, l := range all {
+		if l.err == nil {
+			// In the form the first server that listed answered in: an
+			// event stream, or JSON.
+			if l.stream {
+				writeEvent(w, m.ID, result)
+				return
+			}
+			break
+		}
+	}
+	writeResult(w, m.ID, result)
 }
 
 // tellAll sends a notification or a response to every server of the
@@ -189,6 +202,15 @@ func oneMessage(body []byte) *jsonrpc.Message {
 func writeResult(w http.ResponseWriter, id json.RawMessage, result []byte) {
 	body := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"result":%s}`, id, result)
 	writeJSON(w, body)
+}
+
+// writeEvent writes the JSON-RPC result of the request id as the one
+// event of a stream.
+func writeEvent(w http.ResponseWriter, id json.RawMessage, result []byte) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(fmt.Appendf(nil, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":%s}\n\n", id, result))
 }
 
 // writeError writes a JSON-RPC error for the request id.

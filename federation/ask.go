@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"strings"
 
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 	"github.com/caddymcp/caddy-mcp/internal/own"
@@ -24,6 +25,8 @@ type reply struct {
 	sessionID string
 	// replica is the replica lb_policy mcp_session chose, "" none.
 	replica string
+	// stream: the server answered with an event stream.
+	stream bool
 	// result is the JSON-RPC result; rpcErr the error, when it answered
 	// one.
 	result, rpcErr json.RawMessage
@@ -52,7 +55,8 @@ func (f *federation) ask(ctx context.Context, from *http.Request, vars map[strin
 	w := &kept{header: http.Header{}, max: max}
 	r, _ = own.Prepare(r, vars, w)
 	err := own.Serve(s.route, w, r)
-	rep := reply{status: w.status, sessionID: w.header.Get("Mcp-Session-Id"), replica: replicaOf(r)}
+	rep := reply{status: w.status, sessionID: w.header.Get("Mcp-Session-Id"), replica: replicaOf(r),
+		stream: strings.HasPrefix(w.header.Get("Content-Type"), "text/event-stream")}
 	switch {
 	case w.over:
 		return rep, errTooLarge

@@ -56,6 +56,8 @@ type listed struct {
 	// reopened is the session the server was given anew, having lost
 	// the client's ("" none), and the replica that holds it.
 	reopened, replica string
+	// stream: the server answered its list with an event stream.
+	stream bool
 }
 
 // listAll asks every server for its whole list of k, in parallel, from
@@ -79,7 +81,7 @@ func (f *federation) listAll(ctx context.Context, from *http.Request, o *opened,
 			ctx, stop := context.WithTimeout(ctx, f.listTimeout)
 			defer stop()
 			vars := varsFor(vars, o, s)
-			out[i].entries, out[i].err = f.listOne(ctx, from, vars, s, sid, k)
+			out[i].entries, out[i].stream, out[i].err = f.listOne(ctx, from, vars, s, sid, k)
 			if errors.Is(out[i].err, errSessionLost) && o.params != nil {
 				// Restarted: given a new session for the client's, and
 				// asked again under it.
@@ -89,7 +91,7 @@ func (f *federation) listAll(ctx context.Context, from *http.Request, o *opened,
 					return
 				}
 				out[i].reopened, out[i].replica = id, replica
-				out[i].entries, out[i].err = f.listOne(ctx, from, varsFor(vars, &opened{pins: map[string]string{s.name: replica}}, s), s, id, k)
+				out[i].entries, out[i].stream, out[i].err = f.listOne(ctx, from, varsFor(vars, &opened{pins: map[string]string{s.name: replica}}, s), s, id, k)
 			}
 		})
 	}
@@ -110,7 +112,7 @@ func (f *federation) listAll(ctx context.Context, from *http.Request, o *opened,
 }
 
 // listOne asks s for every page of its list of k.
-func (f *federation) listOne(ctx context.Context, from *http.Request, vars map[string]any, s *server, sid string, k *kind) ([]*entry, error) {
+func (f *federation) listOne(ctx context.Context, from *http.Request, vars map[string]any, s *server, sid string, k *kind) (_ []*entry, stream bool, err error) {
 	var entries []*entry
 	budget := f.maxList
 	cursor := ""
@@ -126,22 +128,22 @@ func (f *federation) listOne(ctx context.Context, from *http.Request, vars map[s
 		body = append(body, '}')
 		rep, err := f.ask(ctx, from, vars, s, sid, k.method, body, budget)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if rep.rpcErr != nil {
-			return nil, fmt.Errorf("the server answered an error: %s", clipBytes(rep.rpcErr))
+			return nil, false, fmt.Errorf("the server answered an error: %s", clipBytes(rep.rpcErr))
 		}
 		budget -= int64(len(rep.result))
 		var result map[string]json.RawMessage
 		if err := json.Unmarshal(rep.result, &result); err != nil {
-			return nil, fmt.Errorf("the server's list is no object: %w", err)
+			return nil, false, fmt.Errorf("the server's list is no object: %w", err)
 		}
 		var items []json.RawMessage
 		if err := json.Unmarshal(result[k.member], &items); err != nil {
-			return nil, fmt.Errorf("the server's list holds no %s array: %w", k.member, err)
+			return nil, false, fmt.Errorf("the server's list holds no %s array: %w", k.member, err)
 		}
 		if len(entries)+len(items) > f.maxItems {
-			return nil, fmt.Errorf("the server lists over %d entries", f.maxItems)
+			return nil, false, fmt.Errorf("the server lists over %d entries", f.maxItems)
 		}
 		for _, item := range items {
 			var named map[string]json.RawMessage
@@ -153,13 +155,13 @@ func (f *federation) listOne(ctx context.Context, from *http.Request, vars map[s
 		}
 		next := result["nextCursor"]
 		if next == nil || bytes.Equal(next, []byte("null")) {
-			return entries, nil
+			return entries, rep.stream, nil
 		}
 		if err := json.Unmarshal(next, &cursor); err != nil || cursor == "" {
-			return entries, nil
+			return entries, rep.stream, nil
 		}
 		if page > f.maxItems {
-			return nil, errors.New("the server's list does not end")
+			return nil, false, errors.New("the server's list does not end")
 		}
 	}
 }
