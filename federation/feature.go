@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"time"
@@ -222,10 +223,7 @@ func (f *Feature) build(h feature.Host) (*federation, error) {
 		now:         time.Now,
 		remap:       newRemap(maxRemapped),
 	}
-	fed.audience = tokenUpstream
-	if origin, err := h.Origin(); err == nil {
-		fed.audience += " " + origin
-	}
+	fed.audience = audienceOf(h)
 	fed.cursorKey = make([]byte, 32)
 	_, _ = rand.Read(fed.cursorKey)
 	for i := range f.Servers {
@@ -238,6 +236,22 @@ func (f *Feature) build(h feature.Host) (*federation, error) {
 		return nil, fmt.Errorf("federation: %w", err)
 	}
 	return fed, nil
+}
+
+// audienceOf is what the session tokens of h's site name: "federation"
+// and the site's host name, without its scheme or port, so that the nodes
+// of a fleet (one name, any port) open each other's tokens and another
+// site's do not.
+func audienceOf(h feature.Host) string {
+	origin, err := h.Origin()
+	if err != nil {
+		return tokenUpstream
+	}
+	u, err := url.Parse(origin)
+	if err != nil || u.Hostname() == "" {
+		return tokenUpstream
+	}
+	return tokenUpstream + " " + u.Hostname()
 }
 
 // unanswered ends a server's route that did not answer: its routes matched

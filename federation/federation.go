@@ -31,7 +31,7 @@ type federation struct {
 	cursorKey   []byte
 
 	// audience is what a session token of this site names as its
-	// upstream: "federation", and the site's origin.
+	// upstream: "federation", and the site's host name.
 	audience string
 	ring     func() *session.Keyring
 	ttl      time.Duration

@@ -34,7 +34,7 @@ import (
 // after the server lost it.
 
 // tokenUpstream begins the upstream a federated session token names; the
-// site's origin follows it (federation.audience), so that a session id of
+// site's host name follows it (federation.audience), so that a session id of
 // one federated site does not open at another that shares its keys (the
 // default keys kept in one storage).
 const tokenUpstream = "federation"
