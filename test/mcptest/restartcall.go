@@ -121,7 +121,7 @@ func WatchStreams(t testing.TB, upstream string) (endpoint string, streams <-cha
 		// taken for the new process's while its close is not yet read, and
 		// the request sent on it (the gateway's initialize that reopens the
 		// session) would break unanswered.
-		Transport: &http.Transport{DisableKeepAlives: true},
+		Transport: BodyFirst(&http.Transport{DisableKeepAlives: true}),
 		// While the server restarts, nothing listens on its port: a
 		// gateway in front of it finds its connection refused, and is not
 		// answered 502, as the proxy answers by default (a 502 the gateway
