@@ -113,7 +113,7 @@ type routed struct {
 // standalone stream, reopened) on their own, so that the order of the
 // POSTs does not depend on when the GET goes. It records every exchange.
 type alternating struct {
-	base  *http.Transport
+	base  http.RoundTripper
 	nodes []string
 	mu    sync.Mutex
 	turns map[string]int
@@ -121,11 +121,12 @@ type alternating struct {
 }
 
 func newAlternating(t *testing.T, nodes ...*fleettest.Node) *alternating {
-	a := &alternating{base: &http.Transport{}, turns: make(map[string]int)}
+	base := &http.Transport{}
+	a := &alternating{base: mcptest.BodyFirst(base), turns: make(map[string]int)}
 	for _, n := range nodes {
 		a.nodes = append(a.nodes, strings.TrimPrefix(n.URL(), "http://"))
 	}
-	t.Cleanup(a.base.CloseIdleConnections)
+	t.Cleanup(base.CloseIdleConnections)
 	return a
 }
 

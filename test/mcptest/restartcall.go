@@ -116,6 +116,20 @@ func WatchStreams(t testing.TB, upstream string) (endpoint string, streams <-cha
 			}
 			return nil
 		},
+		// Each request on a connection of its own: a connection kept from
+		// the process before the restart, which the kill closed, would be
+		// taken for the new process's while its close is not yet read, and
+		// the request sent on it (the gateway's initialize that reopens the
+		// session) would break unanswered.
+		Transport: BodyFirst(&http.Transport{DisableKeepAlives: true}),
+		// While the server restarts, nothing listens on its port: a
+		// gateway in front of it finds its connection refused, and is not
+		// answered 502, as the proxy answers by default (a 502 the gateway
+		// passes on, and on which the Go SDK's client closes its session
+		// when it answers its GET). The connection is closed unanswered
+		// instead, which the gateway takes for an upstream out of reach
+		// too.
+		ErrorHandler:  func(http.ResponseWriter, *http.Request, error) { panic(http.ErrAbortHandler) },
 		FlushInterval: -1,
 		ErrorLog:      log.New(io.Discard, "", 0), // a stream the restart broke
 	}
