@@ -130,7 +130,7 @@ func (f *federation) tellAll(r *http.Request, d *decision, body []byte) {
 // askAll sends body to every server of the session, in parallel, each
 // within list_timeout.
 func (f *federation) askAll(r *http.Request, d *decision, method string, body []byte) {
-	_, vars := prepared(r)
+	vars := own.Vars(r)
 	ctx := context.WithoutCancel(r.Context())
 	var wg sync.WaitGroup
 	for _, s := range f.servers {
@@ -164,7 +164,7 @@ func (f *federation) endSession(w http.ResponseWriter, r *http.Request, d *decis
 		w.WriteHeader(http.StatusBadRequest)
 		return
 	}
-	_, vars := prepared(r)
+	vars := own.Vars(r)
 	var wg sync.WaitGroup
 	for _, s := range f.servers {
 		sid := d.o.ids[s.name]

@@ -1,7 +1,6 @@
 package federation
 
 import (
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,7 +10,6 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/caddymcp/caddy-mcp/feature"
-	"github.com/caddymcp/caddy-mcp/internal/own"
 	"github.com/caddymcp/caddy-mcp/internal/panics"
 	"github.com/caddymcp/caddy-mcp/session"
 )
@@ -76,12 +74,6 @@ func (f *federation) Upstream(name string) feature.Upstream {
 // recover ends a goroutine of the federation that panicked.
 func (f *federation) recover(site string) {
 	panics.Recover(f.logger, site)
-}
-
-// prepared is what the gateway's own requests for a client's are made
-// from: the request, and a copy of its variables.
-func prepared(r *http.Request) (*http.Request, map[string]any) {
-	return r, own.Vars(r)
 }
 
 // Status is federation's section of /mcp/status.

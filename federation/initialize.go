@@ -48,7 +48,7 @@ type initialized struct {
 // their answers.
 func (f *federation) askEvery(r *http.Request, body []byte, method string) []initialized {
 	answers := make([]initialized, len(f.servers))
-	_, vars := prepared(r)
+	vars := own.Vars(r)
 	var wg sync.WaitGroup
 	for i, s := range f.servers {
 		wg.Go(func() {

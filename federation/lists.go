@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddymcp/caddy-mcp/contract"
+	"github.com/caddymcp/caddy-mcp/internal/own"
 )
 
 // Merged lists. A list is asked of every server in parallel, every page
@@ -64,8 +65,7 @@ type listed struct {
 // the client's request from, under the session o (nil: none).
 func (f *federation) listAll(ctx context.Context, from *http.Request, o *opened, k *kind) []listed {
 	out := make([]listed, len(f.servers))
-	vars := map[string]any{}
-	_, vars = prepared(from)
+	vars := own.Vars(from)
 	var wg sync.WaitGroup
 	for i, s := range f.servers {
 		sid, connected := "", true

@@ -124,7 +124,7 @@ func (f *federation) mergeStreams(w http.ResponseWriter, r *http.Request, d *dec
 		return
 	}
 	ctx := r.Context()
-	_, vars := prepared(r)
+	vars := own.Vars(r)
 	events := make(chan []byte)
 	// pending counts the servers that have not answered their GET yet;
 	// streaming is closed once one answered with a stream.
