@@ -35,7 +35,8 @@ func (*decision) Needs() feature.Needs { return feature.Needs{Edit: true} }
 // from the client a response of the server that answers no request the
 // server was sent (it could answer one the client sent another server).
 func (d *decision) Message(x *feature.Exchange, msg []byte) ([]byte, error) {
-	if m := oneMessage(msg); m != nil && m.Kind == jsonrpc.Response {
+	m := oneMessage(msg)
+	if m != nil && m.Kind == jsonrpc.Response {
 		// A null id answers no request of anyone's: the server's own
 		// error, passed as it is.
 		if own := x.Single(); string(m.ID) != "null" && (own == nil || own.Kind != jsonrpc.Request || !jsonrpc.MayAnswer(own.ID, m.ID)) {
@@ -44,7 +45,7 @@ func (d *decision) Message(x *feature.Exchange, msg []byte) ([]byte, error) {
 		}
 		return nil, nil
 	}
-	return d.f.fromServer(d.server, msg), nil
+	return d.f.fromServer(d.server, msg, m), nil
 }
 
 func (*decision) Unreadable(*feature.Exchange, error) envelope.Envelope { return envelope.Envelope{} }

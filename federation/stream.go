@@ -86,10 +86,10 @@ func withID(msg []byte, id json.RawMessage) []byte {
 	return out
 }
 
-// fromServer is a message of server s as the client gets it: a request
-// of its own with the id the client sees; a list_changed noted.
-func (f *federation) fromServer(s *server, msg []byte) []byte {
-	m := oneMessage(msg)
+// fromServer is a message of server s (m, as read from msg) as the
+// client gets it: a request of its own with the id the client sees; a
+// list_changed noted. nil: msg as it is.
+func (f *federation) fromServer(s *server, msg []byte, m *jsonrpc.Message) []byte {
 	if m == nil {
 		return nil
 	}
@@ -252,19 +252,20 @@ func (f *federation) relay(ctx context.Context, stream io.Reader, s *server, eve
 			}
 			continue
 		}
-		if len(data) == 0 || !json.Valid(data) {
+		msg := data
+		m := oneMessage(msg)
+		if m == nil && (len(data) == 0 || !json.Valid(data)) {
 			data = nil // a priming event, or no message
 			continue
 		}
-		msg := data
-		if m := oneMessage(msg); m != nil && m.Kind == jsonrpc.Response {
+		if m != nil && m.Kind == jsonrpc.Response {
 			// A stream of no request answers none: a response here could
 			// answer a request the client sent another server.
 			strayResponses.WithLabelValues(s.name).Inc()
 			data = nil
 			continue
 		}
-		if out := f.fromServer(s, msg); out != nil {
+		if out := f.fromServer(s, msg, m); out != nil {
 			msg = out
 		}
 		data = nil
