@@ -1,6 +1,7 @@
 // Package caddymcp is a Caddy plugin that fronts MCP (Model Context Protocol)
 // servers. Importing it registers the http.handlers.mcp module and the mcp
-// Caddyfile directive, ordered before reverse_proxy:
+// Caddyfile directive, ordered before reverse_proxy, and the mcp_credential
+// directive (package credential) that follows it:
 //
 //	xcaddy build v2.11.9 --with github.com/caddymcp/caddy-mcp@v0.2.0
 //
@@ -14,6 +15,7 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/caddyfile"
 	_ "github.com/caddymcp/caddy-mcp/contract"   // registers the feature contract and the caddy mcp-lock command
+	"github.com/caddymcp/caddy-mcp/credential"   // registers http.handlers.mcp_credential
 	_ "github.com/caddymcp/caddy-mcp/federation" // registers the feature federation and the server blocks
 	_ "github.com/caddymcp/caddy-mcp/guard"      // registers the feature concurrency
 	_ "github.com/caddymcp/caddy-mcp/handler"    // registers http.handlers.mcp
@@ -30,4 +32,8 @@ import (
 func init() {
 	httpcaddyfile.RegisterHandlerDirective("mcp", caddyfile.Parse)
 	httpcaddyfile.RegisterDirectiveOrder("mcp", httpcaddyfile.Before, "reverse_proxy")
+	// A server's credential, put on the request once mcp let it through:
+	// registered after mcp, it comes between mcp and reverse_proxy.
+	httpcaddyfile.RegisterHandlerDirective("mcp_credential", credential.ParseCaddyfile)
+	httpcaddyfile.RegisterDirectiveOrder("mcp_credential", httpcaddyfile.Before, "reverse_proxy")
 }

@@ -1,8 +1,11 @@
 package feature
 
 import (
+	"net/http"
 	"slices"
 	"strings"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 )
 
 // Principal is who a verified credential speaks for, written on the
@@ -68,3 +71,37 @@ func (x *Exchange) principalValue(name string) (v string, ok bool) {
 // PrincipalTemplate is the verified principal as a key template: its
 // issuer and subject (two issuers may name different people alike).
 const PrincipalTemplate = "{http.mcp." + AuthIssuer + "} {http.mcp." + AuthSubject + "}"
+
+// VerifiedVar is the request variable (caddyhttp.SetVar) under which the
+// identity phase leaves the credential it verified, a *Verified, for the
+// handlers of the upstream route: one that gives a server a credential of
+// its own (package credential) exchanges the token the gateway verified,
+// never a header written after the check. The gateway's own requests
+// upstream carry a copy of the client's variables, and so it too.
+const VerifiedVar = "caddy_mcp.verified"
+
+// Verified is a verified credential: who it speaks for, and the token
+// itself. It prints as its principal's issuer and subject, never as the
+// token, wherever a variable is printed ({http.vars.*}, a log field).
+type Verified struct {
+	Principal *Principal
+	// Token is the access token as the client sent it and the gateway
+	// verified it.
+	Token string
+	// Audience is the resource it was verified for: the gateway's own.
+	Audience string
+}
+
+// String is v without its token.
+func (v *Verified) String() string {
+	if v == nil || v.Principal == nil {
+		return ""
+	}
+	return v.Principal.Issuer + " " + v.Principal.Subject
+}
+
+// VerifiedOf is the credential verified for r, nil when none was.
+func VerifiedOf(r *http.Request) *Verified {
+	v, _ := caddyhttp.GetVar(r.Context(), VerifiedVar).(*Verified)
+	return v
+}

@@ -228,7 +228,12 @@ func (f *Feature) build(h feature.Host) (*federation, error) {
 	_, _ = rand.Read(fed.cursorKey)
 	for i := range f.Servers {
 		c := &f.Servers[i]
-		s := &server{name: c.Name, index: i, rename: c.Rename, route: c.Routes.Compile(unanswered(c.Name))}
+		if h.VerifiesPrincipal() {
+			if err := checkCredentials(c); err != nil {
+				return nil, err
+			}
+		}
+		s := &server{name: c.Name, index: i, rename: c.Rename, route: serverRoute(c.Name, c.Routes.Compile(unanswered(c.Name)))}
 		fed.servers = append(fed.servers, s)
 		fed.byName[s.name] = s
 	}

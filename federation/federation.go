@@ -37,6 +37,8 @@ type federation struct {
 	// remap is the sessions this node opened for clients' tokens.
 	remap      *remap
 	connecting sync.Map
+	// refused are the refusals that ended connections (credential.go).
+	refused refusedConnects
 
 	// names is what the last lists of tools and prompts made of the
 	// servers' names (names.go), nil before any list.

@@ -69,7 +69,10 @@ func (f *federation) Admit(x *feature.Exchange) (feature.Undo, *feature.Refusal)
 			// Not connected at initialize: connected now, in the
 			// background, and the model told to come back.
 			f.connect(x, o, d.server)
-			d.refusal = &feature.Refusal{Envelope: connecting(d.server.name, f.retryAfter), Status: http.StatusServiceUnavailable}
+			d.refusal = f.refused.last(string(o.ref[:]) + d.server.name)
+			if d.refusal == nil {
+				d.refusal = &feature.Refusal{Envelope: connecting(d.server.name, f.retryAfter), Status: http.StatusServiceUnavailable}
+			}
 		}
 		x.Request.Header.Del("Mcp-Session-Id")
 		if sid != "" {

@@ -240,6 +240,7 @@ func (f *federation) connect(x *feature.Exchange, o *opened, s *server) {
 		ctx, stop := context.WithTimeout(from.Context(), connectTimeout)
 		defer stop()
 		id, replica, err := f.initialize(ctx, from, vars, s, o.params)
+		f.refused.record(key, err)
 		if err != nil {
 			f.logger.Warn("a server could not be connected for a session", zap.String("server", s.name), zap.Error(err))
 			return

@@ -7,6 +7,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/caddymcp/caddy-mcp/internal/configs"
 	"github.com/caddymcp/caddy-mcp/internal/version"
 )
 
@@ -38,6 +39,10 @@ type Status struct {
 	// internal/version).
 	Version  string          `json:"version"`
 	Handlers []HandlerStatus `json:"handlers"`
+	// Routes are the states of the handlers of upstream routes that
+	// report one, by handler name (mcp_credential: each server's
+	// credential); absent when none does.
+	Routes map[string][]any `json:"routes,omitempty"`
 }
 
 // HandlerStatus is one mcp handler's limits and guard.
@@ -54,7 +59,7 @@ func serveStatus(w http.ResponseWriter, r *http.Request) error {
 	// Every live config's handlers: during a reload, the old config's and
 	// the new one's, until the old one is cleaned up (package internal/configs).
 	handlers := loads.Live()
-	status := Status{Version: version.String(), Handlers: make([]HandlerStatus, 0, len(handlers))}
+	status := Status{Version: version.String(), Handlers: make([]HandlerStatus, 0, len(handlers)), Routes: configs.Sections.Live()}
 	for _, h := range handlers {
 		status.Handlers = append(status.Handlers, h.status())
 	}

@@ -2,12 +2,14 @@ package handler
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
+	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/answer"
 	"github.com/caddymcp/caddy-mcp/internal/own"
 	"github.com/caddymcp/caddy-mcp/internal/sse"
@@ -108,6 +110,11 @@ func (h *Handler) settle(x *exchange, u *answer.Watch, err error, broke bool, ne
 // answered.
 func (h *Handler) unreached(x *exchange, u *answer.Watch, err error) (_ error, settled bool) {
 	w := u.ResponseWriterWrapper.ResponseWriter
+	var refused *feature.Refused
+	if errors.As(err, &refused) {
+		// A handler of the route would not send the request on.
+		return h.refuseWith(w, x, &refused.Refusal), true
+	}
 	ref := u.Hooks().Unreached(x.view(), err)
 	if answer.MayComeBack(x.Request, x.Era) && (ref == nil || ref.Status != http.StatusNotFound) {
 		// Out of reach for now; a session gone is gone (404).

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"go.uber.org/zap"
 
@@ -117,6 +118,7 @@ func (g *Gate) Admit(x *feature.Exchange) (feature.Undo, *feature.Refusal) {
 	}
 	outcomes.WithLabelValues("valid").Inc()
 	x.Principal = p.view
+	caddyhttp.SetVar(r.Context(), feature.VerifiedVar, p.verified(token, g.resource))
 	if g.cfg.StripToken {
 		r.Header.Del("Authorization")
 	}

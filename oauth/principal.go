@@ -3,6 +3,7 @@ package oauth
 import (
 	"encoding/json"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddymcp/caddy-mcp/feature"
@@ -22,6 +23,20 @@ type Principal struct {
 	view *feature.Principal
 	// held are the bytes the principal holds, as the cache counts them.
 	held int
+	// made is the verified credential the upstream route reads, made
+	// once for a remembered token (verified).
+	made atomic.Pointer[feature.Verified]
+}
+
+// verified is p's credential, token, verified for resource, as the
+// handlers of the upstream route read it (feature.VerifiedVar).
+func (p *Principal) verified(token, resource string) *feature.Verified {
+	if v := p.made.Load(); v != nil && v.Token == token && v.Audience == resource {
+		return v
+	}
+	v := &feature.Verified{Principal: p.view, Token: token, Audience: resource}
+	p.made.Store(v)
+	return v
 }
 
 // complete makes what is made once of p, the principal of a valid token:

@@ -1,0 +1,239 @@
+package credential
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+	"golang.org/x/time/rate"
+
+	"github.com/caddymcp/caddy-mcp/feature"
+	"github.com/caddymcp/caddy-mcp/internal/panics"
+)
+
+// grant obtains the tokens of a token_exchange or client_credentials
+// handler from its issuer: each exchanged token once per caller until
+// shortly before it expires, the gateway's own once for every caller, one
+// request at a time per token (the first caller's; the others wait for
+// it), within the rate the issuer is asked at, and for no longer than the
+// timeout.
+type grant struct {
+	h      *Handler
+	asker  *asker
+	cache  *cache
+	flight singleflight.Group
+	limit  *rate.Limiter
+	clock  func() time.Time
+
+	// downUntil is when the issuer, which could not be reached, is asked
+	// again (Unix nanoseconds): until then its server's calls are answered
+	// at once.
+	downUntil atomic.Int64
+
+	// refusals remembers the issuer's refusals of a caller's token for a
+	// while, so that a model calling again and again is answered without
+	// asking again.
+	mu       sync.Mutex
+	refusals map[[32]byte]refusal
+}
+
+// refusal is an issuer's refusal remembered.
+type refusal struct {
+	err   *issuerError
+	until time.Time
+}
+
+const (
+	// downFor is how long an issuer that could not be reached is not
+	// asked again, and what its server's callers are told to wait.
+	downFor = 5 * time.Second
+	// refusedFor is how long an issuer's refusal of a caller's token is
+	// remembered.
+	refusedFor = 30 * time.Second
+	// maxRefusals bounds the refusals remembered.
+	maxRefusals = 4096
+	// maxWait is the longest a caller waits for the rate the issuer is
+	// asked at; past it, it is told to come back.
+	maxWait = time.Second
+)
+
+func newGrant(h *Handler) (*grant, error) {
+	a, err := newAsker(h)
+	if err != nil {
+		return nil, err
+	}
+	g := &grant{h: h, asker: a, clock: time.Now, refusals: make(map[[32]byte]refusal)}
+	g.limit = rate.NewLimiter(rate.Limit(orDefault(h.Rate, DefaultRate)), orDefault(h.Burst, DefaultBurst))
+	if h.Use == TokenExchange {
+		g.cache = newCache(orDefault(h.Cache.Tokens, DefaultCacheTokens), orDefault(h.Cache.Bytes, DefaultCacheBytes))
+	} else {
+		g.cache = newCache(1, MaxTokenBytes*2)
+	}
+	return g, nil
+}
+
+func orDefault[T int | int64](v, d T) T {
+	if v > 0 {
+		return v
+	}
+	return d
+}
+
+// token is the token for r's server, or the refusal to answer r with.
+func (g *grant) token(r *http.Request) (string, *feature.Refused) {
+	server := ServerName(r)
+	var subject string
+	var key [32]byte
+	if g.h.Use == TokenExchange {
+		v := feature.VerifiedOf(r)
+		if v == nil {
+			count(g.h.Use, server, "unverified")
+			return "", unverified(server)
+		}
+		if !sameIssuer(v.Principal.Issuer, g.h.Issuer) {
+			count(g.h.Use, server, "other_issuer")
+			return "", otherIssuer(server, g.h.Issuer)
+		}
+		subject, key = v.Token, callerKey(v)
+	}
+	now := g.clock()
+	if tok, ok := g.cache.get(key, now); ok {
+		count(g.h.Use, server, "remembered")
+		return tok, nil
+	}
+	tokenKey := sha256.Sum256([]byte(subject))
+	if ie := g.refused(tokenKey, now); ie != nil {
+		count(g.h.Use, server, "refused")
+		return "", ie.refusal(server)
+	}
+	if until := g.downUntil.Load(); now.UnixNano() < until {
+		count(g.h.Use, server, "unavailable")
+		return "", unavailable(server, time.Duration(until-now.UnixNano()), nil)
+	}
+	return g.ask(r, server, key, tokenKey, subject)
+}
+
+// ask asks the issuer for the token of key, once however many callers
+// want it at once, each waiting as long as its own request may.
+func (g *grant) ask(r *http.Request, server string, key, tokenKey [32]byte, subject string) (string, *feature.Refused) {
+	ch := g.flight.DoChan(string(key[:]), func() (v any, err error) {
+		defer panics.Recover(g.h.logger, "credential")
+		return g.fetch(key, tokenKey, subject)
+	})
+	select {
+	case res := <-ch:
+		if res.Err != nil {
+			return "", g.failed(server, res.Err)
+		}
+		count(g.h.Use, server, "obtained")
+		return res.Val.(string), nil
+	case <-r.Context().Done():
+		return "", &feature.Refused{Refusal: feature.Refusal{Gone: true, Cause: r.Context().Err()}}
+	}
+}
+
+// errLimited: the issuer is asked at its rate already.
+var errLimited = errors.New("the issuer is asked for tokens at the rate allowed")
+
+// fetch asks the issuer, under a context of its own: the first caller
+// leaving does not fail the others.
+func (g *grant) fetch(key, tokenKey [32]byte, subject string) (string, error) {
+	now := g.clock()
+	if tok, ok := g.cache.get(key, now); ok {
+		return tok, nil // a flight that ended as this one began
+	}
+	res := g.limit.ReserveN(now, 1)
+	if d := res.DelayFrom(now); d > maxWait {
+		res.CancelAt(now)
+		return "", errLimited
+	} else if d > 0 {
+		time.Sleep(d)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), g.asker.timeout)
+	defer cancel()
+	tok, err := g.asker.ask(ctx, subject)
+	now = g.clock()
+	g.h.stat.asked(now, err)
+	if err != nil {
+		var ie *issuerError
+		if errors.As(err, &ie) && ie.refused() {
+			g.remember(tokenKey, ie, now)
+		} else if !errors.As(err, &ie) {
+			g.downUntil.Store(now.Add(downFor).UnixNano())
+		}
+		return "", err
+	}
+	g.cache.put(key, tok.value, tok.expiry, now)
+	return tok.value, nil
+}
+
+// failed is the refusal for err, the flight's failure.
+func (g *grant) failed(server string, err error) *feature.Refused {
+	var ie *issuerError
+	switch {
+	case errors.Is(err, errLimited):
+		count(g.h.Use, server, "limited")
+		return limited(server)
+	case errors.As(err, &ie):
+		count(g.h.Use, server, ie.outcome())
+		if !ie.refused() {
+			g.h.logger.Error("the issuer would not give a server its credential: check the gateway's client at the issuer", errorFields(server, err)...)
+		}
+		return ie.refusal(server)
+	}
+	count(g.h.Use, server, "unavailable")
+	g.h.logger.Warn("the issuer could not be asked for a server's credential", errorFields(server, err)...)
+	return unavailable(server, downFor, err)
+}
+
+func (g *grant) refused(k [32]byte, now time.Time) *issuerError {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	r, ok := g.refusals[k]
+	if !ok {
+		return nil
+	}
+	if now.After(r.until) {
+		delete(g.refusals, k)
+		return nil
+	}
+	return r.err
+}
+
+func (g *grant) remember(k [32]byte, ie *issuerError, now time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.refusals) >= maxRefusals {
+		for old := range g.refusals { // one at random
+			delete(g.refusals, old)
+			break
+		}
+	}
+	g.refusals[k] = refusal{err: ie, until: now.Add(refusedFor)}
+}
+
+// callerKey is the key of the caller's exchanged token: its issuer,
+// subject, client and scopes (the server is the handler's own).
+func callerKey(v *feature.Verified) [32]byte {
+	p := v.Principal
+	h := sha256.New()
+	for _, s := range []string{p.Issuer, p.Subject, p.ClientID, strings.Join(p.Scopes, " ")} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	var k [32]byte
+	h.Sum(k[:0])
+	return k
+}
+
+// sameIssuer reports whether a and b name one issuer, a trailing slash
+// either side aside.
+func sameIssuer(a, b string) bool {
+	return strings.TrimSuffix(a, "/") == strings.TrimSuffix(b, "/")
+}
