@@ -22,6 +22,7 @@ import (
 //		audience <uri>
 //		resource <uri>
 //		scopes <scope...>
+//		subject_token_type <uri>
 //		timeout <duration>
 //		cache <tokens> [<bytes>]
 //		rate <per second> [<burst>]
@@ -107,6 +108,8 @@ func (c *Handler) grantOption(d *caddyfile.Dispenser) error {
 		c.Resource, err = featurefile.OneArg(d)
 	case "scopes":
 		c.Scopes, err = featurefile.ManyArgs(d)
+	case "subject_token_type":
+		c.SubjectTokenType, err = featurefile.OneArg(d)
 	case "timeout":
 		c.Timeout, err = featurefile.PositiveDuration(d)
 	case "cache":
@@ -114,7 +117,7 @@ func (c *Handler) grantOption(d *caddyfile.Dispenser) error {
 	case "rate":
 		return c.rateOption(d)
 	default:
-		return featurefile.Unrecognized(d, "mcp_credential", name, "issuer", "token_endpoint", "client", "auth", "key", "audience", "resource", "scopes", "timeout", "cache", "rate")
+		return featurefile.Unrecognized(d, "mcp_credential", name, "issuer", "token_endpoint", "client", "auth", "key", "audience", "resource", "scopes", "subject_token_type", "timeout", "cache", "rate")
 	}
 	return err
 }

@@ -1,6 +1,7 @@
 package credential
 
 import (
+	"cmp"
 	"context"
 	"crypto/ecdsa"
 	"crypto/ed25519"
@@ -132,7 +133,7 @@ func (a *asker) config(endpoint, subject string) (*clientcredentials.Config, err
 	if subject != "" {
 		p.Set("grant_type", oauthex.GrantTypeTokenExchange)
 		p.Set("subject_token", subject)
-		p.Set("subject_token_type", tokenTypeAccess)
+		p.Set("subject_token_type", cmp.Or(h.SubjectTokenType, tokenTypeAccess))
 		p.Set("requested_token_type", tokenTypeAccess)
 	}
 	switch h.Client.method() {

@@ -56,6 +56,11 @@ type Handler struct {
 	Audience string   `json:"audience,omitempty"`
 	Resource string   `json:"resource,omitempty"`
 	Scopes   []string `json:"scopes,omitempty"`
+	// SubjectTokenType is the type the caller's token is said to be
+	// (token_exchange). Default urn:ietf:params:oauth:token-type:access_token;
+	// an issuer whose exchange profiles name their own (Auth0's custom
+	// token exchange) is given theirs.
+	SubjectTokenType string `json:"subject_token_type,omitempty"`
 	// Timeout bounds each request to the issuer. Default DefaultTimeout.
 	Timeout caddy.Duration `json:"timeout,omitempty"`
 	// Cache bounds the exchanged tokens remembered (token_exchange).
