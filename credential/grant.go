@@ -30,6 +30,7 @@ type grant struct {
 	flight singleflight.Group
 	limit  *rate.Limiter
 	clock  func() time.Time
+	wait   func(time.Duration) // time.Sleep, but in tests
 
 	// downUntil is when the issuer, which could not be reached, is asked
 	// again (Unix nanoseconds): until then its server's calls are answered
@@ -68,7 +69,7 @@ func newGrant(h *Handler) (*grant, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &grant{h: h, asker: a, clock: time.Now, refusals: make(map[[32]byte]refusal)}
+	g := &grant{h: h, asker: a, clock: time.Now, wait: time.Sleep, refusals: make(map[[32]byte]refusal)}
 	g.limit = rate.NewLimiter(rate.Limit(orDefault(h.Rate, DefaultRate)), orDefault(h.Burst, DefaultBurst))
 	if h.Use == TokenExchange {
 		g.cache = newCache(orDefault(h.Cache.Tokens, DefaultCacheTokens), orDefault(h.Cache.Bytes, DefaultCacheBytes))
@@ -153,7 +154,7 @@ func (g *grant) fetch(key, tokenKey [32]byte, subject string) (string, error) {
 		res.CancelAt(now)
 		return "", errLimited
 	} else if d > 0 {
-		time.Sleep(d)
+		g.wait(d)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), g.asker.timeout)
 	defer cancel()
