@@ -23,7 +23,8 @@ import (
 // AuthServer is a real OAuth 2.1 authorization server (panva/oidc-provider,
 // test/authserver/server.mjs) on a loopback port: client credentials,
 // resource indicators (RFC 8707), JWT access tokens (RFC 9068) signed with
-// ES256, or opaque ones, and introspection. It is stopped by t.Cleanup.
+// ES256, or opaque ones, introspection, and token exchange (RFC 8693) if
+// its config's Exchange says so. It is stopped by t.Cleanup.
 type AuthServer struct {
 	// Issuer is its issuer identifier, "http://127.0.0.1:PORT".
 	Issuer string
@@ -42,14 +43,24 @@ type AuthServerConfig struct {
 	Resources map[string]AuthResource `json:"resources"`
 	// DefaultResource is the resource of a token requested without one.
 	DefaultResource string `json:"defaultResource,omitempty"`
+	// Exchange, if set, has the server perform token exchange for the
+	// clients whose GrantTypes include TokenExchangeGrant.
+	Exchange *AuthExchange `json:"exchange,omitempty"`
 }
 
 // AuthClient is a confidential client allowed the client credentials
-// grant for scopes.
+// grant for scopes, or the grants GrantTypes names.
 type AuthClient struct {
 	ID     string `json:"client_id"`
 	Secret string `json:"client_secret"`
 	Scope  string `json:"scope"`
+	// GrantTypes are the grants it may use (default client_credentials).
+	GrantTypes []string `json:"grant_types,omitempty"`
+	// AuthMethod is how it authenticates at the token endpoint:
+	// client_secret_basic (the default), client_secret_post, or
+	// private_key_jwt, signing with a key of JWKS (public keys).
+	AuthMethod string              `json:"token_endpoint_auth_method,omitempty"`
+	JWKS       *jose.JSONWebKeySet `json:"jwks,omitempty"`
 }
 
 // AuthResource is a resource server: the scopes a token for it may carry,
