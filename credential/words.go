@@ -66,12 +66,12 @@ func (e *issuerError) refusal(server string) *feature.Refused {
 	case e.code == "invalid_grant" || e.code == "login_required":
 		return refuse(http.StatusForbidden, e, envelope.New(envelope.AuthRequired,
 			"Authentication required: the authorization server would not give "+named(server)+" a token on the user's behalf").
-			Suggest("Ask the user to sign in again and to consent to "+named(server)+"'s access at the authorization server, then retry. Until then, the other tools remain available.").
+			Suggest("Ask the user to sign in again, and to consent at the authorization server to the use of "+named(server)+", then retry"+others(server)+".").
 			Details(serverDetail(server), said))
 	case e.refused():
 		return refuse(http.StatusForbidden, e, envelope.New(envelope.Forbidden,
 			"Forbidden: the user may not use "+named(server)+": the authorization server refused a token for it").
-			Suggest("Tell the user they lack access to "+named(server)+", and that an administrator of the authorization server can grant it. Do not retry its tools until then; the other tools remain available.").
+			Suggest("Tell the user they lack access to "+named(server)+", and that an administrator of the authorization server can grant it. Do not retry until then"+others(server)+".").
 			Details(serverDetail(server), said))
 	}
 	return refuse(http.StatusBadGateway, e, unavailableWords(server, time.Minute,
@@ -87,7 +87,7 @@ func unavailable(server string, retry time.Duration, cause error) *feature.Refus
 // limited: the issuer is asked for tokens at the rate allowed already.
 func limited(server string) *feature.Refused {
 	return refuse(http.StatusServiceUnavailable, errLimited, envelope.New(envelope.ServerBusy,
-		"Server busy: the gateway is asking the authorization server for as many tokens as it may, and could not obtain "+named(server)+"'s credential now").
+		"Server busy: the gateway is asking the authorization server for as many tokens as it may, and could not obtain a credential for "+named(server)+" now").
 		Suggest("Retry in 1 second.").RetryAfter(1).Details(serverDetail(server)))
 }
 
@@ -103,14 +103,14 @@ func unverified(server string) *feature.Refused {
 func otherIssuer(server, issuer string) *feature.Refused {
 	return refuse(http.StatusForbidden, nil, envelope.New(envelope.AuthRequired,
 		"Authentication required: "+named(server)+" accepts only users of the authorization server "+issuer+", and the user signed in elsewhere").
-		Suggest("Ask the user to sign in at "+issuer+" to use "+named(server)+"'s tools; the other tools remain available.").
+		Suggest("Ask the user to sign in at "+issuer+" to use "+named(server)+others(server)+".").
 		Details(serverDetail(server)))
 }
 
 func unavailableWords(server string, retry time.Duration, why string) *envelope.Builder {
 	secs, in := feature.InSeconds(retry)
 	return envelope.New(envelope.HandoffUpstreamUnavailable, "The MCP server "+quoted(server)+"is unavailable: "+why).
-		Suggest("Tell the user " + named(server) + " is unavailable, and retry its tools in " + in + "; the other tools remain available.").
+		Suggest("Tell the user " + named(server) + " is unavailable, and retry in " + in + others(server) + ".").
 		RetryAfter(float64(secs)).Details(serverDetail(server))
 }
 
@@ -124,6 +124,15 @@ func named(server string) string {
 		return "the MCP server"
 	}
 	return "the MCP server " + fmt.Sprintf("%q", server)
+}
+
+// others is what the words add for a federated server: the others'
+// tools are not concerned.
+func others(server string) string {
+	if server == "" {
+		return ""
+	}
+	return "; the tools of the other servers remain available"
 }
 
 func quoted(server string) string {
@@ -159,4 +168,25 @@ func clip(s string) string {
 
 func errorFields(server string, err error) []zap.Field {
 	return []zap.Field{zap.String("server", server), zap.Error(err)}
+}
+
+// Words are the envelopes of this package, with an example's values, for
+// the golden list of every word of the gateway.
+func Words() []feature.Word {
+	said := func(code string) *issuerError {
+		return &issuerError{code: code, description: "the user has not consented to https://crm.internal"}
+	}
+	word := func(name string, r *feature.Refused) feature.Word {
+		return feature.Word{Name: "credential: " + name, Envelope: r.Envelope}
+	}
+	return []feature.Word{
+		word("the issuer refused the user's token (invalid_grant)", said("invalid_grant").refusal("crm")),
+		word("the issuer refused the user a token for the server (access_denied…)", said("access_denied").refusal("crm")),
+		word("the gateway's client refused, or an answer not passed on", (&issuerError{code: "unchanged_token", broken: true}).refusal("crm")),
+		word("the issuer out of reach", unavailable("crm", downFor, nil)),
+		word("the issuer asked at its rate", limited("crm")),
+		word("no verified caller to exchange for", unverified("crm")),
+		word("a user of another issuer", otherIssuer("crm", "https://auth.example.com")),
+		word("a site's one server", said("access_denied").refusal("")),
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/caddymcp/caddy-mcp/contract"
+	"github.com/caddymcp/caddy-mcp/credential"
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/federation"
 	"github.com/caddymcp/caddy-mcp/guard"
@@ -72,6 +73,7 @@ func TestEveryWordOfTheGatewayInOnePlace(t *testing.T) {
 	section("validate", validate.Words())
 	section("contract", contract.Words())
 	section("Federation (federation)", federation.Words())
+	section("Each server's credential (credential)", credential.Words())
 
 	got := b.String()
 	if *updateWords {
