@@ -107,10 +107,14 @@ func (a *asker) ask(ctx context.Context, subject string) (obtained, error) {
 	tok, err := cfg.Token(context.WithValue(ctx, oauth2.HTTPClient, a.client))
 	if err != nil {
 		var re *oauth2.RetrieveError
-		if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode < 500 && re.ErrorCode != "" {
+		if !errors.As(err, &re) || re.Response == nil {
+			return obtained{}, fmt.Errorf("asking %s for a token: %w", endpoint, err)
+		}
+		if re.Response.StatusCode < 500 && re.ErrorCode != "" {
 			return obtained{}, &issuerError{code: re.ErrorCode, description: re.ErrorDescription}
 		}
-		return obtained{}, fmt.Errorf("asking %s for a token: %w", endpoint, err)
+		// Its words, not its body: an issuer's answer may be a megabyte.
+		return obtained{}, fmt.Errorf("asking %s for a token: it answered %s", endpoint, re.Response.Status)
 	}
 	return a.check(tok, subject)
 }
