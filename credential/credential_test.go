@@ -187,3 +187,22 @@ func TestClientCredentialsGiveEveryCallerOneToken(t *testing.T) {
 	assert.Equal(t, "s", is.forms[0].Get("client_secret"), "client_secret_post")
 	assert.Equal(t, is.URL+"/token", h.grant.asker.known())
 }
+
+// A reload that keeps a server's credential as it was keeps the tokens
+// remembered: Caddy provisions the new config before it cleans up the
+// old one, and the issuer is not asked again for every caller.
+func TestAReloadKeepsTheTokensRemembered(t *testing.T) {
+	is := newIssuer(t)
+	old := exchanging(t, is, "https://crm")
+	_, err := call(t, old, is.URL, "alice", nil)
+	require.NoError(t, err)
+	reloaded := exchanging(t, is, "https://crm")
+	require.NoError(t, old.Cleanup())
+	_, err = call(t, reloaded, is.URL, "alice", nil)
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, is.asked.Load(), "the reloaded config remembers alice's token")
+	other := exchanging(t, is, "https://tickets")
+	_, err = call(t, other, is.URL, "alice", nil)
+	require.NoError(t, err)
+	assert.EqualValues(t, 2, is.asked.Load(), "another server's credential is its own")
+}

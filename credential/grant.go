@@ -4,12 +4,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/caddyserver/caddy/v2"
 	"golang.org/x/sync/singleflight"
 	"golang.org/x/time/rate"
 
@@ -70,13 +72,41 @@ func newGrant(h *Handler) (*grant, error) {
 		return nil, err
 	}
 	g := &grant{h: h, asker: a, clock: time.Now, wait: time.Sleep, refusals: make(map[[32]byte]refusal)}
-	g.limit = rate.NewLimiter(rate.Limit(orDefault(h.Rate, DefaultRate)), orDefault(h.Burst, DefaultBurst))
-	if h.Use == TokenExchange {
-		g.cache = newCache(orDefault(h.Cache.Tokens, DefaultCacheTokens), orDefault(h.Cache.Bytes, DefaultCacheBytes))
-	} else {
-		g.cache = newCache(1, MaxTokenBytes*2)
+	v, _, err := kept.LoadOrNew(h.poolKey(), func() (caddy.Destructor, error) {
+		k := &keptState{limit: rate.NewLimiter(rate.Limit(orDefault(h.Rate, DefaultRate)), orDefault(h.Burst, DefaultBurst))}
+		if h.Use == TokenExchange {
+			k.cache = newCache(orDefault(h.Cache.Tokens, DefaultCacheTokens), orDefault(h.Cache.Bytes, DefaultCacheBytes))
+		} else {
+			k.cache = newCache(1, MaxTokenBytes*2)
+		}
+		return k, nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	k := v.(*keptState)
+	g.cache, g.limit = k.cache, k.limit
 	return g, nil
+}
+
+// kept are the tokens remembered and the rate the issuer is asked at,
+// which survive config reloads, by what they are for (poolKey): a reload
+// that keeps a server's credential as it was does not ask the issuer
+// again for every caller.
+var kept = caddy.NewUsagePool()
+
+type keptState struct {
+	cache *cache
+	limit *rate.Limiter
+}
+
+func (*keptState) Destruct() error { return nil }
+
+// poolKey is what h's tokens are for, and their bounds: every setting but
+// the client's secret or key (the tokens they obtained stay good).
+func (h *Handler) poolKey() string {
+	return strings.Join([]string{h.Use, h.Issuer, h.TokenEndpoint, h.Client.ID, h.Audience, h.Resource,
+		strings.Join(h.Scopes, " "), h.SubjectTokenType, fmt.Sprint(h.Cache.Tokens, h.Cache.Bytes, h.Rate, h.Burst)}, "\x00")
 }
 
 func orDefault[T int | int64](v, d T) T {

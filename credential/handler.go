@@ -114,10 +114,14 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 // read).
 func (h *Handler) Validate() error { return nil }
 
-// Cleanup takes the handler off /mcp/status.
+// Cleanup takes the handler off /mcp/status, and lets go of the tokens it
+// remembers unless the config that replaces its own keeps them.
 func (h *Handler) Cleanup() error {
 	if h.unlist != nil {
 		h.unlist()
+	}
+	if h.grant != nil {
+		_, _ = kept.Delete(h.poolKey())
 	}
 	return nil
 }
