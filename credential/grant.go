@@ -118,7 +118,7 @@ func orDefault[T int | int64](v, d T) T {
 
 // token is the token for r's server, or the refusal to answer r with.
 func (g *grant) token(r *http.Request) (string, *feature.Refused) {
-	server := ServerName(r)
+	server := serverOf(r)
 	var subject string
 	var key [32]byte
 	if g.h.Use == TokenExchange {

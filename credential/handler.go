@@ -110,10 +110,6 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	return promreg.Register(ctx, collectors()...)
 }
 
-// Validate checks the configuration (Provision did, once its secrets were
-// read).
-func (h *Handler) Validate() error { return nil }
-
 // Cleanup takes the handler off /mcp/status, and lets go of the tokens it
 // remembers unless the config that replaces its own keeps them.
 func (h *Handler) Cleanup() error {
@@ -154,13 +150,11 @@ func preflight(r *http.Request) bool {
 	return r.Method == http.MethodOptions && r.Header.Get("Origin") != "" && r.Header.Get("Access-Control-Request-Method") != ""
 }
 
-// ServerName is the name of the server r goes to, as the words say it:
-// the federated server's, or "the MCP server" for a site's one server.
-func ServerName(r *http.Request) string {
-	if name, _ := caddyhttp.GetVar(r.Context(), feature.ServerVar).(string); name != "" {
-		return name
-	}
-	return ""
+// serverOf is the name of the federated server r goes to, "" for a
+// site's one server (the words then say "the MCP server").
+func serverOf(r *http.Request) string {
+	name, _ := caddyhttp.GetVar(r.Context(), feature.ServerVar).(string)
+	return name
 }
 
 // Credential reports how the handler gives its server a credential and
@@ -174,7 +168,6 @@ func (h *Handler) Credential() (use, resource string) {
 // Interface guards.
 var (
 	_ caddy.Provisioner           = (*Handler)(nil)
-	_ caddy.Validator             = (*Handler)(nil)
 	_ caddy.CleanerUpper          = (*Handler)(nil)
 	_ caddyhttp.MiddlewareHandler = (*Handler)(nil)
 	_ feature.Credential          = (*Handler)(nil)

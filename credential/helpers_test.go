@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -166,5 +165,3 @@ func refusedWith(t *testing.T, err error) *feature.Refused {
 	require.Truef(t, ok, "want a refusal, got %v", err)
 	return ref
 }
-
-var _ = io.Discard
