@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/feature/featuretest"
 )
 
 // The caller's Authorization header and cookies never reach a server
@@ -51,6 +52,8 @@ func TestAnExchangedTokenIsRememberedPerCaller(t *testing.T) {
 	is := newIssuer(t)
 	h := exchanging(t, is, "https://crm")
 	h.Scopes = []string{"crm:read"}
+	remembered := featuretest.Counted(t, requests.WithLabelValues(TokenExchange, "", "remembered"))
+	obtained := featuretest.Counted(t, requests.WithLabelValues(TokenExchange, "", "obtained"))
 	for range 3 {
 		for _, sub := range []string{"alice", "bob"} {
 			got, err := call(t, h, is.URL, sub, nil)
@@ -59,6 +62,8 @@ func TestAnExchangedTokenIsRememberedPerCaller(t *testing.T) {
 		}
 	}
 	assert.EqualValues(t, 2, is.asked.Load(), "once per caller")
+	assert.Equal(t, 4.0, featuretest.Counted(t, requests.WithLabelValues(TokenExchange, "", "remembered"))-remembered)
+	assert.Equal(t, 2.0, featuretest.Counted(t, requests.WithLabelValues(TokenExchange, "", "obtained"))-obtained)
 	f := is.forms[0]
 	assert.Equal(t, "urn:ietf:params:oauth:grant-type:token-exchange", f.Get("grant_type"))
 	assert.Equal(t, tokenTypeAccess, f.Get("subject_token_type"))

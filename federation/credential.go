@@ -28,10 +28,18 @@ func serverRoute(name string, route caddyhttp.Handler) caddyhttp.Handler {
 	})
 }
 
-// checkCredentials refuses a server that would get the caller's token:
-// one whose routes name no credential, or pass the token through.
-func checkCredentials(c *Server) error {
+// checkCredentials refuses a server that would get the caller's token
+// (bound: the gateway verifies it): one whose routes name no credential,
+// or pass the token through; and, bound or not, one whose credential
+// exchanges a token the gateway does not verify.
+func checkCredentials(c *Server, bound bool) error {
 	use := credentialOf(c.Routes)
+	if !bound {
+		if use == "token_exchange" {
+			return fmt.Errorf("federation: server %q: mcp_credential token_exchange exchanges the caller's verified token, and the gateway verifies none: configure authorization", c.Name)
+		}
+		return nil
+	}
 	switch use {
 	case "":
 		return fmt.Errorf("federation: server %q: the caller's token is for the gateway, not for this server, and is not passed on: "+

@@ -228,10 +228,8 @@ func (f *Feature) build(h feature.Host) (*federation, error) {
 	_, _ = rand.Read(fed.cursorKey)
 	for i := range f.Servers {
 		c := &f.Servers[i]
-		if h.VerifiesPrincipal() {
-			if err := checkCredentials(c); err != nil {
-				return nil, err
-			}
+		if err := checkCredentials(c, h.VerifiesPrincipal()); err != nil {
+			return nil, err
 		}
 		s := &server{name: c.Name, index: i, rename: c.Rename, route: serverRoute(c.Name, c.Routes.Compile(unanswered(c.Name)))}
 		fed.servers = append(fed.servers, s)
