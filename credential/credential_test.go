@@ -155,9 +155,7 @@ func TestTheIssuersRefusalsReachTheModel(t *testing.T) {
 			}
 			_, err = call(t, h, is.URL, "alice", nil)
 			assert.Equal(t, c.want, refusedWith(t, err).Envelope.Code)
-			if c.status == 403 {
-				assert.EqualValues(t, 1, is.asked.Load(), "a refusal is remembered")
-			}
+			assert.EqualValues(t, 1, is.asked.Load(), "a refusal is remembered, an unusable issuer not asked again at once")
 		})
 	}
 }
@@ -189,6 +187,15 @@ func TestClientCredentialsGiveEveryCallerOneToken(t *testing.T) {
 	}
 	assert.EqualValues(t, 1, is.asked.Load())
 	assert.Equal(t, "client_credentials", is.forms[0].Get("grant_type"))
+	// A refusal of the gateway's own token is the operator's to fix,
+	// never the user's.
+	is2 := newIssuer(t)
+	is2.set(func(w http.ResponseWriter, _ url.Values) {
+		jsonAnswer(w, 400, map[string]string{"error": "access_denied"})
+	})
+	h2 := provisioned(t, &Handler{Use: ClientCredentials, Issuer: is2.URL, Client: Client{ID: "gw", Secret: "s"}, Audience: "https://reports"})
+	_, err := call(t, h2, is2.URL, "alice", nil)
+	assert.Equal(t, envelope.HandoffUpstreamUnavailable, refusedWith(t, err).Envelope.Code)
 	assert.Equal(t, "s", is.forms[0].Get("client_secret"), "client_secret_post")
 	assert.Equal(t, is.URL+"/token", h.grant.asker.known())
 }

@@ -13,6 +13,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -111,7 +112,7 @@ func (a *asker) ask(ctx context.Context, subject string) (obtained, error) {
 			return obtained{}, fmt.Errorf("asking %s for a token: %w", endpoint, err)
 		}
 		if re.Response.StatusCode < 500 && re.ErrorCode != "" {
-			return obtained{}, &issuerError{code: re.ErrorCode, description: re.ErrorDescription}
+			return obtained{}, &issuerError{code: re.ErrorCode, description: re.ErrorDescription, own: subject == ""}
 		}
 		// Its words, not its body: an issuer's answer may be a megabyte.
 		return obtained{}, fmt.Errorf("asking %s for a token: it answered %s", endpoint, re.Response.Status)
@@ -213,7 +214,8 @@ func audience(token string) (aud []string, ok bool) {
 }
 
 // tokenEndpoint is the issuer's token endpoint: the configured one, or
-// the one its metadata names, read once (again after a failure).
+// the one its metadata names (RFC 8414, else OpenID discovery), read once
+// (again after a failure).
 func (a *asker) tokenEndpoint(ctx context.Context) (string, error) {
 	a.discovery.Lock() // one discovery at a time
 	defer a.discovery.Unlock()
@@ -225,20 +227,55 @@ func (a *asker) tokenEndpoint(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	urls := []string{u.Scheme + "://" + u.Host + "/.well-known/oauth-authorization-server" + u.Path, issuer + "/.well-known/openid-configuration"}
-	for _, m := range urls {
-		meta, err := oauthex.GetAuthServerMeta(ctx, m, a.h.Issuer, a.client)
-		if err != nil {
-			return "", fmt.Errorf("reading the issuer's metadata at %s: %w", m, err)
-		}
-		if meta != nil && meta.TokenEndpoint != "" {
+	var errs []error
+	for _, m := range []string{u.Scheme + "://" + u.Host + "/.well-known/oauth-authorization-server" + u.Path, issuer + "/.well-known/openid-configuration"} {
+		endpoint, err := a.discover(ctx, m)
+		if err == nil {
 			a.mu.Lock()
-			a.endpoint = meta.TokenEndpoint
+			a.endpoint = endpoint
 			a.mu.Unlock()
-			return meta.TokenEndpoint, nil
+			return endpoint, nil
 		}
+		errs = append(errs, err)
 	}
-	return "", fmt.Errorf("the issuer %s publishes no metadata naming its token endpoint: configure token_endpoint", a.h.Issuer)
+	return "", fmt.Errorf("the issuer's metadata names no token endpoint (configure token_endpoint): %w", errors.Join(errs...))
+}
+
+// maxMetadata is the largest metadata document read.
+const maxMetadata = 1 << 20
+
+// discover reads the token endpoint of the metadata at address: the
+// issuer's own (its "issuer" is the configured one), https or loopback.
+// oauthex.GetAuthServerMeta is not used: it refuses metadata that lists no
+// PKCE method, which a token endpoint does not need.
+func (a *asker) discover(ctx context.Context, address string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, address, nil)
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Accept", "application/json")
+	res, err := a.client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("%s: %s", address, res.Status)
+	}
+	var meta oauthex.AuthServerMeta
+	if err := json.NewDecoder(io.LimitReader(res.Body, maxMetadata)).Decode(&meta); err != nil {
+		return "", fmt.Errorf("%s: %w", address, err)
+	}
+	switch {
+	case !sameIssuer(meta.Issuer, a.h.Issuer):
+		return "", fmt.Errorf("%s: the metadata is of issuer %q", address, clip(meta.Issuer))
+	case meta.TokenEndpoint == "":
+		return "", fmt.Errorf("%s: no token_endpoint", address)
+	}
+	if err := checkURL(meta.TokenEndpoint); err != nil {
+		return "", fmt.Errorf("%s: token_endpoint %q: %w", address, clip(meta.TokenEndpoint), err)
+	}
+	return meta.TokenEndpoint, nil
 }
 
 // known is the token endpoint, "" until it is known.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
 	"golang.org/x/sync/singleflight"
 	"golang.org/x/time/rate"
 
@@ -34,10 +35,10 @@ type grant struct {
 	clock  func() time.Time
 	wait   func(time.Duration) // time.Sleep, but in tests
 
-	// downUntil is when the issuer, which could not be reached, is asked
-	// again (Unix nanoseconds): until then its server's calls are answered
-	// at once.
-	downUntil atomic.Int64
+	// down is why the issuer is not asked again until a time: it could
+	// not be reached, or answered what cannot be used. Until then its
+	// server's calls are answered at once.
+	down atomic.Pointer[down]
 
 	// refusals remembers the issuer's refusals of a caller's token for a
 	// while, so that a model calling again and again is answered without
@@ -52,10 +53,21 @@ type refusal struct {
 	until time.Time
 }
 
+// down is an issuer not asked until a time: out of reach (ie nil), or
+// answering what the gateway cannot use (its client refused, its token not
+// passed on).
+type down struct {
+	until time.Time
+	ie    *issuerError
+}
+
 const (
 	// downFor is how long an issuer that could not be reached is not
 	// asked again, and what its server's callers are told to wait.
 	downFor = 5 * time.Second
+	// unusableFor is the same for an issuer whose answers the gateway
+	// cannot use: the operator's to fix.
+	unusableFor = time.Minute
 	// refusedFor is how long an issuer's refusal of a caller's token is
 	// remembered.
 	refusedFor = 30 * time.Second
@@ -143,9 +155,13 @@ func (g *grant) token(r *http.Request) (string, *feature.Refused) {
 		count(g.h.Use, server, "refused")
 		return "", ie.refusal(server)
 	}
-	if until := g.downUntil.Load(); now.UnixNano() < until {
+	if d := g.down.Load(); d != nil && now.Before(d.until) {
+		if d.ie != nil {
+			count(g.h.Use, server, d.ie.outcome())
+			return "", d.ie.refusal(server)
+		}
 		count(g.h.Use, server, "unavailable")
-		return "", unavailable(server, time.Duration(until-now.UnixNano()), nil)
+		return "", unavailable(server, d.until.Sub(now), nil)
 	}
 	return g.ask(r, server, key, tokenKey, subject)
 }
@@ -155,7 +171,7 @@ func (g *grant) token(r *http.Request) (string, *feature.Refused) {
 func (g *grant) ask(r *http.Request, server string, key, tokenKey [32]byte, subject string) (string, *feature.Refused) {
 	ch := g.flight.DoChan(string(key[:]), func() (v any, err error) {
 		defer panics.Recover(g.h.logger, "credential")
-		return g.fetch(key, tokenKey, subject)
+		return g.fetch(server, key, tokenKey, subject)
 	})
 	select {
 	case res := <-ch:
@@ -174,7 +190,7 @@ var errLimited = errors.New("the issuer is asked for tokens at the rate allowed"
 
 // fetch asks the issuer, under a context of its own: the first caller
 // leaving does not fail the others.
-func (g *grant) fetch(key, tokenKey [32]byte, subject string) (string, error) {
+func (g *grant) fetch(server string, key, tokenKey [32]byte, subject string) (string, error) {
 	now := g.clock()
 	if tok, ok := g.cache.get(key, now); ok {
 		return tok, nil // a flight that ended as this one began
@@ -192,11 +208,17 @@ func (g *grant) fetch(key, tokenKey [32]byte, subject string) (string, error) {
 	now = g.clock()
 	g.h.stat.asked(now, err)
 	if err != nil {
+		// Logged once per request to the issuer, not per caller waiting.
 		var ie *issuerError
-		if errors.As(err, &ie) && ie.refused() {
+		switch {
+		case errors.As(err, &ie) && ie.refused():
 			g.remember(tokenKey, ie, now)
-		} else if !errors.As(err, &ie) {
-			g.downUntil.Store(now.Add(downFor).UnixNano())
+		case errors.As(err, &ie):
+			g.down.Store(&down{until: now.Add(unusableFor), ie: ie})
+			g.h.logger.Error("the issuer's answer cannot be used to give a server its credential: check the gateway's client at the issuer, and what it issues", zap.String("server", server), zap.Error(err))
+		default:
+			g.down.Store(&down{until: now.Add(downFor)})
+			g.h.logger.Warn("the issuer could not be asked for a server's credential", zap.String("server", server), zap.Error(err))
 		}
 		return "", err
 	}
@@ -213,13 +235,9 @@ func (g *grant) failed(server string, err error) *feature.Refused {
 		return limited(server)
 	case errors.As(err, &ie):
 		count(g.h.Use, server, ie.outcome())
-		if !ie.refused() {
-			g.h.logger.Error("the issuer would not give a server its credential: check the gateway's client at the issuer", errorFields(server, err)...)
-		}
 		return ie.refusal(server)
 	}
 	count(g.h.Use, server, "unavailable")
-	g.h.logger.Warn("the issuer could not be asked for a server's credential", errorFields(server, err)...)
 	return unavailable(server, downFor, err)
 }
 

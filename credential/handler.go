@@ -124,6 +124,7 @@ func (h *Handler) Cleanup() error {
 
 // ServeHTTP puts the server's credential on r, or refuses it.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	h.stat.named(serverOf(r))
 	if h.Use == Passthrough {
 		return next.ServeHTTP(w, r)
 	}

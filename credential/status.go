@@ -2,6 +2,7 @@ package credential
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -11,9 +12,11 @@ import (
 // credential, the tokens remembered (their count and bytes, never a
 // token), when the issuer last gave one, and why it last did not.
 type status struct {
-	h *Handler
+	h     *Handler
+	known atomic.Bool // server is set
 
 	mu          sync.Mutex
+	server      string // the federated server's name, once a request told it
 	lastRefresh time.Time
 	lastError   string
 	lastErrorAt time.Time
@@ -21,6 +24,9 @@ type status struct {
 
 // Status is the JSON of a handler's section.
 type Status struct {
+	// Server is the federated server's name, known from the first
+	// request to it; absent for a site's one server.
+	Server        string   `json:"server,omitempty"`
 	Use           string   `json:"use"`
 	Issuer        string   `json:"issuer,omitempty"`
 	TokenEndpoint string   `json:"token_endpoint,omitempty"`
@@ -39,6 +45,17 @@ type Status struct {
 	LastRefresh string `json:"last_refresh,omitempty"`
 	LastError   string `json:"last_error,omitempty"`
 	LastErrorAt string `json:"last_error_ago,omitempty"`
+}
+
+// named records the name of the server the handler's requests go to.
+func (s *status) named(server string) {
+	if server == "" || s.known.Load() {
+		return
+	}
+	s.mu.Lock()
+	s.server = server
+	s.mu.Unlock()
+	s.known.Store(true)
 }
 
 // asked records the issuer's answer at now.
@@ -63,6 +80,7 @@ func (s *status) view() any {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	v.Server = s.server
 	now := time.Now()
 	if !s.lastRefresh.IsZero() {
 		v.LastRefresh = now.Sub(s.lastRefresh).Round(time.Millisecond).String()

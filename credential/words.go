@@ -7,8 +7,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"go.uber.org/zap"
-
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/feature"
 )
@@ -26,6 +24,9 @@ type issuerError struct {
 	// broken: the issuer answered, with what the gateway does not pass
 	// on (the caller's own token, a token for another audience).
 	broken bool
+	// own: the refusal of the gateway's own token (client credentials),
+	// which is no user's to lift.
+	own bool
 }
 
 func (e *issuerError) Error() string {
@@ -42,10 +43,10 @@ func (e *issuerError) Error() string {
 func (e *issuerError) refused() bool {
 	switch e.code {
 	case "invalid_grant", "access_denied", "consent_required", "interaction_required",
-		"login_required", "invalid_target", "invalid_scope", "unauthorized_client":
-		return !e.broken
+		"login_required", "invalid_target", "invalid_scope":
+		return !e.broken && !e.own
 	}
-	return false
+	return false // unauthorized_client, invalid_client…: the gateway's client
 }
 
 // outcome is the metric's word for e.
@@ -61,7 +62,7 @@ func (e *issuerError) outcome() string {
 
 // refusal is what the model is told of e for server.
 func (e *issuerError) refusal(server string) *feature.Refused {
-	said := envelope.Detail{Key: "issuer_said", Value: e.Error()}
+	said := envelope.Detail{Key: "issuer_said", Value: clip(e.Error())}
 	switch {
 	case e.code == "invalid_grant" || e.code == "login_required":
 		return refuse(http.StatusForbidden, e, envelope.New(envelope.AuthRequired,
@@ -164,10 +165,6 @@ func clip(s string) string {
 		cut--
 	}
 	return s[:cut] + "…"
-}
-
-func errorFields(server string, err error) []zap.Field {
-	return []zap.Field{zap.String("server", server), zap.Error(err)}
 }
 
 // Words are the envelopes of this package, with an example's values, for
