@@ -3,6 +3,7 @@ package handler
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"maps"
 	"net/http"
@@ -77,6 +78,15 @@ func (h *Handler) reopenAndResend(x *exchange, u *answer.Watch, up *http.Request
 	}
 	fl, err := h.reopenOnce(x, ro.Params, key, up, next)
 	if err != nil {
+		var refused *feature.Refused
+		if errors.As(err, &refused) {
+			// A handler of the route would not send the reopen on (the
+			// server's credential could not be obtained): the model is
+			// told why, rather than that the session is gone.
+			u.Replace()
+			answer.ClearEntityHeaders(u.Header())
+			return h.refuseWith(u.ResponseWriterWrapper.ResponseWriter, x, &refused.Refusal)
+		}
 		if nr, ok := ro.Hook.(feature.NotReopened); ok {
 			if ref := nr.NotReopened(&x.Exchange, err); ref != nil {
 				u.Replace()

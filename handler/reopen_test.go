@@ -204,3 +204,41 @@ func TestRequestsThatMeetTheSame404TogetherReopenOneSession(t *testing.T) {
 	}
 	assert.Equal(t, 1, inits, "%q", up.seen)
 }
+
+// A reopen a handler of the route refuses (the server's credential could
+// not be obtained) is answered with the refusal: the model reads why,
+// rather than that its session is gone.
+func TestAReopenTheRouteRefusesIsAnsweredWithTheRefusal(t *testing.T) {
+	f := &reopener{params: []byte(`{}`)}
+	h := provision(t, &Handler{})
+	h.responders = append(h.responders, f)
+	up := &restarted{sessions: map[string]bool{}}
+	refusing := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+		if r.Header.Get("Mcp-Session-Id") == "" { // the reopen's initialize
+			return &feature.Refused{Refusal: feature.Refusal{Envelope: envelope.New(envelope.Forbidden, "Forbidden: no credential for you").Suggest("Ask.").Envelope(), Status: http.StatusForbidden}}
+		}
+		return up.ServeHTTP(w, r)
+	})
+	w := httptest.NewRecorder()
+	require.NoError(t, h.ServeHTTP(w, post(callOne, withSession("old")), refusing))
+	assert.Equal(t, http.StatusOK, w.Code)
+	assert.Contains(t, w.Body.String(), `code=\"FORBIDDEN\"`)
+	assert.Contains(t, w.Body.String(), `"isError":true`)
+	assert.Empty(t, f.reopened)
+}
+
+// A request a handler of the route refuses before anything was written is
+// answered with the refusal, in the form the request needs.
+func TestARequestTheRouteRefusesIsAnsweredWithTheRefusal(t *testing.T) {
+	h := provision(t, &Handler{})
+	refusing := caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error {
+		return &feature.Refused{Refusal: feature.Refusal{Envelope: envelope.New(envelope.AuthRequired, "Authentication required: sign in").Suggest("Sign in.").Envelope(), Status: http.StatusForbidden}}
+	})
+	w := httptest.NewRecorder()
+	require.NoError(t, h.ServeHTTP(w, post(callOne), refusing))
+	assert.Equal(t, http.StatusOK, w.Code)
+	assert.Contains(t, w.Body.String(), `code=\"AUTH_REQUIRED\"`)
+	w = httptest.NewRecorder()
+	require.NoError(t, h.ServeHTTP(w, post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), refusing))
+	assert.Equal(t, http.StatusForbidden, w.Code, "a notification's refusal carries its status")
+}
