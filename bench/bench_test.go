@@ -98,6 +98,7 @@ func TestEveryCaddyfileAdapts(t *testing.T) {
 		cfgSlowList:   {`"handler":"mcp"`, `"dial":"127.0.0.1:9000"`},
 		cfgFedCall:    {`"federation":{"servers":[{"name":"first"`, `"name":"second"`, `"name":"slow"`, `"dial":"127.0.0.1:9001"`, `"dial":"127.0.0.1:9002"`, `"dial":"127.0.0.1:9003"`},
 		cfgFedList:    {`"federation":{"servers":[{"name":"first"`, `"dial":"127.0.0.1:9003"`},
+		cfgCredential: {`"handler":"mcp_credential"`, `"use":"token_exchange"`, `"token_endpoint":"http://127.0.0.1:9999/token"`, `"audience":"https://upstream.bench"`, `"client":{"id":"bench-gateway"`},
 	}
 	marks := map[string]string{
 		redisAddrMark: "127.0.0.1:6379", issuerMark: "http://127.0.0.1:9999",

@@ -65,6 +65,13 @@
 //	authorization      mcp { authorization { … } }: every request carries a
 //	                   valid JWT (EdDSA) from an issuer the benchmark serves;
 //	                   checked once, then remembered; its baseline is mcp
+//	credential         authorization, then mcp_credential token_exchange:
+//	                   the upstream gets a token the benchmark's issuer
+//	                   exchanged the caller's for (RFC 8693, audience
+//	                   https://upstream.bench), asked once, then remembered;
+//	                   its baseline is authorization, and the report gives
+//	                   its CPU minus authorization's and the exchanges the
+//	                   issuer served
 //	tracing-http       Caddy's tracing directive in front of control: its HTTP
 //	                   span, exported over OTLP/HTTP to a sink the benchmark
 //	                   serves; its baseline is control

@@ -94,8 +94,8 @@ func (gs *goalList) federation(rows []row, sizes []int) {
 	}
 }
 
-// fedFigure is a federated configuration against its baseline at one
-// body size: the Caddy CPU per answer minus the baseline's, round by
+// fedFigure is a configuration (federated, or credential) against its
+// baseline at one body size: the Caddy CPU per answer minus the baseline's, round by
 // round, in microseconds.
 type fedFigure struct {
 	Config   string    `json:"config"`
@@ -116,17 +116,23 @@ func versusBaseline(all []*series, sizes []int) []fedFigure {
 		if base == nil {
 			continue
 		}
-		var cpu []float64
-		for i := range s.Samples {
-			a, ok := cpuPerAnswer(s, i)
-			b, ok2 := cpuPerAnswer(base, i)
-			if ok && ok2 {
-				cpu = append(cpu, a-b)
-			}
-		}
-		figs = append(figs, fedFigure{Config: s.Config.Name, Baseline: s.Config.Baseline, Body: bodyLabel(s.Size, s.Config.List), CPU: medianInterval(cpu)})
+		figs = append(figs, fedFigure{Config: s.Config.Name, Baseline: s.Config.Baseline, Body: bodyLabel(s.Size, s.Config.List), CPU: cpuMinusBaseline(s, base)})
 	}
 	return figs
+}
+
+// cpuMinusBaseline is s's Caddy CPU per answer minus base's, round by
+// round, in microseconds.
+func cpuMinusBaseline(s, base *series) *interval {
+	var cpu []float64
+	for i := range s.Samples {
+		a, ok := cpuPerAnswer(s, i)
+		b, ok2 := cpuPerAnswer(base, i)
+		if ok && ok2 {
+			cpu = append(cpu, a-b)
+		}
+	}
+	return medianInterval(cpu)
 }
 
 // writeFederation is the federated configurations' CPU against their

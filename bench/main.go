@@ -210,6 +210,9 @@ func (b *bench) measure(env environment, guardMax int) (*report, error) {
 	}
 	rep.Peer = versusPeer(all, b.sizes)
 	rep.Federation = versusBaseline(all, b.sizes)
+	if b.issuer != nil {
+		rep.Credential = versusAuthorization(all, b.issuer.Exchanges())
+	}
 	rep.Paced = summarisePaced(b.paced, b.pacedSizes, o.pacedRate)
 	rep.Goals = append(goals(rep.Rows, rep.SSE, b.sizes), peerGoals(rep.Peer)...)
 	if o.profile != "" {

@@ -25,10 +25,12 @@ type report struct {
 	// Federation is each federated configuration's CPU against its
 	// baseline's.
 	Federation []fedFigure `json:"federation,omitempty"`
-	Paced      *pacedRun   `json:"paced,omitempty"`
-	Goals      []goal      `json:"targets"`
-	Elapsed    string      `json:"elapsed"`
-	Profiles   []string    `json:"profiles,omitempty"`
+	// Credential is the credential configuration against authorization.
+	Credential *credentialRun `json:"credential,omitempty"`
+	Paced      *pacedRun      `json:"paced,omitempty"`
+	Goals      []goal         `json:"targets"`
+	Elapsed    string         `json:"elapsed"`
+	Profiles   []string       `json:"profiles,omitempty"`
 }
 
 // environment is the machine and the software measured.
@@ -75,6 +77,7 @@ func (r *report) writeMarkdown(w io.Writer) {
 	r.writeFirstEvents(w)
 	r.writePeer(w)
 	r.writeFederation(w)
+	r.writeCredential(w)
 	r.writePaced(w)
 	r.writeGoals(w)
 	if len(r.Profiles) > 0 {

@@ -99,6 +99,7 @@ const (
 	cfgPeer        = "peer"
 	cfgPeerDenied  = "peer-denied"
 	cfgAuthz       = "authorization"
+	cfgCredential  = "credential"
 	cfgTracedHTTP  = "tracing-http"
 	cfgTraced      = "tracing"
 	cfgFedCall     = "federated-call"
@@ -225,6 +226,9 @@ func allConfigs(guardMax int) []config {
 		// A valid token on every request, remembered after its first
 		// check: what authorization adds to mcp.
 		{Name: cfgAuthz, Upstream: upstreamResponder, Handler: authorizationHandler, Keys: 1, Baseline: cfgMCP, Bearer: true},
+		// The same, the upstream given a token exchanged for the caller's,
+		// remembered after the first exchange: what that adds.
+		{Name: cfgCredential, Upstream: upstreamResponder, Handler: credentialHandler, Keys: 1, Baseline: cfgAuthz, Bearer: true},
 		// Caddy's tracing: its HTTP span alone (over control), then with
 		// a span per message and the context in params._meta (over mcp).
 		{Name: cfgTracedHTTP, Upstream: upstreamResponder, Handler: "tracing\n" + controlHandler, Keys: 1, Baseline: cfgControl, Traced: true},
