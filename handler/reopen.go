@@ -78,21 +78,10 @@ func (h *Handler) reopenAndResend(x *exchange, u *answer.Watch, up *http.Request
 	}
 	fl, err := h.reopenOnce(x, ro.Params, key, up, next)
 	if err != nil {
-		var refused *feature.Refused
-		if errors.As(err, &refused) {
-			// A handler of the route would not send the reopen on (the
-			// server's credential could not be obtained): the model is
-			// told why, rather than that the session is gone.
+		if ref := notReopened(x, ro, err); ref != nil {
 			u.Replace()
 			answer.ClearEntityHeaders(u.Header())
-			return h.refuseWith(u.ResponseWriterWrapper.ResponseWriter, x, &refused.Refusal)
-		}
-		if nr, ok := ro.Hook.(feature.NotReopened); ok {
-			if ref := nr.NotReopened(&x.Exchange, err); ref != nil {
-				u.Replace()
-				answer.ClearEntityHeaders(u.Header())
-				return h.refuseWith(u.ResponseWriterWrapper.ResponseWriter, x, ref)
-			}
+			return h.refuseWith(u.ResponseWriterWrapper.ResponseWriter, x, ref)
 		}
 		if answer.MayComeBack(x.Request, x.Era) {
 			// A session's GET stream is asked to come back rather than
@@ -130,6 +119,23 @@ func (h *Handler) reopenAndResend(x *exchange, u *answer.Watch, up *http.Request
 
 // reopenOnce reopens the session key names, or joins the reopen under way
 // or just ended (own.Flights).
+// notReopened is the answer in the place of the upstream's 404 to a
+// session that could not be reopened, err being why; nil lets the 404
+// through. A handler of the route that would not send the reopen on (the
+// server's credential could not be obtained) has its refusal answered:
+// the model is told why, rather than that the session is gone. Otherwise
+// the reopener's hook may answer (feature.NotReopened).
+func notReopened(x *exchange, ro *answer.Reopening, err error) *feature.Refusal {
+	var refused *feature.Refused
+	if errors.As(err, &refused) {
+		return &refused.Refusal
+	}
+	if nr, ok := ro.Hook.(feature.NotReopened); ok {
+		return nr.NotReopened(&x.Exchange, err)
+	}
+	return nil
+}
+
 func (h *Handler) reopenOnce(x *exchange, params []byte, key string, up *http.Request, next caddyhttp.Handler) (*own.Flight, error) {
 	return h.reopens.Reopen(up.Context(), key, func() (string, *http.Request, error) {
 		ctx, stop := context.WithTimeout(context.WithoutCancel(x.Request.Context()), reopenTimeout)
