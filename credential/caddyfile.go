@@ -23,6 +23,7 @@ import (
 //		resource <uri>
 //		scopes <scope...>
 //		subject_token_type <uri>
+//		on_behalf_of
 //		timeout <duration>
 //		cache <tokens> [<bytes>]
 //		rate <per second> [<burst>]
@@ -110,6 +111,8 @@ func (c *Handler) grantOption(d *caddyfile.Dispenser) error {
 		c.Scopes, err = featurefile.ManyArgs(d)
 	case "subject_token_type":
 		c.SubjectTokenType, err = featurefile.OneArg(d)
+	case "on_behalf_of":
+		c.OnBehalfOf, err = true, featurefile.NoArgs(d)
 	case "timeout":
 		c.Timeout, err = featurefile.PositiveDuration(d)
 	case "cache":
@@ -117,7 +120,7 @@ func (c *Handler) grantOption(d *caddyfile.Dispenser) error {
 	case "rate":
 		return c.rateOption(d)
 	default:
-		return featurefile.Unrecognized(d, "mcp_credential", name, "issuer", "token_endpoint", "client", "auth", "key", "audience", "resource", "scopes", "subject_token_type", "timeout", "cache", "rate")
+		return featurefile.Unrecognized(d, "mcp_credential", name, "issuer", "token_endpoint", "client", "auth", "key", "audience", "resource", "scopes", "subject_token_type", "on_behalf_of", "timeout", "cache", "rate")
 	}
 	return err
 }

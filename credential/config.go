@@ -113,6 +113,9 @@ func (h *Handler) validateGrant() error {
 			return fmt.Errorf("%s: %q: %w", h.Use, u, err)
 		}
 	}
+	if h.OnBehalfOf && (h.Use != TokenExchange || len(h.Scopes) == 0) {
+		return errors.New("on_behalf_of: a token_exchange whose scopes name the server (api://<its app>/.default)")
+	}
 	if h.Use == TokenExchange && h.Audience == "" && h.Resource == "" {
 		return errors.New("token_exchange: the server's audience or resource is required: the token is exchanged for one meant for it")
 	}

@@ -218,3 +218,26 @@ func TestAReloadKeepsTheTokensRemembered(t *testing.T) {
 	require.NoError(t, err)
 	assert.EqualValues(t, 2, is.asked.Load(), "another server's credential is its own")
 }
+
+// With on_behalf_of, the caller's token is exchanged as Entra ID's
+// on-behalf-of flow asks: a JWT bearer grant naming the server by its
+// scope; the token it gives must still be for the server's audience.
+func TestOnBehalfOfAsksAsEntraIDDoes(t *testing.T) {
+	is := newIssuer(t)
+	is.set(func(w http.ResponseWriter, form url.Values) {
+		jsonAnswer(w, 200, map[string]any{"access_token": jwtFor("api://crm", "exchanged-for-"+subjectOf(form.Get("assertion"))), "token_type": "Bearer", "expires_in": 3600})
+	})
+	h := provisioned(t, &Handler{Use: TokenExchange, OnBehalfOf: true, Issuer: is.URL, Client: Client{ID: "gw", Secret: "s", Method: SecretPost},
+		Audience: "api://crm", Scopes: []string{"api://crm/.default"}})
+	got, err := call(t, h, is.URL, "alice", nil)
+	require.NoError(t, err)
+	assert.Equal(t, "Bearer "+jwtFor("api://crm", "exchanged-for-alice"), got.Header.Get("Authorization"))
+	f := is.forms[0]
+	assert.Equal(t, "urn:ietf:params:oauth:grant-type:jwt-bearer", f.Get("grant_type"))
+	assert.Equal(t, "on_behalf_of", f.Get("requested_token_use"))
+	assert.Equal(t, jwtFor("https://gateway.example", "alice"), f.Get("assertion"))
+	assert.Equal(t, "api://crm/.default", f.Get("scope"))
+	assert.Empty(t, f.Get("subject_token"))
+	assert.Empty(t, f.Get("audience"), "Entra names the server by its scope")
+	assert.ErrorContains(t, (&Handler{Use: TokenExchange, OnBehalfOf: true, Issuer: is.URL, Client: Client{ID: "gw", Secret: "s"}, Audience: "api://crm"}).validate(), "scopes name the server")
+}

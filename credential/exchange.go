@@ -33,6 +33,9 @@ import (
 const (
 	tokenTypeAccess = "urn:ietf:params:oauth:token-type:access_token"
 	tokenTypeJWT    = "urn:ietf:params:oauth:token-type:jwt"
+	// grantTypeJWTBearer is RFC 7523's grant, which Entra ID's
+	// on-behalf-of flow takes.
+	grantTypeJWTBearer = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 )
 
 // asker makes the requests to the issuer's token endpoint: the grant
@@ -129,18 +132,33 @@ func (a *asker) config(endpoint, subject string) (*clientcredentials.Config, err
 		AuthStyle: oauth2.AuthStyleInHeader,
 	}
 	p := cfg.EndpointParams
+	switch {
+	case subject != "" && h.OnBehalfOf:
+		// Entra ID's on-behalf-of flow: a JWT bearer grant (RFC 7523)
+		// asking for a token on the caller's behalf; the server is named
+		// by the scope (api://<its app>/.default), not by an audience.
+		p.Set("grant_type", grantTypeJWTBearer)
+		p.Set("assertion", subject)
+		p.Set("requested_token_use", "on_behalf_of")
+		return a.authenticate(cfg, endpoint)
+	case subject != "":
+		p.Set("grant_type", oauthex.GrantTypeTokenExchange)
+		p.Set("subject_token", subject)
+		p.Set("subject_token_type", cmp.Or(h.SubjectTokenType, tokenTypeAccess))
+		p.Set("requested_token_type", tokenTypeAccess)
+	}
 	if h.Audience != "" {
 		p.Set("audience", h.Audience)
 	}
 	if h.Resource != "" {
 		p.Set("resource", h.Resource)
 	}
-	if subject != "" {
-		p.Set("grant_type", oauthex.GrantTypeTokenExchange)
-		p.Set("subject_token", subject)
-		p.Set("subject_token_type", cmp.Or(h.SubjectTokenType, tokenTypeAccess))
-		p.Set("requested_token_type", tokenTypeAccess)
-	}
+	return a.authenticate(cfg, endpoint)
+}
+
+// authenticate adds the gateway's client authentication to cfg.
+func (a *asker) authenticate(cfg *clientcredentials.Config, endpoint string) (*clientcredentials.Config, error) {
+	h, p := a.h, cfg.EndpointParams
 	switch h.Client.method() {
 	case SecretPost:
 		cfg.AuthStyle = oauth2.AuthStyleInParams

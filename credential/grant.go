@@ -118,7 +118,7 @@ func (*keptState) Destruct() error { return nil }
 // the client's secret or key (the tokens they obtained stay good).
 func (h *Handler) poolKey() string {
 	return strings.Join([]string{h.Use, h.Issuer, h.TokenEndpoint, h.Client.ID, h.Audience, h.Resource,
-		strings.Join(h.Scopes, " "), h.SubjectTokenType, fmt.Sprint(h.Cache.Tokens, h.Cache.Bytes, h.Rate, h.Burst)}, "\x00")
+		strings.Join(h.Scopes, " "), h.SubjectTokenType, fmt.Sprint(h.OnBehalfOf, h.Cache.Tokens, h.Cache.Bytes, h.Rate, h.Burst)}, "\x00")
 }
 
 func orDefault[T int | int64](v, d T) T {

@@ -61,6 +61,11 @@ type Handler struct {
 	// an issuer whose exchange profiles name their own (Auth0's custom
 	// token exchange) is given theirs.
 	SubjectTokenType string `json:"subject_token_type,omitempty"`
+	// OnBehalfOf exchanges the caller's token with Entra ID's on-behalf-of
+	// flow (a JWT bearer grant, requested_token_use=on_behalf_of) in place
+	// of RFC 8693: the server is named by Scopes (api://<app>/.default);
+	// Audience or Resource is what the token's "aud" must hold.
+	OnBehalfOf bool `json:"on_behalf_of,omitempty"`
 	// Timeout bounds each request to the issuer. Default DefaultTimeout.
 	Timeout caddy.Duration `json:"timeout,omitempty"`
 	// Cache bounds the exchanged tokens remembered (token_exchange).
