@@ -31,7 +31,7 @@ func TestTheCallersCredentialsReachOnlyAPassthroughServer(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.h.Use+c.h.Name, func(t *testing.T) {
-			got, err := call(t, provisioned(t, c.h), is.URL, "alice", caller)
+			got, err := through(t, provisioned(t, c.h), is.URL, "alice", caller)
 			require.NoError(t, err)
 			assert.Equal(t, c.want, got.Header.Get("Authorization"))
 			assert.Empty(t, got.Header.Get("Cookie"))
@@ -40,7 +40,7 @@ func TestTheCallersCredentialsReachOnlyAPassthroughServer(t *testing.T) {
 			}
 		})
 	}
-	got, err := call(t, provisioned(t, &Handler{Use: Passthrough}), is.URL, "alice", caller)
+	got, err := through(t, provisioned(t, &Handler{Use: Passthrough}), is.URL, "alice", caller)
 	require.NoError(t, err)
 	assert.Equal(t, "Bearer "+jwtFor("https://gateway.example", "alice"), got.Header.Get("Authorization"))
 	assert.Equal(t, "session=secret", got.Header.Get("Cookie"))
@@ -56,7 +56,7 @@ func TestAnExchangedTokenIsRememberedPerCaller(t *testing.T) {
 	obtained := featuretest.Counted(t, requests.WithLabelValues(TokenExchange, "", "obtained"))
 	for range 3 {
 		for _, sub := range []string{"alice", "bob"} {
-			got, err := call(t, h, is.URL, sub, nil)
+			got, err := through(t, h, is.URL, sub, nil)
 			require.NoError(t, err)
 			assert.Equal(t, "Bearer "+jwtFor("https://crm", "exchanged-for-"+sub), got.Header.Get("Authorization"))
 		}
@@ -84,14 +84,14 @@ func TestAnExchangedTokenIsExchangedAgainBeforeItExpires(t *testing.T) {
 	h := exchanging(t, is, "https://crm")
 	now := time.Now()
 	h.grant.clock = func() time.Time { return now }
-	_, err := call(t, h, is.URL, "alice", nil)
+	_, err := through(t, h, is.URL, "alice", nil)
 	require.NoError(t, err)
 	now = now.Add(300*time.Second - margin - time.Second)
-	_, err = call(t, h, is.URL, "alice", nil)
+	_, err = through(t, h, is.URL, "alice", nil)
 	require.NoError(t, err)
 	assert.EqualValues(t, 1, is.asked.Load())
 	now = now.Add(2 * time.Second)
-	_, err = call(t, h, is.URL, "alice", nil)
+	_, err = through(t, h, is.URL, "alice", nil)
 	require.NoError(t, err)
 	assert.EqualValues(t, 2, is.asked.Load(), "within the margin of its expiry, a token is exchanged again")
 }
@@ -110,7 +110,7 @@ func TestConcurrentFirstCallsShareOneExchange(t *testing.T) {
 	errs := make(chan error, 50)
 	for range 50 {
 		wg.Go(func() {
-			_, err := call(t, h, is.URL, "alice", nil)
+			_, err := through(t, h, is.URL, "alice", nil)
 			errs <- err
 		})
 	}
@@ -146,14 +146,14 @@ func TestTheIssuersRefusalsReachTheModel(t *testing.T) {
 				jsonAnswer(w, 400, map[string]string{"error": c.errorCode, "error_description": "alice has not consented to crm"})
 			})
 			h := exchanging(t, is, "https://crm")
-			_, err := call(t, h, is.URL, "alice", nil)
+			_, err := through(t, h, is.URL, "alice", nil)
 			ref := refusedWith(t, err)
 			assert.Equal(t, c.want, ref.Envelope.Code)
 			assert.Equal(t, c.status, ref.Status)
 			if c.status == 403 { // the user's to lift: the model is told what the issuer said
 				assert.Contains(t, fmt.Sprint(ref.Envelope.Details), "the issuer answered "+c.errorCode+": alice has not consented to crm")
 			}
-			_, err = call(t, h, is.URL, "alice", nil)
+			_, err = through(t, h, is.URL, "alice", nil)
 			assert.Equal(t, c.want, refusedWith(t, err).Envelope.Code)
 			assert.EqualValues(t, 1, is.asked.Load(), "a refusal is remembered, an unusable issuer not asked again at once")
 		})
@@ -165,9 +165,9 @@ func TestTheIssuersRefusalsReachTheModel(t *testing.T) {
 func TestOnlyTheIssuersOwnTokensAreSentToIt(t *testing.T) {
 	is := newIssuer(t)
 	h := exchanging(t, is, "https://crm")
-	_, err := call(t, h, "https://elsewhere.example", "alice", nil)
+	_, err := through(t, h, "https://elsewhere.example", "alice", nil)
 	assert.Equal(t, envelope.AuthRequired, refusedWith(t, err).Envelope.Code)
-	_, err = call(t, h, "", "", nil)
+	_, err = through(t, h, "", "", nil)
 	assert.Equal(t, envelope.HandoffUpstreamUnavailable, refusedWith(t, err).Envelope.Code)
 	assert.Zero(t, is.asked.Load())
 }
@@ -181,7 +181,7 @@ func TestClientCredentialsGiveEveryCallerOneToken(t *testing.T) {
 	})
 	h := provisioned(t, &Handler{Use: ClientCredentials, Issuer: is.URL, Client: Client{ID: "gw", Secret: "s", Method: SecretPost}, Audience: "https://reports"})
 	for _, sub := range []string{"alice", "bob", ""} {
-		got, err := call(t, h, is.URL, sub, nil)
+		got, err := through(t, h, is.URL, sub, nil)
 		require.NoError(t, err)
 		assert.Equal(t, "Bearer "+jwtFor("https://reports", "gw"), got.Header.Get("Authorization"))
 	}
@@ -194,7 +194,7 @@ func TestClientCredentialsGiveEveryCallerOneToken(t *testing.T) {
 		jsonAnswer(w, 400, map[string]string{"error": "access_denied"})
 	})
 	h2 := provisioned(t, &Handler{Use: ClientCredentials, Issuer: is2.URL, Client: Client{ID: "gw", Secret: "s"}, Audience: "https://reports"})
-	_, err := call(t, h2, is2.URL, "alice", nil)
+	_, err := through(t, h2, is2.URL, "alice", nil)
 	assert.Equal(t, envelope.HandoffUpstreamUnavailable, refusedWith(t, err).Envelope.Code)
 	assert.Equal(t, "s", is.forms[0].Get("client_secret"), "client_secret_post")
 	assert.Equal(t, is.URL+"/token", h.grant.asker.known())
@@ -206,15 +206,15 @@ func TestClientCredentialsGiveEveryCallerOneToken(t *testing.T) {
 func TestAReloadKeepsTheTokensRemembered(t *testing.T) {
 	is := newIssuer(t)
 	old := exchanging(t, is, "https://crm")
-	_, err := call(t, old, is.URL, "alice", nil)
+	_, err := through(t, old, is.URL, "alice", nil)
 	require.NoError(t, err)
 	reloaded := exchanging(t, is, "https://crm")
 	require.NoError(t, old.Cleanup())
-	_, err = call(t, reloaded, is.URL, "alice", nil)
+	_, err = through(t, reloaded, is.URL, "alice", nil)
 	require.NoError(t, err)
 	assert.EqualValues(t, 1, is.asked.Load(), "the reloaded config remembers alice's token")
 	other := exchanging(t, is, "https://tickets")
-	_, err = call(t, other, is.URL, "alice", nil)
+	_, err = through(t, other, is.URL, "alice", nil)
 	require.NoError(t, err)
 	assert.EqualValues(t, 2, is.asked.Load(), "another server's credential is its own")
 }
@@ -229,7 +229,7 @@ func TestOnBehalfOfAsksAsEntraIDDoes(t *testing.T) {
 	})
 	h := provisioned(t, &Handler{Use: TokenExchange, OnBehalfOf: true, Issuer: is.URL, Client: Client{ID: "gw", Secret: "s", Method: SecretPost},
 		Audience: "api://crm", Scopes: []string{"api://crm/.default"}})
-	got, err := call(t, h, is.URL, "alice", nil)
+	got, err := through(t, h, is.URL, "alice", nil)
 	require.NoError(t, err)
 	assert.Equal(t, "Bearer "+jwtFor("api://crm", "exchanged-for-alice"), got.Header.Get("Authorization"))
 	f := is.forms[0]

@@ -99,7 +99,7 @@ type obtained struct {
 
 // ask asks the issuer for a token: subject's exchanged, or, subject
 // being empty, the gateway's own.
-func (a *asker) ask(ctx context.Context, subject string) (obtained, error) {
+func (a *asker) ask(ctx context.Context, subject, gateway string) (obtained, error) {
 	endpoint, err := a.tokenEndpoint(ctx)
 	if err != nil {
 		return obtained{}, err
@@ -115,12 +115,12 @@ func (a *asker) ask(ctx context.Context, subject string) (obtained, error) {
 			return obtained{}, fmt.Errorf("asking %s for a token: %w", endpoint, err)
 		}
 		if re.Response.StatusCode < 500 && re.ErrorCode != "" {
-			return obtained{}, &issuerError{code: re.ErrorCode, description: re.ErrorDescription, own: subject == ""}
+			return obtained{}, newIssuerError(re.ErrorCode, re.ErrorDescription, subject == "")
 		}
 		// Its words, not its body: an issuer's answer may be a megabyte.
 		return obtained{}, fmt.Errorf("asking %s for a token: it answered %s", endpoint, re.Response.Status)
 	}
-	return a.check(tok, subject)
+	return a.check(tok, subject, gateway)
 }
 
 // config is the request: its grant, parameters and client authentication.
@@ -176,8 +176,10 @@ func (a *asker) authenticate(cfg *clientcredentials.Config, endpoint string) (*c
 
 // check holds the issuer's answer to what the server may be given: a
 // bearer token the length of a header, that is not the caller's own, and,
-// when it can be read (a JWT), for the server's audience.
-func (a *asker) check(tok *oauth2.Token, subject string) (obtained, error) {
+// when it can be read (a JWT), for the server's audience and not for the
+// gateway's (a server holding it could replay it against every other
+// server behind the gateway).
+func (a *asker) check(tok *oauth2.Token, subject, gateway string) (obtained, error) {
 	v := tok.AccessToken
 	switch {
 	case v == "" || len(v) > MaxTokenBytes || strings.ContainsFunc(v, func(r rune) bool { return r <= ' ' || r >= 0x7f }):
@@ -192,6 +194,8 @@ func (a *asker) check(tok *oauth2.Token, subject string) (obtained, error) {
 	}
 	if aud, ok := audience(v); ok && !a.forServer(aud) {
 		return obtained{}, &issuerError{code: "wrong_audience", description: "the issuer's token is for another audience than the server's", broken: true}
+	} else if ok && gateway != "" && holds(aud, gateway) {
+		return obtained{}, &issuerError{code: "wrong_audience", description: "the issuer's token is for the gateway too", broken: true}
 	}
 	return obtained{value: v, expiry: tok.Expiry}, nil
 }
@@ -199,15 +203,20 @@ func (a *asker) check(tok *oauth2.Token, subject string) (obtained, error) {
 // forServer reports whether a token whose audience is aud is meant for
 // the server.
 func (a *asker) forServer(aud []string) bool {
-	want := []string{a.h.Audience, a.h.Resource}
+	if a.h.Audience == "" && a.h.Resource == "" {
+		return true // nothing asked for, nothing to hold it to
+	}
+	return (a.h.Audience != "" && holds(aud, a.h.Audience)) || (a.h.Resource != "" && holds(aud, a.h.Resource))
+}
+
+// holds reports whether aud names want, a trailing slash aside.
+func holds(aud []string, want string) bool {
 	for _, got := range aud {
-		for _, w := range want {
-			if w != "" && strings.TrimSuffix(got, "/") == strings.TrimSuffix(w, "/") {
-				return true
-			}
+		if strings.TrimSuffix(got, "/") == strings.TrimSuffix(want, "/") {
+			return true
 		}
 	}
-	return a.h.Audience == "" && a.h.Resource == "" // nothing asked for, nothing to hold it to
+	return false
 }
 
 // audience is the "aud" of a JWT, read without its signature checked (the

@@ -114,10 +114,13 @@ type keptState struct {
 
 func (*keptState) Destruct() error { return nil }
 
-// poolKey is what h's tokens are for, and their bounds: every setting but
-// the client's secret or key (the tokens they obtained stay good).
+// poolKey is what h's tokens are for, how they were obtained, and their
+// bounds: every setting.
 func (h *Handler) poolKey() string {
-	return strings.Join([]string{h.Use, h.Issuer, h.TokenEndpoint, h.Client.ID, h.Audience, h.Resource,
+	// The secret and the key by their digest: a reload that rotates them
+	// (after a leak, say) lets go of what they obtained.
+	secret := sha256.Sum256([]byte(h.Client.Secret + "\x00" + h.Client.Key))
+	return strings.Join([]string{h.Use, h.Issuer, h.TokenEndpoint, h.Client.ID, string(secret[:]), h.Audience, h.Resource,
 		strings.Join(h.Scopes, " "), h.SubjectTokenType, fmt.Sprint(h.OnBehalfOf, h.Cache.Tokens, h.Cache.Bytes, h.Rate, h.Burst)}, "\x00")
 }
 
@@ -128,59 +131,89 @@ func orDefault[T int | int64](v, d T) T {
 	return d
 }
 
+// call is what a request needs of the issuer: the token of the caller
+// (subject: "" for the gateway's own), remembered under key until at
+// most expires (the caller's token's expiry), and the resource the
+// gateway verified it for, which the server's token must not be for.
+type call struct {
+	server  string
+	subject string
+	key     [32]byte
+	expires time.Time
+	gateway string
+}
+
 // token is the token for r's server, or the refusal to answer r with.
 func (g *grant) token(r *http.Request) (string, *feature.Refused) {
-	server := serverOf(r)
-	var subject string
-	var key [32]byte
+	c := call{server: serverOf(r)}
+	v := feature.VerifiedOf(r)
+	if v != nil {
+		c.gateway = v.Audience
+	}
 	if g.h.Use == TokenExchange {
-		v := feature.VerifiedOf(r)
 		if v == nil {
-			count(g.h.Use, server, "unverified")
-			return "", unverified(server)
+			count(g.h.Use, c.server, "unverified")
+			return "", unverified(c.server)
 		}
 		if !sameIssuer(v.Principal.Issuer, g.h.Issuer) {
-			count(g.h.Use, server, "other_issuer")
-			return "", otherIssuer(server, g.h.Issuer)
+			count(g.h.Use, c.server, "other_issuer")
+			return "", otherIssuer(c.server, g.h.Issuer)
 		}
-		subject, key = v.Token, callerKey(v)
+		// Remembered per token, not per principal: a token of other
+		// claims (another organization, a lower assurance, fewer
+		// roles) never gets the token another one obtained.
+		c.subject, c.key, c.expires = v.Token, sha256.Sum256([]byte(v.Token)), v.Expiry
 	}
 	now := g.clock()
-	if tok, ok := g.cache.get(key, now); ok {
-		count(g.h.Use, server, "remembered")
+	if tok, ok := g.cache.get(c.key, now); ok {
+		count(g.h.Use, c.server, "remembered")
 		return tok, nil
 	}
-	tokenKey := sha256.Sum256([]byte(subject))
-	if ie := g.refused(tokenKey, now); ie != nil {
-		count(g.h.Use, server, "refused")
-		return "", ie.refusal(server)
+	if ie := g.refused(c.key, now); ie != nil {
+		count(g.h.Use, c.server, ie.outcome())
+		return "", ie.refusal(c.server)
 	}
 	if d := g.down.Load(); d != nil && now.Before(d.until) {
 		if d.ie != nil {
-			count(g.h.Use, server, d.ie.outcome())
-			return "", d.ie.refusal(server)
+			count(g.h.Use, c.server, d.ie.outcome())
+			return "", d.ie.refusal(c.server)
 		}
-		count(g.h.Use, server, "unavailable")
-		return "", unavailable(server, d.until.Sub(now), nil)
+		count(g.h.Use, c.server, "unavailable")
+		return "", unavailable(c.server, d.until.Sub(now), nil)
 	}
-	return g.ask(r, server, key, tokenKey, subject)
+	return g.ask(r, c)
 }
 
-// ask asks the issuer for the token of key, once however many callers
-// want it at once, each waiting as long as its own request may.
-func (g *grant) ask(r *http.Request, server string, key, tokenKey [32]byte, subject string) (string, *feature.Refused) {
-	ch := g.flight.DoChan(string(key[:]), func() (v any, err error) {
-		defer panics.Recover(g.h.logger, "credential")
-		return g.fetch(server, key, tokenKey, subject)
+// errPanicked: the request to the issuer panicked (and was recovered).
+var errPanicked = errors.New("asking the issuer panicked")
+
+// ask asks the issuer for the token of c, once however many callers want
+// it at once, each waiting as long as its own request may.
+func (g *grant) ask(r *http.Request, c call) (string, *feature.Refused) {
+	ch := g.flight.DoChan(string(c.key[:]), func() (v any, err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				panics.Report(g.h.logger, "credential", p)
+				v, err = nil, errPanicked
+			}
+		}()
+		return g.fetch(c)
 	})
 	select {
 	case res := <-ch:
-		if res.Err != nil {
-			return "", g.failed(server, res.Err)
+		tok, ok := res.Val.(string)
+		if res.Err != nil || !ok {
+			return "", g.failed(c.server, res.Err)
 		}
-		count(g.h.Use, server, "obtained")
-		return res.Val.(string), nil
+		count(g.h.Use, c.server, "obtained")
+		return tok, nil
 	case <-r.Context().Done():
+		if err := r.Context().Err(); !errors.Is(err, context.Canceled) {
+			// The request's own deadline (the gateway's, for its own
+			// requests): the issuer was too slow for it.
+			count(g.h.Use, c.server, "unavailable")
+			return "", unavailable(c.server, downFor, err)
+		}
 		return "", &feature.Refused{Refusal: feature.Refusal{Gone: true, Cause: r.Context().Err()}}
 	}
 }
@@ -190,9 +223,9 @@ var errLimited = errors.New("the issuer is asked for tokens at the rate allowed"
 
 // fetch asks the issuer, under a context of its own: the first caller
 // leaving does not fail the others.
-func (g *grant) fetch(server string, key, tokenKey [32]byte, subject string) (string, error) {
+func (g *grant) fetch(c call) (string, error) {
 	now := g.clock()
-	if tok, ok := g.cache.get(key, now); ok {
+	if tok, ok := g.cache.get(c.key, now); ok {
 		return tok, nil // a flight that ended as this one began
 	}
 	res := g.limit.ReserveN(now, 1)
@@ -204,26 +237,45 @@ func (g *grant) fetch(server string, key, tokenKey [32]byte, subject string) (st
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), g.asker.timeout)
 	defer cancel()
-	tok, err := g.asker.ask(ctx, subject)
+	tok, err := g.asker.ask(ctx, c.subject, c.gateway)
 	now = g.clock()
-	g.h.stat.asked(now, err)
 	if err != nil {
-		// Logged once per request to the issuer, not per caller waiting.
-		var ie *issuerError
-		switch {
-		case errors.As(err, &ie) && ie.refused():
-			g.remember(tokenKey, ie, now)
-		case errors.As(err, &ie):
-			g.down.Store(&down{until: now.Add(unusableFor), ie: ie})
-			g.h.logger.Error("the issuer's answer cannot be used to give a server its credential: check the gateway's client at the issuer, and what it issues", zap.String("server", server), zap.Error(err))
-		default:
-			g.down.Store(&down{until: now.Add(downFor)})
-			g.h.logger.Warn("the issuer could not be asked for a server's credential", zap.String("server", server), zap.Error(err))
-		}
+		g.settle(c, err, now)
 		return "", err
 	}
-	g.cache.put(key, tok.value, tok.expiry, now)
+	g.h.stat.asked(now, nil)
+	expiry := tok.expiry
+	if !c.expires.IsZero() && (expiry.IsZero() || c.expires.Before(expiry)) {
+		expiry = c.expires // never given past the caller's own token
+	}
+	g.cache.put(c.key, tok.value, expiry, now)
 	return tok.value, nil
+}
+
+// settle records why the issuer gave c no token, once per request to it
+// (not per caller waiting): a refusal of the caller's token, for that
+// token; the gateway's own client refused or an answer it cannot use, for
+// every caller for a minute (the operator's to fix, logged at error); an
+// issuer out of reach, for every caller for a few seconds.
+func (g *grant) settle(c call, err error, now time.Time) {
+	var ie *issuerError
+	switch {
+	case errors.As(err, &ie) && ie.code == "temporarily_unavailable":
+		g.down.Store(&down{until: now.Add(downFor)})
+		g.h.stat.asked(now, err)
+	case errors.As(err, &ie) && ie.gateways():
+		g.down.Store(&down{until: now.Add(unusableFor), ie: ie})
+		g.h.stat.asked(now, err)
+		g.h.logger.Error("the issuer's answer cannot be used to give a server its credential: check the gateway's client at the issuer, and what it issues", zap.String("server", c.server), zap.Error(err))
+	case errors.As(err, &ie):
+		// The caller's: its token refused, or an error no other caller
+		// need share.
+		g.remember(c.key, ie, now)
+	default:
+		g.down.Store(&down{until: now.Add(downFor)})
+		g.h.stat.asked(now, err)
+		g.h.logger.Warn("the issuer could not be asked for a server's credential", zap.String("server", c.server), zap.Error(err))
+	}
 }
 
 // failed is the refusal for err, the flight's failure.
@@ -233,7 +285,7 @@ func (g *grant) failed(server string, err error) *feature.Refused {
 	case errors.Is(err, errLimited):
 		count(g.h.Use, server, "limited")
 		return limited(server)
-	case errors.As(err, &ie):
+	case errors.As(err, &ie) && ie.code != "temporarily_unavailable":
 		count(g.h.Use, server, ie.outcome())
 		return ie.refusal(server)
 	}
@@ -265,20 +317,6 @@ func (g *grant) remember(k [32]byte, ie *issuerError, now time.Time) {
 		}
 	}
 	g.refusals[k] = refusal{err: ie, until: now.Add(refusedFor)}
-}
-
-// callerKey is the key of the caller's exchanged token: its issuer,
-// subject, client and scopes (the server is the handler's own).
-func callerKey(v *feature.Verified) [32]byte {
-	p := v.Principal
-	h := sha256.New()
-	for _, s := range []string{p.Issuer, p.Subject, p.ClientID, strings.Join(p.Scopes, " ")} {
-		h.Write([]byte(s))
-		h.Write([]byte{0})
-	}
-	var k [32]byte
-	h.Sum(k[:0])
-	return k
 }
 
 // sameIssuer reports whether a and b name one issuer, a trailing slash

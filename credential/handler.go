@@ -123,6 +123,7 @@ func (h *Handler) Cleanup() error {
 	}
 	if h.grant != nil {
 		_, _ = kept.Delete(h.poolKey())
+		h.grant.asker.client.CloseIdleConnections()
 	}
 	return nil
 }
@@ -133,6 +134,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	if h.Use == Passthrough {
 		return next.ServeHTTP(w, r)
 	}
+	// The server's header is its own: the client's request, which the
+	// gateway reads on (placeholders, logs, its own requests to other
+	// servers), keeps the header it came with.
+	r = r.WithContext(r.Context())
+	r.Header = r.Header.Clone()
 	r.Header.Del("Authorization")
 	r.Header.Del("Cookie")
 	switch h.Use {
@@ -144,7 +150,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		}
 		token, ref := h.grant.token(r)
 		if ref != nil {
-			return ref
+			// The mcp handler answers with the refusal; without one in
+			// front, Caddy's error handling has its status.
+			return caddyhttp.Error(ref.Status, ref)
 		}
 		r.Header.Set("Authorization", "Bearer "+token)
 	}

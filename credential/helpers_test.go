@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -133,11 +134,19 @@ func exchanging(t *testing.T, is *issuer, audience string) *Handler {
 	return provisioned(t, &Handler{Use: TokenExchange, Issuer: is.URL, Client: Client{ID: "gw", Secret: "s3cret"}, Audience: audience, Timeout: caddy.Duration(2 * time.Second)})
 }
 
-// call sends a request of the user sub (a verified token of issuer iss)
+// through sends a request of the user sub (a verified token of issuer iss)
 // through h, and returns the error h returned and the request the server
 // got (nil when it got none).
-func call(t *testing.T, h *Handler, iss, sub string, header http.Header) (*http.Request, error) {
+func through(t *testing.T, h *Handler, iss, sub string, header http.Header) (*http.Request, error) {
 	t.Helper()
+	got, _, err := throughAt(h, iss, sub, time.Time{}, header)
+	return got, err
+}
+
+// throughAt is through for a caller's token that expires at expiry (zero:
+// not said), also returning the client's request as the gateway holds it
+// after the route.
+func throughAt(h *Handler, iss, sub string, expiry time.Time, header http.Header) (got, client *http.Request, err error) {
 	r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
 	r = r.WithContext(context.WithValue(r.Context(), caddyhttp.VarsCtxKey, map[string]any{}))
 	for k, v := range header {
@@ -147,21 +156,20 @@ func call(t *testing.T, h *Handler, iss, sub string, header http.Header) (*http.
 		token := jwtFor("https://gateway.example", sub)
 		r.Header.Set("Authorization", "Bearer "+token)
 		caddyhttp.SetVar(r.Context(), feature.VerifiedVar, &feature.Verified{
-			Principal: &feature.Principal{Issuer: iss, Subject: sub, ClientID: "agent"}, Token: token, Audience: "https://gateway.example",
+			Principal: &feature.Principal{Issuer: iss, Subject: sub, ClientID: "agent"}, Token: token, Audience: "https://gateway.example", Expiry: expiry,
 		})
 	}
-	var got *http.Request
-	err := h.ServeHTTP(httptest.NewRecorder(), r, caddyhttp.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) error {
+	err = h.ServeHTTP(httptest.NewRecorder(), r, caddyhttp.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) error {
 		got = r
 		return nil
 	}))
-	return got, err
+	return got, r, err
 }
 
 // refusedWith is the envelope code of err, a *feature.Refused.
 func refusedWith(t *testing.T, err error) *feature.Refused {
 	t.Helper()
-	ref, ok := err.(*feature.Refused)
-	require.Truef(t, ok, "want a refusal, got %v", err)
+	var ref *feature.Refused
+	require.Truef(t, errors.As(err, &ref), "want a refusal, got %v", err)
 	return ref
 }

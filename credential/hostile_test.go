@@ -5,6 +5,8 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"net"
@@ -53,7 +55,7 @@ func TestAnIssuerAnswering10MiBIsOutOfReach(t *testing.T) {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		_, err := call(t, h, is.URL, "alice", nil)
+		_, err := through(t, h, is.URL, "alice", nil)
 		runtime.ReadMemStats(&after)
 		ref := refusedWith(t, err)
 		assert.Equal(t, envelope.HandoffUpstreamUnavailable, ref.Envelope.Code, "status %d", status)
@@ -70,12 +72,12 @@ func TestAnIssuerThatNeverAnswersIsWaitedForTheTimeoutOnly(t *testing.T) {
 	t.Cleanup(func() { close(hung) })
 	is.set(func(http.ResponseWriter, url.Values) { <-hung })
 	h := provisioned(t, &Handler{Use: TokenExchange, Issuer: is.URL, Client: Client{ID: "gw", Secret: "s"}, Audience: "https://crm", Timeout: caddy.Duration(100 * time.Millisecond)})
-	_, err := call(t, h, is.URL, "alice", nil)
+	_, err := through(t, h, is.URL, "alice", nil)
 	ref := refusedWith(t, err)
 	assert.Equal(t, envelope.HandoffUpstreamUnavailable, ref.Envelope.Code)
 	assert.Positive(t, ref.Envelope.RetryAfter)
 	for _, sub := range []string{"alice", "bob", "carol"} {
-		_, err = call(t, h, is.URL, sub, nil)
+		_, err = through(t, h, is.URL, sub, nil)
 		assert.Equal(t, envelope.HandoffUpstreamUnavailable, refusedWith(t, err).Envelope.Code)
 	}
 	assert.EqualValues(t, 1, is.asked.Load(), "an issuer out of reach is not asked again at once")
@@ -88,7 +90,7 @@ func TestAnIssuerDownIsOutOfReach(t *testing.T) {
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close())
 	h := provisioned(t, &Handler{Use: TokenExchange, Issuer: "http://" + addr, TokenEndpoint: "http://" + addr + "/token", Client: Client{ID: "gw", Secret: "s"}, Audience: "https://crm"})
-	_, err = call(t, h, "http://"+addr, "alice", nil)
+	_, err = through(t, h, "http://"+addr, "alice", nil)
 	ref := refusedWith(t, err)
 	assert.Equal(t, envelope.HandoffUpstreamUnavailable, ref.Envelope.Code)
 	assert.EqualValues(t, 5, ref.Envelope.RetryAfter)
@@ -120,7 +122,7 @@ func TestWhatTheServerMustNotGetIsNeverPassedOn(t *testing.T) {
 			is := newIssuer(t)
 			is.set(func(w http.ResponseWriter, form url.Values) { jsonAnswer(w, 200, answer(form)) })
 			h := exchanging(t, is, "https://crm")
-			got, err := call(t, h, is.URL, "alice", nil)
+			got, err := through(t, h, is.URL, "alice", nil)
 			assert.Nil(t, got, "the server got the request")
 			assert.Equal(t, envelope.HandoffUpstreamUnavailable, refusedWith(t, err).Envelope.Code)
 		})
@@ -139,7 +141,7 @@ func TestAFloodOfCallersStaysWithinTheBounds(t *testing.T) {
 	h.grant.wait = func(d time.Duration) { waited += d }
 	busy := 0
 	for i := range 1000 {
-		_, err := call(t, h, is.URL, fmt.Sprintf("user-%d", i), nil)
+		_, err := through(t, h, is.URL, fmt.Sprintf("user-%d", i), nil)
 		if err != nil {
 			require.Equal(t, envelope.ServerBusy, refusedWith(t, err).Envelope.Code)
 			busy++
@@ -166,7 +168,7 @@ func TestPrivateKeyJWTSignsAClientAssertion(t *testing.T) {
 	is := newIssuer(t)
 	h := provisioned(t, &Handler{Use: TokenExchange, Issuer: is.URL, Client: Client{ID: "gw", Key: file, KeyID: "gw-1"}, Audience: "https://crm"})
 	for _, sub := range []string{"alice", "bob"} {
-		_, err = call(t, h, is.URL, sub, nil)
+		_, err = through(t, h, is.URL, sub, nil)
 		require.NoError(t, err)
 	}
 	var ids []string
@@ -201,4 +203,66 @@ func TestAConfigurationThatCannotWorkIsRefused(t *testing.T) {
 	for want, h := range cases {
 		assert.ErrorContains(t, h.validate(), want)
 	}
+}
+
+// One caller's token refused with an error the issuer gives no other
+// caller (invalid_token: its session ended at the issuer) is remembered
+// for that token only: no caller makes the server unavailable to the
+// others.
+func TestOneCallersErrorIsItsOwn(t *testing.T) {
+	is := newIssuer(t)
+	good := is.exchange(3600)
+	is.set(func(w http.ResponseWriter, form url.Values) {
+		switch subjectOf(form.Get("subject_token")) {
+		case "mallory":
+			jsonAnswer(w, 400, map[string]string{"error": "invalid_token", "error_description": "Invalid token"})
+		case "eve":
+			jsonAnswer(w, 400, map[string]string{"error": "invalid_request", "error_description": "odd"})
+		default:
+			good(w, form)
+		}
+	})
+	h := exchanging(t, is, "https://crm")
+	for range 3 {
+		_, err := through(t, h, is.URL, "mallory", nil)
+		assert.Equal(t, envelope.AuthRequired, refusedWith(t, err).Envelope.Code)
+		_, err = through(t, h, is.URL, "eve", nil)
+		assert.Equal(t, envelope.HandoffUpstreamUnavailable, refusedWith(t, err).Envelope.Code)
+		_, err = through(t, h, is.URL, "alice", nil)
+		require.NoError(t, err, "alice is not refused for mallory's token")
+	}
+	assert.EqualValues(t, 3, is.asked.Load(), "each token asked once")
+}
+
+// A token the issuer gives for the server and for the gateway too
+// (an audience mapper that adds both) is not passed on: the server could
+// replay it against every other server behind the gateway.
+func TestATokenAlsoForTheGatewayIsNotPassedOn(t *testing.T) {
+	is := newIssuer(t)
+	is.set(func(w http.ResponseWriter, _ url.Values) {
+		enc := base64.RawURLEncoding.EncodeToString
+		payload, _ := json.Marshal(map[string]any{"aud": []string{"https://crm", "https://gateway.example/"}, "sub": "alice"})
+		jsonAnswer(w, 200, map[string]any{"access_token": enc([]byte(`{"alg":"ES256"}`)) + "." + enc(payload) + ".c2ln", "token_type": "Bearer"})
+	})
+	got, err := through(t, exchanging(t, is, "https://crm"), is.URL, "alice", nil)
+	assert.Nil(t, got)
+	assert.Equal(t, envelope.HandoffUpstreamUnavailable, refusedWith(t, err).Envelope.Code)
+}
+
+// An exchanged token is never given past the caller's own token's
+// expiry; the client's request keeps the header it came with.
+func TestAnExchangedTokenLivesNoLongerThanTheCallers(t *testing.T) {
+	is := newIssuer(t)
+	h := exchanging(t, is, "https://crm")
+	now := time.Now()
+	h.grant.clock = func() time.Time { return now }
+	caller := http.Header{"Cookie": {"c=1"}}
+	got, client, err := throughAt(h, is.URL, "alice", now.Add(10*time.Minute), caller)
+	require.NoError(t, err)
+	assert.NotEqual(t, got.Header.Get("Authorization"), client.Header.Get("Authorization"))
+	assert.Equal(t, "c=1", client.Header.Get("Cookie"), "the client's request keeps its header")
+	now = now.Add(10*time.Minute - margin + time.Second)
+	_, _, err = throughAt(h, is.URL, "alice", now.Add(time.Hour), nil)
+	require.NoError(t, err)
+	assert.EqualValues(t, 2, is.asked.Load(), "the exchanged token lived no longer than the caller's")
 }

@@ -29,24 +29,51 @@ type issuerError struct {
 	own bool
 }
 
-func (e *issuerError) Error() string {
-	if e.description == "" {
-		return "the issuer answered " + clip(e.code)
-	}
-	return "the issuer answered " + clip(e.code) + ": " + clip(e.description)
+// newIssuerError is the issuer's error, its words clipped: an issuer's
+// answer may be a megabyte, and what is remembered of it is bounded.
+func newIssuerError(code, description string, own bool) *issuerError {
+	return &issuerError{code: clip(code), description: clip(description), own: own}
 }
 
-// refused reports whether the issuer refused the caller: the user lacks
-// the rights or the consent, or their token is no longer good for an
-// exchange. Any other refusal is the gateway's client's (its credentials,
-// its grants): the operator's to fix.
-func (e *issuerError) refused() bool {
+func (e *issuerError) Error() string {
+	if e.description == "" {
+		return "the issuer answered " + e.code
+	}
+	return "the issuer answered " + e.code + ": " + e.description
+}
+
+// signIn reports whether the issuer refused the caller's token itself:
+// the user signs in again (and consents).
+func (e *issuerError) signIn() bool {
 	switch e.code {
-	case "invalid_grant", "access_denied", "consent_required", "interaction_required",
-		"login_required", "invalid_target", "invalid_scope":
+	case "invalid_grant", "login_required", "invalid_token":
 		return !e.broken && !e.own
 	}
-	return false // unauthorized_client, invalid_client…: the gateway's client
+	return false
+}
+
+// refused reports whether the issuer refused the caller: their token is
+// no longer good for an exchange (signIn), or the user lacks the rights
+// or the consent for the server.
+func (e *issuerError) refused() bool {
+	switch e.code {
+	case "access_denied", "consent_required", "interaction_required", "invalid_target", "invalid_scope":
+		return !e.broken && !e.own
+	}
+	return e.signIn()
+}
+
+// gateways reports whether e is the gateway's to fix, whoever called: its
+// client refused (its credentials, its grants), its own token refused, or
+// an answer it cannot use. Any other error is the caller's own, and is
+// remembered for the caller's token only: no caller can make the server
+// unavailable to the others.
+func (e *issuerError) gateways() bool {
+	switch e.code {
+	case "invalid_client", "unauthorized_client", "unsupported_grant_type":
+		return true
+	}
+	return e.broken || e.own
 }
 
 // outcome is the metric's word for e.
@@ -56,15 +83,17 @@ func (e *issuerError) outcome() string {
 		return "broken"
 	case e.refused():
 		return "refused"
+	case e.gateways():
+		return "misconfigured"
 	}
-	return "misconfigured"
+	return "failed"
 }
 
 // refusal is what the model is told of e for server.
 func (e *issuerError) refusal(server string) *feature.Refused {
 	said := envelope.Detail{Key: "issuer_said", Value: clip(e.Error())}
 	switch {
-	case e.code == "invalid_grant" || e.code == "login_required":
+	case e.signIn():
 		return refuse(http.StatusForbidden, e, envelope.New(envelope.AuthRequired,
 			"Authentication required: the authorization server would not give "+named(server)+" a token on the user's behalf").
 			Suggest("Ask the user to sign in again, and to consent at the authorization server to the use of "+named(server)+", then retry"+others(server)+".").

@@ -1,9 +1,11 @@
 package feature
 
 import (
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 )
@@ -90,6 +92,8 @@ type Verified struct {
 	Token string
 	// Audience is the resource it was verified for: the gateway's own.
 	Audience string
+	// Expiry is when the token expires.
+	Expiry time.Time
 }
 
 // String is v without its token.
@@ -99,6 +103,12 @@ func (v *Verified) String() string {
 	}
 	return v.Principal.Issuer + " " + v.Principal.Subject
 }
+
+// GoString is v without its token, as %#v prints it.
+func (v *Verified) GoString() string { return "feature.Verified{" + v.String() + "}" }
+
+// MarshalJSON is v without its token.
+func (v *Verified) MarshalJSON() ([]byte, error) { return json.Marshal(v.String()) }
 
 // VerifiedOf is the credential verified for r, nil when none was.
 func VerifiedOf(r *http.Request) *Verified {

@@ -20,10 +20,20 @@ import (
 // for it, the gateway's own, a secret header, or nothing.
 
 // serverRoute runs a server's route with the request variable that names it
-// set, so that its handlers (its credential) name it in their words.
-func serverRoute(name string, route caddyhttp.Handler) caddyhttp.Handler {
+// set, so that its handlers (its credential) name it in their words. When
+// the gateway verifies the caller's token (bound), the route gets the
+// request without it, nor the caller's cookies, whatever its handlers do
+// (a credential under a matcher that does not match): the credential it
+// names puts the server's own in their place.
+func serverRoute(name string, route caddyhttp.Handler, bound bool) caddyhttp.Handler {
 	return caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
 		caddyhttp.SetVar(r.Context(), feature.ServerVar, name)
+		if bound {
+			r = r.WithContext(r.Context())
+			r.Header = r.Header.Clone() // the client's request keeps its own
+			r.Header.Del("Authorization")
+			r.Header.Del("Cookie")
+		}
 		return route.ServeHTTP(w, r)
 	})
 }

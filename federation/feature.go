@@ -231,7 +231,7 @@ func (f *Feature) build(h feature.Host) (*federation, error) {
 		if err := checkCredentials(c, h.VerifiesPrincipal()); err != nil {
 			return nil, err
 		}
-		s := &server{name: c.Name, index: i, rename: c.Rename, route: serverRoute(c.Name, c.Routes.Compile(unanswered(c.Name)))}
+		s := &server{name: c.Name, index: i, rename: c.Rename, route: serverRoute(c.Name, c.Routes.Compile(unanswered(c.Name)), h.VerifiesPrincipal())}
 		fed.servers = append(fed.servers, s)
 		fed.byName[s.name] = s
 	}

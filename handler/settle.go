@@ -111,8 +111,12 @@ func (h *Handler) settle(x *exchange, u *answer.Watch, err error, broke bool, ne
 func (h *Handler) unreached(x *exchange, u *answer.Watch, err error) (_ error, settled bool) {
 	w := u.ResponseWriterWrapper.ResponseWriter
 	var refused *feature.Refused
-	if errors.As(err, &refused) {
-		// A handler of the route would not send the request on.
+	if errors.As(err, &refused) && !(refused.Status >= 500 && answer.MayComeBack(x.Request, x.Era)) {
+		// A handler of the route would not send the request on. A
+		// session's GET stream whose refusal may pass (the issuer of the
+		// server's credential out of reach) is asked to come back below,
+		// as for a server out of reach: the Go SDK's client ends the
+		// whole session on an error there.
 		return h.refuseWith(w, x, &refused.Refusal), true
 	}
 	ref := u.Hooks().Unreached(x.view(), err)

@@ -34,7 +34,7 @@ func (p *Principal) verified(token, resource string) *feature.Verified {
 	if v := p.made.Load(); v != nil && v.Token == token && v.Audience == resource {
 		return v
 	}
-	v := &feature.Verified{Principal: p.view, Token: token, Audience: resource}
+	v := &feature.Verified{Principal: p.view, Token: token, Audience: resource, Expiry: p.Expiry}
 	p.made.Store(v)
 	return v
 }

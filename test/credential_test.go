@@ -303,9 +303,9 @@ func TestCredentialStatusCountsTheTokensAndShowsNone(t *testing.T) {
 	}
 	grant := credential.Status{Issuer: r.as.Issuer, TokenEndpoint: r.as.TokenEndpoint(), MaxTokens: credential.DefaultCacheTokens, MaxBytes: credential.DefaultCacheBytes}
 	crm, tickets, reports := grant, grant, grant
-	crm.Use, crm.Audience, crm.Scopes, crm.Remembered = "token_exchange", crmAudience, []string{"crm:read"}, 2
-	tickets.Use, tickets.Resource, tickets.Scopes, tickets.Remembered = "token_exchange", ticketsResource, []string{"tickets:read"}, 2
-	reports.Use, reports.Resource, reports.Scopes, reports.Remembered = "client_credentials", reportsResource, []string{"reports:read"}, 1
+	crm.Server, crm.Use, crm.Audience, crm.Scopes, crm.Remembered = "crm", "token_exchange", crmAudience, []string{"crm:read"}, 2
+	tickets.Server, tickets.Use, tickets.Resource, tickets.Scopes, tickets.Remembered = "tickets", "token_exchange", ticketsResource, []string{"tickets:read"}, 2
+	reports.Server, reports.Use, reports.Resource, reports.Scopes, reports.Remembered = "reports", "client_credentials", reportsResource, []string{"reports:read"}, 1
 	reports.MaxTokens, reports.MaxBytes = 1, 2*credential.MaxTokenBytes
-	assert.ElementsMatch(t, []credential.Status{crm, tickets, {Use: "header", Header: "X-Api-Key"}, reports}, got)
+	assert.ElementsMatch(t, []credential.Status{crm, tickets, {Server: "search", Use: "header", Header: "X-Api-Key"}, reports}, got)
 }
