@@ -1,8 +1,6 @@
 package test
 
 import (
-	"encoding/base64"
-	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -112,12 +110,8 @@ type jwtClaims struct {
 // did, before the server saw it.
 func claimsOf(t *testing.T, token string) jwtClaims {
 	t.Helper()
-	parts := strings.Split(token, ".")
-	require.Len(t, parts, 3, "a JWT")
-	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
-	require.NoError(t, err)
 	var c jwtClaims
-	require.NoError(t, json.Unmarshal(payload, &c), "%s", payload)
+	require.NoError(t, mcptest.Claims(token, &c))
 	return c
 }
 

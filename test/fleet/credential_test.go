@@ -1,9 +1,6 @@
 package fleet
 
 import (
-	"context"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,7 +10,6 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -55,21 +51,15 @@ func (b *bearers) all() []string {
 // bearer token or none, behind a recorder of the tokens it was sent.
 func startRecordedUpstream(t *testing.T) (*upstream, *bearers) {
 	t.Helper()
-	u, b := &upstream{}, &bearers{}
-	s := mcp.NewServer(&mcp.Implementation{Name: "fleet-upstream", Version: "1.0.0"}, nil)
-	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Returns the given text unchanged."},
-		func(_ context.Context, _ *mcp.CallToolRequest, in echoArgs) (*mcp.CallToolResult, any, error) {
-			u.calls.Add(1)
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
+	b := &bearers{}
+	u := startUpstreamBehind(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			b.mu.Lock()
+			b.seen = append(b.seen, r.Header.Get("Authorization"))
+			b.mu.Unlock()
+			h.ServeHTTP(w, r)
 		})
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
-		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
-	u.url = mcptest.ServeMCP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b.mu.Lock()
-		b.seen = append(b.seen, r.Header.Get("Authorization"))
-		b.mu.Unlock()
-		h.ServeHTTP(w, r)
-	}))
+	})
 	return u, b
 }
 
@@ -217,12 +207,8 @@ type claims struct {
 // claimsOf is the payload of a JWT, unverified (the gateway verified it).
 func claimsOf(t *testing.T, token string) claims {
 	t.Helper()
-	parts := strings.Split(token, ".")
-	require.Len(t, parts, 3, "a JWT")
-	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
-	require.NoError(t, err)
 	var c claims
-	require.NoError(t, json.Unmarshal(payload, &c))
+	require.NoError(t, mcptest.Claims(token, &c))
 	return c
 }
 

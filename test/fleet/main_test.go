@@ -54,6 +54,12 @@ type echoArgs struct {
 
 func startUpstream(t *testing.T) *upstream {
 	t.Helper()
+	return startUpstreamBehind(t, func(h http.Handler) http.Handler { return h })
+}
+
+// startUpstreamBehind is startUpstream's echo server behind front.
+func startUpstreamBehind(t *testing.T, front func(http.Handler) http.Handler) *upstream {
+	t.Helper()
 	u := &upstream{}
 	s := mcp.NewServer(&mcp.Implementation{Name: "fleet-upstream", Version: "1.0.0"}, nil)
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Returns the given text unchanged."},
@@ -63,7 +69,7 @@ func startUpstream(t *testing.T) *upstream {
 		})
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
 		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
-	u.url = mcptest.ServeMCP(t, h)
+	u.url = mcptest.ServeMCP(t, front(h))
 	return u
 }
 

@@ -4,7 +4,6 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -100,12 +99,8 @@ func exchangeFor(subject, target, scope string) url.Values {
 // claimsOf is the payload of a JWT, unverified.
 func claimsOf(t *testing.T, token string) map[string]any {
 	t.Helper()
-	parts := strings.Split(token, ".")
-	require.Len(t, parts, 3, "a JWT")
-	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
-	require.NoError(t, err)
 	var claims map[string]any
-	require.NoError(t, json.Unmarshal(payload, &claims))
+	require.NoError(t, mcptest.Claims(token, &claims))
 	return claims
 }
 
