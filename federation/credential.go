@@ -1,6 +1,7 @@
 package federation
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net/http"
@@ -112,6 +113,18 @@ func (rc *refusedConnects) record(key string, err error) {
 		}
 	}
 	rc.m[key] = &ref.Refusal
+}
+
+// refusedAtOpen keeps, for the session token opens, why each server its
+// initialize could not connect was refused (its credential), so that the
+// session's first call to it is answered so rather than told to come back.
+func (f *federation) refusedAtOpen(token string, answers []initialized) {
+	ref := sha256.Sum256([]byte(token))
+	for i := range answers {
+		if answers[i].err != nil {
+			f.refused.record(string(ref[:])+f.servers[i].name, answers[i].err)
+		}
+	}
 }
 
 // last is why the connection key last ended, nil when it was no refusal.

@@ -35,7 +35,9 @@ type initialized struct {
 	// did: reached, but of another mind (an older server does not know
 	// server/discover).
 	refused json.RawMessage
-	result  struct {
+	// err is why the server was not reached or not read, when it was not.
+	err    error
+	result struct {
 		ProtocolVersion   string                     `json:"protocolVersion"`
 		SupportedVersions []string                   `json:"supportedVersions"`
 		Capabilities      map[string]json.RawMessage `json:"capabilities"`
@@ -67,6 +69,7 @@ func (f *federation) askEvery(r *http.Request, body []byte, method string) []ini
 				err = fmt.Errorf("a session id of %d bytes, over the %d the gateway keeps", len(rep.sessionID), own.MaxSessionID)
 			}
 			if err != nil {
+				answers[i].err = err
 				f.logger.Warn("a server did not answer "+method+": it is left out (for initialize, its first call connects it)",
 					zap.String("server", s.name), zap.Error(err))
 				return
@@ -174,6 +177,7 @@ func (f *federation) initializeAll(w http.ResponseWriter, r *http.Request, x *fe
 			return
 		}
 		w.Header().Set("Mcp-Session-Id", token)
+		f.refusedAtOpen(token, answers)
 	}
 	writeResult(w, m.ID, f.mergeInitialized(answers, first))
 }

@@ -222,18 +222,16 @@ func identityOf(t *testing.T, text string) mcptest.Identity {
 	return id
 }
 
-// refusedWith calls tool until its server is connected for the session
-// or refused: the first call may be told the server is being connected
-// (HANDOFF_CONNECTING); any later one must carry the refusal, code, which
-// names server.
+// refusedWith calls tool, whose server could not be connected for the
+// session for want of its credential: the call, the first included,
+// carries the refusal, code, which names server; another server's call
+// goes between, and is answered.
 func refusedWith(t *testing.T, cs *mcp.ClientSession, tool, server string, code envelope.Code, between func()) envelope.Parsed {
 	t.Helper()
 	p := callEnvelope(t, cs, tool, map[string]any{})
-	if p.Code == envelope.HandoffConnecting {
-		assert.Contains(t, p.Message, `"`+server+`"`)
-		between() // another server's call meanwhile
-		p = callEnvelope(t, cs, tool, map[string]any{})
-	}
+	require.Equal(t, code, p.Code, "%s", p.Raw)
+	between()
+	p = callEnvelope(t, cs, tool, map[string]any{})
 	require.Equal(t, code, p.Code, "%s", p.Raw)
 	assert.Equal(t, server, detailOf(p.Envelope, "server"), "%s", p.Raw)
 	return p
