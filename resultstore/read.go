@@ -1,0 +1,93 @@
+package resultstore
+
+import (
+	"context"
+	"crypto/cipher"
+	"crypto/hmac"
+	"errors"
+	"fmt"
+	"io/fs"
+)
+
+// errRange is a Read of a negative offset or length: a caller's mistake,
+// not a result's absence.
+var errRange = errors.New("resultstore: a negative offset or length")
+
+// Read is bytes [off, off+n) of result id, if owner may read it, and the
+// result's whole size. n is cut to MaxRead and to the result's end: data
+// is shorter than n then, and empty when off >= size. A negative off or n
+// is an error. ErrNotFound for any id owner may not read (see
+// ErrNotFound: an expired result is one, left to Sweep to delete);
+// ErrCorrupt when a chunk does not open; or the storage's error, wrapped.
+func (s *Store) Read(ctx context.Context, id, owner string, off int64, n int) (data []byte, size int64, err error) {
+	if off < 0 || n < 0 {
+		return nil, 0, errRange
+	}
+	if !s.keys.validID(id) {
+		return nil, 0, ErrNotFound
+	}
+	aead, err := s.keys.resultAEAD(id)
+	if err != nil {
+		return nil, 0, err
+	}
+	m, err := s.readable(ctx, id, owner, aead)
+	if err != nil {
+		return nil, 0, err
+	}
+	if off >= m.Size {
+		return []byte{}, m.Size, nil
+	}
+	n = int(min(int64(min(n, s.MaxRead())), m.Size-off))
+	data = make([]byte, 0, n)
+	var plain []byte
+	for len(data) < n {
+		pos := off + int64(len(data))
+		index := int(pos / int64(m.Chunk))
+		if plain, err = s.loadChunk(ctx, id, aead, m, index, plain); err != nil {
+			return nil, 0, err
+		}
+		from := int(pos - int64(index)*int64(m.Chunk))
+		data = append(data, plain[from:min(len(plain), from+n-len(data))]...)
+	}
+	return data, m.Size, nil
+}
+
+// readable is the manifest of result id if owner may read it now:
+// finished, bound to owner, not expired; ErrNotFound otherwise.
+func (s *Store) readable(ctx context.Context, id, owner string, aead cipher.AEAD) (*manifest, error) {
+	m, err := s.loadManifest(ctx, id, aead)
+	if errors.Is(err, errUnopened) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	bound := hmac.Equal(m.Owner, s.keys.bind(id, owner))
+	if !bound || !m.Done || expired(s.now(), m.Expires) {
+		return nil, ErrNotFound
+	}
+	return m, nil
+}
+
+// loadChunk loads chunk index of the result m describes and opens it into
+// buf (reused, grown when short): ErrNotFound when it is gone (swept by a
+// node whose clock is ahead), ErrCorrupt when it does not open or is not
+// of its length.
+func (s *Store) loadChunk(ctx context.Context, id string, aead cipher.AEAD, m *manifest, index int, buf []byte) ([]byte, error) {
+	b, err := s.storage.Load(ctx, chunkKey(id, index))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("resultstore: loading chunk %d of a result: %w", index, err)
+	}
+	// Opened into buf, not in place: a storage may hand out what it holds.
+	plain, err := aead.Open(buf[:0], nil, b, additional(nil, id, uint64(index)))
+	if err != nil {
+		return nil, fmt.Errorf("%w: chunk %d", ErrCorrupt, index)
+	}
+	if len(plain) != m.chunkLen(index) {
+		return nil, fmt.Errorf("%w: chunk %d is %d bytes, want %d", ErrCorrupt, index, len(plain), m.chunkLen(index))
+	}
+	return plain, nil
+}

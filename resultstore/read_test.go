@@ -1,0 +1,145 @@
+package resultstore_test
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	mrand "math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/caddyserver/certmagic"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/caddymcp/caddy-mcp/resultstore"
+)
+
+// A result read back in pieces, at any offsets, is the result: pieces
+// within a chunk, across one or two boundaries, in the last partial
+// chunk, at its end and past it.
+func TestAResultReadsBackInPieces(t *testing.T) {
+	s := open(t, &certmagic.FileStorage{Path: t.TempDir()}, testKey, small, nil)
+	const chunk = resultstore.MinChunk
+	data := make([]byte, 5*chunk+1234)
+	rand.Read(data)
+	id := write(t, s, "alice", data, 1000)
+	size := int64(len(data))
+
+	cases := []struct {
+		off int64
+		n   int
+	}{
+		{0, 1}, {0, chunk}, {0, 2 * chunk}, {chunk - 1, 2}, {chunk, chunk},
+		{chunk - 5, 2 * chunk}, // three chunks
+		{2*chunk + 7, chunk + 100}, {5 * chunk, 1234}, {5*chunk + 1000, 1000},
+		{size - 1, 10}, {size, 10}, {size + 10, 10}, {3, 0},
+	}
+	for _, c := range cases {
+		got, gotSize, err := s.Read(t.Context(), id, "alice", c.off, c.n)
+		require.NoError(t, err, "off %d n %d", c.off, c.n)
+		assert.Equal(t, size, gotSize)
+		from, to := min(c.off, size), min(c.off+int64(c.n), size)
+		assert.Equal(t, data[from:to], got, "off %d n %d", c.off, c.n)
+	}
+
+	// Random pieces, end to end.
+	r := mrand.New(mrand.NewPCG(1, 2))
+	var back []byte
+	for int64(len(back)) < size {
+		got, _, err := s.Read(t.Context(), id, "alice", int64(len(back)), 1+r.IntN(3*chunk))
+		require.NoError(t, err)
+		back = append(back, got...)
+	}
+	assert.Equal(t, data, back)
+	assert.Equal(t, data, readAll(t, s, id, "alice", 2*chunk))
+}
+
+// A Read gives at most MaxRead bytes; a negative range is an error that
+// is not ErrNotFound; an empty result reads as empty.
+func TestAReadIsBounded(t *testing.T) {
+	s := open(t, &certmagic.FileStorage{Path: t.TempDir()}, testKey, small, nil)
+	assert.Equal(t, 2*resultstore.MinChunk, s.MaxRead())
+	data := patterned(5 * resultstore.MinChunk)
+	id := write(t, s, "alice", data, len(data))
+	got, _, err := s.Read(t.Context(), id, "alice", 100, len(data))
+	require.NoError(t, err)
+	assert.Equal(t, data[100:100+s.MaxRead()], got)
+
+	for _, r := range [][2]int64{{-1, 1}, {0, -1}} {
+		_, _, err := s.Read(t.Context(), id, "alice", r[0], int(r[1]))
+		require.Error(t, err)
+		assert.NotErrorIs(t, err, resultstore.ErrNotFound)
+	}
+
+	empty := write(t, s, "alice", nil, 1)
+	got, size, err := s.Read(t.Context(), empty, "alice", 0, 10)
+	require.NoError(t, err)
+	assert.Zero(t, size)
+	assert.Empty(t, got)
+}
+
+// A made-up id, malformed or altered, is refused with ErrNotFound before
+// any storage is read.
+func TestAMadeUpIDReadsNoStorage(t *testing.T) {
+	storage, _ := newCounting(t)
+	s := open(t, storage, testKey, small, nil)
+	id := write(t, s, "alice", patterned(100), 100)
+	_, _, err := s.Read(t.Context(), id, "alice", 0, 10)
+	require.NoError(t, err)
+
+	raw, err := base64.RawURLEncoding.DecodeString(id)
+	require.NoError(t, err)
+	random := make([]byte, len(raw))
+	rand.Read(random)
+	flipped := []byte(id)
+	flipped[3] ^= 'A' ^ 'B'
+	// The last character carries 2 bits no byte has: set one, and the id
+	// decodes to the same bytes under a lax decoder.
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	lastBits := id[:len(id)-1] + string(alphabet[strings.IndexByte(alphabet, id[len(id)-1])+1])
+	lax, err := base64.RawURLEncoding.DecodeString(lastBits)
+	require.NoError(t, err)
+	require.Equal(t, raw, lax)
+	otherStore := open(t, &certmagic.FileStorage{Path: t.TempDir()}, otherKey, small, nil)
+	otherID := write(t, otherStore, "alice", []byte("x"), 1)
+
+	madeUp := []string{
+		"", "x", id[:len(id)-1], id + "A", strings.Repeat("A", len(id)),
+		base64.RawURLEncoding.EncodeToString(random), string(flipped), lastBits,
+		"../../" + id[6:], strings.ToUpper(id), otherID,
+	}
+	before := storage.calls.Load()
+	for _, m := range madeUp {
+		if m == id {
+			continue
+		}
+		_, _, err := s.Read(t.Context(), m, "alice", 0, 10)
+		assert.Equal(t, resultstore.ErrNotFound, err, "%q", m)
+	}
+	assert.Equal(t, before, storage.calls.Load(), "no storage call")
+}
+
+// Only a result's owner reads it, once it is closed, until it is
+// aborted: everyone else, and before or after, gets the one ErrNotFound.
+func TestOnlyItsOwnerReadsAResult(t *testing.T) {
+	s := open(t, &certmagic.FileStorage{Path: t.TempDir()}, testKey, small, nil)
+	id := write(t, s, "alice", patterned(3*resultstore.MinChunk), 4096)
+
+	for _, owner := range []string{"bob", "", "alice ", "Alice", "alicealice"} {
+		_, _, err := s.Read(t.Context(), id, owner, 0, 10)
+		assert.Equal(t, resultstore.ErrNotFound, err, "%q", owner)
+	}
+
+	w, err := s.Create(t.Context(), "alice")
+	require.NoError(t, err)
+	_, err = w.Write(patterned(3 * resultstore.MinChunk))
+	require.NoError(t, err)
+	_, _, err = s.Read(t.Context(), w.ID(), "alice", 0, 10)
+	assert.Equal(t, resultstore.ErrNotFound, err, "still being written")
+	w.Abort(t.Context())
+	_, _, err = s.Read(t.Context(), w.ID(), "alice", 0, 10)
+	assert.Equal(t, resultstore.ErrNotFound, err, "aborted")
+
+	_, _, err = s.Read(t.Context(), id, "alice", 0, 10)
+	assert.NoError(t, err)
+}
