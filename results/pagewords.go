@@ -23,7 +23,7 @@ func paged(tool string, written, size, kept, others, budget int, ttl, id string,
 		what += "; " + strconv.Itoa(others) + " content blocks that are not text were left out"
 	}
 	return envelope.New(Truncated, what).Warning().
-		Suggest("What follows is incomplete: do not take it for the whole answer. Read the rest with resources/read of " + resultURI(id, int64(kept)) +
+		Suggest("What follows is incomplete: do not take it for the whole answer. Read the rest with resources/read of "+resultURI(id, int64(kept))+
 			": each page names the next one's URI in its _meta \"caddymcp.dev/next\", and the last page names none. There is no need to call the tool again for it.").
 		Details(envelope.Detail{Key: "tool", Value: feature.Clip(tool)}, envelope.Detail{Key: "budget_bytes", Value: strconv.Itoa(budget)},
 			envelope.Detail{Key: "result_bytes", Value: strconv.Itoa(written)}, envelope.Detail{Key: "text_bytes", Value: strconv.Itoa(size)},

@@ -95,10 +95,10 @@ type Budgets struct {
 	cfg                *Config
 	globs, cuts, keeps []toolpolicy.Glob
 	// store keeps the results of the tools that page (nil: none page).
-	store *resultstore.Store
-	schemas     Schemas
-	logger      *zap.Logger
-	logs        *logsample.Sampler[string]
+	store   *resultstore.Store
+	schemas Schemas
+	logger  *zap.Logger
+	logs    *logsample.Sampler[string]
 	// labels are the tool names the metric is labelled with, the
 	// config's.
 	labels *ToolLabels
