@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
 
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/resultstore"
@@ -106,4 +107,12 @@ func TestPageNeedsAKeyAndAStoreNeedsPage(t *testing.T) {
 	assert.NoError(t, (&Config{Max: 1000, Page: []string{"*"}, Store: &StoreConfig{Key: "{env.K}"}}).Validate())
 	_, err = openStore(&StoreConfig{Key: "short"}, nil)
 	assert.ErrorContains(t, err, "the key is 5 bytes")
+}
+
+func TestTheSweepStopsAtCleanupAndSurvivesAPanic(t *testing.T) {
+	_, s, _ := pager(t, 4096, resultstore.Limits{})
+	sweep(s, zap.NewNop()).Stop()
+	assert.NotPanics(t, func() { sweepOnce(nil, zap.NewNop()) }, "a sweep's panic is recovered")
+	sweepOnce(s, zap.NewNop())
+	assert.False(t, s.Status().LastSweep.IsZero(), "a sweep ran")
 }
