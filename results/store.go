@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/caddyserver/certmagic"
 	"go.uber.org/zap"
 
@@ -132,12 +133,17 @@ func (sw *sweeper) Stop() {
 }
 
 // ownerOf is whom a call's result is kept for: its verified principal's
-// issuer and subject, else its session; "" when it has neither.
+// issuer and subject, else its session as the client names it
+// (feature.ClientSessionVar, when federation gave the request a server's
+// own); "" when it has neither.
 func ownerOf(x *feature.Exchange) string {
 	if p := x.Principal; p != nil && p.Subject != "" {
 		return "principal\x00" + p.Issuer + "\x00" + p.Subject
 	}
 	if x.Request != nil {
+		if sid, _ := caddyhttp.GetVar(x.Request.Context(), feature.ClientSessionVar).(string); sid != "" {
+			return "session\x00" + sid // the client's, not the server's (federation)
+		}
 		if sid := x.Request.Header.Get("Mcp-Session-Id"); sid != "" {
 			return "session\x00" + sid
 		}

@@ -149,3 +149,27 @@ func TestPageGoSDKReassembles(t *testing.T) {
 	pageNotFound(t, cs, link.URI+"?from=x")
 	pageNotFound(t, other, next)
 }
+
+// Behind federation, the link a call to one server gave is read from the
+// gateway, which no server is asked: not refused as a resource no server
+// has, not sent to one, and kept for the client's own session.
+func TestPageFederated(t *testing.T) {
+	const n = 1 << 20
+	want := mcptest.LongText(n)
+	results := strings.TrimSuffix(strings.TrimPrefix(pageResults, "mcp {\n"), "}\n")
+	site := federatedSite([]string{"demo", "text"}, []string{startStatefulDemo(t), mcptest.StartTextServer(t)}, results)
+	gw := mcptest.StartGateway(t, site)
+	endpoint := gw.URL + mcptest.MCPPath
+	cs := goSession(t, endpoint)
+
+	preview, link, next := pagedCall(t, cs, n)
+	rest, _ := readPages(t, cs, next)
+	require.True(t, preview+rest == want, "reassembled byte for byte")
+	first, _ := readPages(t, cs, link.URI)
+	require.True(t, first == want, "read from the start")
+
+	msg, data := pageNotFound(t, goSession(t, endpoint), link.URI)
+	msg2, data2 := pageNotFound(t, cs, "caddymcp://results/"+strings.Repeat("A", 43))
+	assert.Equal(t, msg, msg2, "another's link reads as a made-up one")
+	assert.Equal(t, data, data2)
+}
