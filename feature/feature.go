@@ -32,6 +32,13 @@ import (
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 )
 
+// ClientSessionVar is the request variable (caddyhttp.GetVar) holding the
+// session id the client sent, as it sent it, once a session phase
+// (federation) put a server's own in the request's Mcp-Session-Id: what
+// names the client's session to a feature that keys on it across servers
+// (results' kept results).
+const ClientSessionVar = "mcp.client_session"
+
 // Exchange is what a feature may read of one request. The core fills it
 // step by step: the identity phase sees it before the body is read
 // (Messages and Body are nil then), every later step once it has been

@@ -74,6 +74,9 @@ func (f *federation) Admit(x *feature.Exchange) (feature.Undo, *feature.Refusal)
 				d.refusal = &feature.Refusal{Envelope: connecting(d.server.name, f.retryAfter), Status: http.StatusServiceUnavailable}
 			}
 		}
+		if client := x.Request.Header.Get("Mcp-Session-Id"); client != "" {
+			caddyhttp.SetVar(x.Request.Context(), feature.ClientSessionVar, client)
+		}
 		x.Request.Header.Del("Mcp-Session-Id")
 		if sid != "" {
 			x.Request.Header["Mcp-Session-Id"] = []string{sid}
@@ -123,6 +126,14 @@ func (f *federation) decide(x *feature.Exchange, d *decision) {
 	case "prompts/get":
 		f.routeByName(x, d, string(m.Name), promptsOf, "prompt")
 	case "resources/read", "resources/subscribe", "resources/unsubscribe":
+		if strings.HasPrefix(string(m.URI), gatewayScheme) {
+			// The gateway's own (a result kept whole): a feature answers
+			// it before any router runs; else the first server, in its
+			// own words, as an unknown method. No server lists it: it is
+			// neither refused nor worth asking every server for.
+			d.server = f.servers[0]
+			return
+		}
 		f.routeByURI(x, d, string(m.URI))
 	case "completion/complete":
 		f.routeByReference(x, d, m)
@@ -136,6 +147,10 @@ func (f *federation) decide(x *feature.Exchange, d *decision) {
 		d.server = f.servers[0]
 	}
 }
+
+// gatewayScheme begins the URIs the gateway serves itself (results'
+// caddymcp://results/<id>), which no server lists.
+const gatewayScheme = "caddymcp://"
 
 // fannedOut are the requests every server is asked, and the federation
 // answers.

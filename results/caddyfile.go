@@ -1,8 +1,10 @@
 package results
 
 import (
+	"math"
 	"strconv"
 
+	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/dustin/go-humanize"
 
@@ -30,6 +32,9 @@ func (f *Feature) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 // readLine reads one line of the results block.
 func (r *Config) readLine(d *caddyfile.Dispenser) error {
 	sub := d.Val()
+	if sub == "store" {
+		return r.readStore(d)
+	}
 	args := d.RemainingArgs()
 	switch {
 	case sub == "max" && len(args) == 1 && r.Max == 0:
@@ -55,10 +60,70 @@ func (r *Config) readLine(d *caddyfile.Dispenser) error {
 		if len(args) == 0 {
 			r.Truncate = []string{"*"}
 		}
-	case sub == "max" || sub == "tokens" || sub == "truncate":
-		return d.Errf("results: %s takes %s, once", sub, map[string]string{"max": "<size> or <glob> <size>", "tokens": "<n>", "truncate": "[<glob>...]"}[sub])
+	case sub == "page" && r.Page == nil:
+		r.Page = args
+		if len(args) == 0 {
+			r.Page = []string{"*"}
+		}
+	case sub == "max" || sub == "tokens" || sub == "truncate" || sub == "page":
+		return d.Errf("results: %s takes %s, once", sub, map[string]string{"max": "<size> or <glob> <size>", "tokens": "<n>", "truncate": "[<glob>...]", "page": "[<glob>...]"}[sub])
 	default:
-		return featurefile.Unrecognized(d, "results", sub, "max", "tokens", "truncate")
+		return featurefile.Unrecognized(d, "results", sub, "max", "tokens", "truncate", "page", "store")
 	}
 	return nil
+}
+
+// readStore reads the store block.
+func (r *Config) readStore(d *caddyfile.Dispenser) error {
+	if r.Store != nil || d.NextArg() {
+		return d.Err("results: store takes a block, once")
+	}
+	r.Store = new(StoreConfig)
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		if err := r.Store.readLine(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readLine reads one line of the store block.
+func (s *StoreConfig) readLine(d *caddyfile.Dispenser) error {
+	sub := d.Val()
+	args := d.RemainingArgs()
+	size := func(i int) (int64, error) {
+		n, err := humanize.ParseBytes(args[i])
+		if err != nil || n == 0 || n > math.MaxInt64 {
+			return 0, d.Errf("store: %s %q: want a size such as 1GiB", sub, args[i])
+		}
+		return int64(n), nil
+	}
+	var err error
+	switch {
+	case sub == "key" && len(args) == 1:
+		s.Key = args[0]
+	case sub == "ttl" && len(args) == 1:
+		ttl, perr := caddy.ParseDuration(args[0])
+		if perr != nil || ttl <= 0 {
+			return d.Errf("store: ttl %q: want a duration such as 1h", args[0])
+		}
+		s.TTL = caddy.Duration(ttl)
+	case sub == "max_result" && len(args) == 1:
+		s.MaxResult, err = size(0)
+	case sub == "total" && len(args) == 1:
+		s.Total, err = size(0)
+	case sub == "per_principal" && (len(args) == 1 || len(args) == 2):
+		if s.PerPrincipal, err = size(0); err == nil && len(args) == 2 {
+			n, perr := strconv.Atoi(args[1])
+			if perr != nil || n <= 0 {
+				return d.Errf("store: per_principal count %q: want a positive number", args[1])
+			}
+			s.PerPrincipalCount = n
+		}
+	case sub == "key" || sub == "ttl" || sub == "max_result" || sub == "total" || sub == "per_principal":
+		return d.Errf("store: %s takes %s", sub, map[string]string{"key": "<secret>", "ttl": "<duration>", "max_result": "<size>", "total": "<size>", "per_principal": "<size> [<count>]"}[sub])
+	default:
+		return featurefile.Unrecognized(d, "store", sub, "key", "ttl", "max_result", "per_principal", "total")
+	}
+	return err
 }

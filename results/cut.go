@@ -2,12 +2,9 @@ package results
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
-	"strconv"
 	"strings"
 
-	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/internal/jsonrpc"
 )
 
@@ -51,6 +48,24 @@ type cut struct {
 	stopped                                        bool
 	block, candidate                               block
 	typeOn                                         bool
+
+	// sink, when set, is given the text of the text blocks, as written
+	// (page mode: pagecut.go); textOn: a text it takes is being read.
+	sink   textSink
+	textOn bool
+}
+
+// textSink takes the text of a result's text blocks as the cut reads it.
+type textSink interface {
+	// textBegin: the text of block b begins; it reports whether the sink
+	// takes it.
+	textBegin(b *block) bool
+	// text is the next bytes of the text, as written (escapes and all).
+	text(raw []byte)
+	// textEnd: the text ended.
+	textEnd()
+	// blockDone: the block ended.
+	blockDone(b *block)
 }
 
 // block is what is known of a content block: its type (as written, up to
@@ -127,9 +142,16 @@ func (c *cut) Write(p []byte) bool {
 		if c.sc.state == scanInString && !c.sc.escape && !c.idOn && !c.typeOn {
 			// Plain bytes of a string, the bulk of a result, eight at a
 			// time, as the JSON-RPC reader skips them.
-			if i = jsonrpc.SkipPlain(p, i); i == len(p) {
+			j := jsonrpc.SkipPlain(p, i)
+			if c.textOn && j > i {
+				c.sink.text(p[i:j])
+			}
+			if i = j; i == len(p) {
 				break
 			}
+		}
+		if c.textOn && (p[i] != '"' || c.sc.escape) {
+			c.sink.text(p[i : i+1])
 		}
 		c.step(p[i], c.n+i)
 	}
@@ -260,6 +282,7 @@ func (c *cut) valueStart(b byte, pos int) {
 			c.typeOn, c.block.typ = true, c.block.typ[:0]
 		case "text":
 			c.block.textFrom = pos + 1
+			c.textOn = c.sink != nil && c.sink.textBegin(&c.block)
 		}
 	}
 }
@@ -282,6 +305,10 @@ func (c *cut) keep(b byte) {
 // stringEnd ends the string value whose closing quote is at pos.
 func (c *cut) stringEnd(pos int) {
 	c.idOn, c.typeOn = false, false
+	if c.textOn {
+		c.textOn = false
+		c.sink.textEnd()
+	}
 	if c.sc.inBlock() && c.sc.memberKey() == "text" {
 		c.block.textTo = pos
 	}
@@ -306,6 +333,9 @@ func (c *cut) closed(pos int) {
 	case len(c.sc.stack) == 0:
 		c.done = true
 	case c.sc.inContent():
+		if c.sink != nil {
+			c.sink.blockDone(&c.block)
+		}
 		c.blockEnd(pos + 1)
 	}
 }
@@ -324,70 +354,4 @@ func (c *cut) blockEnd(end int) {
 	c.stopped = true
 	c.candidate = c.block
 	c.candidate.typ = bytes.Clone(c.block.typ)
-}
-
-// close is what the cut makes of the response: the result cut to fit, or
-// errOverBudget when it cannot be cut.
-func (c *cut) close() ([]byte, error) {
-	over := errOverBudget{size: c.n}
-	if errors.Is(c.sc.err, errTooLong) {
-		over.size = 0 // more than the budget: how much more is not known
-	}
-	if c.sc.err != nil || !c.done || !c.result || !c.content || c.long || !sameID(c.id, c.h.id) || c.structured {
-		return nil, over
-	}
-	text := c.cutText()
-	if c.keptBlocks == 0 && text == nil {
-		return nil, over // nothing of it fits
-	}
-	dropped := c.blocks - c.keptBlocks
-	if text != nil {
-		dropped--
-	}
-	kept := c.kept - c.from + len(text)
-	out := c.h.appendHead(make([]byte, 0, c.h.budget), c.truncated(kept, dropped))
-	out = append(out, c.head[c.from:c.kept]...)
-	if text != nil {
-		if c.keptBlocks > 0 {
-			out = append(out, ',')
-		}
-		out = append(append(append(out, `{"type":"text","text":"`...), text...), `"}`...)
-	}
-	out = append(out, `],"isError":`...)
-	out = strconv.AppendBool(out, c.isError == 't')
-	out = append(out, "}}"...)
-	if len(out) > c.h.budget || !json.Valid(out) {
-		return nil, over
-	}
-	return out, nil
-}
-
-// cutText is what fits of the candidate's text, as written: nil when the
-// candidate is no text block, or none of its text fits.
-func (c *cut) cutText() []byte {
-	b := c.candidate
-	if !c.stopped || b.odd || string(b.typ) != "text" || b.textFrom < 0 || b.textFrom >= len(c.head) {
-		return nil
-	}
-	end := len(c.head)
-	if b.textTo >= 0 {
-		end = min(end, b.textTo)
-	}
-	room := c.limit - (c.kept - c.from) - len(`,{"type":"text","text":""}`)
-	n := fits(c.head[b.textFrom:end], room)
-	if n == 0 {
-		return nil
-	}
-	return c.head[b.textFrom : b.textFrom+n]
-}
-
-// sameID reports whether the response's id, as written, may answer the
-// request's (jsonrpc.MayAnswer): a cut result carries the request's own.
-func sameID(got, want []byte) bool {
-	return jsonrpc.MayAnswer(want, got)
-}
-
-// truncated is the warning that comes first in a cut result.
-func (c *cut) truncated(kept, dropped int) envelope.Envelope {
-	return truncated(c.h.tool, c.n, kept, dropped, c.h.budget, c.h.paging)
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/promreg"
+	"github.com/caddymcp/caddy-mcp/resultstore"
 	"github.com/caddymcp/caddy-mcp/validate"
 )
 
@@ -33,10 +34,20 @@ const AnswerOrder = -42
 //		max <glob> <size>   # the tools the glob matches; the first rule that matches
 //		tokens <n>          # every tool's, in estimated tokens (bytes / 4)
 //		truncate [<glob>...] # these tools' results (no glob: all) are cut to fit, not refused
+//		page [<glob>...]     # these tools' results are kept whole, previewed and read in pages
+//		store {              # where they are kept: Caddy's storage, encrypted
+//			key <secret>     # required with page: at least 32 bytes, never kept in the storage
+//			ttl <duration>
+//			max_result <size>
+//			per_principal <size> [<count>]
+//			total <size>
+//		}
 //	}
 type Feature struct {
 	Config
 	budgets *Budgets
+	store   *resultstore.Store
+	sweeper *sweeper
 }
 
 // CaddyModule returns the Caddy module information.
@@ -48,9 +59,24 @@ func (Feature) CaddyModule() caddy.ModuleInfo {
 }
 
 // Provision registers the budgets' metrics, and the learned tools', with
-// the config's registry.
+// the config's registry, and opens the store of the results kept whole on
+// Caddy's storage, swept every minute.
 func (f *Feature) Provision(ctx caddy.Context) error {
-	return promreg.Register(ctx, append(Collectors(), validate.Collectors()...)...)
+	if err := promreg.Register(ctx, append(Collectors(), validate.Collectors()...)...); err != nil {
+		return err
+	}
+	if len(f.Page) == 0 {
+		return nil
+	}
+	if err := f.Store.validate(true); err != nil {
+		return err
+	}
+	s, err := openStore(f.Store, ctx.Storage())
+	if err != nil {
+		return err
+	}
+	f.store, f.sweeper = s, sweep(s, ctx.Logger())
+	return nil
 }
 
 // Validate checks the budgets.
@@ -83,13 +109,22 @@ func (f *Feature) Parts(h feature.Host) (feature.Parts, error) {
 	}
 	f.budgets = New(&f.Config, labels.(configLabels).ToolLabels, h.Logger())
 	f.budgets.SetSchemas(tools)
-	return feature.Parts{Order: Order, AnswerOrder: AnswerOrder, Check: f.budgets, Responder: f.budgets}, nil
+	parts := feature.Parts{Order: Order, AnswerOrder: AnswerOrder, Check: f.budgets, Responder: f.budgets}
+	if f.store != nil {
+		f.budgets.SetStore(f.store)
+		parts.Answerer = f.budgets
+		parts.Status = func() any { return map[string]any{"store": statusOf(f.store)} }
+	}
+	return parts, nil
 }
 
-// Cleanup stops the budgets' log sampler.
+// Cleanup stops the budgets' log sampler and the store's sweeping.
 func (f *Feature) Cleanup() error {
 	if f.budgets != nil {
 		f.budgets.Stop()
+	}
+	if f.sweeper != nil {
+		f.sweeper.Stop()
 	}
 	return nil
 }

@@ -193,7 +193,7 @@ func (b *Budgets) logRepeated(c logsample.Count[string]) {
 // config's registry, so that its counts go on across reloads.
 var overBudget = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Namespace: "caddy", Subsystem: "mcp", Name: "results_over_budget_total",
-	Help: "Tool results over their budget, by tool (the first 100 names a config sees, then _OTHER) and action: refused (RESULT_TOO_LARGE) or truncated (cut to fit).",
+	Help: "Tool results over their budget, by tool (the first 100 names a config sees, then _OTHER) and action: refused (RESULT_TOO_LARGE), truncated (cut to fit) or paged (kept whole, previewed, read in pages).",
 }, []string{"tool", "action"})
 
 // MaxTools bounds the tool names the metric is labelled with, per config.

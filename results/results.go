@@ -24,6 +24,7 @@ import (
 
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/internal/logsample"
+	"github.com/caddymcp/caddy-mcp/resultstore"
 	"github.com/caddymcp/caddy-mcp/toolpolicy"
 )
 
@@ -40,6 +41,12 @@ type Config struct {
 	// Truncate are globs of the tools whose results are cut to their
 	// budget rather than refused ("*": all).
 	Truncate []string `json:"truncate,omitempty"`
+	// Page are globs of the tools whose results, past their budget, are
+	// kept whole in Store and answered with a preview and a link the
+	// model reads page by page ("*": all). A tool both name pages.
+	Page []string `json:"page,omitempty"`
+	// Store is where those results are kept; required with Page.
+	Store *StoreConfig `json:"store,omitempty"`
 }
 
 // Rule is the budget of the tools a glob matches, in bytes.
@@ -65,9 +72,14 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("results: max %q: a glob and a budget between 1 byte and %d MiB", r.Match, MaxBudget>>20)
 		}
 	}
-	for _, g := range c.Truncate {
+	for _, g := range append(c.Truncate[:len(c.Truncate):len(c.Truncate)], c.Page...) {
 		if g == "" {
-			return errors.New("results: truncate: an empty glob")
+			return errors.New("results: truncate, page: an empty glob")
+		}
+	}
+	if len(c.Page) > 0 || c.Store != nil {
+		if err := c.Store.validate(len(c.Page) > 0); err != nil {
+			return err
 		}
 	}
 	if c.Max == 0 && c.Tokens == 0 && len(c.Tools) == 0 {
@@ -80,11 +92,13 @@ func (c *Config) Validate() error {
 // feature.Check that refuses a batch of calls (their results are held to
 // a budget only alone).
 type Budgets struct {
-	cfg         *Config
-	globs, cuts []toolpolicy.Glob
-	schemas     Schemas
-	logger      *zap.Logger
-	logs        *logsample.Sampler[string]
+	cfg                *Config
+	globs, cuts, keeps []toolpolicy.Glob
+	// store keeps the results of the tools that page (nil: none page).
+	store   *resultstore.Store
+	schemas Schemas
+	logger  *zap.Logger
+	logs    *logsample.Sampler[string]
 	// labels are the tool names the metric is labelled with, the
 	// config's.
 	labels *ToolLabels
@@ -110,6 +124,9 @@ func New(cfg *Config, labels *ToolLabels, logger *zap.Logger) *Budgets {
 	}
 	for _, g := range cfg.Truncate {
 		b.cuts = append(b.cuts, toolpolicy.CompileGlob(g))
+	}
+	for _, g := range cfg.Page {
+		b.keeps = append(b.keeps, toolpolicy.CompileGlob(g))
 	}
 	b.logs = logsample.New(logEvery, maxLoggedTools, b.logRepeated)
 	return b
@@ -154,9 +171,18 @@ func (b *Budgets) strictest() int {
 	return int(least)
 }
 
+// SetStore gives the budgets the store the results of the tools that page
+// are kept in.
+func (b *Budgets) SetStore(s *resultstore.Store) { b.store = s }
+
 // truncates reports whether tool's results are cut rather than refused.
-func (b *Budgets) truncates(tool string) bool {
-	for _, g := range b.cuts {
+func (b *Budgets) truncates(tool string) bool { return matches(b.cuts, tool) }
+
+// pages reports whether tool's results are kept whole and paged.
+func (b *Budgets) pages(tool string) bool { return b.store != nil && matches(b.keeps, tool) }
+
+func matches(globs []toolpolicy.Glob, tool string) bool {
+	for _, g := range globs {
 		if g.Match(tool) {
 			return true
 		}
@@ -202,7 +228,10 @@ func (b *Budgets) Open(x *feature.Exchange) feature.Hook {
 	if b.schemas != nil {
 		h.paging = pagingArguments(b.schemas.Arguments(x, tool))
 	}
-	if b.truncates(tool) {
+	switch {
+	case b.pages(tool):
+		return &keeping{held: h, owner: ownerOf(x), ctx: x.Request.Context()}
+	case b.truncates(tool):
 		return &cutting{h}
 	}
 	return h

@@ -91,7 +91,7 @@ func callInBatch(tool string) envelope.Envelope {
 // Words are the envelopes of the budgets, for the golden list.
 func Words() []feature.Word {
 	paging := []string{"cursor", "limit"}
-	return []feature.Word{
+	return append([]feature.Word{
 		{Name: "a result over its budget", Envelope: tooLarge("search_logs", 3145728, 102400, nil)},
 		{Name: "a result over its budget, not read past it", Envelope: tooLarge("search_logs", 0, 102400, nil)},
 		{Name: "a result over its budget, of a tool whose schema has paging arguments", Envelope: tooLarge("search_logs", 3145728, 102400, paging)},
@@ -100,5 +100,5 @@ func Words() []feature.Word {
 		{Name: "a result that could not be read to hold it to its budget", Envelope: unreadable("search_logs", errors.New("the answer is compressed"))},
 		{Name: "a call with a budget, in a batch", Envelope: callInBatch("search_logs")},
 		{Name: "a result over the smallest budget, sent on a resumed stream", Envelope: replayedTooLarge(3145728, 20480)},
-	}
+	}, pageWords()...)
 }

@@ -159,6 +159,9 @@ func (o *opened) open(x *feature.Exchange) error {
 		s.Upstream, s.ID = upstream, id // reopened on this node
 	}
 	o.session, o.token, o.ref, o.pinned = s, token, ref, true
+	// The client's session, as it names it, for what keys on it across
+	// the upstream's own ids (a result kept whole, read later).
+	caddyhttp.SetVar(x.Request.Context(), feature.ClientSessionVar, token)
 	values[0] = s.ID // the request's own slice: no other reads it
 	x.Replica = s.Upstream
 	caddyhttp.SetVar(x.Request.Context(), PinVar, &o.session.Upstream)

@@ -67,6 +67,7 @@ func TestAnAnswersSessionIdIsSealedAndOpensToItsReplica(t *testing.T) {
 	assert.Equal(t, "upstream-own-id", next.Request.Header.Get("Mcp-Session-Id"), "the upstream gets its own id back")
 	assert.Equal(t, selected, next.Replica)
 	assert.Equal(t, &o.session.Upstream, caddyhttp.GetVar(next.Request.Context(), PinVar), "the selection policy learns the replica")
+	assert.Equal(t, token, caddyhttp.GetVar(next.Request.Context(), feature.ClientSessionVar), "what keys on the client's session reads its token")
 
 	hdr = http.Header{"Mcp-Session-Id": {"upstream-own-id"}}
 	o.Header(next, http.StatusOK, hdr)

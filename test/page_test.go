@@ -1,0 +1,175 @@
+package test
+
+import (
+	"context"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/caddymcp/caddy-mcp/test/mcptest"
+)
+
+// Results kept whole (results { page }): past the budget, the call is
+// answered with a warning, a preview and a resource_link, and the official
+// Go SDK client reads the rest with resources/read, page by page, through
+// a real Caddy whose file storage keeps the result encrypted.
+
+// pageKey is the key the results are kept under: 40 bytes.
+const pageKey = "page-test-key-0123456789abcdef-0123456789"
+
+// pageBudget is the budget of the tests' gateways.
+const pageBudget = 64 << 10
+
+// pageResults is the mcp block of a gateway that pages every tool's
+// result past 64 KiB.
+const pageResults = "mcp {\n\tresults {\n\t\tmax 64KiB\n\t\tpage\n\t\tstore {\n\t\t\tkey " + pageKey + "\n\t\t}\n\t}\n}\n"
+
+// nextDetail is the warning's detail that names where to read on.
+var nextDetail = regexp.MustCompile(`<detail key="next">(caddymcp://results/[^<]+)</detail>`)
+
+// pagedCall calls dump {n} and returns its preview, its link, and the URI
+// the warning says to read on from.
+func pagedCall(t *testing.T, cs *mcp.ClientSession, n int) (preview string, link *mcp.ResourceLink, next string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "dump", Arguments: map[string]any{"n": n}})
+	require.NoError(t, err)
+	assert.False(t, res.IsError, "a warning: the result is not an error")
+	require.Len(t, res.Content, 3, "the warning, the preview and the link")
+	warning, ok := res.Content[0].(*mcp.TextContent)
+	require.True(t, ok)
+	assert.Contains(t, warning.Text, `<tool_error code="RESULT_TRUNCATED" severity="warning">`)
+	m := nextDetail.FindStringSubmatch(warning.Text)
+	require.NotNil(t, m, "the warning names where to read on: %s", warning.Text)
+	text, ok := res.Content[1].(*mcp.TextContent)
+	require.True(t, ok)
+	link, ok = res.Content[2].(*mcp.ResourceLink)
+	require.True(t, ok, "the third block is a resource_link: %T", res.Content[2])
+	return text.Text, link, m[1]
+}
+
+// readPages reads from uri to the last page, following caddymcp.dev/next,
+// and returns the text read and how many pages it took.
+func readPages(t *testing.T, cs *mcp.ClientSession, uri string) (string, int) {
+	t.Helper()
+	var text strings.Builder
+	pages, start := 0, offsetOf(t, uri)
+	for uri != "" {
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+		cancel()
+		require.NoError(t, err, "page %d: %s", pages, uri)
+		require.Len(t, res.Contents, 1)
+		c := res.Contents[0]
+		assert.Equal(t, uri, c.URI, "the page names itself")
+		assert.Equal(t, "text/plain", c.MIMEType)
+		require.LessOrEqual(t, len(c.Text), pageBudget, "a page fits the budget")
+		from := res.Meta["caddymcp.dev/from"]
+		require.Equal(t, start+text.Len(), offsetOf(t, uri), "each page begins where the last ended")
+		require.Equal(t, float64(offsetOf(t, uri)), from, "the page says where it begins")
+		text.WriteString(c.Text)
+		pages++
+		next, _ := res.Meta["caddymcp.dev/next"].(string)
+		if next != "" {
+			require.NotEmpty(t, c.Text, "a page that has a next one is not empty")
+		}
+		uri = next
+	}
+	return text.String(), pages
+}
+
+// offsetOf is the offset a page's URI names (0 with none).
+func offsetOf(t *testing.T, uri string) int {
+	t.Helper()
+	_, v, ok := strings.Cut(uri, "?from=")
+	if !ok {
+		return 0
+	}
+	n, err := strconv.Atoi(v)
+	require.NoError(t, err)
+	return n
+}
+
+// pageNotFound asserts that reading uri is answered NOT_FOUND, and returns
+// the error's message and data.
+func pageNotFound(t *testing.T, cs *mcp.ClientSession, uri string) (string, string) {
+	t.Helper()
+	_, err := cs.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: uri})
+	var rpcErr *jsonrpc.Error
+	require.ErrorAs(t, err, &rpcErr, "%s is refused with a JSON-RPC error", uri)
+	assert.Equal(t, int64(-32000), rpcErr.Code)
+	assert.Contains(t, string(rpcErr.Data), `"code":"NOT_FOUND"`)
+	return rpcErr.Message, string(rpcErr.Data)
+}
+
+// A 20 MB text result is previewed within the budget, linked, and read
+// back page by page by the official Go SDK client, byte for byte; another
+// session, a made-up link and a malformed one all get the same NOT_FOUND.
+func TestPageGoSDKReassembles(t *testing.T) {
+	const n = 20 << 20
+	want := mcptest.LongText(n)
+	gw := mcptest.StartGateway(t, pageResults+mcptest.ProxyTo(mcptest.StartTextServer(t)))
+	endpoint := gw.URL + mcptest.MCPPath
+	cs := goSession(t, endpoint)
+
+	preview, link, next := pagedCall(t, cs, n)
+	require.NotEmpty(t, preview)
+	assert.Less(t, len(preview), pageBudget, "the preview fits the budget")
+	assert.True(t, strings.HasPrefix(want, preview), "the preview is the text's beginning")
+	assert.Regexp(t, `^caddymcp://results/[A-Za-z0-9_-]{43}$`, link.URI)
+	assert.Equal(t, int64(len(want)), *link.Size)
+	assert.Equal(t, "text/plain", link.MIMEType)
+	assert.Equal(t, link.URI+"?from="+strconv.Itoa(len(preview)), next, "reading on begins where the preview ends")
+
+	rest, pages := readPages(t, cs, next)
+	assert.Greater(t, pages, n/pageBudget, "read in pages")
+	require.Equal(t, len(want), len(preview)+len(rest))
+	require.True(t, preview+rest == want, "reassembled byte for byte")
+	t.Logf("%d bytes: a preview of %d bytes and %d pages", len(want), len(preview), pages)
+
+	at := strings.LastIndexByte(want[:len(want)-100], '\n') + 1
+	tail, _ := readPages(t, cs, link.URI+"?from="+strconv.Itoa(at))
+	assert.Equal(t, want[at:], tail, "a page read from any offset")
+
+	other := goSession(t, endpoint)
+	msg, data := pageNotFound(t, other, link.URI)
+	madeUp := "caddymcp://results/" + strings.Repeat("A", 43)
+	msg2, data2 := pageNotFound(t, cs, madeUp)
+	assert.Equal(t, msg, msg2, "another's link reads as a made-up one")
+	assert.Equal(t, data, data2)
+	pageNotFound(t, cs, "caddymcp://results/")
+	pageNotFound(t, cs, link.URI+"?from=x")
+	pageNotFound(t, other, next)
+}
+
+// Behind federation, the link a call to one server gave is read from the
+// gateway, which no server is asked: not refused as a resource no server
+// has, not sent to one, and kept for the client's own session.
+func TestPageFederated(t *testing.T) {
+	const n = 1 << 20
+	want := mcptest.LongText(n)
+	results := strings.TrimSuffix(strings.TrimPrefix(pageResults, "mcp {\n"), "}\n")
+	site := federatedSite([]string{"demo", "text"}, []string{startStatefulDemo(t), mcptest.StartTextServer(t)}, results)
+	gw := mcptest.StartGateway(t, site)
+	endpoint := gw.URL + mcptest.MCPPath
+	cs := goSession(t, endpoint)
+
+	preview, link, next := pagedCall(t, cs, n)
+	rest, _ := readPages(t, cs, next)
+	require.True(t, preview+rest == want, "reassembled byte for byte")
+	first, _ := readPages(t, cs, link.URI)
+	require.True(t, first == want, "read from the start")
+
+	msg, data := pageNotFound(t, goSession(t, endpoint), link.URI)
+	msg2, data2 := pageNotFound(t, cs, "caddymcp://results/"+strings.Repeat("A", 43))
+	assert.Equal(t, msg, msg2, "another's link reads as a made-up one")
+	assert.Equal(t, data, data2)
+}
