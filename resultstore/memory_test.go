@@ -6,8 +6,6 @@
 package resultstore_test
 
 import (
-	"runtime"
-	"runtime/metrics"
 	"testing"
 	"time"
 
@@ -15,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/caddymcp/caddy-mcp/internal/heapprobe"
 	"github.com/caddymcp/caddy-mcp/resultstore"
 )
 
@@ -39,9 +38,9 @@ func TestWritingA200MBResultHoldsOneChunk(t *testing.T) {
 	piece := make([]byte, 64<<10) // the test's own input, refilled
 	write(t, s, "warm", piece, len(piece))
 
-	before := heapObjects()
-	stop := samplePeakHeap()
-	start, began := readMetric("/gc/heap/allocs:bytes"), time.Now()
+	before := heapprobe.Objects()
+	stop := heapprobe.Peak()
+	start, began := heapprobe.Allocated(), time.Now()
 	w, err := s.Create(t.Context(), "alice")
 	require.NoError(t, err)
 	for off := int64(0); off < hugeResult; {
@@ -53,7 +52,7 @@ func TestWritingA200MBResultHoldsOneChunk(t *testing.T) {
 		off += k
 	}
 	id, size, err := w.Close(t.Context())
-	peak, allocated, took := stop(), readMetric("/gc/heap/allocs:bytes")-start, time.Since(began)
+	peak, allocated, took := stop(), heapprobe.Allocated()-start, time.Since(began)
 	require.NoError(t, err)
 	require.Equal(t, int64(hugeResult), size)
 
@@ -68,45 +67,5 @@ func TestWritingA200MBResultHoldsOneChunk(t *testing.T) {
 		want := make([]byte, min(64, hugeResult-off))
 		pattern(want, off)
 		assert.Equal(t, want, got, "off %d", off)
-	}
-}
-
-// heapObjects is the bytes of live heap objects after a full collection.
-func heapObjects() uint64 {
-	runtime.GC()
-	runtime.GC()
-	return readMetric("/memory/classes/heap/objects:bytes")
-}
-
-func readMetric(name string) uint64 {
-	s := []metrics.Sample{{Name: name}}
-	metrics.Read(s)
-	return s[0].Value.Uint64()
-}
-
-// samplePeakHeap reads the bytes of heap objects (live or not yet swept)
-// every millisecond until the function it returns is called, which
-// returns the most it read.
-func samplePeakHeap() (stop func() uint64) {
-	done, most := make(chan struct{}), make(chan uint64)
-	go func() {
-		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-		tick := time.NewTicker(time.Millisecond)
-		defer tick.Stop()
-		var peak uint64
-		for {
-			metrics.Read(s)
-			peak = max(peak, s[0].Value.Uint64())
-			select {
-			case <-done:
-				most <- peak
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	return func() uint64 {
-		close(done)
-		return <-most
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"runtime/metrics"
 	"strings"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/caddymcp/caddy-mcp/internal/heapprobe"
 	"github.com/caddymcp/caddy-mcp/test/mcptest"
 	"github.com/caddymcp/caddy-mcp/test/wire"
 )
@@ -25,20 +25,12 @@ import (
 // runtime/metrics.
 
 // heapObjects is the bytes of live heap objects after a full collection.
-func heapObjects() uint64 {
-	runtime.GC()
-	runtime.GC()
-	return readMetric("/memory/classes/heap/objects:bytes")
-}
+func heapObjects() uint64 { return heapprobe.Objects() }
 
 // allocated is the bytes allocated on the heap since the process started.
-func allocated() uint64 { return readMetric("/gc/heap/allocs:bytes") }
+func allocated() uint64 { return heapprobe.Allocated() }
 
-func readMetric(name string) uint64 {
-	s := []metrics.Sample{{Name: name}}
-	metrics.Read(s)
-	return s[0].Value.Uint64()
-}
+func readMetric(name string) uint64 { return heapprobe.Read(name) }
 
 func goroutines() int {
 	s := []metrics.Sample{{Name: "/sched/goroutines:goroutines"}}

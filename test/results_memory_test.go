@@ -5,14 +5,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"runtime/metrics"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/caddymcp/caddy-mcp/envelope"
+	"github.com/caddymcp/caddy-mcp/internal/heapprobe"
 	"github.com/caddymcp/caddy-mcp/results"
 	"github.com/caddymcp/caddy-mcp/test/mcptest"
 )
@@ -59,7 +58,7 @@ func callHuge(t *testing.T, endpoint string, sse bool) hugeCost {
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 
 	before := int64(heapObjects())
-	stop := samplePeakHeap()
+	stop := heapprobe.Peak()
 	start := allocated()
 	read, head, err := readAnswer(t.Context(), endpoint, bigCall(hugeResult, sse))
 	end, peak := allocated(), stop()
@@ -81,32 +80,6 @@ func readAnswer(ctx context.Context, endpoint, call string) (read int64, head []
 	w := &headWriter{b: make([]byte, 0, 2*hugeBudget)}
 	read, err = io.Copy(w, resp.Body)
 	return read, w.b, err
-}
-
-// samplePeakHeap reads the bytes of heap objects every millisecond until
-// the function it returns is called, which returns the most it read.
-func samplePeakHeap() (stop func() uint64) {
-	done, most := make(chan struct{}), make(chan uint64)
-	go func() {
-		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-		tick := time.NewTicker(time.Millisecond)
-		defer tick.Stop()
-		var peak uint64
-		for {
-			metrics.Read(s)
-			peak = max(peak, s[0].Value.Uint64())
-			select {
-			case <-done:
-				most <- peak
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	return func() uint64 {
-		close(done)
-		return <-most
-	}
 }
 
 // headWriter keeps the first bytes written to it, as many as b has room
