@@ -39,6 +39,11 @@ import (
 // (results' kept results).
 const ClientSessionVar = "mcp.client_session"
 
+// GatewayScheme begins the URIs the gateway serves itself (results'
+// caddymcp://results/<id>): a feature's Answerer answers a request that
+// names one, and no router sends it by what a server lists.
+const GatewayScheme = "caddymcp://"
+
 // Exchange is what a feature may read of one request. The core fills it
 // step by step: the identity phase sees it before the body is read
 // (Messages and Body are nil then), every later step once it has been

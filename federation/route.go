@@ -126,7 +126,7 @@ func (f *federation) decide(x *feature.Exchange, d *decision) {
 	case "prompts/get":
 		f.routeByName(x, d, string(m.Name), promptsOf, "prompt")
 	case "resources/read", "resources/subscribe", "resources/unsubscribe":
-		if strings.HasPrefix(string(m.URI), gatewayScheme) {
+		if strings.HasPrefix(string(m.URI), feature.GatewayScheme) {
 			// The gateway's own (a result kept whole): a feature answers
 			// it before any router runs; else the first server, in its
 			// own words, as an unknown method. No server lists it: it is
@@ -147,10 +147,6 @@ func (f *federation) decide(x *feature.Exchange, d *decision) {
 		d.server = f.servers[0]
 	}
 }
-
-// gatewayScheme begins the URIs the gateway serves itself (results'
-// caddymcp://results/<id>), which no server lists.
-const gatewayScheme = "caddymcp://"
 
 // fannedOut are the requests every server is asked, and the federation
 // answers.

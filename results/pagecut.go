@@ -224,4 +224,4 @@ func resultURI(id string, from int64) string {
 }
 
 // URIPrefix begins the links to the results kept.
-const URIPrefix = "caddymcp://results/"
+const URIPrefix = feature.GatewayScheme + "results/"
