@@ -30,8 +30,6 @@ func heapObjects() uint64 { return heapprobe.Objects() }
 // allocated is the bytes allocated on the heap since the process started.
 func allocated() uint64 { return heapprobe.Allocated() }
 
-func readMetric(name string) uint64 { return heapprobe.Read(name) }
-
 func goroutines() int {
 	s := []metrics.Sample{{Name: "/sched/goroutines:goroutines"}}
 	metrics.Read(s)
