@@ -57,28 +57,28 @@ func TestChunksCannotBeSwappedOrMoved(t *testing.T) {
 	// a's chunks 0 and 1 swapped: both refused, chunk 2 still read.
 	swap(file(a, "0"), file(a, "1"))
 	for _, off := range []int64{0, resultstore.MinChunk} {
-		_, _, err := s.Read(t.Context(), a, "alice", off, 10)
+		_, err := s.Read(t.Context(), a, "alice", off, 10)
 		assert.ErrorIs(t, err, resultstore.ErrCorrupt, "off %d", off)
 	}
-	_, _, err := s.Read(t.Context(), a, "alice", 2*resultstore.MinChunk, 10)
+	_, err := s.Read(t.Context(), a, "alice", 2*resultstore.MinChunk, 10)
 	assert.NoError(t, err)
 	swap(file(a, "0"), file(a, "1"))
 
 	// b's chunk 2 in a's place (the same bytes once opened).
 	swap(file(a, "2"), file(b, "2"))
-	_, _, err = s.Read(t.Context(), a, "alice", 2*resultstore.MinChunk, 10)
+	_, err = s.Read(t.Context(), a, "alice", 2*resultstore.MinChunk, 10)
 	assert.ErrorIs(t, err, resultstore.ErrCorrupt)
 	swap(file(a, "2"), file(b, "2"))
 
 	// b's manifest in a's place.
 	swap(file(a, "manifest"), file(b, "manifest"))
-	_, _, err = s.Read(t.Context(), a, "alice", 0, 10)
+	_, err = s.Read(t.Context(), a, "alice", 0, 10)
 	assert.Equal(t, resultstore.ErrNotFound, err)
 	swap(file(a, "manifest"), file(b, "manifest"))
 
 	// A chunk gone (a node whose clock is ahead swept it) is no result.
 	require.NoError(t, os.Remove(file(a, "1")))
-	_, _, err = s.Read(t.Context(), a, "alice", resultstore.MinChunk, 10)
+	_, err = s.Read(t.Context(), a, "alice", resultstore.MinChunk, 10)
 	assert.Equal(t, resultstore.ErrNotFound, err)
 	assert.Equal(t, patterned(3*resultstore.MinChunk), readAll(t, s, b, "alice", 5000))
 }
@@ -97,7 +97,7 @@ func TestNodesSharingStorageShareResults(t *testing.T) {
 	for _, id := range []string{fromA, fromB} {
 		assert.Equal(t, data, readAll(t, a, id, "alice", 5000))
 		assert.Equal(t, data, readAll(t, b, id, "alice", 5000))
-		_, _, err := other.Read(t.Context(), id, "alice", 0, 10)
+		_, err := other.Read(t.Context(), id, "alice", 0, 10)
 		assert.Equal(t, resultstore.ErrNotFound, err)
 	}
 }
@@ -111,7 +111,7 @@ func TestStorageErrorsAreWrappedWithoutTheResult(t *testing.T) {
 	id := write(t, s, "alice", secret, 5000)
 
 	storage.fail = func(method, key string) bool { return method == "Load" && strings.HasSuffix(key, "/1") }
-	_, _, err := s.Read(t.Context(), id, "alice", resultstore.MinChunk-3, 10)
+	_, err := s.Read(t.Context(), id, "alice", resultstore.MinChunk-3, 10)
 	require.ErrorIs(t, err, errStorage)
 	assert.NotContains(t, err.Error(), "secret")
 

@@ -146,7 +146,8 @@ func readAll(t *testing.T, s *resultstore.Store, id, owner string, step int) []b
 	t.Helper()
 	var out []byte
 	for {
-		data, size, err := s.Read(t.Context(), id, owner, int64(len(out)), step)
+		page, err := s.Read(t.Context(), id, owner, int64(len(out)), step)
+		data, size := page.Data, page.Size
 		require.NoError(t, err)
 		out = append(out, data...)
 		if int64(len(out)) >= size {

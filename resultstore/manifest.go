@@ -37,6 +37,8 @@ type manifest struct {
 	Expires time.Time `json:"expires"`
 	// Owner binds the result to its owner (keys.bind).
 	Owner []byte `json:"owner"`
+	// Note is what the writer noted of the result (Writer.SetNote).
+	Note []byte `json:"note,omitempty"`
 }
 
 // chunkLen is the bytes of chunk index, every chunk full but the last.
@@ -48,7 +50,7 @@ func (m *manifest) chunkLen(index int) int {
 // this store's key, but one written by a later version must not be
 // misread.
 func (m *manifest) sane() bool {
-	return m.Size >= 0 && m.Chunk >= MinChunk && m.Chunk <= MaxChunk && len(m.Owner) > 0
+	return m.Size >= 0 && m.Chunk >= MinChunk && m.Chunk <= MaxChunk && len(m.Owner) > 0 && len(m.Note) <= MaxNote
 }
 
 // storeManifest seals m under the result's cipher and stores it.

@@ -81,7 +81,8 @@ func TestAResultPastMaxResultIsRefusedAndDeleted(t *testing.T) {
 
 	// Exactly MaxResult is kept.
 	id := write(t, s, "alice", patterned(5*resultstore.MinChunk+10), 3000)
-	_, size, err := s.Read(t.Context(), id, "alice", 0, 1)
+	page, err := s.Read(t.Context(), id, "alice", 0, 1)
+	size := page.Size
 	require.NoError(t, err)
 	assert.Equal(t, int64(5*resultstore.MinChunk+10), size)
 }
@@ -173,14 +174,14 @@ func TestAResultExpires(t *testing.T) {
 	_, err = w.Write(patterned(2 * resultstore.MinChunk))
 	require.NoError(t, err)
 	c.Advance(time.Hour - time.Nanosecond)
-	_, _, err = s.Read(t.Context(), id, "alice", 0, 10)
+	_, err = s.Read(t.Context(), id, "alice", 0, 10)
 	require.NoError(t, err)
 
 	c.Advance(time.Nanosecond)
 	_, err = w.Write(patterned(1))
 	assert.True(t, errors.Is(err, resultstore.ErrExpired))
 	assert.Empty(t, resultFiles(t, root, w.ID()))
-	_, _, err = s.Read(t.Context(), id, "alice", 0, 10)
+	_, err = s.Read(t.Context(), id, "alice", 0, 10)
 	assert.Equal(t, resultstore.ErrNotFound, err)
 	assert.Equal(t, resultstore.Status{}, s.Status())
 }

@@ -13,43 +13,54 @@ import (
 // not a result's absence.
 var errRange = errors.New("resultstore: a negative offset or length")
 
-// Read is bytes [off, off+n) of result id, if owner may read it, and the
-// result's whole size. n is cut to MaxRead and to the result's end: data
-// is shorter than n then, and empty when off >= size. A negative off or n
-// is an error. ErrNotFound for any id owner may not read (see
-// ErrNotFound: an expired result is one, left to Sweep to delete);
-// ErrCorrupt when a chunk does not open; or the storage's error, wrapped.
-func (s *Store) Read(ctx context.Context, id, owner string, off int64, n int) (data []byte, size int64, err error) {
+// Page is what a Read gives.
+type Page struct {
+	// Data is the bytes read, Size the result's whole size.
+	Data []byte
+	Size int64
+	// Note is the result's note (Writer.SetNote), nil when it has none.
+	Note []byte
+}
+
+// Read is bytes [off, off+n) of result id, if owner may read it, with the
+// result's whole size and note. n is cut to MaxRead and to the result's
+// end: Data is shorter than n then, and empty when off >= Size. A
+// negative off or n is an error. ErrNotFound for any id owner may not
+// read (see ErrNotFound: an expired result is one, left to Sweep to
+// delete); ErrCorrupt when a chunk does not open; or the storage's error,
+// wrapped.
+func (s *Store) Read(ctx context.Context, id, owner string, off int64, n int) (Page, error) {
 	if off < 0 || n < 0 {
-		return nil, 0, errRange
+		return Page{}, errRange
 	}
 	if !s.keys.validID(id) {
-		return nil, 0, ErrNotFound
+		return Page{}, ErrNotFound
 	}
 	aead, err := s.keys.resultAEAD(id)
 	if err != nil {
-		return nil, 0, err
+		return Page{}, err
 	}
 	m, err := s.readable(ctx, id, owner, aead)
 	if err != nil {
-		return nil, 0, err
+		return Page{}, err
 	}
+	p := Page{Data: []byte{}, Size: m.Size, Note: m.Note}
 	if off >= m.Size {
-		return []byte{}, m.Size, nil
+		return p, nil
 	}
 	n = int(min(int64(min(n, s.MaxRead())), m.Size-off))
-	data = make([]byte, 0, n)
+	p.Data = make([]byte, 0, n)
 	var plain []byte
-	for len(data) < n {
-		pos := off + int64(len(data))
+	for len(p.Data) < n {
+		pos := off + int64(len(p.Data))
 		index := int(pos / int64(m.Chunk))
 		if plain, err = s.loadChunk(ctx, id, aead, m, index, plain); err != nil {
-			return nil, 0, err
+			return Page{}, err
 		}
 		from := int(pos - int64(index)*int64(m.Chunk))
-		data = append(data, plain[from:min(len(plain), from+n-len(data))]...)
+		p.Data = append(p.Data, plain[from:min(len(plain), from+n-len(p.Data))]...)
 	}
-	return data, m.Size, nil
+	return p, nil
 }
 
 // readable is the manifest of result id if owner may read it now:

@@ -35,20 +35,20 @@ func TestAResultReadsBackInPieces(t *testing.T) {
 		{size - 1, 10}, {size, 10}, {size + 10, 10}, {3, 0},
 	}
 	for _, c := range cases {
-		got, gotSize, err := s.Read(t.Context(), id, "alice", c.off, c.n)
+		page, err := s.Read(t.Context(), id, "alice", c.off, c.n)
 		require.NoError(t, err, "off %d n %d", c.off, c.n)
-		assert.Equal(t, size, gotSize)
+		assert.Equal(t, size, page.Size)
 		from, to := min(c.off, size), min(c.off+int64(c.n), size)
-		assert.Equal(t, data[from:to], got, "off %d n %d", c.off, c.n)
+		assert.Equal(t, data[from:to], page.Data, "off %d n %d", c.off, c.n)
 	}
 
 	// Random pieces, end to end.
 	r := mrand.New(mrand.NewPCG(1, 2))
 	var back []byte
 	for int64(len(back)) < size {
-		got, _, err := s.Read(t.Context(), id, "alice", int64(len(back)), 1+r.IntN(3*chunk))
+		page, err := s.Read(t.Context(), id, "alice", int64(len(back)), 1+r.IntN(3*chunk))
 		require.NoError(t, err)
-		back = append(back, got...)
+		back = append(back, page.Data...)
 	}
 	assert.Equal(t, data, back)
 	assert.Equal(t, data, readAll(t, s, id, "alice", 2*chunk))
@@ -61,21 +61,21 @@ func TestAReadIsBounded(t *testing.T) {
 	assert.Equal(t, 2*resultstore.MinChunk, s.MaxRead())
 	data := patterned(5 * resultstore.MinChunk)
 	id := write(t, s, "alice", data, len(data))
-	got, _, err := s.Read(t.Context(), id, "alice", 100, len(data))
+	page, err := s.Read(t.Context(), id, "alice", 100, len(data))
 	require.NoError(t, err)
-	assert.Equal(t, data[100:100+s.MaxRead()], got)
+	assert.Equal(t, data[100:100+s.MaxRead()], page.Data)
 
 	for _, r := range [][2]int64{{-1, 1}, {0, -1}} {
-		_, _, err := s.Read(t.Context(), id, "alice", r[0], int(r[1]))
+		_, err := s.Read(t.Context(), id, "alice", r[0], int(r[1]))
 		require.Error(t, err)
 		assert.NotErrorIs(t, err, resultstore.ErrNotFound)
 	}
 
 	empty := write(t, s, "alice", nil, 1)
-	got, size, err := s.Read(t.Context(), empty, "alice", 0, 10)
+	page, err = s.Read(t.Context(), empty, "alice", 0, 10)
 	require.NoError(t, err)
-	assert.Zero(t, size)
-	assert.Empty(t, got)
+	assert.Zero(t, page.Size)
+	assert.Empty(t, page.Data)
 }
 
 // A made-up id, malformed or altered, is refused with ErrNotFound before
@@ -84,7 +84,7 @@ func TestAMadeUpIDReadsNoStorage(t *testing.T) {
 	storage, _ := newCounting(t)
 	s := open(t, storage, testKey, small, nil)
 	id := write(t, s, "alice", patterned(100), 100)
-	_, _, err := s.Read(t.Context(), id, "alice", 0, 10)
+	_, err := s.Read(t.Context(), id, "alice", 0, 10)
 	require.NoError(t, err)
 
 	raw, err := base64.RawURLEncoding.DecodeString(id)
@@ -113,7 +113,7 @@ func TestAMadeUpIDReadsNoStorage(t *testing.T) {
 		if m == id {
 			continue
 		}
-		_, _, err := s.Read(t.Context(), m, "alice", 0, 10)
+		_, err := s.Read(t.Context(), m, "alice", 0, 10)
 		assert.Equal(t, resultstore.ErrNotFound, err, "%q", m)
 	}
 	assert.Equal(t, before, storage.calls.Load(), "no storage call")
@@ -126,7 +126,7 @@ func TestOnlyItsOwnerReadsAResult(t *testing.T) {
 	id := write(t, s, "alice", patterned(3*resultstore.MinChunk), 4096)
 
 	for _, owner := range []string{"bob", "", "alice ", "Alice", "alicealice"} {
-		_, _, err := s.Read(t.Context(), id, owner, 0, 10)
+		_, err := s.Read(t.Context(), id, owner, 0, 10)
 		assert.Equal(t, resultstore.ErrNotFound, err, "%q", owner)
 	}
 
@@ -134,12 +134,44 @@ func TestOnlyItsOwnerReadsAResult(t *testing.T) {
 	require.NoError(t, err)
 	_, err = w.Write(patterned(3 * resultstore.MinChunk))
 	require.NoError(t, err)
-	_, _, err = s.Read(t.Context(), w.ID(), "alice", 0, 10)
+	_, err = s.Read(t.Context(), w.ID(), "alice", 0, 10)
 	assert.Equal(t, resultstore.ErrNotFound, err, "still being written")
 	w.Abort(t.Context())
-	_, _, err = s.Read(t.Context(), w.ID(), "alice", 0, 10)
+	_, err = s.Read(t.Context(), w.ID(), "alice", 0, 10)
 	assert.Equal(t, resultstore.ErrNotFound, err, "aborted")
 
-	_, _, err = s.Read(t.Context(), id, "alice", 0, 10)
+	_, err = s.Read(t.Context(), id, "alice", 0, 10)
 	assert.NoError(t, err)
+}
+
+// A result's note is sealed with its manifest and given back with each
+// page, to its owner only; a note over MaxNote is refused, and a result
+// without one reads a nil note.
+func TestANoteIsGivenBackWithEveryPage(t *testing.T) {
+	root := t.TempDir()
+	s := open(t, &certmagic.FileStorage{Path: root}, testKey, small, nil)
+	w, err := s.Create(t.Context(), "alice")
+	require.NoError(t, err)
+	require.ErrorContains(t, w.SetNote(make([]byte, resultstore.MaxNote+1)), "note")
+	note := []byte("traceparent 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+	require.NoError(t, w.SetNote(note))
+	data := patterned(3 * resultstore.MinChunk)
+	_, err = w.Write(data)
+	require.NoError(t, err)
+	id, _, err := w.Close(t.Context())
+	require.NoError(t, err)
+	for _, off := range []int64{0, resultstore.MinChunk + 5, int64(len(data))} {
+		page, err := s.Read(t.Context(), id, "alice", off, 100)
+		require.NoError(t, err)
+		assert.Equal(t, note, page.Note, "from %d", off)
+	}
+	for _, f := range files(t, root) {
+		assert.NotContains(t, string(f), "0af7651916cd43dd", "the note is stored sealed")
+	}
+	_, err = s.Read(t.Context(), id, "bob", 0, 100)
+	require.ErrorIs(t, err, resultstore.ErrNotFound)
+
+	page, err := s.Read(t.Context(), write(t, s, "alice", data, len(data)), "alice", 0, 1)
+	require.NoError(t, err)
+	assert.Nil(t, page.Note)
 }

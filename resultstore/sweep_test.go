@@ -63,7 +63,7 @@ func TestSweepDeletesWhatExpiredWithinItsBound(t *testing.T) {
 	assert.Zero(t, sweepAll(t, s, storage, 3, 50), "nothing expired yet")
 	c.Advance(30 * time.Minute)
 	for _, id := range old {
-		_, _, err := s.Read(t.Context(), id, "alice", 0, 1)
+		_, err := s.Read(t.Context(), id, "alice", 0, 1)
 		assert.Equal(t, resultstore.ErrNotFound, err, "expired, not yet deleted")
 	}
 	assert.Zero(t, sweepAll(t, s, storage, 3, 50), "expired less than a minute ago")

@@ -1,6 +1,7 @@
 package resultstore
 
 import (
+	"bytes"
 	"context"
 	"crypto/cipher"
 	"errors"
@@ -62,6 +63,24 @@ func (s *Store) Create(ctx context.Context, owner string) (*Writer, error) {
 
 // ID is the id the result is read by once closed.
 func (w *Writer) ID() string { return w.id }
+
+// MaxNote bounds a result's note, in bytes.
+const MaxNote = 256
+
+// errNoteTooLong refuses a note over MaxNote.
+var errNoteTooLong = fmt.Errorf("resultstore: a note of more than %d bytes", MaxNote)
+
+// SetNote sets what each Read of the result gives back beside its bytes
+// (Page.Note), at most MaxNote bytes: what the writer wants known of the
+// result when it is read, such as the trace context of the call that
+// made it. It is sealed with the manifest when the Writer closes.
+func (w *Writer) SetNote(note []byte) error {
+	if len(note) > MaxNote {
+		return errNoteTooLong
+	}
+	w.pending.Note = bytes.Clone(note)
+	return nil
+}
 
 // Write adds p to the result, storing each chunk as it fills. Any error
 // ends the Writer: what it stored is deleted, its quota given back, and
