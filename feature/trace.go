@@ -20,6 +20,13 @@ type Tracer interface {
 	Start(x *Exchange) Trace
 }
 
+// SpanVar names the request variable (caddyhttp.GetVar) where the tracer
+// leaves the span of a request of one message while Caddy traces it: an
+// OpenTelemetry trace.Span, which a feature that answers the message, or
+// keeps what it made, may link to or from. A request of several messages,
+// or one not traced, has none.
+const SpanVar = "caddy_mcp.span"
+
 // Trace is one request's, told of its steps as they pass. Its methods
 // may be called from the request's goroutine and from the answer's at
 // once (a client that left while the upstream answered).

@@ -217,4 +217,6 @@ var toolUses = promreg.NewSharedLabels(func(tool string) {
 func NewToolLabels() *ToolLabels { return toolUses.ForConfig(MaxTools) }
 
 // Collectors are the metrics of the budgets, for a config's registry.
-func Collectors() []prometheus.Collector { return []prometheus.Collector{overBudget} }
+func Collectors() []prometheus.Collector {
+	return []prometheus.Collector{overBudget, pageReads, pageBytes}
+}

@@ -25,9 +25,11 @@ import (
 // whole and paged (feature.Cutter).
 type keeping struct {
 	*held
-	// owner is whom the result is kept for (ownerOf); ctx the call's.
+	// owner is whom the result is kept for (ownerOf); ctx the call's;
+	// note the trace context of its span (traceNote), nil when not traced.
 	owner string
 	ctx   context.Context
+	note  []byte
 }
 
 // Message keeps the call's response when it is over the budget.
@@ -207,11 +209,13 @@ func (kp *keeper) close() ([]byte, error) {
 	if kp.flush(); kp.err != nil {
 		return nil, kp.err
 	}
+	_ = kp.w.SetNote(kp.k.note) // a traceparent: far within MaxNote
 	id, size, err := kp.w.Close(kp.k.ctx)
 	if err != nil {
 		kp.err = err
 		return nil, err
 	}
+	kp.k.b.logKept(kp.k.tool, id, size, kp.k.owner)
 	return kp.k.appendPaged(kp.preview, kp.limit, id, size, c.n, kp.others, c.isError == 't'), nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/caddymcp/caddy-mcp/envelope"
@@ -45,14 +46,24 @@ func (b *Budgets) Answer(x *feature.Exchange) http.Handler {
 	if b.store == nil || m == nil || m.Kind != jsonrpc.Request || string(m.Method) != "resources/read" || !bytes.HasPrefix(m.URI, []byte(URIPrefix)) {
 		return nil
 	}
-	rid := slices.Clone(m.ID)
-	id, from, ok := parseURI(string(m.URI))
-	owner := ownerOf(x)
+	rd := &pageRequest{rid: slices.Clone(m.ID), owner: ownerOf(x), span: callSpan(x)}
+	rd.id, rd.from, rd.ok = parseURI(string(m.URI))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body := b.page(r.Context(), rid, id, from, ok, owner)
+		body := b.page(r.Context(), rd)
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(body)
 	})
+}
+
+// pageRequest is a read of result id from byte from, for owner (ok: the
+// link was read), traced by span (nil: not traced).
+type pageRequest struct {
+	rid   json.RawMessage
+	id    string
+	from  int64
+	ok    bool
+	owner string
+	span  trace.Span
 }
 
 // parseURI reads caddymcp://results/<id>[?from=<offset>].
@@ -87,32 +98,36 @@ func (b *Budgets) pageBudget() int {
 	return max(int(budget), minPage)
 }
 
-// page is the answer to a read of result id from byte from, for owner
-// (ok: the link was read).
-func (b *Budgets) page(ctx context.Context, rid json.RawMessage, id string, from int64, ok bool, owner string) []byte {
-	if !ok || owner == "" {
+// page is the answer to the read rd.
+func (b *Budgets) page(ctx context.Context, rd *pageRequest) []byte {
+	if !rd.ok || rd.owner == "" {
+		b.logRead(pageNotFound, rd.id, rd.from, 0, rd.owner)
 		e := notFound()
-		return e.AppendRPCError(nil, rid, envelope.CodeServerError)
+		return e.AppendRPCError(nil, rd.rid, envelope.CodeServerError)
 	}
-	room := b.pageBudget() - len(appendPage(nil, rid, id, mostDigits, nil, mostDigits, mostDigits))
-	data, size, err := b.store.Read(ctx, id, owner, from, max(0, min(room, b.store.MaxRead())))
+	room := b.pageBudget() - len(appendPage(nil, rd.rid, rd.id, mostDigits, nil, mostDigits, mostDigits))
+	p, err := b.store.Read(ctx, rd.id, rd.owner, rd.from, max(0, min(room, b.store.MaxRead())))
 	var e envelope.Envelope
 	switch {
 	case errors.Is(err, resultstore.ErrNotFound):
+		b.logRead(pageNotFound, rd.id, rd.from, 0, rd.owner)
 		e = notFound()
 	case err != nil:
 		b.logger.Warn("a page of a tool's result could not be read", zap.Error(err))
+		b.logRead(pageFailed, rd.id, rd.from, 0, rd.owner)
 		e = readFailed()
 	}
 	if err != nil {
-		return e.AppendRPCError(nil, rid, envelope.CodeServerError)
+		return e.AppendRPCError(nil, rd.rid, envelope.CodeServerError)
 	}
-	n := fitText(data, room)
-	next := from + int64(n)
-	if next >= size || n == 0 {
+	linkCall(rd.span, p.Note)
+	n := fitText(p.Data, room)
+	next := rd.from + int64(n)
+	if next >= p.Size || n == 0 {
 		next = -1
 	}
-	return appendPage(make([]byte, 0, b.pageBudget()), rid, id, from, data[:n], next, size)
+	b.logRead(pageRead, rd.id, rd.from, n, rd.owner)
+	return appendPage(make([]byte, 0, b.pageBudget()), rd.rid, rd.id, rd.from, p.Data[:n], next, p.Size)
 }
 
 // appendPage appends the answer to a read: text, from byte from of the

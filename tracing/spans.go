@@ -25,6 +25,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
@@ -119,6 +120,9 @@ func Start(x *feature.Exchange, tools *Tools) *Spans {
 		_, msg.span = tracer.Start(parent, name, opts...)
 		s.msgs = append(s.msgs, msg)
 	}
+	if len(s.msgs) == 1 && len(x.Messages) == 1 {
+		caddyhttp.SetVar(ctx, feature.SpanVar, s.msgs[0].span)
+	}
 	return s
 }
 
@@ -161,6 +165,8 @@ func describe(m *jsonrpc.Message, msg *message, attrs []attribute.KeyValue) (str
 		prompt := feature.Clip(string(m.Name))
 		name += " " + prompt
 		attrs = append(attrs, attribute.String("gen_ai.prompt.name", prompt))
+	case "resources/read", "resources/subscribe", "resources/unsubscribe":
+		attrs = append(attrs, attribute.String("mcp.resource.uri", feature.Clip(string(m.URI))))
 	}
 	return name, attrs
 }
