@@ -6,6 +6,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
@@ -64,10 +65,16 @@ func traceNote(span trace.Span) []byte {
 	return []byte(c["traceparent"])
 }
 
-// linkCall links span, a read's, to the span of the call whose note is
+// traceRead names on span, a read's, the page read (mcp.resource.uri: the
+// gateway's own link, which names no user's file, unlike the URIs the
+// tracing leaves out), and links it to the span of the call whose note is
 // note.
-func linkCall(span trace.Span, note []byte) {
-	if span == nil || len(note) == 0 {
+func traceRead(span trace.Span, uri string, note []byte) {
+	if span == nil {
+		return
+	}
+	span.SetAttributes(attribute.String("mcp.resource.uri", uri))
+	if len(note) == 0 {
 		return
 	}
 	ctx := propagator.Extract(context.Background(), propagation.MapCarrier{"traceparent": string(note)})

@@ -120,7 +120,7 @@ func (b *Budgets) page(ctx context.Context, rd *pageRequest) []byte {
 	if err != nil {
 		return e.AppendRPCError(nil, rd.rid, envelope.CodeServerError)
 	}
-	linkCall(rd.span, p.Note)
+	traceRead(rd.span, resultURI(rd.id, rd.from), p.Note)
 	n := fitText(p.Data, room)
 	next := rd.from + int64(n)
 	if next >= p.Size || n == 0 {

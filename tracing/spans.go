@@ -165,8 +165,6 @@ func describe(m *jsonrpc.Message, msg *message, attrs []attribute.KeyValue) (str
 		prompt := feature.Clip(string(m.Name))
 		name += " " + prompt
 		attrs = append(attrs, attribute.String("gen_ai.prompt.name", prompt))
-	case "resources/read", "resources/subscribe", "resources/unsubscribe":
-		attrs = append(attrs, attribute.String("mcp.resource.uri", feature.Clip(string(m.URI))))
 	}
 	return name, attrs
 }
