@@ -49,6 +49,26 @@
 //         {"results": [<one entry per sub-step, same shape as below>]}.
 //     {"op": "terminateSession"}
 //         DELETE the session (transport.terminateSession()).
+//     {"op": "readResource", "params": {"uri": "..."}}
+//         resources/read (client.readResource); the result is the SDK's.
+//     {"op": "readPages", "params": {"uri": "...", "max": 1000}}
+//         reads a result the gateway keeps (results { page }) page by page:
+//         resources/read of uri, then of each page's _meta["caddymcp.dev/next"]
+//         until a page has none (or "max" pages were read). Result:
+//             {"uri", "pages", "bytes", "sha256", "size", "next",
+//              "list": [{"uri", "contentUri", "mimeType", "contents",
+//                        "from", "size", "bytes"}, ...]}
+//         bytes and sha256 (hex) are of the pages' texts joined, as UTF-8
+//         (the text itself is left out: it may be megabytes); from and size
+//         are the page's _meta "caddymcp.dev/from" and "caddymcp.dev/size",
+//         bytes its text's length in UTF-8; next is the URI left to read
+//         (null once the last page was read). When a read fails, the step
+//         fails with its error and its "result" holds the pages read before.
+//
+//   Instead of "uri", the params of readResource and readPages may say
+//   "follow": "link" (the resource_link of the last callTool's result) or
+//   "follow": "next" (the URI its RESULT_TRUNCATED warning names in
+//   <detail key="next">, where its preview ends).
 //
 //   Every step may have "timeoutMs" (request timeout; SDK default 60000).
 //   "progress": true makes the SDK attach a progressToken (_meta.progressToken)
@@ -81,6 +101,7 @@
 // script; 3 when connecting (initialize) failed (output still printed, with
 // connectError); 1 on any other harness error.
 
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -247,6 +268,69 @@ function extras() {
     return out;
 }
 
+// The result of the last callTool step, for "follow".
+let lastCall = null;
+
+// The URI a read step's params name: their uri, or one that the last
+// callTool's result links to (params.follow).
+function uriOf(params) {
+    if (typeof params?.uri === 'string') return params.uri;
+    const content = lastCall?.content ?? [];
+    switch (params?.follow) {
+        case 'link': {
+            const link = content.find((c) => c.type === 'resource_link');
+            if (link) return link.uri;
+            throw new Error('follow link: the last callTool result has no resource_link');
+        }
+        case 'next': {
+            for (const c of content) {
+                const m = c.type === 'text' && /<detail key="next">([^<]+)<\/detail>/.exec(c.text);
+                if (m) return m[1];
+            }
+            throw new Error('follow next: the last callTool result names no next page');
+        }
+        default:
+            throw new Error('params.uri must be a string, or params.follow "link" or "next"');
+    }
+}
+
+// readPages reads from a page to the last (see the header), hashing the
+// text as it goes so that megabytes stay out of the output.
+async function readPages(params, opts) {
+    const hash = createHash('sha256');
+    const max = params?.max ?? Infinity;
+    const out = { uri: null, pages: 0, bytes: 0, sha256: null, size: null, next: null, list: [] };
+    try {
+        let uri = uriOf(params);
+        out.uri = uri;
+        while (uri && out.pages < max) {
+            const res = await client.readResource({ uri }, opts);
+            const c = res.contents?.[0] ?? {};
+            const text = c.text ?? '';
+            const meta = res._meta ?? {};
+            const page = { uri, contentUri: c.uri ?? null, mimeType: c.mimeType ?? null, contents: res.contents?.length ?? 0 };
+            page.from = meta['caddymcp.dev/from'] ?? null;
+            page.size = meta['caddymcp.dev/size'] ?? null;
+            page.bytes = Buffer.byteLength(text, 'utf8');
+            out.list.push(page);
+            hash.update(text, 'utf8');
+            out.pages++;
+            out.bytes += page.bytes;
+            out.size = page.size;
+            const next = meta['caddymcp.dev/next'];
+            if (next === uri) throw new Error(`page ${uri} names itself as the next`);
+            uri = typeof next === 'string' && next !== '' ? next : null;
+            out.next = uri;
+        }
+    } catch (err) {
+        out.sha256 = hash.digest('hex');
+        err.stepResult = out;
+        throw err;
+    }
+    out.sha256 = hash.digest('hex');
+    return out;
+}
+
 async function runStep(step) {
     const progress = [];
     const opts = {};
@@ -270,6 +354,15 @@ async function runStep(step) {
                     undefined,
                     opts,
                 );
+                lastCall = result;
+                break;
+            case 'readResource': {
+                const { follow, ...params } = step.params ?? {};
+                result = await client.readResource({ ...params, uri: uriOf(step.params) }, opts);
+                break;
+            }
+            case 'readPages':
+                result = await readPages(step.params, opts);
                 break;
             case 'request':
                 result = await client.request(
@@ -307,7 +400,9 @@ async function runStep(step) {
         }
         return { ok: true, result: result ?? null, progress };
     } catch (err) {
-        return { ok: false, error: serializeError(err), progress };
+        const failed = { ok: false, error: serializeError(err), progress };
+        if (err?.stepResult !== undefined) failed.result = err.stepResult;
+        return failed;
     }
 }
 
