@@ -56,7 +56,9 @@ type TSOAuth struct {
 }
 
 // TSStep is one step of a TSScript. Op is one of "listTools", "callTool",
-// "request", "notify", "ping", "parallel", "terminateSession".
+// "request", "notify", "ping", "pause", "parallel", "terminateSession",
+// "readResource" and "readPages" (Params: {"uri"} or {"follow": "link" or
+// "next"}, see client.mjs).
 type TSStep struct {
 	Op string `json:"op"`
 	// Name and Arguments are for callTool.
