@@ -53,34 +53,38 @@ func TestChunksCannotBeSwappedOrMoved(t *testing.T) {
 		require.NoError(t, os.WriteFile(x, by, 0o600))
 		require.NoError(t, os.WriteFile(y, bx, 0o600))
 	}
+	// Each read is a new node's, which has opened no chunk yet: a store
+	// keeps the chunks it opened last (those it read before the storage
+	// was altered).
+	fresh := func() *resultstore.Store { return open(t, &certmagic.FileStorage{Path: root}, testKey, small, nil) }
 
 	// a's chunks 0 and 1 swapped: both refused, chunk 2 still read.
 	swap(file(a, "0"), file(a, "1"))
 	for _, off := range []int64{0, resultstore.MinChunk} {
-		_, err := s.Read(t.Context(), a, "alice", off, 10)
+		_, err := fresh().Read(t.Context(), a, "alice", off, 10)
 		assert.ErrorIs(t, err, resultstore.ErrCorrupt, "off %d", off)
 	}
-	_, err := s.Read(t.Context(), a, "alice", 2*resultstore.MinChunk, 10)
+	_, err := fresh().Read(t.Context(), a, "alice", 2*resultstore.MinChunk, 10)
 	assert.NoError(t, err)
 	swap(file(a, "0"), file(a, "1"))
 
 	// b's chunk 2 in a's place (the same bytes once opened).
 	swap(file(a, "2"), file(b, "2"))
-	_, err = s.Read(t.Context(), a, "alice", 2*resultstore.MinChunk, 10)
+	_, err = fresh().Read(t.Context(), a, "alice", 2*resultstore.MinChunk, 10)
 	assert.ErrorIs(t, err, resultstore.ErrCorrupt)
 	swap(file(a, "2"), file(b, "2"))
 
 	// b's manifest in a's place.
 	swap(file(a, "manifest"), file(b, "manifest"))
-	_, err = s.Read(t.Context(), a, "alice", 0, 10)
+	_, err = fresh().Read(t.Context(), a, "alice", 0, 10)
 	assert.Equal(t, resultstore.ErrNotFound, err)
 	swap(file(a, "manifest"), file(b, "manifest"))
 
 	// A chunk gone (a node whose clock is ahead swept it) is no result.
 	require.NoError(t, os.Remove(file(a, "1")))
-	_, err = s.Read(t.Context(), a, "alice", resultstore.MinChunk, 10)
+	_, err = fresh().Read(t.Context(), a, "alice", resultstore.MinChunk, 10)
 	assert.Equal(t, resultstore.ErrNotFound, err)
-	assert.Equal(t, patterned(3*resultstore.MinChunk), readAll(t, s, b, "alice", 5000))
+	assert.Equal(t, patterned(3*resultstore.MinChunk), readAll(t, fresh(), b, "alice", 5000))
 }
 
 // Two nodes sharing a storage and a key share their results, whatever

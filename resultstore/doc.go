@@ -13,7 +13,9 @@
 // manifest (the result's size, chunk size, expiry and owner binding); only
 // then can the result be read. Read gives a range of it, at most MaxRead
 // bytes, to its owner only, loading and opening the one to three chunks the
-// range spans.
+// range spans. The chunks opened last (4 MiB of them) are kept in memory,
+// so that the pages read one after another from a chunk open it once;
+// what may be read is decided by the manifest, which every Read loads.
 //
 // # What the storage sees
 //

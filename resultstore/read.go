@@ -50,11 +50,11 @@ func (s *Store) Read(ctx context.Context, id, owner string, off int64, n int) (P
 	}
 	n = int(min(int64(min(n, s.MaxRead())), m.Size-off))
 	p.Data = make([]byte, 0, n)
-	var plain []byte
 	for len(p.Data) < n {
 		pos := off + int64(len(p.Data))
 		index := int(pos / int64(m.Chunk))
-		if plain, err = s.loadChunk(ctx, id, aead, m, index, plain); err != nil {
+		plain, err := s.chunk(ctx, id, aead, m, index)
+		if err != nil {
 			return Page{}, err
 		}
 		from := int(pos - int64(index)*int64(m.Chunk))
@@ -80,11 +80,24 @@ func (s *Store) readable(ctx context.Context, id, owner string, aead cipher.AEAD
 	return m, nil
 }
 
-// loadChunk loads chunk index of the result m describes and opens it into
-// buf (reused, grown when short): ErrNotFound when it is gone (swept by a
-// node whose clock is ahead), ErrCorrupt when it does not open or is not
-// of its length.
-func (s *Store) loadChunk(ctx context.Context, id string, aead cipher.AEAD, m *manifest, index int, buf []byte) ([]byte, error) {
+// chunk is chunk index of the result m describes, opened: one of the
+// chunks opened last (chunks.go), or loaded and opened.
+func (s *Store) chunk(ctx context.Context, id string, aead cipher.AEAD, m *manifest, index int) ([]byte, error) {
+	if plain := s.chunks.get(id, index); plain != nil {
+		return plain, nil
+	}
+	plain, err := s.loadChunk(ctx, id, aead, m, index)
+	if err != nil {
+		return nil, err
+	}
+	s.chunks.put(id, index, plain)
+	return plain, nil
+}
+
+// loadChunk loads chunk index of the result m describes and opens it:
+// ErrNotFound when it is gone (swept by a node whose clock is ahead),
+// ErrCorrupt when it does not open or is not of its length.
+func (s *Store) loadChunk(ctx context.Context, id string, aead cipher.AEAD, m *manifest, index int) ([]byte, error) {
 	b, err := s.storage.Load(ctx, chunkKey(id, index))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, ErrNotFound
@@ -92,8 +105,9 @@ func (s *Store) loadChunk(ctx context.Context, id string, aead cipher.AEAD, m *m
 	if err != nil {
 		return nil, fmt.Errorf("resultstore: loading chunk %d of a result: %w", index, err)
 	}
-	// Opened into buf, not in place: a storage may hand out what it holds.
-	plain, err := aead.Open(buf[:0], nil, b, additional(nil, id, uint64(index)))
+	// Opened into a buffer of its own, not in place: a storage may hand
+	// out what it holds.
+	plain, err := aead.Open(nil, nil, b, additional(nil, id, uint64(index)))
 	if err != nil {
 		return nil, fmt.Errorf("%w: chunk %d", ErrCorrupt, index)
 	}

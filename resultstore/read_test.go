@@ -6,6 +6,7 @@ import (
 	mrand "math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/caddyserver/certmagic"
 	"github.com/stretchr/testify/assert"
@@ -174,4 +175,30 @@ func TestANoteIsGivenBackWithEveryPage(t *testing.T) {
 	page, err := s.Read(t.Context(), write(t, s, "alice", data, len(data)), "alice", 0, 1)
 	require.NoError(t, err)
 	assert.Nil(t, page.Note)
+}
+
+// A chunk opened is kept for the pages that follow (reading a result page
+// by page loads each chunk once), and never lets a read past what the
+// manifest allows: another owner, an expired or a deleted result.
+func TestChunksOpenedAreKeptButTheManifestDecides(t *testing.T) {
+	storage, _ := newCounting(t)
+	c := newClock()
+	s := open(t, storage, testKey, small, c)
+	const chunk = resultstore.MinChunk
+	data := patterned(4 * chunk)
+	id := write(t, s, "alice", data, len(data))
+	before := storage.calls.Load()
+	for off := int64(0); off < int64(len(data)); off += 512 {
+		page, err := s.Read(t.Context(), id, "alice", off, 512)
+		require.NoError(t, err)
+		require.Equal(t, data[off:off+512], page.Data)
+	}
+	pages := int64(len(data) / 512)
+	assert.Equal(t, pages+4, storage.calls.Load()-before, "a manifest per page, and each of the 4 chunks once")
+
+	_, err := s.Read(t.Context(), id, "bob", 0, 10)
+	assert.ErrorIs(t, err, resultstore.ErrNotFound, "another owner")
+	c.Advance(2 * time.Hour)
+	_, err = s.Read(t.Context(), id, "alice", 0, 10)
+	assert.ErrorIs(t, err, resultstore.ErrNotFound, "expired")
 }

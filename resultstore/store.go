@@ -16,6 +16,7 @@ type Store struct {
 	now     func() time.Time
 	ledger  *ledger
 	sweeper sweeper
+	chunks  chunkCache
 }
 
 // Open is a store on storage, its results encrypted under keys derived
