@@ -173,3 +173,33 @@ func TestPageFederated(t *testing.T) {
 	assert.Equal(t, msg, msg2, "another's link reads as a made-up one")
 	assert.Equal(t, data, data2)
 }
+
+// With authorization, a result is kept for the principal that made the
+// call, whichever of its sessions reads it: another session of the same
+// client reads it; another principal, signed in at the same issuer, gets
+// the NOT_FOUND of a made-up link (here through the official Go SDK's
+// OAuth client, against the real authorization server).
+func TestPageKeptForThePrincipal(t *testing.T) {
+	const n = 256 << 10
+	as := mcptest.NewAuthServer(t)
+	results := strings.TrimSuffix(strings.TrimPrefix(pageResults, "mcp {\n"), "}\n")
+	gw := mcptest.StartGateway(t, "mcp {\n\tauthorization {\n\t\tissuer "+as.Issuer+"\n\t}\n"+results+"}\n"+mcptest.ProxyTo(mcptest.StartTextServer(t)))
+	scope := mcptest.AuthResource{Scope: "tools:read tools:call"}
+	as.Start(t, mcptest.AuthServerConfig{
+		Clients: []mcptest.AuthClient{agent, other}, Resources: map[string]mcptest.AuthResource{gw.URL: scope}, DefaultResource: gw.URL,
+	}, "k1")
+	endpoint := gw.URL + mcptest.MCPPath
+
+	cs := signIn(t, endpoint, agent)
+	preview, link, next := pagedCall(t, cs, n)
+	again := signIn(t, endpoint, agent)
+	require.NotEqual(t, cs.ID(), again.ID(), "another session")
+	rest, _ := readPages(t, again, next)
+	require.True(t, preview+rest == mcptest.LongText(n), "read back byte for byte by the same principal's other session")
+
+	stranger := signIn(t, endpoint, other)
+	msg, data := pageNotFound(t, stranger, link.URI)
+	msg2, data2 := pageNotFound(t, stranger, next)
+	madeMsg, madeData := pageNotFound(t, cs, "caddymcp://results/"+strings.Repeat("A", 43))
+	assert.Equal(t, []string{madeMsg, madeData, madeMsg, madeData}, []string{msg, data, msg2, data2}, "another principal's read is a made-up link's")
+}
