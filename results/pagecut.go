@@ -37,7 +37,11 @@ func (k *keeping) Message(_ *feature.Exchange, msg []byte) ([]byte, error) {
 	}
 	kp := k.newKeeper()
 	kp.Write(msg)
-	return kp.Close()
+	out, err := kp.Close()
+	if unkept := (*errUnkept)(nil); errors.As(err, &unkept) {
+		unkept.size = len(msg) // held whole: its size is known
+	}
+	return out, err
 }
 
 // Cut reads a response the core cannot hold.
@@ -184,12 +188,22 @@ func (kp *keeper) Close() ([]byte, error) {
 			kp.w.Abort(context.WithoutCancel(kp.k.ctx))
 		}
 		if kp.err != nil {
-			return nil, &errUnkept{why: kp.err, size: kp.c.n}
+			return nil, &errUnkept{why: kp.err, size: kp.size()}
 		}
 		return nil, err
 	}
 	kp.k.over(actionPaged, kp.c.n)
 	return out, nil
+}
+
+// size is the bytes of the response, once read to its end; 0 when the
+// reading stopped before (the store refused it): what was read is not its
+// size.
+func (kp *keeper) size() int {
+	if !kp.c.done {
+		return 0
+	}
+	return kp.c.n
 }
 
 func (kp *keeper) close() ([]byte, error) {
