@@ -25,7 +25,7 @@ import (
 type cut struct {
 	h    *held
 	sc   scanner
-	head []byte // the response's first bytes, up to the budget
+	head []byte // the response's first bytes, up to its room (the budget)
 	n    int    // the bytes read, at most maxRead
 	done bool   // the response's value ended
 
@@ -117,7 +117,15 @@ func anotherCase(key string, names []string) bool {
 }
 
 func newCut(h *held) *cut {
-	c := &cut{h: h, head: make([]byte, 0, h.budget)}
+	c := newHeadless(h)
+	c.head = make([]byte, 0, h.budget)
+	return c
+}
+
+// newHeadless is a cut that keeps none of the response's bytes (its head
+// has no room): one that only reads it, for a sink (page mode).
+func newHeadless(h *held) *cut {
+	c := &cut{h: h}
 	c.limit, c.maxRead = h.budget-h.overhead(), maxRead
 	return c
 }
@@ -135,7 +143,7 @@ func (c *cut) Write(p []byte) bool {
 		c.sc.err, c.n = errTooLong, c.maxRead
 		return false
 	}
-	if k := c.h.budget - len(c.head); k > 0 {
+	if k := cap(c.head) - len(c.head); k > 0 {
 		c.head = append(c.head, p[:min(k, len(p))]...)
 	}
 	for i := 0; i < len(p) && c.sc.err == nil; i++ {

@@ -2,6 +2,7 @@ package results
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -29,6 +30,7 @@ func TestAFloodStopsAtTheCallersBoundAndSaysWhy(t *testing.T) {
 	assert.Equal(t, TooLarge, words.Code)
 	assert.Contains(t, words.Message, "you already have 2 results kept, the most one caller may have")
 	assert.Contains(t, words.Message, "Nothing of it was kept")
+	assert.Contains(t, words.Message, "larger than its budget of 4096 bytes", "read in part: what was read is not its size")
 
 	_, words = keepIn(t, b, sessionCall(t, "s2"), bigText(2<<20), 64<<10)
 	require.NotNil(t, words)
@@ -62,6 +64,12 @@ func TestACallWithNoOwnerIsRefusedSayingNothingWasKept(t *testing.T) {
 	assert.Equal(t, TooLarge, words.Code)
 	assert.Contains(t, words.Message, "neither a verified identity nor a session (Mcp-Session-Id)")
 	assert.Zero(t, s.Status().Results+s.Status().Writing)
+
+	x := sessionCall(t, "")
+	h := b.Open(x).(*keeping)
+	_, err := h.Message(x, []byte(bigText(10000)))
+	words2 := h.Unreadable(x, err)
+	assert.Contains(t, words2.Message, strconv.Itoa(len(bigText(10000)))+" bytes, over its budget of 4096 bytes", "held whole: its size is known")
 }
 
 func TestWhatCannotBeKeptFallsBackToTheRefusal(t *testing.T) {

@@ -39,7 +39,11 @@ func (k *keeping) Message(_ *feature.Exchange, msg []byte) ([]byte, error) {
 	}
 	kp := k.newKeeper()
 	kp.Write(msg)
-	return kp.Close()
+	out, err := kp.Close()
+	if unkept := (*errUnkept)(nil); errors.As(err, &unkept) {
+		unkept.size = len(msg) // held whole: its size is known
+	}
+	return out, err
 }
 
 // Cut reads a response the core cannot hold.
@@ -89,11 +93,22 @@ type keeper struct {
 	err      error
 }
 
-// flushAt is the decoded text held before it is written to the store.
-const flushAt = 32 << 10
+// TextBuffer is the decoded text a result kept whole holds before it is
+// written to the store, at most: it is written once it reaches half of
+// it (flushAt), and the response is read in pieces of at most a quarter
+// of that (readAt), each of which decodes to at most three times its
+// bytes (an invalid byte is U+FFFD). With the store's chunk
+// (resultstore.Limits.Chunk), it is what keeping a result costs beside
+// the budget, whatever the result's size.
+const TextBuffer = 64 << 10
+
+const (
+	flushAt = TextBuffer / 2
+	readAt  = flushAt / 4
+)
 
 func (k *keeping) newKeeper() *keeper {
-	kp := &keeper{k: k, c: newCut(k.held), limit: k.budget - k.pageOverhead()}
+	kp := &keeper{k: k, c: newHeadless(k.held), limit: k.budget - k.pageOverhead()}
 	kp.c.sink = kp
 	if k.owner == "" {
 		kp.err = errNoOwner
@@ -101,16 +116,22 @@ func (k *keeping) newKeeper() *keeper {
 	return kp
 }
 
-// Write reads the next piece of the response.
+// Write reads the next piece of the response, a readAt at a time, so
+// that the text it decodes stays within TextBuffer.
 func (kp *keeper) Write(p []byte) bool {
-	if kp.err != nil {
-		return false
+	for {
+		if kp.err != nil {
+			return false
+		}
+		n := min(len(p), readAt)
+		more := kp.c.Write(p[:n])
+		if len(kp.u.out) >= flushAt {
+			kp.flush()
+		}
+		if p = p[n:]; !more || kp.err != nil || len(p) == 0 {
+			return more && kp.err == nil
+		}
 	}
-	more := kp.c.Write(p)
-	if len(kp.u.out) >= flushAt {
-		kp.flush()
-	}
-	return more && kp.err == nil
 }
 
 // textBegin takes the text of a text block whose type came first.
@@ -131,6 +152,8 @@ func (kp *keeper) textBegin(b *block) bool {
 			return false
 		}
 		kp.w = w
+		kp.u.out = make([]byte, 0, TextBuffer)
+		kp.preview = make([]byte, 0, max(0, kp.limit))
 	}
 	if kp.texts > 0 {
 		kp.u.out = append(kp.u.out, '\n')
@@ -186,12 +209,22 @@ func (kp *keeper) Close() ([]byte, error) {
 			kp.w.Abort(context.WithoutCancel(kp.k.ctx))
 		}
 		if kp.err != nil {
-			return nil, &errUnkept{why: kp.err, size: kp.c.n}
+			return nil, &errUnkept{why: kp.err, size: kp.size()}
 		}
 		return nil, err
 	}
 	kp.k.over(actionPaged, kp.c.n)
 	return out, nil
+}
+
+// size is the bytes of the response, once read to its end; 0 when the
+// reading stopped before (the store refused it): what was read is not its
+// size.
+func (kp *keeper) size() int {
+	if !kp.c.done {
+		return 0
+	}
+	return kp.c.n
 }
 
 func (kp *keeper) close() ([]byte, error) {
