@@ -89,7 +89,7 @@ func TestPageReadsAreTracedLinkedToTheCallLoggedAndCounted(t *testing.T) {
 	}
 
 	madeUpTrace := tr.in(t)
-	pageNotFound(t, cs, "caddymcp://results/"+strings.Repeat("A", 43))
+	mcptest.PageNotFound(t, cs, "caddymcp://results/"+strings.Repeat("A", 43))
 	refused := spanNamed(t, rec.Trace(t, madeUpTrace, "resources/read"), "resources/read")
 	assert.NotContains(t, refused.Links, callSpan.SpanID)
 	assert.True(t, refused.StatusError, "a NOT_FOUND read fails its span")
@@ -112,9 +112,9 @@ func TestPageReadsAreTracedLinkedToTheCallLoggedAndCounted(t *testing.T) {
 	reads := byMsg("a page of a kept tool result was read", 2)
 	require.Len(t, reads, 2)
 	assert.Equal(t, id, reads[0]["result"])
-	assert.Equal(t, float64(offsetOf(t, next)), reads[0]["from"])
+	assert.Equal(t, float64(mcptest.PageOffset(t, next)), reads[0]["from"])
 	assert.Equal(t, float64(len(first)), reads[0]["bytes"])
-	assert.Equal(t, float64(offsetOf(t, second)), reads[1]["from"])
+	assert.Equal(t, float64(mcptest.PageOffset(t, second)), reads[1]["from"])
 	assert.Len(t, byMsg("a read of a kept tool result was answered NOT_FOUND: expired, another caller's, or not a link the gateway gave", 1), 1)
 	for _, l := range append(kept, reads...) {
 		assert.Regexp(t, `^sha256:[0-9a-f]{16}$`, l["session"], "the session is named by its digest, never its id")
@@ -156,9 +156,9 @@ func TestPageAnExpiredResultSweptByAnyNodeIsNotFound(t *testing.T) {
 	require.NoError(t, err)
 	assert.Positive(t, deleted)
 
-	msg, data := pageNotFound(t, cs, link.URI)
-	msg2, data2 := pageNotFound(t, cs, next)
-	madeMsg, madeData := pageNotFound(t, cs, "caddymcp://results/"+strings.Repeat("A", 43))
+	msg, data := mcptest.PageNotFound(t, cs, link.URI)
+	msg2, data2 := mcptest.PageNotFound(t, cs, next)
+	madeMsg, madeData := mcptest.PageNotFound(t, cs, "caddymcp://results/"+strings.Repeat("A", 43))
 	assert.Equal(t, []string{madeMsg, madeData, madeMsg, madeData}, []string{msg, data, msg2, data2}, "an expired link reads as a made-up one")
 	entries, err = os.ReadDir(results)
 	if !os.IsNotExist(err) {

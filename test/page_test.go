@@ -1,14 +1,10 @@
 package test
 
 import (
-	"context"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -31,83 +27,20 @@ const pageBudget = 64 << 10
 // result past 64 KiB.
 const pageResults = "mcp {\n\tresults {\n\t\tmax 64KiB\n\t\tpage\n\t\tstore {\n\t\t\tkey " + pageKey + "\n\t\t}\n\t}\n}\n"
 
-// nextDetail is the warning's detail that names where to read on.
-var nextDetail = regexp.MustCompile(`<detail key="next">(caddymcp://results/[^<]+)</detail>`)
-
 // pagedCall calls dump {n} and returns its preview, its link, and the URI
 // the warning says to read on from.
 func pagedCall(t *testing.T, cs *mcp.ClientSession, n int) (preview string, link *mcp.ResourceLink, next string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "dump", Arguments: map[string]any{"n": n}})
-	require.NoError(t, err)
-	assert.False(t, res.IsError, "a warning: the result is not an error")
-	require.Len(t, res.Content, 3, "the warning, the preview and the link")
-	warning, ok := res.Content[0].(*mcp.TextContent)
-	require.True(t, ok)
-	assert.Contains(t, warning.Text, `<tool_error code="RESULT_TRUNCATED" severity="warning">`)
-	m := nextDetail.FindStringSubmatch(warning.Text)
-	require.NotNil(t, m, "the warning names where to read on: %s", warning.Text)
-	text, ok := res.Content[1].(*mcp.TextContent)
-	require.True(t, ok)
-	link, ok = res.Content[2].(*mcp.ResourceLink)
-	require.True(t, ok, "the third block is a resource_link: %T", res.Content[2])
-	return text.Text, link, m[1]
+	return mcptest.Paged(t, mcptest.CallDump(t, cs, n))
 }
 
-// readPages reads from uri to the last page, following caddymcp.dev/next,
-// and returns the text read and how many pages it took.
+// readPages reads from uri to the last page, each checked
+// (mcptest.ReadPages), and returns the text read and how many pages it
+// took.
 func readPages(t *testing.T, cs *mcp.ClientSession, uri string) (string, int) {
 	t.Helper()
-	var text strings.Builder
-	pages, start := 0, offsetOf(t, uri)
-	for uri != "" {
-		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-		res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
-		cancel()
-		require.NoError(t, err, "page %d: %s", pages, uri)
-		require.Len(t, res.Contents, 1)
-		c := res.Contents[0]
-		assert.Equal(t, uri, c.URI, "the page names itself")
-		assert.Equal(t, "text/plain", c.MIMEType)
-		require.LessOrEqual(t, len(c.Text), pageBudget, "a page fits the budget")
-		from := res.Meta["caddymcp.dev/from"]
-		require.Equal(t, start+text.Len(), offsetOf(t, uri), "each page begins where the last ended")
-		require.Equal(t, float64(offsetOf(t, uri)), from, "the page says where it begins")
-		text.WriteString(c.Text)
-		pages++
-		next, _ := res.Meta["caddymcp.dev/next"].(string)
-		if next != "" {
-			require.NotEmpty(t, c.Text, "a page that has a next one is not empty")
-		}
-		uri = next
-	}
-	return text.String(), pages
-}
-
-// offsetOf is the offset a page's URI names (0 with none).
-func offsetOf(t *testing.T, uri string) int {
-	t.Helper()
-	_, v, ok := strings.Cut(uri, "?from=")
-	if !ok {
-		return 0
-	}
-	n, err := strconv.Atoi(v)
-	require.NoError(t, err)
-	return n
-}
-
-// pageNotFound asserts that reading uri is answered NOT_FOUND, and returns
-// the error's message and data.
-func pageNotFound(t *testing.T, cs *mcp.ClientSession, uri string) (string, string) {
-	t.Helper()
-	_, err := cs.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: uri})
-	var rpcErr *jsonrpc.Error
-	require.ErrorAs(t, err, &rpcErr, "%s is refused with a JSON-RPC error", uri)
-	assert.Equal(t, int64(-32000), rpcErr.Code)
-	assert.Contains(t, string(rpcErr.Data), `"code":"NOT_FOUND"`)
-	return rpcErr.Message, string(rpcErr.Data)
+	text, uris := mcptest.ReadPages(t, cs, uri, pageBudget, nil)
+	return text, len(uris)
 }
 
 // A 20 MB text result is previewed within the budget, linked, and read
@@ -140,14 +73,14 @@ func TestPageGoSDKReassembles(t *testing.T) {
 	assert.Equal(t, want[at:], tail, "a page read from any offset")
 
 	other := goSession(t, endpoint)
-	msg, data := pageNotFound(t, other, link.URI)
+	msg, data := mcptest.PageNotFound(t, other, link.URI)
 	madeUp := "caddymcp://results/" + strings.Repeat("A", 43)
-	msg2, data2 := pageNotFound(t, cs, madeUp)
+	msg2, data2 := mcptest.PageNotFound(t, cs, madeUp)
 	assert.Equal(t, msg, msg2, "another's link reads as a made-up one")
 	assert.Equal(t, data, data2)
-	pageNotFound(t, cs, "caddymcp://results/")
-	pageNotFound(t, cs, link.URI+"?from=x")
-	pageNotFound(t, other, next)
+	mcptest.PageNotFound(t, cs, "caddymcp://results/")
+	mcptest.PageNotFound(t, cs, link.URI+"?from=x")
+	mcptest.PageNotFound(t, other, next)
 }
 
 // Behind federation, the link a call to one server gave is read from the
@@ -168,8 +101,8 @@ func TestPageFederated(t *testing.T) {
 	first, _ := readPages(t, cs, link.URI)
 	require.True(t, first == want, "read from the start")
 
-	msg, data := pageNotFound(t, goSession(t, endpoint), link.URI)
-	msg2, data2 := pageNotFound(t, cs, "caddymcp://results/"+strings.Repeat("A", 43))
+	msg, data := mcptest.PageNotFound(t, goSession(t, endpoint), link.URI)
+	msg2, data2 := mcptest.PageNotFound(t, cs, "caddymcp://results/"+strings.Repeat("A", 43))
 	assert.Equal(t, msg, msg2, "another's link reads as a made-up one")
 	assert.Equal(t, data, data2)
 }
@@ -198,8 +131,8 @@ func TestPageKeptForThePrincipal(t *testing.T) {
 	require.True(t, preview+rest == mcptest.LongText(n), "read back byte for byte by the same principal's other session")
 
 	stranger := signIn(t, endpoint, other)
-	msg, data := pageNotFound(t, stranger, link.URI)
-	msg2, data2 := pageNotFound(t, stranger, next)
-	madeMsg, madeData := pageNotFound(t, cs, "caddymcp://results/"+strings.Repeat("A", 43))
+	msg, data := mcptest.PageNotFound(t, stranger, link.URI)
+	msg2, data2 := mcptest.PageNotFound(t, stranger, next)
+	madeMsg, madeData := mcptest.PageNotFound(t, cs, "caddymcp://results/"+strings.Repeat("A", 43))
 	assert.Equal(t, []string{madeMsg, madeData, madeMsg, madeData}, []string{msg, data, msg2, data2}, "another principal's read is a made-up link's")
 }

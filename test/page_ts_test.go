@@ -61,19 +61,7 @@ func pagesOf(t *testing.T, r mcptest.TSResult) tsPages {
 func tsPagedCall(t *testing.T, r mcptest.TSResult) (preview string, link *mcp.ResourceLink, next string) {
 	t.Helper()
 	require.True(t, r.OK, "%v", r.Error)
-	res := r.CallToolResult(t)
-	assert.False(t, res.IsError, "a warning: the result is not an error")
-	require.Len(t, res.Content, 3, "the warning, the preview and the link")
-	warning, ok := res.Content[0].(*mcp.TextContent)
-	require.True(t, ok)
-	assert.Contains(t, warning.Text, `<tool_error code="RESULT_TRUNCATED" severity="warning">`)
-	m := nextDetail.FindStringSubmatch(warning.Text)
-	require.NotNil(t, m, "the warning names where to read on: %s", warning.Text)
-	text, ok := res.Content[1].(*mcp.TextContent)
-	require.True(t, ok)
-	link, ok = res.Content[2].(*mcp.ResourceLink)
-	require.True(t, ok, "the third block is a resource_link: %T", res.Content[2])
-	return text.Text, link, m[1]
+	return mcptest.Paged(t, r.CallToolResult(t))
 }
 
 // checkPages checks that pages read want from its start, each page
@@ -86,7 +74,7 @@ func checkPages(t *testing.T, p tsPages, want string, start int) {
 		assert.Equal(t, "text/plain", page.MIMEType, "page %d", i)
 		assert.Equal(t, 1, page.Contents, "page %d", i)
 		assert.LessOrEqual(t, page.Bytes, pageBudget, "page %d fits the budget", i)
-		require.Equal(t, at, offsetOf(t, page.URI), "page %d begins where the last ended", i)
+		require.Equal(t, at, mcptest.PageOffset(t, page.URI), "page %d begins where the last ended", i)
 		require.Equal(t, at, page.From, "page %d says where it begins", i)
 		assert.Equal(t, len(want), page.Size, "page %d", i)
 		if i < len(p.List)-1 {

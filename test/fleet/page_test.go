@@ -4,14 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -74,13 +72,7 @@ func (s *steered) RoundTrip(req *http.Request) (*http.Response, error) {
 	s.mu.Lock()
 	node := s.node
 	s.mu.Unlock()
-	e := routed{node: node, method: req.Method, sent: req.Header.Get("Mcp-Session-Id"), rpc: rpcMethod(req)}
-	out := req.Clone(req.Context())
-	out.URL.Host, out.Host = node, node
-	resp, err := s.base.RoundTrip(out)
-	if resp != nil {
-		e.status, e.got = resp.StatusCode, resp.Header.Get("Mcp-Session-Id")
-	}
+	resp, e, err := sendTo(s.base, node, req)
 	s.mu.Lock()
 	s.log = append(s.log, e)
 	s.mu.Unlock()
@@ -119,73 +111,19 @@ func pageSession(t *testing.T, n *fleettest.Node) (*mcp.ClientSession, *steered)
 	return cs, st
 }
 
-// nextDetail is the warning's detail that names where to read on.
-var nextDetail = regexp.MustCompile(`<detail key="next">(caddymcp://results/[^<]+)</detail>`)
-
 // pagedCall calls dump {n} and returns its preview, its link, and the URI
 // the warning says to read on from.
 func pagedCall(t *testing.T, cs *mcp.ClientSession, n int) (preview string, link *mcp.ResourceLink, next string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "dump", Arguments: map[string]any{"n": n}})
-	require.NoError(t, err)
-	require.False(t, res.IsError, "a warning: the result is not an error")
-	require.Len(t, res.Content, 3, "the warning, the preview and the link")
-	warning, ok := res.Content[0].(*mcp.TextContent)
-	require.True(t, ok)
-	require.Contains(t, warning.Text, `<tool_error code="RESULT_TRUNCATED" severity="warning">`)
-	m := nextDetail.FindStringSubmatch(warning.Text)
-	require.NotNil(t, m, "the warning names where to read on: %s", warning.Text)
-	text, ok := res.Content[1].(*mcp.TextContent)
-	require.True(t, ok)
-	link, ok = res.Content[2].(*mcp.ResourceLink)
-	require.True(t, ok, "the third block is a resource_link: %T", res.Content[2])
-	return text.Text, link, m[1]
+	return mcptest.Paged(t, mcptest.CallDump(t, cs, n))
 }
 
-// readPages reads from uri to the last page, following caddymcp.dev/next,
-// page i through nodes[i%len(nodes)], and returns the text read and the
-// URIs of the pages.
+// readPages reads from uri to the last page, each checked
+// (mcptest.ReadPages), page i through nodes[i%len(nodes)], and returns the
+// text read and the URIs of the pages.
 func readPages(t *testing.T, cs *mcp.ClientSession, st *steered, uri string, nodes ...*fleettest.Node) (string, []string) {
 	t.Helper()
-	var text strings.Builder
-	var uris []string
-	start := offsetOf(t, uri)
-	for uri != "" {
-		st.to(nodes[len(uris)%len(nodes)])
-		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-		res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
-		cancel()
-		require.NoError(t, err, "page %d: %s", len(uris), uri)
-		require.Len(t, res.Contents, 1)
-		c := res.Contents[0]
-		require.Equal(t, uri, c.URI, "the page names itself")
-		require.Equal(t, "text/plain", c.MIMEType)
-		require.LessOrEqual(t, len(c.Text), pageBudget, "a page fits the budget")
-		require.Equal(t, start+text.Len(), offsetOf(t, uri), "each page begins where the last ended")
-		require.Equal(t, float64(offsetOf(t, uri)), res.Meta["caddymcp.dev/from"], "the page says where it begins")
-		text.WriteString(c.Text)
-		uris = append(uris, uri)
-		next, _ := res.Meta["caddymcp.dev/next"].(string)
-		if next != "" {
-			require.NotEmpty(t, c.Text, "a page that has a next one is not empty")
-		}
-		uri = next
-	}
-	return text.String(), uris
-}
-
-// offsetOf is the offset a page's URI names (0 with none).
-func offsetOf(t *testing.T, uri string) int {
-	t.Helper()
-	_, v, ok := strings.Cut(uri, "?from=")
-	if !ok {
-		return 0
-	}
-	n, err := strconv.Atoi(v)
-	require.NoError(t, err)
-	return n
+	return mcptest.ReadPages(t, cs, uri, pageBudget, func(i int) { st.to(nodes[i%len(nodes)]) })
 }
 
 // notFound is how a read was refused: the JSON-RPC error's message and
@@ -197,14 +135,8 @@ type notFound struct{ message, data string }
 func pageNotFound(t *testing.T, cs *mcp.ClientSession, st *steered, n *fleettest.Node, uri string) notFound {
 	t.Helper()
 	st.to(n)
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	_, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
-	var rpcErr *jsonrpc.Error
-	require.ErrorAs(t, err, &rpcErr, "%s through %s is refused with a JSON-RPC error", uri, n.URL())
-	assert.Equal(t, int64(-32000), rpcErr.Code)
-	assert.Contains(t, string(rpcErr.Data), `"code":"NOT_FOUND"`)
-	return notFound{rpcErr.Message, string(rpcErr.Data)}
+	message, data := mcptest.PageNotFound(t, cs, uri)
+	return notFound{message, data}
 }
 
 // resultsKept is how many results the node's store counts as its own

@@ -135,17 +135,24 @@ func (a *alternating) RoundTrip(req *http.Request) (*http.Response, error) {
 	node := a.nodes[a.turns[req.Method]%len(a.nodes)]
 	a.turns[req.Method]++
 	a.mu.Unlock()
-	e := routed{node: node, method: req.Method, sent: req.Header.Get("Mcp-Session-Id"), rpc: rpcMethod(req)}
-	out := req.Clone(req.Context())
-	out.URL.Host, out.Host = node, node
-	resp, err := a.base.RoundTrip(out)
-	if resp != nil {
-		e.status, e.got = resp.StatusCode, resp.Header.Get("Mcp-Session-Id")
-	}
+	resp, e, err := sendTo(a.base, node, req)
 	a.mu.Lock()
 	a.log = append(a.log, e)
 	a.mu.Unlock()
 	return resp, err
+}
+
+// sendTo sends req to node (host:port) through base, and says what went
+// and what came back.
+func sendTo(base http.RoundTripper, node string, req *http.Request) (*http.Response, routed, error) {
+	e := routed{node: node, method: req.Method, sent: req.Header.Get("Mcp-Session-Id"), rpc: rpcMethod(req)}
+	out := req.Clone(req.Context())
+	out.URL.Host, out.Host = node, node
+	resp, err := base.RoundTrip(out)
+	if resp != nil {
+		e.status, e.got = resp.StatusCode, resp.Header.Get("Mcp-Session-Id")
+	}
+	return resp, e, err
 }
 
 // exchanges is what the transport has sent so far.
