@@ -84,11 +84,13 @@ func traceRead(span trace.Span, uri string, note []byte) {
 }
 
 // ownerField names an owner (ownerOf) in a log line: the principal's
-// subject, or the digest of the session's id (a credential).
+// subject, or the digest of the session's id (a credential). The id is
+// the client's to choose: it is digested even when it looks like a digest
+// (feature.BoundKey), never shown in part.
 func ownerField(owner string) zap.Field {
 	kind, rest, _ := strings.Cut(owner, "\x00")
 	if kind == "session" {
-		return zap.String("session", keys.Shown(rest))
+		return zap.String("session", keys.Shown(feature.BoundKey(rest, 0)))
 	}
 	_, subject, _ := strings.Cut(rest, "\x00")
 	return zap.String("subject", feature.Clip(subject))
