@@ -19,6 +19,11 @@ import (
 // traced is the spans of body's messages under a recording HTTP span, and
 // the recorder that receives them once ended.
 func traced(t *testing.T, body string) (*Spans, *tracetest.SpanRecorder) {
+	return tracedWith(t, body, nil)
+}
+
+// tracedWith is traced, the request bearing header.
+func tracedWith(t *testing.T, body string, header map[string]string) (*Spans, *tracetest.SpanRecorder) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
@@ -26,6 +31,9 @@ func traced(t *testing.T, body string) (*Spans, *tracetest.SpanRecorder) {
 	t.Cleanup(func() { http.End() })
 	x := featuretest.Post(t, body)
 	x.Request = x.Request.WithContext(ctx)
+	for k, v := range header {
+		x.Request.Header.Set(k, v)
+	}
 	s := Start(x, nil)
 	require.NotNil(t, s)
 	return s, rec

@@ -194,7 +194,9 @@ func commonAttributes(r *http.Request) []attribute.KeyValue {
 		attrs = append(attrs, attribute.String("mcp.protocol.version", feature.Clip(v)))
 	}
 	if id := r.Header.Get("Mcp-Session-Id"); id != "" {
-		attrs = append(attrs, attribute.String("mcp.session.id", keys.Shown(id)))
+		// Digested even when it looks like a digest: the id is the
+		// client's to choose, and a credential.
+		attrs = append(attrs, attribute.String("mcp.session.id", keys.Shown(feature.BoundKey(id, 0))))
 	}
 	return attrs
 }
