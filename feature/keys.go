@@ -33,8 +33,20 @@ func digest(v string) string {
 // value, which an operator can compute for a value they know
 // (printf %s "$KEY" | sha256sum | cut -c1-16).
 func ShownKey(k string) string {
-	if !strings.HasPrefix(k, digestPrefix) {
+	if !isDigest(k) {
 		k = digest(k) // a kept digest is already the digest of the value
 	}
 	return k[:len(digestPrefix)+16]
+}
+
+// isDigest tells whether k is a digest as BoundKey keeps one: "sha256:"
+// and 64 hex digits. A value that only begins like one (a raw value given
+// where a kept key was meant) is digested, never sliced.
+func isDigest(k string) bool {
+	hexDigits, ok := strings.CutPrefix(k, digestPrefix)
+	if !ok || len(hexDigits) != 2*sha256.Size {
+		return false
+	}
+	_, err := hex.DecodeString(hexDigits)
+	return err == nil
 }

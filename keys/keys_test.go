@@ -123,4 +123,7 @@ func TestKeyValuesAreBoundedAndShownAsDigests(t *testing.T) {
 	// printf %s "secret" | sha256sum | cut -c1-16
 	assert.Equal(t, "sha256:2bb80d537b1da3e3", Shown("secret"))
 	assert.Equal(t, Shown(long), Shown(Bound(long)), "a kept digest shows as the value it stands for")
+	for _, raw := range []string{"sha256:", "sha256:0123", "sha256:" + strings.Repeat("g", 64), "sha256:" + strings.Repeat("a", 65)} {
+		assert.Equal(t, Shown(Bound(raw)), Shown(raw), "a raw value that only begins like a digest is digested, never sliced: %q", raw)
+	}
 }
