@@ -48,6 +48,9 @@ type Feature struct {
 	budgets *Budgets
 	store   *resultstore.Store
 	sweeper *sweeper
+	// ledger is the store's ledger's key among the ledgers shared across
+	// reloads.
+	ledger string
 }
 
 // CaddyModule returns the Caddy module information.
@@ -71,11 +74,11 @@ func (f *Feature) Provision(ctx caddy.Context) error {
 	if err := f.Store.validate(true); err != nil {
 		return err
 	}
-	s, err := openStore(f.Store, ctx.Storage())
+	s, ledger, err := openStore(f.Store, ctx.Storage())
 	if err != nil {
 		return err
 	}
-	f.store, f.sweeper = s, sweep(s, ctx.Logger())
+	f.store, f.ledger, f.sweeper = s, ledger, sweep(s, ctx.Logger())
 	return nil
 }
 
@@ -125,6 +128,7 @@ func (f *Feature) Cleanup() error {
 	}
 	if f.sweeper != nil {
 		f.sweeper.Stop()
+		_, _ = ledgers.Delete(f.ledger)
 	}
 	return nil
 }

@@ -113,7 +113,7 @@ func TestPageNeedsAKeyAndAStoreNeedsPage(t *testing.T) {
 	assert.Contains(t, err.Error(), "whoever runs the server can read")
 	assert.Error(t, (&Config{Max: 1000, Store: &StoreConfig{Key: "k"}}).Validate())
 	assert.NoError(t, (&Config{Max: 1000, Page: []string{"*"}, Store: &StoreConfig{Key: "{env.K}"}}).Validate())
-	_, err = openStore(&StoreConfig{Key: "short"}, nil)
+	_, _, err = openStore(&StoreConfig{Key: "short"}, nil)
 	assert.ErrorContains(t, err, "the key is 5 bytes")
 }
 

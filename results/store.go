@@ -2,6 +2,7 @@ package results
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"time"
@@ -67,17 +68,51 @@ func (s *StoreConfig) limits() resultstore.Limits {
 }
 
 // openStore opens the store of cfg on storage, its key's placeholders
-// replaced.
-func openStore(cfg *StoreConfig, storage certmagic.Storage) (*resultstore.Store, error) {
+// replaced, counting against the ledger the stores of the same storage,
+// key and bounds share (ledgers): that of the config before a reload, and
+// of the other handlers that keep results alike. It returns the ledger's
+// key in that pool, to let go of with the store.
+func openStore(cfg *StoreConfig, storage certmagic.Storage) (*resultstore.Store, string, error) {
 	key := caddy.NewReplacer().ReplaceKnown(cfg.Key, "")
 	if len(key) < resultstore.MinKey {
-		return nil, fmt.Errorf("results: store: the key is %d bytes once its placeholders are replaced; want at least %d (openssl rand -base64 32)", len(key), resultstore.MinKey)
+		return nil, "", fmt.Errorf("results: store: the key is %d bytes once its placeholders are replaced; want at least %d (openssl rand -base64 32)", len(key), resultstore.MinKey)
 	}
-	s, err := resultstore.Open(storage, []byte(key), cfg.limits(), nil)
+	pooled := ledgerKey(storage, key, cfg.limits())
+	v, _, err := ledgers.LoadOrNew(pooled, func() (caddy.Destructor, error) {
+		l, err := resultstore.NewLedger(cfg.limits())
+		return sharedLedger{l}, err
+	})
 	if err != nil {
-		return nil, fmt.Errorf("results: store: %w", err)
+		return nil, "", fmt.Errorf("results: store: %w", err)
 	}
-	return s, nil
+	s, err := resultstore.OpenShared(storage, []byte(key), v.(sharedLedger).Ledger, nil)
+	if err != nil {
+		_, _ = ledgers.Delete(pooled)
+		return nil, "", fmt.Errorf("results: store: %w", err)
+	}
+	return s, pooled, nil
+}
+
+// ledgers are the accounts of what the stores keep, which survive config
+// reloads, by storage, key and bounds (ledgerKey): a reload does not give
+// every caller its bounds anew while what it kept before is still kept.
+var ledgers = caddy.NewUsagePool()
+
+type sharedLedger struct{ *resultstore.Ledger }
+
+func (sharedLedger) Destruct() error { return nil }
+
+// ledgerKey names the ledger of the stores on storage under key within
+// lim: the storage by its type and, where it says, its location (a
+// storage that does not is counted with the others of its type: stricter,
+// never looser); the key by its digest.
+func ledgerKey(storage certmagic.Storage, key string, lim resultstore.Limits) string {
+	where := fmt.Sprintf("%T", storage)
+	if s, ok := storage.(fmt.Stringer); ok {
+		where += " " + s.String()
+	}
+	digest := sha256.Sum256([]byte(key))
+	return fmt.Sprintf("%s\x00%x\x00%+v", where, digest, lim)
 }
 
 // sweepEvery is how often expired results are deleted; sweepCalls bounds

@@ -42,8 +42,10 @@
 // # Quotas and expiry
 //
 // The quotas (Limits) are this node's accounting, in memory, restored from
-// nothing at start: in a fleet, each node bounds what it wrote, and the
-// storage holds at most the sum of the nodes' bounds. A result expires
+// nothing at start: a Ledger, which the stores opened anew on the same
+// storage and key (a reloaded config's) share through OpenShared. In a
+// fleet, each node bounds what it wrote, and the storage holds at most the
+// sum of the nodes' bounds. A result expires
 // Limits.TTL after its Create; it counts against its owner until then,
 // whether or not its chunks are deleted yet. A Writer not closed by then
 // fails with ErrExpired.

@@ -208,3 +208,31 @@ func TestOpenChecksItsArguments(t *testing.T) {
 		Total: 16 << 30, TotalCount: 16384, TTL: time.Hour,
 	}, s.Limits())
 }
+
+// Stores opened on one ledger (a config reloaded on the same storage and
+// key) count together: what an owner kept through the first counts
+// against its bound in the second, until it expires.
+func TestStoresOfOneLedgerCountTogether(t *testing.T) {
+	storage := &certmagic.FileStorage{Path: t.TempDir()}
+	c := newClock()
+	ledger, err := resultstore.NewLedger(resultstore.Limits{Chunk: resultstore.MinChunk, PerOwnerCount: 2})
+	require.NoError(t, err)
+	first, err := resultstore.OpenShared(storage, testKey, ledger, c.Now)
+	require.NoError(t, err)
+	write(t, first, "alice", patterned(10), 10)
+	write(t, first, "alice", patterned(10), 10)
+
+	second, err := resultstore.OpenShared(storage, testKey, ledger, c.Now)
+	require.NoError(t, err)
+	_, err = second.Create(t.Context(), "alice")
+	var quota *resultstore.QuotaError
+	require.ErrorAs(t, err, &quota, "alice's two results still count")
+	assert.Equal(t, resultstore.WhyPerOwnerCount, quota.Why)
+	write(t, second, "bob", patterned(10), 10)
+
+	apart := open(t, storage, testKey, resultstore.Limits{Chunk: resultstore.MinChunk, PerOwnerCount: 2}, c)
+	write(t, apart, "alice", patterned(10), 10) // a ledger of its own counts nothing yet
+
+	c.Advance(2 * time.Hour)
+	write(t, second, "alice", patterned(10), 10)
+}

@@ -23,14 +23,38 @@ type Store struct {
 // from key (at least MinKey bytes: HKDF-SHA256, info "caddy-mcp results
 // v1": one key to encrypt, one to seal ids and bind owners), within lim
 // (its zero fields defaulted), reading the time from clock (time.Now when
-// nil). Stores that share a storage and a key share their results.
+// nil). Stores that share a storage and a key share their results; each
+// counts what it keeps against lim on its own (OpenShared: together).
 func Open(storage certmagic.Storage, key []byte, lim Limits, clock func() time.Time) (*Store, error) {
-	if storage == nil {
-		return nil, errors.New("resultstore: no storage")
+	l, err := NewLedger(lim)
+	if err != nil {
+		return nil, err
 	}
+	return OpenShared(storage, key, l, clock)
+}
+
+// A Ledger counts what stores keep against their Limits: by owner, the
+// bytes and results not yet expired. Stores opened on one Ledger
+// (OpenShared) count together, so that a store opened anew on the same
+// storage and key, such as a reloaded config's, does not start its
+// callers' counts from zero while what they kept before is still kept.
+type Ledger struct{ l *ledger }
+
+// NewLedger is a Ledger of the bounds lim (its zero fields defaulted).
+func NewLedger(lim Limits) (*Ledger, error) {
 	lim, err := lim.withDefaults()
 	if err != nil {
 		return nil, err
+	}
+	return &Ledger{newLedger(lim)}, nil
+}
+
+// OpenShared is Open, counting against ledger, whose Limits are the
+// store's. The stores of one ledger must share the key, since owners are
+// counted by a digest the key derives.
+func OpenShared(storage certmagic.Storage, key []byte, ledger *Ledger, clock func() time.Time) (*Store, error) {
+	if storage == nil {
+		return nil, errors.New("resultstore: no storage")
 	}
 	k, err := deriveKeys(key)
 	if err != nil {
@@ -39,7 +63,7 @@ func Open(storage certmagic.Storage, key []byte, lim Limits, clock func() time.T
 	if clock == nil {
 		clock = time.Now
 	}
-	return &Store{storage: storage, keys: k, lim: lim, now: clock, ledger: newLedger(lim)}, nil
+	return &Store{storage: storage, keys: k, lim: ledger.l.lim, now: clock, ledger: ledger.l}, nil
 }
 
 // Limits is the store's limits, defaults applied.

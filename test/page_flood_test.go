@@ -190,3 +190,29 @@ func storedBytes(t *testing.T, kept string, ids []string) (chunks, manifests int
 	}
 	return chunks, manifests
 }
+
+// A reload that keeps the store's storage, key and bounds keeps the
+// callers' counts: what a caller kept before it still counts against its
+// bound, and is still read.
+func TestPageAReloadKeepsTheCallersCounts(t *testing.T) {
+	site := floodResults + mcptest.ProxyTo(mcptest.StartTextServer(t))
+	gw := mcptest.StartGateway(t, site)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "reload", Version: "0"}, nil).Connect(t.Context(),
+		&mcp.StreamableClientTransport{Endpoint: gw.URL + mcptest.MCPPath, HTTPClient: mcptest.ResendingClient()}, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
+	const small = 100_000
+	var links []string
+	for range floodCount {
+		_, link, _ := pagedCall(t, cs, small)
+		links = append(links, link.URI)
+	}
+
+	gw.Reload(t, site)
+	refused := refusedCall(t, cs, small)
+	assertWhyNotKept(t, refused, "a result to keep, past the caller's count", strconv.Itoa(resultstore.DefaultPerOwnerCount), strconv.Itoa(floodCount))
+	for _, uri := range links {
+		text, _ := readPages(t, cs, uri)
+		require.True(t, text == mcptest.LongText(small), "%s read back after the reload", uri)
+	}
+}
