@@ -222,3 +222,29 @@ func TestAPrincipalReadsWhatItsCallsKeptFromAnySession(t *testing.T) {
 	require.NoError(t, json.Unmarshal(out, &r))
 	assert.Contains(t, string(read(t, b, r.Result.Content[2].URI, "s1")), "NOT_FOUND", "the principal's, not the session's")
 }
+
+// A request id as long as the budget leaves no room for text: the page
+// still gives some, and names the next one, rather than read as the end.
+func TestAReadWithAnIDAsLongAsTheBudgetStillReadsOn(t *testing.T) {
+	b, _, _ := pager(t, 4096, resultstore.Limits{})
+	msg := `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"` + strings.Repeat("x", 20000) + `"}]}}`
+	out, words := keepIn(t, b, sessionCall(t, "s1"), msg, 1000)
+	require.Nil(t, words)
+	var r pagedResult
+	require.NoError(t, json.Unmarshal(out, &r))
+	q, _ := json.Marshal(r.Result.Content[2].URI)
+	x := featuretest.Post(t, `{"jsonrpc":"2.0","id":"`+strings.Repeat("i", 5000)+`","method":"resources/read","params":{"uri":`+string(q)+`}}`)
+	x.Request.Header.Set("Mcp-Session-Id", "s1")
+	w := httptest.NewRecorder()
+	b.Answer(x).ServeHTTP(w, x.Request)
+	var p struct {
+		Result struct {
+			Contents []struct{ Text string } `json:"contents"`
+			Meta     map[string]any          `json:"_meta"`
+		} `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &p), "%s", w.Body.Bytes())
+	require.Len(t, p.Result.Contents, 1)
+	assert.Len(t, p.Result.Contents[0].Text, minText)
+	assert.Contains(t, p.Result.Meta[MetaNext], "?from="+strconv.Itoa(minText))
+}

@@ -37,8 +37,12 @@ const (
 	MetaFrom = "caddymcp.dev/from"
 )
 
-// minPage is the least budget of a page.
-const minPage = 4 << 10
+// minPage is the least budget of a page, and minText the least text a
+// page gives (but the last).
+const (
+	minPage = 4 << 10
+	minText = 1 << 10
+)
 
 // Answer answers resources/read of a result kept.
 func (b *Budgets) Answer(x *feature.Exchange) http.Handler {
@@ -105,7 +109,10 @@ func (b *Budgets) page(ctx context.Context, rd *pageRequest) []byte {
 		e := notFound()
 		return e.AppendRPCError(nil, rd.rid, envelope.CodeServerError)
 	}
-	room := b.pageBudget() - len(appendPage(nil, rd.rid, rd.id, mostDigits, nil, mostDigits, mostDigits))
+	// The text's room is the budget less the answer around it; at least
+	// minText, so that a request id as long as the budget (the client's
+	// own choice) still reads on rather than end at an empty page.
+	room := max(b.pageBudget()-len(appendPage(nil, rd.rid, rd.id, mostDigits, nil, mostDigits, mostDigits)), minText)
 	p, err := b.store.Read(ctx, rd.id, rd.owner, rd.from, max(0, min(room, b.store.MaxRead())))
 	var e envelope.Envelope
 	switch {
