@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strconv"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/caddymcp/caddy-mcp/envelope"
 	"github.com/caddymcp/caddy-mcp/feature"
 	"github.com/caddymcp/caddy-mcp/resultstore"
@@ -26,10 +28,11 @@ import (
 type keeping struct {
 	*held
 	// owner is whom the result is kept for (ownerOf); ctx the call's;
-	// note the trace context of its span (traceNote), nil when not traced.
+	// span is the call's span (callSpan), nil when not traced: its
+	// context is kept with the result, for the reads to link to.
 	owner string
 	ctx   context.Context
-	note  []byte
+	span  trace.Span
 }
 
 // Message keeps the call's response when it is over the budget.
@@ -242,7 +245,7 @@ func (kp *keeper) close() ([]byte, error) {
 	if kp.flush(); kp.err != nil {
 		return nil, kp.err
 	}
-	_ = kp.w.SetNote(kp.k.note) // a traceparent: far within MaxNote
+	_ = kp.w.SetNote(traceNote(kp.k.span)) // a traceparent: far within MaxNote
 	id, size, err := kp.w.Close(kp.k.ctx)
 	if err != nil {
 		kp.err = err

@@ -230,7 +230,7 @@ func (b *Budgets) Open(x *feature.Exchange) feature.Hook {
 	}
 	switch {
 	case b.pages(tool):
-		return &keeping{held: h, owner: ownerOf(x), ctx: x.Request.Context(), note: traceNote(callSpan(x))}
+		return &keeping{held: h, owner: ownerOf(x), ctx: x.Request.Context(), span: callSpan(x)}
 	case b.truncates(tool):
 		return &cutting{h}
 	}

@@ -24,12 +24,12 @@ import (
 // when it is kept and one per read; the reads counted by outcome. And an
 // expired result, deleted by any node's sweep, reads as NOT_FOUND.
 
-// tracing is a transport that sends the traceparent it holds, if any.
-type tracing struct {
+// traceSender is a transport that sends the traceparent it holds, if any.
+type traceSender struct {
 	traceparent atomic.Pointer[string]
 }
 
-func (tr *tracing) RoundTrip(r *http.Request) (*http.Response, error) {
+func (tr *traceSender) RoundTrip(r *http.Request) (*http.Response, error) {
 	if tp := tr.traceparent.Load(); tp != nil {
 		r = r.Clone(r.Context())
 		r.Header.Set("traceparent", *tp)
@@ -38,7 +38,7 @@ func (tr *tracing) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // in sends what follows in a new trace, and returns its id.
-func (tr *tracing) in(t *testing.T) string {
+func (tr *traceSender) in(t *testing.T) string {
 	id, tp := newTraceID(t)
 	tr.traceparent.Store(&tp)
 	return id
@@ -64,7 +64,7 @@ func TestPageReadsAreTracedLinkedToTheCallLoggedAndCounted(t *testing.T) {
 		Admin: true, Log: "output file " + logFile + "\nformat json\nlevel INFO",
 		Site: "tracing {\n\tspan http\n}\n" + pageResults + mcptest.ProxyTo(mcptest.StartTextServer(t)),
 	})
-	tr := &tracing{}
+	tr := &traceSender{}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "audit", Version: "0"}, nil).Connect(t.Context(),
 		&mcp.StreamableClientTransport{Endpoint: gw.URL + mcptest.MCPPath, HTTPClient: &http.Client{Transport: tr}}, nil)
 	require.NoError(t, err)
